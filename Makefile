@@ -1,0 +1,50 @@
+# Two commands set everything up on a fresh machine (Python 3.11, Java 17, Node 20):
+#   make demo   the whole chain on one machine, on the embedded default
+#   make test   the whole suite
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ENV ?= dev
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: install test demo synth bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found: install Python 3.11"; exit 1; }
+	@command -v java >/dev/null || { echo "make: java not found: install a Java 17 runtime (Spark and the Hadoop client need it)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+# Debian's Chromium for the report's browser check (tests/e2e); installed once.
+.make/chromium:
+	@mkdir -p .make
+	@if ! command -v chromium >/dev/null; then \
+	  echo "make: installing Debian's chromium for the browser check"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || { echo "make: could not install chromium (apt-get as root)"; exit 1; }; \
+	fi
+	touch $@
+
+test: $(STAMP) .make/chromium
+	$(PY) -m pytest tests
+
+demo: $(STAMP)
+	$(PY) -m bench.demo
+
+synth: $(STAMP)
+	$(PY) app.py --env $(ENV) --outdir cdk.out
+
+bench: $(STAMP)
+	$(PY) -m bench.run_all
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf cdk.out demo-out bench-out .pytest_cache .make

@@ -1,0 +1,205 @@
+"""The SQS message envelope: many events of one message group in one versioned message.
+
+Body, uncompressed:   {"v": 1, "events": [<canonical event>, ...]}
+Body, compressed:     base64(gzip(the same JSON)), with message attribute encoding=gzip+base64
+
+SQS bodies must be text (XML-safe Unicode), hence base64 around gzip. The encoding travels as a
+message attribute so a reader knows how to open the body before looking inside it. Attribute
+names and values count toward the SQS size limit, so the one attribute is kept short.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hdfs_events.event import EventFormatError, HdfsEvent
+from hdfs_events.ids import deduplication_id
+
+ENVELOPE_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+ENCODING_ATTRIBUTE = "encoding"
+ENCODING_JSON = "json"
+ENCODING_GZIP = "gzip+base64"
+# SQS: 1 MiB (1,048,576 bytes) per message, body plus attribute names, types and values; the
+# same 1 MiB bounds a whole SendMessageBatch.
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+# SQS bills each 64 KiB chunk of a request as one request: the packer's default target.
+SQS_BILLING_CHUNK_BYTES = 65_536
+# A compressed body may not expand past this: refuses gzip bombs before they reach memory.
+MAX_DECODED_BYTES = 64 * 1_048_576
+
+
+class EnvelopeError(ValueError):
+    """A message body that is not a valid envelope; the message says what is wrong."""
+
+
+class MessageTooLarge(EnvelopeError):
+    """An encoded message over the SQS limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireMessage:
+    body: str
+    attributes: dict[str, dict[str, str]]  # boto3 MessageAttributes shape
+    group_id: str
+    dedup_id: str
+    event_count: int
+    first: tuple[int, int]  # (txid, index) of the first event
+    last: tuple[int, int]
+
+    @property
+    def size(self) -> int:
+        """Bytes SQS counts toward its limits: body plus attribute name, type and value."""
+        return len(self.body.encode("utf-8")) + _attributes_size(self.attributes)
+
+    @property
+    def billed_requests(self) -> int:
+        """64 KiB chunks this message costs when sent on its own."""
+        return -(-self.size // SQS_BILLING_CHUNK_BYTES)
+
+
+def encode_body(event_json: Sequence[str], *, compress: bool, level: int = 6) -> str:
+    """The body text from already-serialised canonical events (the packer keeps them so)."""
+    raw = '{"v":%d,"events":[%s]}' % (ENVELOPE_VERSION, ",".join(event_json))
+    if not compress:
+        return raw
+    packed = gzip.compress(raw.encode("utf-8"), compresslevel=level, mtime=0)
+    return base64.b64encode(packed).decode("ascii")
+
+
+def encode_message(
+    events: Sequence[HdfsEvent],
+    *,
+    group_id: str,
+    compress: bool = True,
+    level: int = 6,
+    event_json: Sequence[str] | None = None,
+) -> WireMessage:
+    """One SQS message for `events` (all of one message group, in (txid, index) order).
+
+    Raises MessageTooLarge when the result would exceed the SQS 1 MiB limit.
+    """
+    if not events:
+        raise ValueError("a message needs at least one event")
+    cluster = events[0].cluster
+    if any(e.cluster != cluster for e in events):
+        raise ValueError("a message holds the events of one cluster")
+    lines = event_json if event_json is not None else [e.to_json() for e in events]
+    body = encode_body(lines, compress=compress, level=level)
+    encoding = ENCODING_GZIP if compress else ENCODING_JSON
+    attributes = {ENCODING_ATTRIBUTE: {"DataType": "String", "StringValue": encoding}}
+    first, last = (events[0].txid, events[0].index), (events[-1].txid, events[-1].index)
+    message = WireMessage(
+        body=body,
+        attributes=attributes,
+        group_id=group_id,
+        dedup_id=deduplication_id(cluster, first, last, len(events)),
+        event_count=len(events),
+        first=first,
+        last=last,
+    )
+    if message.size > SQS_MAX_MESSAGE_BYTES:
+        raise MessageTooLarge(
+            f"encoded message of {len(events)} events is {message.size} bytes; "
+            f"SQS allows {SQS_MAX_MESSAGE_BYTES}"
+        )
+    return message
+
+
+def decode_message(body: str, attributes: Mapping[str, Any] | None = None) -> list[HdfsEvent]:
+    """The events of a message body. Raises EnvelopeError naming what is wrong.
+
+    `attributes` may be in boto3's shape ({"encoding": {"StringValue": ...}}) or the shape Lambda
+    delivers from an SQS event source ({"encoding": {"stringValue": ...}}).
+    """
+    events = []
+    for i, d in enumerate(_event_dicts(body, attributes)):
+        try:
+            events.append(HdfsEvent.from_dict(d))
+        except EventFormatError as exc:
+            raise EnvelopeError(f"event {i}: {exc}") from exc
+    return events
+
+
+def _event_dicts(body: str, attributes: Mapping[str, Any] | None) -> list[Any]:
+    if not isinstance(body, str):
+        raise EnvelopeError(f"body must be text, got {type(body).__name__}")
+    if len(body) > SQS_MAX_MESSAGE_BYTES:
+        raise EnvelopeError(f"body of {len(body)} characters exceeds the SQS 1 MiB limit")
+    encoding = _encoding(attributes)
+    if encoding == ENCODING_GZIP:
+        text = _gunzip(body)
+    elif encoding == ENCODING_JSON:
+        text = body
+    else:
+        raise EnvelopeError(
+            f"unknown encoding attribute {encoding!r}; expected {ENCODING_JSON!r} "
+            f"or {ENCODING_GZIP!r}"
+        )
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EnvelopeError(f"body is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise EnvelopeError(f"envelope must be a JSON object, got {type(doc).__name__}")
+    version = doc.get("v")
+    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        raise EnvelopeError(
+            f"unsupported envelope version {version!r}; this reader knows {sorted(SUPPORTED_VERSIONS)}"
+        )
+    unknown = doc.keys() - {"v", "events"}
+    if unknown:
+        raise EnvelopeError(f"unknown envelope field(s) {sorted(unknown)}")
+    events = doc.get("events")
+    if not isinstance(events, list) or not events:
+        raise EnvelopeError("envelope field 'events' must be a non-empty list")
+    return events
+
+
+def _encoding(attributes: Mapping[str, Any] | None) -> str:
+    if not attributes or ENCODING_ATTRIBUTE not in attributes:
+        return ENCODING_JSON
+    attr = attributes[ENCODING_ATTRIBUTE]
+    if isinstance(attr, Mapping):
+        value = attr.get("StringValue", attr.get("stringValue"))
+    else:
+        value = attr
+    if not isinstance(value, str):
+        raise EnvelopeError(f"attribute {ENCODING_ATTRIBUTE!r} has no string value")
+    return value
+
+
+def _gunzip(body: str) -> str:
+    try:
+        packed = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise EnvelopeError(f"compressed body is not valid base64: {exc}") from exc
+    try:
+        # wbits=31: gzip framing. max_length bounds the output against decompression bombs.
+        inflater = zlib.decompressobj(wbits=31)
+        raw = inflater.decompress(packed, MAX_DECODED_BYTES)
+        if inflater.unconsumed_tail:
+            raise EnvelopeError(f"compressed body expands past {MAX_DECODED_BYTES} bytes")
+        if not inflater.eof:
+            raise EnvelopeError("compressed body is truncated (gzip stream did not end)")
+    except zlib.error as exc:
+        raise EnvelopeError(f"compressed body is not valid gzip: {exc}") from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EnvelopeError(f"decompressed body is not UTF-8: {exc}") from exc
+
+
+def _attributes_size(attributes: Mapping[str, Mapping[str, str]]) -> int:
+    total = 0
+    for name, attr in attributes.items():
+        total += len(name.encode()) + len(attr.get("DataType", "").encode())
+        total += len(attr.get("StringValue", "").encode())
+    return total

@@ -1,0 +1,180 @@
+"""The event record: one HDFS namespace change, named as Hadoop's inotify API names it.
+
+Fields follow org.apache.hadoop.hdfs.inotify.Event.* in snake_case. Every event carries the
+common key (cluster, txid, index) that makes it unique: `index` is its position inside the
+EventBatch of its txid, because one transaction can yield several events (OP_CONCAT_DELETE
+gives APPEND, one UNLINK per source, then CLOSE, all under one txid).
+
+Canonical JSON has every field of FIELDS on every event, in that order, with null where the
+event type has no such value. A fixed key set keeps the lake's schema stable for Spark, Athena
+and jq alike; gzip on the wire makes the nulls nearly free.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+
+class EventType(StrEnum):
+    CREATE = "CREATE"
+    CLOSE = "CLOSE"
+    APPEND = "APPEND"
+    RENAME = "RENAME"
+    METADATA = "METADATA"
+    UNLINK = "UNLINK"
+    TRUNCATE = "TRUNCATE"
+
+
+class INodeType(StrEnum):
+    FILE = "FILE"
+    DIRECTORY = "DIRECTORY"
+    SYMLINK = "SYMLINK"
+
+
+class MetadataType(StrEnum):
+    TIMES = "TIMES"
+    REPLICATION = "REPLICATION"
+    OWNER = "OWNER"
+    PERMS = "PERMS"
+    ACLS = "ACLS"
+    XATTRS = "XATTRS"
+
+
+@dataclass(frozen=True, slots=True)
+class XAttr:
+    namespace: str  # USER, TRUSTED, SECURITY, SYSTEM, RAW
+    name: str
+    value: str | None  # hex as Hadoop prints it ("0x313233"); None when removed or empty
+
+
+@dataclass(frozen=True, slots=True)
+class HdfsEvent:
+    cluster: str
+    txid: int
+    index: int
+    type: EventType
+    path: str  # RENAME: the source path
+    dst_path: str | None = None
+    # NameNode time of the change in epoch ms, where Hadoop's event carries one: CREATE (ctime),
+    # CLOSE, RENAME, UNLINK, TRUNCATE. APPEND and METADATA carry none in Hadoop, so none here.
+    timestamp: int | None = None
+    # CREATE
+    inode_type: INodeType | None = None
+    ctime: int | None = None
+    replication: int | None = None  # also METADATA REPLICATION
+    owner: str | None = None  # also METADATA OWNER
+    group: str | None = None  # also METADATA OWNER
+    perms: str | None = None  # octal, e.g. "0644"; also METADATA PERMS
+    symlink_target: str | None = None
+    overwrite: bool | None = None
+    block_size: int | None = None
+    erasure_coded: bool | None = None
+    # CLOSE, TRUNCATE (CLOSE after a concat reports -1, as Hadoop does)
+    size: int | None = None
+    # APPEND
+    new_block: bool | None = None
+    # METADATA
+    metadata_type: MetadataType | None = None
+    mtime: int | None = None
+    atime: int | None = None
+    acls: tuple[str, ...] | None = None  # Hadoop's AclEntry strings, e.g. "user:alice:rw-"
+    xattrs: tuple[XAttr, ...] | None = None
+    xattrs_removed: bool | None = None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """The exactly-once key of the product."""
+        return (self.cluster, self.txid, self.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        # Not dataclasses.asdict: it deep-copies every field and costs ~5x more on the agent's
+        # hot path. Enum members are str subclasses, so json writes them as their values.
+        d = {name: getattr(self, name) for name in FIELDS}
+        if self.acls is not None:
+            d["acls"] = list(self.acls)
+        if self.xattrs is not None:
+            d["xattrs"] = [asdict(x) for x in self.xattrs]
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HdfsEvent:
+        """Builds an event from its canonical dict; raises EventFormatError naming the field."""
+        if not isinstance(d, dict):
+            raise EventFormatError(f"event must be a JSON object, got {type(d).__name__}")
+        unknown = d.keys() - FIELD_SET
+        if unknown:
+            raise EventFormatError(f"unknown field(s) {sorted(unknown)}")
+        for name in REQUIRED:
+            if d.get(name) is None:
+                raise EventFormatError(f"missing required field '{name}'")
+        kw = {k: v for k, v in d.items() if v is not None}
+        try:
+            for name, conv in _ENUMS.items():
+                if name in kw:
+                    kw[name] = conv(kw[name])
+        except ValueError as exc:
+            raise EventFormatError(str(exc)) from exc
+        for name, typ in _SCALARS.items():
+            value = kw.get(name)
+            if value is not None and not _is_instance(value, typ):
+                raise EventFormatError(f"field '{name}' must be {typ.__name__}, got {value!r}")
+        if "acls" in kw:
+            acls = kw["acls"]
+            if not isinstance(acls, list) or not all(isinstance(a, str) for a in acls):
+                raise EventFormatError("field 'acls' must be a list of strings")
+            kw["acls"] = tuple(acls)
+        if "xattrs" in kw:
+            kw["xattrs"] = tuple(_xattr_from_dict(x) for x in _as_list(kw["xattrs"], "xattrs"))
+        return cls(**kw)
+
+
+class EventFormatError(ValueError):
+    """An event object that does not follow the contract."""
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(HdfsEvent))
+FIELD_SET = frozenset(FIELDS)
+REQUIRED = ("cluster", "txid", "index", "type", "path")
+_ENUMS = {"type": EventType, "inode_type": INodeType, "metadata_type": MetadataType}
+_SCALARS: dict[str, type] = {
+    "cluster": str, "txid": int, "index": int, "path": str, "dst_path": str,
+    "timestamp": int, "ctime": int, "replication": int, "owner": str, "group": str,
+    "perms": str, "symlink_target": str, "overwrite": bool, "block_size": int,
+    "erasure_coded": bool, "size": int, "new_block": bool, "mtime": int, "atime": int,
+    "xattrs_removed": bool,
+}
+
+
+def _is_instance(value: Any, typ: type) -> bool:
+    # bool is an int subclass in Python; JSON true must not pass as a txid.
+    if typ is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, typ)
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise EventFormatError(f"field '{name}' must be a list")
+    return value
+
+
+def _xattr_from_dict(x: Any) -> XAttr:
+    if not isinstance(x, dict) or not isinstance(x.get("namespace"), str) or not isinstance(
+        x.get("name"), str
+    ):
+        raise EventFormatError("each xattr needs string 'namespace' and 'name'")
+    value = x.get("value")
+    if value is not None and not isinstance(value, str):
+        raise EventFormatError("xattr 'value' must be a string or null")
+    return XAttr(namespace=x["namespace"], name=x["name"], value=value)
+
+
+def perms_to_octal(mode: int) -> str:
+    """FsPermission as a 4-digit octal string: sticky bit and rwx bits ("1777", "0644")."""
+    return f"{mode & 0o7777:04o}"

@@ -1,0 +1,65 @@
+"""Names that the CDK app, the consumer Lambda, the agent, the Glue jobs and the CLIs must agree
+on: environment variables, metric names, table key attributes and lake prefixes. Changing one
+here changes it everywhere; the infra tests check the stacks use these.
+"""
+
+from __future__ import annotations
+
+# --- CloudWatch metrics (EMF from the Lambda, PutMetricData from the agent) ---------------
+METRICS_NAMESPACE = "HdfsEvents"
+DIMENSION_CLUSTER = "Cluster"
+METRIC_EVENTS = "Events"  # consumer: events ingested (also per EventType dimension "Type")
+METRIC_MESSAGES = "Messages"
+METRIC_BYTES = "Bytes"
+METRIC_INGEST_LAG_MS = "IngestLagMs"  # consumer: now - NameNode timestamp
+METRIC_QUARANTINED = "QuarantinedMessages"
+METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
+METRIC_AGENT_LAG_TXIDS = "AgentLagTxids"  # agent: getTxidsBehindEstimate()
+METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"
+METRIC_AGENT_SEND_ERRORS = "AgentSendErrors"
+METRIC_INOTIFY_GAP = "InotifyGap"  # agent: edits purged before they were read
+METRIC_INDEX_DRIFT = "IndexDrift"  # agent verify: mismatched entries
+METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"
+
+# --- Consumer Lambda environment (set by stacks/, read by lambdas/ingest) -----------------
+ENV_LAKE_BUCKET = "LAKE_BUCKET"
+ENV_INDEX_TABLE = "INDEX_TABLE"
+ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
+ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
+ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continuation messages for large subtree changes
+LOG_MODES = ("all", "mutations", "summary")
+
+# --- S3 lake layout -------------------------------------------------------------------------
+RAW_PREFIX = "raw/"  # raw/cluster=<c>/dt=YYYY-MM-DD/hour=HH/<dedup id>.jsonl.gz
+CURATED_PREFIX = "curated/"  # curated/events/cluster=<c>/dt=YYYY-MM-DD/*.parquet
+QUARANTINE_PREFIX = "quarantine/"
+SCRIPTS_PREFIX = "scripts/"
+
+# --- DynamoDB tables -------------------------------------------------------------------------
+# Agent state: one partition per cluster (the on-prem principal may touch only its own, by a
+# dynamodb:LeadingKeys condition), items "checkpoint", "lease", "heartbeat".
+STATE_PK = "cluster"
+STATE_SK = "item"
+STATE_ITEM_CHECKPOINT = "checkpoint"
+STATE_ITEM_LEASE = "lease"
+# Namespace index (the S3mper idea): partition = "<cluster>#<parent dir>", sort = entry name.
+INDEX_PK = "parent"
+INDEX_SK = "name"
+# Transfers (return channel): one item per copy request.
+TRANSFERS_PK = "request_id"
+TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
+
+# --- SQS message attributes -------------------------------------------------------------------
+ATTR_ENCODING = "encoding"
+
+
+def index_partition(cluster: str, parent: str) -> str:
+    return f"{cluster}#{parent}"
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """("/a/b", "c") for "/a/b/c"; ("/", "a") for "/a"; ("", "/") for the root itself."""
+    if path == "/":
+        return "", "/"
+    parent, _, name = path.rstrip("/").rpartition("/")
+    return parent or "/", name

@@ -1,0 +1,55 @@
+"""`hdfs-events-agent`: one entry point, one module per subcommand under onprem_agent.commands.
+
+Subcommand modules are imported only when chosen, so `translate` starts without boto3 and
+`run` is the only one that pays for starting a JVM. Each module defines
+`add_arguments(parser)` and `run(args) -> int` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "translate": ("onprem_agent.commands.translate",
+                  "print the inotify events of an `hdfs oev -p xml` edit log as JSON lines"),
+    "replay": ("onprem_agent.commands.replay",
+               "ship the events of edit-log files to the SQS FIFO queue (backfill)"),
+    "run": ("onprem_agent.commands.run",
+            "ship live HDFS inotify events to the SQS FIFO queue"),
+    "status": ("onprem_agent.commands.status", "show checkpoint, lag and leader"),
+    "doctor": ("onprem_agent.commands.doctor",
+               "check config, credentials, queue, JVM, classpath and NameNode"),
+    "verify": ("onprem_agent.commands.verify",
+               "compare an HDFS listing with the DynamoDB namespace index"),
+    "copy-worker": ("onprem_agent.commands.copy_worker",
+                    "copy data from S3 back into HDFS on request (distcp)"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="hdfs-events-agent",
+        description="Streams HDFS namespace changes (inotify) to AWS.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    if not argv or argv[0] not in COMMANDS:
+        parser.parse_args(argv)  # prints usage or the unknown-command error, exits 2
+        return 2
+    name = argv[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    command_parser = argparse.ArgumentParser(prog=f"hdfs-events-agent {name}",
+                                             description=COMMANDS[name][1])
+    module.add_arguments(command_parser)
+    args = command_parser.parse_args(argv[1:])
+    return int(module.run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""Fixtures every test area shares: the bundled real edit log, and AWS through moto.
+
+Unit tests use moto in-process (`mock_aws`); integration and e2e tests reach a real HTTP moto
+server on 127.0.0.1 through the standard AWS_ENDPOINT_URL variable, as a deployment reaches AWS.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EDITS_SAMPLE = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
+
+# Never let a test reach a real account: fake credentials, a fixed region, no profile files.
+_FAKE_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "eu-west-1",
+    "AWS_REGION": "eu-west-1",
+    "AWS_CONFIG_FILE": "/dev/null",
+    "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fake_aws_credentials() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in (*_FAKE_AWS, "AWS_PROFILE")}
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ.update(_FAKE_AWS)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def edits_sample() -> Path:
+    return EDITS_SAMPLE
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """A moto server on 127.0.0.1 (free port) for the whole session; yields its endpoint URL.
+
+    Tests that use it should call `moto_endpoint` (function scope) to get the endpoint set in
+    AWS_ENDPOINT_URL and a clean state.
+    """
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def moto_endpoint(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """AWS_ENDPOINT_URL pointed at the moto server, with its state reset before the test."""
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset",
+                                                  method="POST"), timeout=30).read()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    return moto_server
