@@ -1,0 +1,185 @@
+"""The live source: Hadoop's DFSInotifyEventInputStream read as an iterator of TxBatch.
+
+- Freshness: `poll(timeout)` with a short timeout. Hadoop's timed poll backs off exponentially
+  (10 ms, 20 ms, ...) but never past the timeout, so the timeout bounds the idle latency.
+  hdfs-inotify-example's poll(60, SECONDS) idles up to ~20 s between checks.
+- Throughput: after a batch arrives, the stream is drained with the non-blocking poll() (the
+  NameNode hands out up to dfs.namenode.inotify.max.events.per.rpc events per RPC) and the
+  drain is converted in one JVM call (onprem_agent.live.convert).
+- Lag: getTxidsBehindEstimate() after every poll.
+- Purged edits: poll() raises MissingEventsException(expected, actual) when the NameNode no
+  longer has the txid we need (a checkpoint older than dfs.namenode.num.extra.edits.retained
+  allows). Never skipped silently: the gap is reported (error log, InotifyGap metric, alert)
+  and then the policy applies. `stop` raises InotifyGapError (the agent exits non-zero).
+  `snapshot` takes the NameNode's current txid T, lists the covered directories, emits the
+  namespace state as a batch at txid T, and reopens the stream after T: a change made while
+  the listing ran has txid > T and is read afterwards, so nothing in between is missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from onprem_agent.source import TxBatch
+
+log = logging.getLogger(__name__)
+
+
+class InotifyStream(Protocol):
+    """The methods of org.apache.hadoop.hdfs.DFSInotifyEventInputStream the loop uses."""
+
+    def poll(self, *timeout: Any) -> Any: ...  # poll() or poll(time, TimeUnit): EventBatch|None
+
+    def getTxidsBehindEstimate(self) -> int: ...
+
+
+class BatchConverter(Protocol):
+    def convert(self, batches: Sequence[Any]) -> list[TxBatch]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Edits the NameNode purged before the agent read them: txids [expected, available)."""
+
+    expected_txid: int
+    available_txid: int
+
+    def describe(self) -> str:
+        return (f"inotify gap: needed txid {self.expected_txid} but the NameNode's first "
+                f"available txid is {self.available_txid}; txids {self.expected_txid}.."
+                f"{self.available_txid - 1} were purged before they were read")
+
+
+class InotifyGapError(RuntimeError):
+    """Policy `stop`: the agent exits non-zero rather than skip purged edits."""
+
+    def __init__(self, gap: Gap) -> None:
+        super().__init__(gap.describe() + " (gap_policy = \"stop\")")
+        self.gap = gap
+
+
+@dataclass(slots=True)
+class LiveStats:
+    """Read by the metrics endpoint and `status`; written only by the loop's thread."""
+
+    batches_read: int = 0
+    events_read: int = 0
+    last_txid: int | None = None
+    txids_behind: int = 0
+    last_event_ms: int | None = None  # NameNode timestamp of the newest event that has one
+    gaps: list[Gap] = field(default_factory=list)
+    snapshots: int = 0
+
+
+Snapshot = Callable[[int], TxBatch]  # txid T -> the namespace state as a batch at T
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSource:
+    """How the loop reaches the NameNode; HadoopClient in production, doubles in tests."""
+
+    open_stream: Callable[[int | None], InotifyStream]  # None = from the current txid
+    current_txid: Callable[[], int]
+
+
+def _missing_events_class() -> type[BaseException]:
+    import jpype
+
+    return jpype.JClass("org.apache.hadoop.hdfs.inotify.MissingEventsException")
+
+
+def _milliseconds() -> Any:
+    import jpype
+
+    return jpype.JClass("java.util.concurrent.TimeUnit").MILLISECONDS
+
+
+class LiveSource:
+    """Iterates TxBatch objects after `start_txid` until `stop` is set (see module doc)."""
+
+    def __init__(self, source: StreamSource, converter: BatchConverter, *,
+                 start_txid: int | None, stop: threading.Event, gap_policy: str = "snapshot",
+                 snapshot: Snapshot | None = None, on_gap: Callable[[Gap], None] | None = None,
+                 poll_timeout_ms: int = 1000, max_batches_per_drain: int = 1000,
+                 stats: LiveStats | None = None, on_idle: Callable[[], None] | None = None,
+                 missing_events: type[BaseException] | None = None,
+                 time_unit: Any = None) -> None:
+        if gap_policy == "snapshot" and snapshot is None:
+            raise ValueError("gap_policy 'snapshot' needs a snapshot function")
+        self._source, self._converter = source, converter
+        self._start, self._stop = start_txid, stop
+        self._policy, self._snapshot, self._on_gap = gap_policy, snapshot, on_gap
+        self._timeout_ms, self._max_drain = poll_timeout_ms, max_batches_per_drain
+        self.stats = stats or LiveStats()
+        self._on_idle = on_idle
+        self._missing = missing_events or _missing_events_class()
+        self._unit = time_unit if time_unit is not None else _milliseconds()
+
+    def __iter__(self) -> Iterator[TxBatch]:
+        last = self._start
+        stream = self._source.open_stream(last)
+        if last is None:
+            log.info("no checkpoint: reading from the NameNode's current txid")
+        while not self._stop.is_set():
+            drained, gap = self._drain(stream)
+            if drained:
+                for batch in self._converter.convert(drained):
+                    last = batch.txid
+                    self._count(batch)
+                    yield batch
+            elif gap is None and self._on_idle is not None:
+                self._on_idle()
+            if gap is not None:
+                last = yield from self._recover(gap)
+                stream = self._source.open_stream(last)
+
+    def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None]:
+        """A timed poll, then whatever is ready, up to the drain limit; a gap ends the drain
+        (the batches read before it are still delivered)."""
+        drained: list[Any] = []
+        try:
+            batch = stream.poll(self._timeout_ms, self._unit)
+            while batch is not None:
+                drained.append(batch)
+                if len(drained) >= self._max_drain:
+                    break
+                batch = stream.poll()
+        except self._missing as exc:
+            gap = Gap(int(exc.getExpectedTxid()), int(exc.getActualTxid()))  # type: ignore[attr-defined]
+            return drained, gap
+        finally:
+            self.stats.txids_behind = int(stream.getTxidsBehindEstimate())
+        return drained, None
+
+    def _recover(self, gap: Gap) -> Iterator[TxBatch]:
+        self.stats.gaps.append(gap)
+        log.error("%s; gap_policy = %s", gap.describe(), self._policy)
+        if self._on_gap is not None:
+            self._on_gap(gap)
+        if self._policy == "stop" or self._snapshot is None:
+            raise InotifyGapError(gap)
+        txid = int(self._source.current_txid())
+        started = time.monotonic()
+        batch = self._snapshot(txid)
+        self.stats.snapshots += 1
+        log.warning("snapshot of the covered namespace at txid %d: %d records in %.1f s; "
+                    "resuming after txid %d", txid, len(batch.events),
+                    time.monotonic() - started, txid)
+        self._count(batch)
+        yield batch
+        return txid
+
+    def _count(self, batch: TxBatch) -> None:
+        stats = self.stats
+        stats.batches_read += 1
+        stats.events_read += len(batch.events)
+        stats.last_txid = batch.txid
+        for event in reversed(batch.events):
+            if event.timestamp is not None:
+                stats.last_event_ms = event.timestamp
+                break

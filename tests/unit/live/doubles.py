@@ -1,0 +1,122 @@
+"""A NameNode double behind the real Hadoop types: it hands out real Java EventBatch objects and
+raises Hadoop's real MissingEventsException, as DFSInotifyEventInputStream does.
+
+The stream double follows DFSInotifyEventInputStream's contract: poll() and poll(time, unit)
+return the next EventBatch after the last one read or null; when the NameNode no longer holds
+the next txid (purged edits), poll raises MissingEventsException(expected, actual);
+getTxidsBehindEstimate() is the NameNode's last txid minus the last txid read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jpype
+
+from hdfs_events.event import INodeType
+from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.live.stream import StreamSource
+from tests.unit.live import java_events as je
+
+
+def unlink(path: str, ts: int = 1) -> Any:
+    return je.event_class("UnlinkEvent").Builder().path(path).timestamp(ts).build()
+
+
+def mkdir(path: str, ts: int = 1) -> Any:
+    create = je.event_class("CreateEvent")
+    return (create.Builder().iNodeType(create.INodeType.DIRECTORY).path(path).ctime(ts)
+            .ownerName("hdfs").groupName("supergroup").perms(je.fs_permission("0755")).build())
+
+
+class NameNodeDouble:
+    def __init__(self) -> None:
+        self.batches: list[Any] = []  # Java EventBatch objects, txid ascending
+        self.first_available = 1  # txids below were purged
+        self.last_txid = 0
+        self.polls: list[tuple[Any, ...]] = []
+        self.opened: list[int | None] = []
+        self.lock = threading.Lock()
+
+    def log(self, *events: Any) -> int:
+        """Commits one transaction with these events; returns its txid."""
+        with self.lock:
+            self.last_txid += 1
+            if events:
+                self.batches.append(je.event_batch(self.last_txid, list(events)))
+            return self.last_txid
+
+    def skip(self, n: int) -> None:
+        """Transactions that yield no event (block allocations)."""
+        with self.lock:
+            self.last_txid += n
+
+    def purge_before(self, txid: int) -> None:
+        with self.lock:
+            self.first_available = txid
+            self.batches = [b for b in self.batches if b.getTxid() >= txid]
+
+    def source(self) -> StreamSource:
+        return StreamSource(open_stream=self.open_stream, current_txid=lambda: self.last_txid)
+
+    def open_stream(self, after: int | None) -> StreamDouble:
+        self.opened.append(after)
+        return StreamDouble(self, self.last_txid if after is None else after)
+
+
+class StreamDouble:
+    def __init__(self, namenode: NameNodeDouble, last_read: int) -> None:
+        self._nn, self._last_read = namenode, last_read
+        self._missing = jpype.JClass("org.apache.hadoop.hdfs.inotify.MissingEventsException")
+
+    def poll(self, *timeout: Any) -> Any:
+        nn = self._nn
+        nn.polls.append(timeout)
+        with nn.lock:
+            if self._last_read + 1 < nn.first_available:
+                raise self._missing(self._last_read + 1, nn.first_available)
+            for batch in nn.batches:
+                if batch.getTxid() > self._last_read:
+                    self._last_read = int(batch.getTxid())
+                    return batch
+            # Like Hadoop's stream: txids without events still move lastReadTxid.
+            self._last_read = max(self._last_read, nn.last_txid)
+            return None
+
+    def getTxidsBehindEstimate(self) -> int:
+        return max(0, self._nn.last_txid - self._last_read)
+
+
+class ListingDouble:
+    """A namespace as a dict path -> NamespaceEntry, listed like FileSystem.listStatus."""
+
+    def __init__(self, entries: Sequence[NamespaceEntry],
+                 on_list: Callable[[str], None] | None = None) -> None:
+        self.entries = {e.path: e for e in entries}
+        self.entries.setdefault("/", NamespaceEntry("/", INodeType.DIRECTORY))
+        self.on_list = on_list
+        self.listed: list[str] = []
+
+    def status(self, path: str) -> NamespaceEntry | None:
+        return self.entries.get(path)
+
+    def list_dir(self, path: str) -> list[NamespaceEntry]:
+        self.listed.append(path)
+        if self.on_list is not None:
+            self.on_list(path)
+        prefix = path.rstrip("/") + "/"
+        return [e for p, e in self.entries.items()
+                if p.startswith(prefix) and "/" not in p[len(prefix):] and p != path]
+
+
+def file_entry(path: str, size: int = 10, mtime: int = 5) -> NamespaceEntry:
+    return NamespaceEntry(path, INodeType.FILE, size=size, mtime=mtime, atime=mtime,
+                          owner="etl", group="hadoop", perms="0644", replication=3,
+                          block_size=134217728, erasure_coded=False)
+
+
+def dir_entry(path: str, mtime: int = 5) -> NamespaceEntry:
+    return NamespaceEntry(path, INodeType.DIRECTORY, mtime=mtime, owner="etl",
+                          group="hadoop", perms="0755")
