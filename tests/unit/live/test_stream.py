@@ -110,7 +110,7 @@ def test_purged_edits_with_policy_stop_report_the_gap_and_fail(converter):
     nn.purge_before(15)
     gaps: list[Gap] = []
     source = live(nn, converter, start=3, on_gap=gaps.append)
-    with pytest.raises(InotifyGapError, match="needed txid 4 .* first available txid is 15"):
+    with pytest.raises(InotifyGapError, match=r"needed txid 4 .* first available txid is 15"):
         list(source)
     assert gaps == [Gap(expected_txid=4, available_txid=15)]
     assert source.stats.gaps == gaps
