@@ -1,0 +1,222 @@
+"""Glue job: compacts new raw event objects into the curated events table, exactly once.
+
+    python -m glue_jobs.compact_events --source file:///lake --target file:///lake
+
+One run: list raw/ against the watermark -> check each new object's gzip -> parse and validate
+its lines (bad lines and objects to quarantine/glue/) -> drop duplicates within the run -> drop
+keys already curated within +-lookback_days -> merge with the partitions they land in -> write
+each partition to a fresh run prefix -> switch the catalog -> advance the watermark -> remove
+superseded runs past their grace period. Prints a JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from glue_jobs import compaction as C
+from glue_jobs import watermark
+from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog
+from glue_jobs.curated_io import (
+    read_published,
+    remove_superseded_runs,
+    stored_bytes,
+    write_runs,
+)
+from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
+from glue_jobs.runtime import Arg, job_session, resolve_args
+from glue_jobs.storage import LakeStore, store_for
+from hdfs_events.names import RAW_PREFIX
+
+JOB_NAME = "compact_events"
+SPEC = (
+    Arg("source", "lake URI that holds raw/ (file:///path or s3://bucket[/prefix])"),
+    Arg("target", "lake URI for curated/, quarantine/ and the watermark"),
+    Arg("lookback_days", "a key already curated this many days either side is not added again",
+        "1"),
+    Arg("target_file_mb", "aim for Parquet files of about this size", "128"),
+    Arg("bytes_per_row", "Parquet bytes per event assumed before a partition exists", "60"),
+    Arg("retain_hours", "superseded run prefixes are deleted after this grace period", "24"),
+    Arg("compression", "Parquet codec: zstd or snappy", "zstd"),
+    Arg("catalog_database", "Glue database of the table; empty: a JSON catalog in the target",
+        ""),
+    Arg("catalog_table", "Glue table of the curated events", "events"),
+)
+# The line regex for a raw object's key inside a Spark file path (URI-encoded or not).
+_RAW_TAIL = r"(raw/cluster=([^/]+)/dt=([^/]+)/hour=[^/]+/[^/]+)$"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    lookback_days: int = 1
+    target_file_bytes: int = 128 * 1_048_576
+    bytes_per_row: float = 60.0
+    retain: timedelta = timedelta(hours=24)
+    compression: str = "zstd"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    run_id: str
+    objects_read: int = 0
+    events_read: int = 0
+    events_added: int = 0
+    duplicates_dropped: int = 0
+    quarantined_objects: int = 0
+    quarantined_lines: int = 0
+    ignored_objects: int = 0  # keys outside the raw layout, left where they are
+    partitions_published: int = 0
+    files_written: int = 0
+    runs_removed: int = 0
+
+
+def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
+            catalog: PartitionCatalog, settings: Settings, *, run_id: str | None = None,
+            now: datetime | None = None) -> CompactionReport:
+    now = now or datetime.now(UTC)
+    run_id = run_id or new_run_id(now)
+    known = watermark.load(target)
+    todo, strays = watermark.pending(source.list_objects(RAW_PREFIX), known)
+    if not todo:
+        return CompactionReport(run_id, ignored_objects=len(strays))
+    by_key = {o.info.key: o for o in todo}
+
+    # 1. Whole objects: gzip and UTF-8.
+    paths = [source.root_uri + o.info.key for o in todo]
+    problems = {_raw_key(r["path"]): r["problem"] for r in C.object_problems(
+        spark.read.format("binaryFile").load(paths)).collect()}
+    quarantined_objects = _quarantine_objects(source, target, run_id, problems)
+    readable = [source.root_uri + k for k in by_key if k not in problems]
+
+    # 2. Lines: parse against the contract; bad lines to quarantine, good ones on.
+    outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
+    outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED) for k in by_key if k not in problems}
+    if not readable:
+        watermark.advance(target, known, outcomes)
+        return CompactionReport(run_id, objects_read=len(todo),
+                                quarantined_objects=quarantined_objects,
+                                ignored_objects=len(strays))
+    file_path = F.col("_metadata.file_path")
+    lines = spark.read.text(readable).select(
+        F.regexp_extract(file_path, _RAW_TAIL, 1).alias("object"),
+        F.regexp_extract(file_path, _RAW_TAIL, 2).alias("raw_cluster"),
+        F.regexp_extract(file_path, _RAW_TAIL, 3).alias("raw_dt"),
+        "value")
+    parsed = lines.transform(C.parse_lines).persist(StorageLevel.MEMORY_AND_DISK)
+    totals = {r["bad"]: r["count"] for r in parsed.groupBy(
+        F.col("reason").isNotNull().alias("bad")).count().collect()}
+    bad_count, good_count = totals.get(True, 0), totals.get(False, 0)
+    if bad_count:
+        (C.bad_lines(parsed).coalesce(1).write.mode("overwrite").option("compression", "gzip")
+         .json(f"{target.root_uri}{QUARANTINE_GLUE_PREFIX}lines/run={run_id}/"))
+
+    # 3. Exactly once: within the run, then against what is already curated nearby.
+    batch = parsed.transform(C.good_events).transform(C.dedup_batch) \
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    touched = [(r["cluster"], r["dt"]) for r in batch.select("cluster", "dt").distinct().collect()]
+    published = catalog.locations()
+    near = C.lookback_partitions(touched, published, settings.lookback_days)
+    existing = read_published(spark, [published[k] for k in near])
+    fresh = batch.transform(C.not_yet_curated(existing.select("cluster", "txid", "index", "dt"),
+                                              settings.lookback_days)
+                            ).persist(StorageLevel.MEMORY_AND_DISK)
+    added = {(r["cluster"], r["dt"]): r["count"]
+             for r in fresh.groupBy("cluster", "dt").count().collect()}
+    parsed.unpersist()
+    batch.unpersist()
+
+    files = 0
+    if added:
+        # 4. Merge with the partitions' published rows; size files from what exists.
+        kept = {(r["cluster"], r["dt"]): r["count"] for r in existing.join(
+            spark.createDataFrame(list(added), "cluster string, dt string"), ["cluster", "dt"],
+            "left_semi").groupBy("cluster", "dt").count().collect()}
+        rows = {k: n + kept.get(k, 0) for k, n in added.items()}
+        per_row = _bytes_per_row(target, [published[k] for k in kept], sum(kept.values()),
+                                 settings.bytes_per_row)
+        per_file = C.rows_per_file(settings.target_file_bytes, per_row)
+        files = C.total_files(rows, per_file)
+        merged = fresh.transform(C.merged_partitions(existing)).transform(
+            C.sorted_for_files(files))
+        write_runs(merged, target.root_uri, run_id, settings.compression)
+        # 5. Publish: every changed partition flips to its complete new run.
+        catalog.publish({(c, d): target.root_uri + run_prefix(c, d, run_id) for c, d in added})
+    fresh.unpersist()
+
+    watermark.advance(target, known, outcomes)
+    removed = remove_superseded_runs(target, added, catalog.locations(), now, settings.retain)
+    events_added = sum(added.values())
+    return CompactionReport(
+        run_id, objects_read=len(todo), events_read=good_count, events_added=events_added,
+        duplicates_dropped=good_count - events_added, quarantined_objects=quarantined_objects,
+        quarantined_lines=bad_count, ignored_objects=len(strays),
+        partitions_published=len(added), files_written=files, runs_removed=removed)
+
+
+def _raw_key(spark_path: str) -> str:
+    """The store key of a raw object from the path Spark reports (file:/..., s3://...)."""
+    path = unquote(spark_path)
+    return path[path.rfind("/" + RAW_PREFIX + "cluster=") + 1:]
+
+
+def _quarantine_objects(source: LakeStore, target: LakeStore, run_id: str,
+                        problems: dict[str, str]) -> int:
+    """Copies each unreadable object, byte for byte, beside a .reason.txt naming the problem."""
+    for key, why in sorted(problems.items()):
+        dest = f"{QUARANTINE_GLUE_PREFIX}objects/run={run_id}/{key}"
+        data = source.read_bytes(key)
+        if data is not None:
+            target.write_bytes(dest, data)
+        target.write_bytes(dest + ".reason.txt",
+                           f"{source.root_uri}{key}: {why}\n".encode())
+    return len(problems)
+
+
+def _bytes_per_row(target: LakeStore, locations: list[str], rows: int, default: float) -> float:
+    if rows < 10_000:  # too few rows for a stable ratio (Parquet footers dominate)
+        return default
+    return stored_bytes(target, locations) / rows
+
+
+def catalog_for(args: dict[str, str], target: LakeStore) -> PartitionCatalog:
+    if args["catalog_database"]:
+        import boto3  # on Glue; local runs use the JSON catalog and need no AWS library
+
+        return GlueCatalog(boto3.client("glue"), args["catalog_database"],
+                           args["catalog_table"])
+    return JsonFileCatalog(target, LOCAL_CATALOG_KEY)
+
+
+def settings_from(args: dict[str, str]) -> Settings:
+    try:
+        return Settings(
+            lookback_days=int(args["lookback_days"]),
+            target_file_bytes=int(float(args["target_file_mb"]) * 1_048_576),
+            bytes_per_row=float(args["bytes_per_row"]),
+            retain=timedelta(hours=float(args["retain_hours"])),
+            compression=args["compression"],
+        )
+    except ValueError as exc:
+        raise SystemExit(f"{JOB_NAME}: bad numeric argument: {exc}") from None
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
+    settings = settings_from(args)
+    source, target = store_for(args["source"]), store_for(args["target"])
+    with job_session(JOB_NAME, args, spark) as session:
+        report = compact(session, source, target, catalog_for(args, target), settings)
+    print(json.dumps({"job": JOB_NAME, **asdict(report)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Pure transforms of the compaction job: raw JSON lines -> validated events -> exactly-once rows.
+
+Every function takes and returns DataFrames (or plain values), reads no files and knows no
+clock, so each is tested on hand-built frames. The entry script (compact_events) does the I/O.
+
+Quarantine grain: a line whose JSON or schema is wrong is quarantined on its own and the other
+lines of its object are kept, because one object holds a whole SQS message (up to ~1000 events
+of 1 MiB) and a single bad event must not hold back the rest. An object whose gzip stream or
+UTF-8 is broken is quarantined whole: after the first bad byte no line of it can be trusted.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date, timedelta
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from glue_jobs.schema import CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
+from hdfs_events.event import FIELDS, REQUIRED, EventType, INodeType, MetadataType
+
+PartitionKey = tuple[str, str]
+
+# Raw lines arrive with: object (its key), raw_cluster, raw_dt (from the key), value (the line).
+RAW_LINE_COLUMNS = ("object", "raw_cluster", "raw_dt", "value")
+_ENUM_COLUMNS: dict[str, tuple[str, ...]] = {
+    "type": tuple(EventType),
+    "inode_type": tuple(INodeType),
+    "metadata_type": tuple(MetadataType),
+}
+_MS_PER_DAY = 86_400_000
+# A decompressed object may not exceed this: the consumer writes at most one SQS message's
+# events (1 MiB of gzip) per object; anything far bigger is not ours.
+MAX_OBJECT_TEXT_BYTES = 256 * 1_048_576
+
+
+# --- whole objects -----------------------------------------------------------------------------
+
+def gzip_problem(content: bytes | None) -> str | None:
+    """Why a raw object's bytes are not a readable gzip UTF-8 text, or None when they are."""
+    if content is None:
+        return "object could not be read"
+    if len(content) == 0:
+        return "empty object (not even a gzip header)"
+    remaining, data, produced = MAX_OBJECT_TEXT_BYTES, content, 0
+    text = bytearray()
+    try:
+        # Concatenated gzip members are valid gzip (Hadoop's codec reads them): loop over them.
+        while data:
+            inflater = zlib.decompressobj(wbits=31)
+            chunk = inflater.decompress(data, remaining)
+            produced += len(chunk)
+            remaining -= len(chunk)
+            text += chunk
+            if inflater.unconsumed_tail:
+                return f"gzip expands past {MAX_OBJECT_TEXT_BYTES} bytes"
+            if not inflater.eof:
+                return "gzip stream is truncated (no end of stream)"
+            data = inflater.unused_data
+    except zlib.error as exc:
+        return f"not valid gzip: {exc}"
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"decompressed text is not UTF-8: {exc}"
+    return None
+
+
+def object_problems(binary_files: DataFrame) -> DataFrame:
+    """binaryFile rows (path, content, ...) -> (path, problem) for each unreadable object.
+
+    A Python UDF because Spark has no gzip check of its own: its text reader either fails the
+    job on a corrupt stream or, with ignoreCorruptFiles, keeps the lines read before the damage
+    and drops the rest silently; neither says which object was bad.
+    """
+    check = F.udf(gzip_problem, T.StringType())
+    return (binary_files.select("path", check("content").alias("problem"))
+            .where(F.col("problem").isNotNull()))
+
+
+# --- lines -------------------------------------------------------------------------------------
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """(object, raw_cluster, raw_dt, value) -> the same plus `event` (the parsed struct) and
+    `reason` (null for a good line). Blank lines carry nothing and are dropped.
+
+    Keeps `value` only on bad lines, so a cached frame does not hold every line twice.
+    """
+    keys = F.json_object_keys("value")
+    expected = F.array(*[F.lit(n) for n in FIELDS])
+    parsed = (
+        lines.where(F.trim("value") != "")
+        .withColumn("event", F.from_json("value", RAW_LINE_SCHEMA, {
+            "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
+        .withColumn("_keys", keys)
+    )
+    reason = _first_problem(parsed, expected)
+    return (parsed.withColumn("reason", reason)
+            .withColumn("value", F.when(F.col("reason").isNotNull(), F.col("value")))
+            .drop("_keys"))
+
+
+def _first_problem(parsed: DataFrame, expected: Column) -> Column:
+    e, k = F.col("event"), F.col("_keys")
+    checks: list[tuple[Column, Column]] = [
+        (k.isNull(), F.lit("line is not a JSON object")),
+        (e[CORRUPT_RECORD].isNotNull(),
+         F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
+        (F.size(F.array_except(expected, k)) > 0,
+         F.concat(F.lit("missing key(s) "), F.array_join(F.array_except(expected, k), ", "))),
+        (F.size(F.array_except(k, expected)) > 0,
+         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(k, expected), ", "))),
+    ]
+    checks += [(e[name].isNull(), F.lit(f"required field '{name}' is null")) for name in REQUIRED]
+    for name, allowed in _ENUM_COLUMNS.items():
+        checks.append((e[name].isNotNull() & ~e[name].isin(*allowed),
+                       F.concat(F.lit(f"unknown {name} value '"), e[name], F.lit("'"))))
+    checks.append((e["cluster"] != F.col("raw_cluster"),
+                   F.concat(F.lit("event of cluster '"), e["cluster"],
+                            F.lit("' in the partition of cluster '"), F.col("raw_cluster"),
+                            F.lit("'"))))
+    reason: Column = F.lit(None).cast("string")
+    for condition, text in reversed(checks):  # first failing check wins
+        reason = F.when(condition, text).otherwise(reason)
+    return reason
+
+
+def bad_lines(parsed: DataFrame) -> DataFrame:
+    return parsed.where(F.col("reason").isNotNull()).select("object", "reason",
+                                                            F.col("value").alias("line"))
+
+
+def good_events(parsed: DataFrame) -> DataFrame:
+    """Valid lines as events with their curated dt (see curated_dt) and source object."""
+    return (parsed.where(F.col("reason").isNull())
+            .select("object", "raw_dt", *[F.col("event")[n].alias(n) for n in FIELDS])
+            .withColumn("dt", curated_dt())
+            .drop("raw_dt"))
+
+
+def curated_dt() -> Column:
+    """UTC date of the NameNode timestamp; for events without one (APPEND, METADATA) the date of
+    the raw partition, which the consumer took from the message's SQS SentTimestamp. Computed
+    with date arithmetic, not the session time zone, so a job in any zone files the same day."""
+    days = F.floor(F.col("timestamp") / _MS_PER_DAY).cast("int")
+    return F.coalesce(F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), days),
+                                    "yyyy-MM-dd"), F.col("raw_dt"))
+
+
+# --- exactly once ------------------------------------------------------------------------------
+
+def dedup_batch(events: DataFrame) -> DataFrame:
+    """One row per (cluster, txid, index) within a run's input: the copy with the earliest dt,
+    then the smallest object key, so the choice does not depend on file order."""
+    first = Window.partitionBy(*KEY_COLUMNS).orderBy("dt", "object")
+    return (events.withColumn("_n", F.row_number().over(first)).where(F.col("_n") == 1)
+            .drop("_n", "object"))
+
+
+def not_yet_curated(existing_keys: DataFrame, lookback_days: int) -> Callable[[DataFrame], DataFrame]:
+    """Drops each new row whose key is already curated in its own dt or a dt up to
+    `lookback_days` away. existing_keys: (cluster, txid, index, dt) of the published rows."""
+    def transform(batch: DataFrame) -> DataFrame:
+        old = existing_keys.select(*[F.col(c).alias(f"_old_{c}") for c in (*KEY_COLUMNS, "dt")])
+        same_key = [batch[c] == old[f"_old_{c}"] for c in KEY_COLUMNS]
+        near = F.abs(F.datediff(batch["dt"].cast("date"), old["_old_dt"].cast("date"))) \
+            <= lookback_days
+        cond = same_key[0] & same_key[1] & same_key[2] & near
+        return batch.join(old, cond, "left_anti")
+    return transform
+
+
+def merged_partitions(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """New rows plus the already published rows of the partitions they land in."""
+    def transform(fresh: DataFrame) -> DataFrame:
+        touched = fresh.select("cluster", "dt").distinct()
+        kept = existing_rows.join(touched, ["cluster", "dt"], "left_semi")
+        return fresh.select(*FIELDS, "dt").unionByName(kept.select(*FIELDS, "dt"))
+    return transform
+
+
+def sorted_for_files(total_files: int) -> Callable[[DataFrame], DataFrame]:
+    """Range-partitions rows into `total_files` contiguous (cluster, dt, txid, index) slices,
+    sorted inside: a write partitioned by (cluster, dt) then gives each partition about
+    ceil(rows / rows_per_file) files (+1 where a slice straddles two partitions)."""
+    order = ["cluster", "dt", "txid", "index"]
+
+    def transform(rows: DataFrame) -> DataFrame:
+        return rows.repartitionByRange(max(1, total_files), *order).sortWithinPartitions(*order)
+    return transform
+
+
+# --- planning (plain values) -------------------------------------------------------------------
+
+def files_for(rows: int, rows_per_file: int) -> int:
+    return max(1, math.ceil(rows / max(1, rows_per_file)))
+
+
+def rows_per_file(target_file_bytes: int, bytes_per_row: float) -> int:
+    return max(1, int(target_file_bytes / max(bytes_per_row, 1.0)))
+
+
+def lookback_partitions(touched: Iterable[PartitionKey], published: Iterable[PartitionKey],
+                        lookback_days: int) -> set[PartitionKey]:
+    """Published partitions within `lookback_days` of any touched one (itself included)."""
+    near: set[PartitionKey] = set()
+    for cluster, dt in touched:
+        day = date.fromisoformat(dt)
+        for delta in range(-lookback_days, lookback_days + 1):
+            near.add((cluster, (day + timedelta(days=delta)).isoformat()))
+    return near & set(published)
+
+
+def total_files(rows_by_partition: Mapping[PartitionKey, int], per_file: int) -> int:
+    return sum(files_for(n, per_file) for n in rows_by_partition.values())

@@ -1,0 +1,84 @@
+"""Reading and writing the curated events table by its catalog locations (Spark + LakeStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from glue_jobs.catalog import PartitionKey
+from glue_jobs.layout import EVENTS_PREFIX, partition_prefix, run_started
+from glue_jobs.schema import EVENT_SCHEMA, FILE_COLUMNS, curated_schema
+from glue_jobs.storage import LakeStore
+from hdfs_events.event import FIELDS
+
+FILE_SCHEMA = T.StructType([f for f in EVENT_SCHEMA.fields if f.name in FILE_COLUMNS])
+_LOCATION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
+
+
+def read_published(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
+    """Rows of the given partition locations with cluster and dt taken from each file's path."""
+    paths = sorted(set(locations))
+    if not paths:
+        return spark.createDataFrame([], curated_schema())
+    path = F.col("_metadata.file_path")
+    return (spark.read.schema(FILE_SCHEMA).parquet(*paths)
+            .withColumn("cluster", F.regexp_extract(path, _LOCATION, 1))
+            .withColumn("dt", F.regexp_extract(path, _LOCATION, 2))
+            .select(*FIELDS, "dt"))
+
+
+def read_curated(spark: SparkSession, locations: Mapping[PartitionKey, str],
+                 dts: Iterable[str] | None = None) -> DataFrame:
+    """What a reader of the table sees: only the catalog's current locations, optionally of
+    some dts."""
+    wanted = None if dts is None else set(dts)
+    return read_published(spark, [loc for (_, dt), loc in locations.items()
+                                  if wanted is None or dt in wanted])
+
+
+def write_runs(rows: DataFrame, target_uri: str, run_id: str, compression: str) -> None:
+    """Writes rows (FIELDS + dt) under events/cluster=<c>/dt=<d>/run=<run_id>/.
+
+    Append mode only adds the new run directories; nothing published is touched, so a failed
+    write leaves every catalog location whole."""
+    (rows.withColumn("run", F.lit(run_id))
+     .write.mode("append").partitionBy("cluster", "dt", "run")
+     .option("compression", compression)
+     .parquet(target_uri + EVENTS_PREFIX))
+
+
+def location_key(store: LakeStore, location: str) -> str | None:
+    return location[len(store.root_uri):] if location.startswith(store.root_uri) else None
+
+
+def stored_bytes(store: LakeStore, locations: Iterable[str]) -> int:
+    total = 0
+    for loc in locations:
+        key = location_key(store, loc)
+        if key is not None:
+            total += sum(o.size for o in store.list_objects(key) if o.key.endswith(".parquet"))
+    return total
+
+
+def remove_superseded_runs(store: LakeStore, partitions: Iterable[PartitionKey],
+                           current: Mapping[PartitionKey, str], now: datetime,
+                           retain: timedelta) -> int:
+    """Deletes run prefixes of these partitions that the catalog no longer names and that
+    started more than `retain` ago (a reader that listed the old location before the switch
+    can still finish its query). Failed runs' leftovers go the same way."""
+    removed = 0
+    for cluster, dt in partitions:
+        prefix = partition_prefix(cluster, dt)
+        runs = {o.key[len(prefix):].split("/", 1)[0] for o in store.list_objects(prefix)}
+        keep = current.get((cluster, dt), "").rstrip("/").rsplit("/", 1)[-1]
+        for run_dir in sorted(runs):
+            started = run_started(run_dir.removeprefix("run="))
+            if run_dir == keep or started is None or now - started < retain:
+                continue
+            store.delete_prefix(f"{prefix}{run_dir}/")
+            removed += 1
+    return removed

@@ -1,0 +1,83 @@
+"""Keys of the lake this package reads and writes, under the prefixes of hdfs_events.names.
+
+raw/cluster=<c>/dt=<YYYY-MM-DD>/hour=<HH>/<name>.jsonl.gz        written by the consumer Lambda
+curated/events/cluster=<c>/dt=<d>/run=<run id>/part-*.parquet    compact_events, one run each
+curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/     activity_rollups
+curated/_catalog/events.json                                    local partition catalog
+curated/_state/compact_events/raw/cluster=<c>/dt=<d>.json         compaction watermark
+quarantine/glue/compact_events/...                               what compaction refused
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
+
+EVENTS_TABLE = "events"
+ACTIVITY_TABLE = "activity_daily"
+MASS_DELETE_TABLE = "mass_deletes"
+
+EVENTS_PREFIX = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
+ACTIVITY_PREFIX = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
+MASS_DELETE_PREFIX = f"{CURATED_PREFIX}{MASS_DELETE_TABLE}/"
+LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{EVENTS_TABLE}.json"
+STATE_PREFIX = f"{CURATED_PREFIX}_state/compact_events/raw/"
+QUARANTINE_GLUE_PREFIX = f"{QUARANTINE_PREFIX}glue/compact_events/"
+
+RAW_KEY = re.compile(
+    re.escape(RAW_PREFIX)
+    + r"cluster=(?P<cluster>[^/]+)/dt=(?P<dt>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})/"
+    r"(?P<name>[^/]+\.jsonl\.gz)"
+)
+RUN_ID = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-[0-9a-f]{8}")
+
+
+@dataclass(frozen=True, slots=True)
+class RawKey:
+    cluster: str
+    dt: str
+    hour: str
+    name: str
+
+    @property
+    def partition(self) -> tuple[str, str]:
+        return (self.cluster, self.dt)
+
+    @property
+    def member(self) -> str:
+        """The object's name inside its (cluster, dt) state document."""
+        return f"hour={self.hour}/{self.name}"
+
+
+def parse_raw_key(key: str) -> RawKey | None:
+    m = RAW_KEY.fullmatch(key)
+    return None if m is None else RawKey(m["cluster"], m["dt"], m["hour"], m["name"])
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: UTC start time plus 32 random bits (two runs in one second)."""
+    now = now or datetime.now(UTC)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
+
+
+def run_started(run_id: str) -> datetime | None:
+    m = RUN_ID.fullmatch(run_id)
+    if m is None:
+        return None
+    return datetime.strptime(m["stamp"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def partition_prefix(cluster: str, dt: str) -> str:
+    return f"{EVENTS_PREFIX}cluster={cluster}/dt={dt}/"
+
+
+def run_prefix(cluster: str, dt: str, run_id: str) -> str:
+    return f"{partition_prefix(cluster, dt)}run={run_id}/"
+
+
+def state_key(cluster: str, dt: str) -> str:
+    return f"{STATE_PREFIX}cluster={cluster}/dt={dt}.json"

@@ -1,0 +1,78 @@
+"""The compaction watermark: every raw object already compacted, with the size and mtime it had.
+
+One JSON document per raw (cluster, dt) partition, {"hour=HH/<name>": [size, mtime_ms, outcome]},
+so a run rewrites only the documents of partitions that changed. An object is read again when it
+is new or its size or mtime changed (a redelivered SQS message overwrites its own object): the
+dedup makes a re-read harmless, the watermark makes it rare. Glue job bookmarks would do the
+same on Glue, but not locally, and they cannot tell a quarantined object from a compacted one.
+
+The watermark is written after the catalog switch: a crash in between re-reads those objects
+next run, finds every key already curated, and publishes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from glue_jobs.layout import STATE_PREFIX, RawKey, parse_raw_key, state_key
+from glue_jobs.storage import LakeStore, ObjectInfo
+
+OUTCOME_COMPACTED = "compacted"
+
+PartitionKey = tuple[str, str]
+Members = dict[str, list]  # member -> [size, mtime_ms, outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class RawObject:
+    info: ObjectInfo
+    key: RawKey
+
+
+def load(store: LakeStore) -> dict[PartitionKey, Members]:
+    docs: dict[PartitionKey, Members] = {}
+    for obj in store.list_objects(STATE_PREFIX):
+        rest = obj.key[len(STATE_PREFIX):]  # cluster=<c>/dt=<d>.json
+        if not rest.endswith(".json"):
+            continue
+        cluster_part, _, dt_part = rest[:-len(".json")].partition("/")
+        key = (cluster_part.removeprefix("cluster="), dt_part.removeprefix("dt="))
+        raw = store.read_bytes(obj.key)
+        if raw is not None:
+            docs[key] = json.loads(raw)
+    return docs
+
+
+def pending(listing: Iterable[ObjectInfo], known: Mapping[PartitionKey, Members]
+            ) -> tuple[list[RawObject], list[ObjectInfo]]:
+    """(raw objects new or changed since their last run, objects outside the raw layout)."""
+    todo: list[RawObject] = []
+    strays: list[ObjectInfo] = []
+    for info in listing:
+        key = parse_raw_key(info.key)
+        if key is None:
+            strays.append(info)
+            continue
+        seen = known.get(key.partition, {}).get(key.member)
+        if seen is None or seen[0] != info.size or seen[1] != info.mtime_ms:
+            todo.append(RawObject(info, key))
+    return todo, strays
+
+
+def advance(store: LakeStore, known: Mapping[PartitionKey, Members],
+            outcomes: Mapping[str, tuple[RawObject, str]]) -> int:
+    """Records each object's outcome (OUTCOME_COMPACTED or a quarantine reason); returns the
+    number of state documents written."""
+    by_partition: dict[PartitionKey, Members] = defaultdict(dict)
+    for obj, outcome in outcomes.values():
+        by_partition[obj.key.partition][obj.key.member] = [obj.info.size, obj.info.mtime_ms,
+                                                           outcome]
+    for (cluster, dt), members in sorted(by_partition.items()):
+        doc = dict(known.get((cluster, dt), {}))
+        doc.update(members)
+        store.write_bytes(state_key(cluster, dt),
+                          json.dumps(dict(sorted(doc.items())), separators=(",", ":")).encode())
+    return len(by_partition)
