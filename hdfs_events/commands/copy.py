@@ -1,0 +1,238 @@
+"""`hdfs-events copy submit ...` and `hdfs-events copy status REQUEST_ID`.
+
+submit validates a copy request exactly as the worker will (hdfs_events.copy_request), records
+it as `requested` in the transfers table when one is named, and sends it to the copy-request
+FIFO queue: group = destination (requests for one directory run one after another), dedup id =
+request_id. status reads the request's item from the transfers table.
+
+Queue URL and table name are flags (the CDK app prints both as outputs); AWS access comes from
+the standard chain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from hdfs_events import names
+from hdfs_events.copy_request import (
+    MAX_MANIFEST_ENTRIES,
+    CopyMode,
+    CopyRequest,
+    CopyRequestError,
+    TransferState,
+    decode_request,
+    make_request,
+    parse_s3_uri,
+)
+
+PROG = "hdfs-events copy"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    submit = sub.add_parser("submit", help="validate and send one copy request")
+    submit.add_argument("--queue-url", required=True, help="the copy-request FIFO queue")
+    submit.add_argument("--transfers-table", metavar="TABLE",
+                        help="record the request as `requested` in this table first")
+    submit.add_argument("--request", metavar="FILE",
+                        help="a whole request as JSON ('-' for stdin) instead of the flags below")
+    submit.add_argument("--request-id", help="unique id (default: copy-<UTC time>-<random>)")
+    submit.add_argument("--source", metavar="S3_URI", help="s3://bucket/prefix/ to copy")
+    submit.add_argument("--destination", metavar="HDFS_PATH", help="absolute HDFS directory")
+    submit.add_argument("--mode", default=CopyMode.UPDATE.value,
+                        choices=[m.value for m in CopyMode],
+                        help="overwrite | update | skip-existing (default: %(default)s)")
+    manifest = submit.add_mutually_exclusive_group()
+    manifest.add_argument("--manifest", metavar="FILE",
+                          help='JSON list of {"key": ..., "size": ...} (full S3 keys)')
+    manifest.add_argument("--manifest-from-listing", action="store_true",
+                          help="list the source now and send that listing as the manifest "
+                               "(otherwise the source must hold a _SUCCESS marker)")
+    submit.add_argument("--notify", metavar="SNS_TOPIC_ARN",
+                        help="also notify this topic (must be allowed by the worker)")
+    submit.add_argument("--retention-days", type=int, default=90,
+                        help="how long the transfers item lives (default: %(default)s)")
+    submit.add_argument("--dry-run", action="store_true",
+                        help="validate and print the request; send nothing")
+
+    status = sub.add_parser("status", help="show a request's state from the transfers table")
+    status.add_argument("request_id")
+    status.add_argument("--transfers-table", required=True, metavar="TABLE")
+    status.add_argument("--json", action="store_true", help="print the item as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "submit":
+        return _submit(args)
+    return _status(args)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    try:
+        request = _build_request(args)
+    except CopyRequestError as exc:
+        print(f"{PROG} submit: invalid request: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"{PROG} submit: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(request.to_json())
+        return 0
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        if args.transfers_table:
+            state = _record_requested(boto3.client("dynamodb"), args.transfers_table, request,
+                                      args.retention_days)
+            if state in (TransferState.VERIFIED, TransferState.REJECTED):
+                print(f"{PROG} submit: {request.request_id} is already {state}; not sent "
+                      "(use a new --request-id to copy again)", file=sys.stderr)
+                return 1 if state == TransferState.REJECTED else 0
+        response = boto3.client("sqs").send_message(
+            QueueUrl=args.queue_url, MessageBody=request.to_json(),
+            MessageGroupId=request.message_group_id,
+            MessageDeduplicationId=request.deduplication_id)
+    except _RequestIdTaken as exc:
+        print(f"{PROG} submit: {exc}", file=sys.stderr)
+        return 1
+    except (BotoCoreError, ClientError) as exc:
+        print(f"{PROG} submit: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({"request_id": request.request_id, "message_id": response["MessageId"],
+                      "source": request.source.uri, "destination": request.destination,
+                      "mode": str(request.mode)}))
+    return 0
+
+
+def _build_request(args: argparse.Namespace) -> CopyRequest:
+    if args.request:
+        if args.source or args.destination or args.manifest or args.manifest_from_listing:
+            raise ValueError("--request takes the whole request; drop the other request flags")
+        text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text("utf-8")
+        return decode_request(text)
+    if not args.source or not args.destination:
+        raise ValueError("--source and --destination are required (or --request FILE)")
+    manifest = None
+    if args.manifest:
+        manifest = json.loads(Path(args.manifest).read_text("utf-8"))
+        if not isinstance(manifest, list):
+            raise CopyRequestError("manifest", "the file must hold a JSON list")
+    elif args.manifest_from_listing:
+        manifest = _listing_manifest(args.source)
+    request_id = args.request_id or (
+        f"copy-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}")
+    return make_request(request_id=request_id, source=args.source,
+                        destination=args.destination, mode=args.mode, manifest=manifest,
+                        notify=args.notify)
+
+
+def _listing_manifest(source: str) -> list[dict[str, Any]]:
+    import boto3
+
+    location = parse_s3_uri(source)
+    entries: list[dict[str, Any]] = []
+    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(
+        Bucket=location.bucket, Prefix=location.prefix)
+    for page in pages:
+        for obj in page.get("Contents", ()):
+            if not obj["Key"].endswith("/"):
+                entries.append({"key": obj["Key"], "size": int(obj["Size"])})
+            if len(entries) > MAX_MANIFEST_ENTRIES:
+                raise CopyRequestError("manifest", f"more than {MAX_MANIFEST_ENTRIES} objects "
+                                                   f"under {location.uri}")
+    if not entries:
+        raise CopyRequestError("source", f"no objects under {location.uri}")
+    return entries
+
+
+class _RequestIdTaken(Exception):
+    pass
+
+
+def _record_requested(ddb: Any, table: str, request: CopyRequest,
+                      retention_days: int) -> TransferState:
+    """Puts the `requested` item unless one exists; returns the state the item is in."""
+    now = time.time()
+    stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    item = {
+        names.TRANSFERS_PK: {"S": request.request_id},
+        "state": {"S": TransferState.REQUESTED.value},
+        "fingerprint": {"S": request.fingerprint},
+        "request": {"S": request.to_json()},
+        "source": {"S": request.source.uri},
+        "destination": {"S": request.destination},
+        "mode": {"S": str(request.mode)},
+        "attempts": {"N": "0"},
+        "created_at": {"S": stamp},
+        "updated_at": {"S": stamp},
+        "history": {"L": [{"M": {"state": {"S": TransferState.REQUESTED.value},
+                                 "at": {"S": stamp}}}]},
+        names.TTL_ATTRIBUTE: {"N": str(int(now) + retention_days * 86_400)},
+    }
+    try:
+        ddb.put_item(TableName=table, Item=item,
+                     ConditionExpression="attribute_not_exists(#pk)",
+                     ExpressionAttributeNames={"#pk": names.TRANSFERS_PK})
+        return TransferState.REQUESTED
+    except ddb.exceptions.ConditionalCheckFailedException:
+        pass
+    existing = ddb.get_item(TableName=table, ConsistentRead=True,
+                            Key={names.TRANSFERS_PK: {"S": request.request_id}}).get("Item", {})
+    if existing.get("fingerprint", {}).get("S") != request.fingerprint:
+        raise _RequestIdTaken(f"request_id {request.request_id!r} is already used for a "
+                              "different request")
+    return TransferState(existing["state"]["S"])
+
+
+def _status(args: argparse.Namespace) -> int:
+    import boto3
+    from boto3.dynamodb.types import TypeDeserializer
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        raw = boto3.client("dynamodb").get_item(
+            TableName=args.transfers_table, ConsistentRead=True,
+            Key={names.TRANSFERS_PK: {"S": args.request_id}}).get("Item")
+    except (BotoCoreError, ClientError) as exc:
+        print(f"{PROG} status: {exc}", file=sys.stderr)
+        return 1
+    if raw is None:
+        print(f"{PROG} status: no request {args.request_id!r} in {args.transfers_table}",
+              file=sys.stderr)
+        return 1
+    deserializer = TypeDeserializer()
+    item = _plain({k: deserializer.deserialize(v) for k, v in raw.items()})
+    if args.json:
+        print(json.dumps(item, ensure_ascii=False, sort_keys=True))
+        return 0
+    for key in ("request_id", "state", "reason", "final", "attempts", "files", "bytes",
+                "duration_ms", "source", "destination", "mode", "created_at", "updated_at",
+                "retry_at", "finished_at", "worker"):
+        if key in item:
+            print(f"{key:12} {item[key]}")
+    for entry in item.get("history", ()):
+        extra = f" attempt {entry['attempt']}" if "attempt" in entry else ""
+        reason = f": {entry['reason']}" if entry.get("reason") else ""
+        print(f"  {entry.get('at', '?')}  {entry.get('state')}{extra}{reason}")
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers come back as Decimal; whole ones print as int."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,216 @@
+"""The copy worker's world for integration tests: moto server (S3, SQS FIFO + DLQ, DynamoDB,
+SNS, CloudWatch) and the stand-in `hadoop` first on PATH, copying into a local directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from hdfs_events import names
+from onprem_agent.copy_worker.distcp import DistcpRunner
+from onprem_agent.copy_worker.listing import HadoopShellLister
+from onprem_agent.copy_worker.outcome import OutcomePublisher
+from onprem_agent.copy_worker.settings import CopySettings, load_copy_settings
+from onprem_agent.copy_worker.transfers import TransfersTable
+from onprem_agent.copy_worker.worker import CopyWorker
+
+REPO = Path(__file__).resolve().parents[3]
+STANDIN = Path(__file__).with_name("standin_hadoop.py")
+BUCKET = "lake-exports"
+OTHER_BUCKET = "other-team"
+TABLE = "hdfs-events-transfers"
+
+
+@dataclass
+class CopyWorld:
+    tmp: Path
+    root: Path  # where the stand-in keeps "HDFS"
+    log: Path  # stand-in invocation log
+    control: Path  # stand-in behaviour
+    queue_url: str
+    dlq_url: str
+    topic_arn: str
+    outcomes_url: str  # SQS queue subscribed to the topic
+    s3: Any
+    sqs: Any
+    ddb: Any
+
+    def put(self, key: str, data: bytes, bucket: str = BUCKET) -> None:
+        self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def put_dataset(self, prefix: str, files: dict[str, bytes], success: bool = True) -> None:
+        for name, data in files.items():
+            self.put(prefix + name, data)
+        if success:
+            self.put(prefix + "_SUCCESS", b"")
+
+    def tell_hadoop(self, **control: Any) -> None:
+        self.control.write_text(json.dumps(control))
+
+    def invocations(self, command: str = "distcp") -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        calls = [json.loads(line)["argv"] for line in self.log.read_text().splitlines()]
+        return [argv for argv in calls if argv[:1] == [command]]
+
+    def hdfs(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def item(self, key: str) -> dict[str, Any] | None:
+        return TransfersTable(self.ddb, TABLE, retention_days=1).get(key)
+
+    def items(self) -> list[dict[str, Any]]:
+        from boto3.dynamodb.types import TypeDeserializer
+
+        d = TypeDeserializer()
+        raw = self.ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
+        return [{k: d.deserialize(v) for k, v in item.items()} for item in raw]
+
+    def send(self, body: str, group: str = "g", dedup: str | None = None) -> str:
+        return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body,
+                                     MessageGroupId=group,
+                                     MessageDeduplicationId=dedup or os.urandom(8).hex()
+                                     )["MessageId"]
+
+    def queue_depth(self, url: str) -> int:
+        attrs = self.sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
+                                          "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        return sum(int(v) for v in attrs.values())
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        found = []
+        while True:
+            got = self.sqs.receive_message(QueueUrl=self.outcomes_url,
+                                           MaxNumberOfMessages=10).get("Messages", [])
+            if not got:
+                return found
+            for m in got:
+                found.append(json.loads(json.loads(m["Body"])["Message"]))
+                self.sqs.delete_message(QueueUrl=self.outcomes_url,
+                                        ReceiptHandle=m["ReceiptHandle"])
+
+    def config(self, **overrides: Any) -> Path:
+        copy = {
+            "queue_url": self.queue_url,
+            "transfers_table": TABLE,
+            "notify_topic_arn": self.topic_arn,
+            "allowed_sources": [f"s3://{BUCKET}/exports/"],
+            "allowed_destinations": ["/data/imports/"],
+            "max_concurrent": 2,
+            "visibility_timeout_s": 6,
+            "heartbeat_s": 2,
+            "max_attempts": 3,
+            "retry_base_s": 1,
+            "retry_max_s": 2,
+            "copy_timeout_s": 60,
+            "poll_wait_s": 1,
+            "retention_days": 1,
+        }
+        copy.update(overrides)
+        lines = ['cluster = "test-cluster"', "", "[sqs]",
+                 'queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/events.fifo"',
+                 "", "[checkpoint]", 'path = "state/checkpoint.json"', "", "[copy]"]
+        lines += [f"{key} = {json.dumps(value)}" for key, value in copy.items()]
+        path = self.tmp / "agent.toml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def settings(self, **overrides: Any) -> CopySettings:
+        return load_copy_settings(self.config(**overrides))
+
+    def worker(self, settings: CopySettings) -> CopyWorker:
+        return CopyWorker(
+            settings, sqs=self.sqs, s3=self.s3,
+            transfers=TransfersTable(self.ddb, TABLE, retention_days=1),
+            publisher=OutcomePublisher(sns=boto3.client("sns"),
+                                       cloudwatch=boto3.client("cloudwatch"),
+                                       cluster=settings.cluster),
+            lister=HadoopShellLister(settings.list_command),
+            run_distcp=DistcpRunner(timeout_s=settings.copy_timeout_s))
+
+    def run_until_idle(self, **overrides: Any) -> int:
+        return self.worker(self.settings(**overrides)).run(threading.Event(),
+                                                           exit_when_idle=True)
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float = 60,
+                  **overrides: Any) -> None:
+        """Runs a worker in a thread until `done()` holds (checked every 0.2 s)."""
+        stop = threading.Event()
+        worker = self.worker(self.settings(**overrides))
+        thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not done():
+                assert thread.is_alive(), "worker loop died"
+                assert time.monotonic() < deadline, "condition not reached in time"
+                time.sleep(0.2)
+        finally:
+            stop.set()
+            thread.join(timeout=120)
+
+    def start_worker_process(self, config: Path) -> subprocess.Popen[bytes]:
+        """`hdfs-events-agent copy-worker` as a process of its own session (killable as a
+        whole, like a host going down)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "onprem_agent.cli", "copy-worker", "--config", str(config)],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(self.tmp / "worker.log", "ab"),
+            start_new_session=True)
+
+
+@pytest.fixture
+def standin_hadoop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hadoop = bin_dir / "hadoop"
+    hadoop.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
+    hadoop.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_HADOOP_ROOT", str(tmp_path / "hdfs"))
+    monkeypatch.setenv("STANDIN_HADOOP_LOG", str(tmp_path / "hadoop-calls.jsonl"))
+    monkeypatch.setenv("STANDIN_HADOOP_CONTROL", str(tmp_path / "hadoop-control.json"))
+    yield hadoop
+
+
+@pytest.fixture
+def world(moto_endpoint: str, standin_hadoop: Path, tmp_path: Path) -> CopyWorld:
+    s3 = boto3.client("s3")
+    sqs = boto3.client("sqs")
+    ddb = boto3.client("dynamodb")
+    sns = boto3.client("sns")
+    for bucket in (BUCKET, OTHER_BUCKET):
+        s3.create_bucket(Bucket=bucket,
+                         CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    dlq_url = sqs.create_queue(QueueName="copy-requests-dlq.fifo",
+                               Attributes={"FifoQueue": "true"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    queue_url = sqs.create_queue(QueueName="copy-requests.fifo", Attributes={
+        "FifoQueue": "true",
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3}),
+    })["QueueUrl"]
+    ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+                     KeySchema=[{"AttributeName": names.TRANSFERS_PK, "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": names.TRANSFERS_PK,
+                                            "AttributeType": "S"}])
+    topic_arn = sns.create_topic(Name="copy-outcomes")["TopicArn"]
+    outcomes_url = sqs.create_queue(QueueName="copy-outcomes-test")["QueueUrl"]
+    outcomes_arn = sqs.get_queue_attributes(QueueUrl=outcomes_url, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=outcomes_arn)
+    return CopyWorld(tmp=tmp_path, root=tmp_path / "hdfs", log=tmp_path / "hadoop-calls.jsonl",
+                     control=tmp_path / "hadoop-control.json", queue_url=queue_url,
+                     dlq_url=dlq_url, topic_arn=topic_arn, outcomes_url=outcomes_url, s3=s3,
+                     sqs=sqs, ddb=ddb)

@@ -1,0 +1,122 @@
+"""A request submitted with `hdfs-events copy submit` is copied, verified, tracked, notified."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hdfs_events.cli import main as cloud_cli
+
+from .conftest import BUCKET, TABLE, CopyWorld
+
+FILES = {"part-00000.parquet": b"a" * 1000, "part-00001.parquet": b"b" * 2345,
+         "sub/part-00002.parquet": b"c" * 17}
+
+
+def submit(world: CopyWorld, capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    code = cloud_cli(["copy", "submit", "--queue-url", world.queue_url,
+                      "--transfers-table", TABLE, *args])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_submitted_request_is_copied_verified_recorded_and_notified(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    world.put_dataset("exports/sales/dt=2026-11-20/", FILES)
+    sent = submit(world, capsys, "--request-id", "sales-1",
+                  "--source", f"s3://{BUCKET}/exports/sales/dt=2026-11-20/",
+                  "--destination", "/data/imports/sales/dt=2026-11-20", "--mode", "overwrite")
+    assert world.item("sales-1")["state"] == "requested"
+
+    assert world.run_until_idle() == 1
+
+    target = world.hdfs("/data/imports/sales/dt=2026-11-20")
+    for name, data in FILES.items():
+        assert (target / name).read_bytes() == data
+    assert (target / "_SUCCESS").exists()
+    item = world.item("sales-1")
+    assert item["state"] == "verified"
+    assert item["attempts"] == 1
+    assert item["files"] == len(FILES) + 1  # with _SUCCESS
+    assert item["bytes"] == sum(len(d) for d in FILES.values())
+    assert [h["state"] for h in item["history"]] == ["requested", "running", "verified"]
+    assert world.queue_depth(world.queue_url) == 0
+    [outcome] = world.outcomes()
+    assert outcome["request_id"] == "sales-1" == sent["request_id"]
+    assert outcome["state"] == "verified"
+    [argv] = world.invocations()
+    assert argv == ["distcp", "-overwrite", f"s3a://{BUCKET}/exports/sales/dt=2026-11-20/",
+                    "/data/imports/sales/dt=2026-11-20"]
+
+    assert cloud_cli(["copy", "status", "sales-1", "--transfers-table", TABLE]) == 0
+    status = capsys.readouterr().out
+    assert "verified" in status and "sales-1" in status
+
+
+def test_redelivered_verified_request_is_deleted_without_copying_again(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    world.put_dataset("exports/daily/", FILES)
+    request = submit(world, capsys, "--request-id", "daily-1", "--source",
+                     f"s3://{BUCKET}/exports/daily/", "--destination", "/data/imports/daily")
+    world.run_until_idle()
+    assert world.item("daily-1")["state"] == "verified"
+    body = json.dumps({"v": 1, "request_id": request["request_id"],
+                       "source": f"s3://{BUCKET}/exports/daily/",
+                       "destination": "/data/imports/daily", "mode": "update"})
+    world.send(body)  # SQS delivers at least once: the same request again
+
+    world.run_until_idle()
+
+    assert len(world.invocations()) == 1
+    assert world.queue_depth(world.queue_url) == 0
+    assert world.item("daily-1")["attempts"] == 1
+
+
+def test_manifest_copies_only_listed_objects(world: CopyWorld,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    world.put_dataset("exports/m/", FILES, success=False)
+    world.put("exports/m/_temporary/attempt_1/junk", b"half written")
+    manifest = world.tmp / "manifest.json"
+    manifest.write_text(json.dumps([{"key": f"exports/m/{n}", "size": len(d)}
+                                    for n, d in FILES.items()]))
+    submit(world, capsys, "--request-id", "m-1", "--source", f"s3://{BUCKET}/exports/m/",
+           "--destination", "/data/imports/m", "--manifest", str(manifest))
+
+    world.run_until_idle()
+
+    assert world.item("m-1")["state"] == "verified"
+    target = world.hdfs("/data/imports/m")
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == \
+        sorted(FILES)
+    [argv] = world.invocations()
+    assert "-filters" in argv
+
+
+def test_skip_existing_keeps_files_already_there(world: CopyWorld,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    world.put_dataset("exports/s/", FILES)
+    existing = world.hdfs("/data/imports/s/part-00000.parquet")
+    existing.parent.mkdir(parents=True)
+    existing.write_bytes(b"local version")
+    submit(world, capsys, "--request-id", "s-1", "--source", f"s3://{BUCKET}/exports/s/",
+           "--destination", "/data/imports/s", "--mode", "skip-existing")
+
+    world.run_until_idle()
+
+    item = world.item("s-1")
+    assert item["state"] == "verified"
+    assert existing.read_bytes() == b"local version"
+    assert (world.hdfs("/data/imports/s/part-00001.parquet")).read_bytes() == FILES[
+        "part-00001.parquet"]
+    assert item["files"] == len(FILES)  # 3 of the 4 (with _SUCCESS): one was there
+
+
+def test_submit_refuses_an_invalid_request_before_sending(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cloud_cli(["copy", "submit", "--queue-url", world.queue_url, "--source",
+                      f"s3://{BUCKET}/exports/x/", "--destination", "/data/imports/../etc"])
+    assert code == 2
+    assert "destination" in capsys.readouterr().err
+    assert world.queue_depth(world.queue_url) == 0
