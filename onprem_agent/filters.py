@@ -1,0 +1,49 @@
+"""Which events the agent ships: SSM's cover-dirs allow-list and ignore-patterns deny-list.
+
+A path passes when it lies under one of `cover_dirs` (all paths when the list is empty),
+matched on path-component boundaries (/data/a covers /data/a and /data/a/x, not /data/ab), and
+matches none of `ignore_patterns` (regular expressions searched anywhere in the path).
+
+A RENAME is kept when either side passes: moving a file into a covered directory, or out of it,
+or finishing an upload (`x._COPYING_` -> `x`, where the source is ignored) are all changes to the
+covered namespace that a reader must see. Defaults such as ignoring `_COPYING_` live in the
+example config, never here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hdfs_events.event import EventType, HdfsEvent
+
+
+class PathFilter:
+    __slots__ = ("_covers_all", "_dirs", "_ignored", "_prefixes")
+
+    def __init__(self, cover_dirs: Iterable[str] = (), ignore_patterns: Iterable[str] = ()):
+        dirs = [d.rstrip("/") or "/" for d in cover_dirs]
+        self._covers_all = not dirs or "/" in dirs
+        self._dirs = frozenset(dirs)
+        # str.startswith takes a tuple: one C call checks every prefix.
+        self._prefixes = tuple(d + "/" for d in dirs if d != "/")
+        patterns = list(ignore_patterns)
+        # One alternation, one regex scan per path, however many patterns are configured.
+        self._ignored = (re.compile("|".join(f"(?:{p})" for p in patterns)).search
+                         if patterns else None)
+
+    def passes(self, path: str) -> bool:
+        if not self._covers_all and path not in self._dirs and not path.startswith(
+                self._prefixes):
+            return False
+        return self._ignored is None or self._ignored(path) is None
+
+    def keeps(self, event: HdfsEvent) -> bool:
+        if self.passes(event.path):
+            return True
+        return (event.type is EventType.RENAME and event.dst_path is not None
+                and self.passes(event.dst_path))
+
+    @property
+    def keeps_everything(self) -> bool:
+        return self._covers_all and self._ignored is None

@@ -1,0 +1,202 @@
+"""Packs events into SQS messages: one open message per message group, sealed by size or age.
+
+Events of one group go into one message in arrival order, so a group's events stay in
+(txid, index) order inside and across its messages. A message is sealed when
+
+- the next event would take its encoded size past `max_message_bytes` (default 64 KiB: SQS
+  bills every 64 KiB chunk of a request as one request, so a full chunk is the cheapest unit);
+- it has been open `linger` seconds (the caller asks `expired(now)`): freshness at low rates;
+- the caller drains (end of input, shutdown).
+
+The compressed size is only known after compressing. The packer predicts it from the raw JSON
+size times the ratio measured on the messages it sealed before (starting from a conservative
+guess), seals a little under the limit, and when a message still comes out too large, it keeps
+the prefix that fits by the measured ratio and leaves the rest open: nothing is compressed more
+than about twice, and no message ever exceeds the limit. A single event larger than the limit is
+sent alone (up to the SQS hard limit of 1 MiB; beyond that `MessageTooLarge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hdfs_events.envelope import WireMessage, encode_message
+from hdfs_events.event import HdfsEvent
+from hdfs_events.ids import group_key, sqs_safe_id
+from onprem_agent.event_json import event_json
+
+# Fill to this share of the limit: a little headroom keeps re-splits rare when the compression
+# ratio drifts between messages.
+_FILL = 0.96
+# First guesses of encoded/raw size before any message was measured. Canonical event JSON is
+# mostly repeated keys and nulls, gzip+base64 ends up at ~0.05-0.15 of it; 0.3 is on the safe
+# side (an early message is smaller than it could be, never too large).
+_FIRST_RATIO = {True: 0.3, False: 1.0}
+_ENVELOPE_OVERHEAD = 40  # {"v":1,"events":[]} plus the encoding attribute
+_GROUP_CACHE_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class PackedMessage:
+    """A sealed message and what its acknowledgement means for the checkpoint."""
+
+    wire: WireMessage
+    parts: tuple[tuple[int, int], ...]  # (txid, number of its events in this message)
+
+
+class _OpenMessage:
+    __slots__ = ("deadline", "events", "json", "raw")
+
+    def __init__(self, deadline: float) -> None:
+        self.events: list[HdfsEvent] = []
+        self.json: list[str] = []
+        self.raw = _ENVELOPE_OVERHEAD
+        self.deadline = deadline
+
+
+@dataclass(slots=True)
+class PackerStats:
+    events: int = 0
+    messages: int = 0
+    bytes: int = 0
+    billed_requests: int = 0  # 64 KiB chunks, as if each message were sent alone
+    resplits: int = 0
+
+
+class EventPacker:
+    def __init__(self, cluster: str, *, group_by: str = "prefix:2",
+                 max_message_bytes: int = 65_536, linger_s: float = 0.2, compress: bool = True,
+                 compression_level: int = 6,
+                 event_json: Callable[[HdfsEvent], str] = event_json) -> None:
+        group_key("/", group_by)  # refuses an unknown strategy now, not on the first event
+        self.cluster, self.group_by = cluster, group_by
+        self.max_bytes, self.linger_s = max_message_bytes, linger_s
+        self.compress, self.level = compress, compression_level
+        self._event_json = event_json
+        self._ratio = _FIRST_RATIO[compress]
+        # Insertion order is opening order, so deadlines ascend along the dict: expiry checks
+        # stop at the first open message that is still young.
+        self._open: dict[str, _OpenMessage] = {}
+        self._group_ids: dict[str, str] = {}
+        self.stats = PackerStats()
+
+    @property
+    def open_events(self) -> int:
+        return sum(len(m.events) for m in self._open.values())
+
+    def next_deadline(self) -> float | None:
+        for message in self._open.values():
+            return message.deadline
+        return None
+
+    def group_id(self, event: HdfsEvent) -> str:
+        # RENAME's `path` is its source: a rename goes to the group of what it moves.
+        key = group_key(event.path, self.group_by)
+        gid = self._group_ids.get(key)
+        if gid is None:
+            if len(self._group_ids) >= _GROUP_CACHE_LIMIT:
+                self._group_ids.clear()
+            gid = self._group_ids[key] = sqs_safe_id(f"{self.cluster}:{key}")
+        return gid
+
+    def add(self, event: HdfsEvent, now: float) -> list[PackedMessage]:
+        """Adds one event; returns the messages this sealed (usually none)."""
+        gid = self.group_id(event)
+        text = self._event_json(event)
+        size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
+        sealed: list[PackedMessage] = []
+        message = self._open.get(gid)
+        if message is not None and (message.raw + size) * self._ratio > self.max_bytes * _FILL:
+            sealed = self._seal(gid, final=False)
+            message = self._open.get(gid)  # a re-split may have left events open
+        if message is None:
+            message = self._open[gid] = _OpenMessage(now + self.linger_s)
+        message.events.append(event)
+        message.json.append(text)
+        message.raw += size
+        return sealed
+
+    def expired(self, now: float) -> list[PackedMessage]:
+        """Seals every message open for `linger_s` or longer."""
+        sealed: list[PackedMessage] = []
+        while self._open:
+            gid, message = next(iter(self._open.items()))
+            if message.deadline > now:
+                break
+            sealed += self._seal(gid, final=True)
+        return sealed
+
+    def drain(self) -> list[PackedMessage]:
+        """Seals everything open."""
+        sealed: list[PackedMessage] = []
+        for gid in list(self._open):
+            sealed += self._seal(gid, final=True)
+        return sealed
+
+    def _seal(self, gid: str, *, final: bool) -> list[PackedMessage]:
+        """Encodes the open message of `gid`. If it comes out over the limit, seals the prefix
+        that fits and leaves the rest open (or seals it too when `final`)."""
+        message = self._open.pop(gid)
+        sealed: list[PackedMessage] = []
+        events, texts = message.events, message.json
+        while events:
+            wire = encode_message(events, group_id=gid, compress=self.compress,
+                                  level=self.level, event_json=texts)
+            raw = message.raw if len(events) == len(message.events) else _raw_size(texts)
+            if wire.size > self.max_bytes and len(events) > 1:
+                self.stats.resplits += 1
+                self._ratio = max(self._ratio, wire.size / raw)
+                keep = max(1, min(len(events) - 1, int(len(events) * self.max_bytes * _FILL
+                                                       / wire.size)))
+                rest_events, rest_texts = events[keep:], texts[keep:]
+                events, texts = events[:keep], texts[:keep]
+                sealed += self._seal_prefix(gid, events, texts, message.deadline)
+                events, texts = rest_events, rest_texts
+                if not final and events:
+                    left = self._open[gid] = _OpenMessage(message.deadline)
+                    left.events, left.json, left.raw = events, texts, _raw_size(texts)
+                    # Kept open at its old deadline: it may not linger longer than it already
+                    # has. Re-inserting at the end breaks deadline order only by this one entry,
+                    # which is no later than due; expired() still finds it next round.
+                    return sealed
+                continue
+            self._observe(wire, raw)
+            sealed.append(self._packed(wire, events))
+            break
+        return sealed
+
+    def _seal_prefix(self, gid: str, events: list[HdfsEvent], texts: list[str],
+                     deadline: float) -> list[PackedMessage]:
+        # The prefix can itself come out too large when the ratio varies inside the message.
+        holder = _OpenMessage(deadline)
+        holder.events, holder.json, holder.raw = events, texts, _raw_size(texts)
+        self._open[gid] = holder
+        return self._seal(gid, final=True)
+
+    def _observe(self, wire: WireMessage, raw: int) -> None:
+        # Small messages (linger flushes) are mostly gzip header and base64 padding: their
+        # ratio says nothing about a full message, so only larger ones teach the estimate.
+        if self.compress and raw * self._ratio >= self.max_bytes / 4:
+            self._ratio = wire.size / raw
+        stats = self.stats
+        stats.messages += 1
+        stats.events += wire.event_count
+        stats.bytes += wire.size
+        stats.billed_requests += wire.billed_requests
+
+    @staticmethod
+    def _packed(wire: WireMessage, events: list[HdfsEvent]) -> PackedMessage:
+        parts: list[tuple[int, int]] = []
+        txid, count = events[0].txid, 0
+        for event in events:
+            if event.txid != txid:
+                parts.append((txid, count))
+                txid, count = event.txid, 0
+            count += 1
+        parts.append((txid, count))
+        return PackedMessage(wire=wire, parts=tuple(parts))
+
+
+def _raw_size(texts: list[str]) -> int:
+    return _ENVELOPE_OVERHEAD + sum(len(t) + 1 for t in texts)

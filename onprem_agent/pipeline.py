@@ -1,0 +1,236 @@
+"""The shipping pipeline every source uses: source -> path filter -> packer -> sender -> checkpoint.
+
+A source is any iterator of TxBatch (txids increasing); the replay hands the translated edit
+log, the live source the inotify stream. The source may block for a long time (a quiet
+cluster), so the pipeline does not rely on the next batch to notice time passing: a background
+flusher thread seals messages whose linger time is up, saves the checkpoint every
+`[checkpoint] interval_ms`, and reports progress. The source thread and the flusher share the
+packer under one lock and hand sealed messages to the sender inside it, which keeps each
+group's messages in sealing order; only the source thread ever waits for sender capacity, so
+the flusher never blocks behind backpressure.
+
+Shutdown (the `stop` event, end of input, or a source error): seal what is open, wait for the
+sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), save the checkpoint.
+Whatever was not acknowledged stays above the checkpoint and is re-sent on restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
+from onprem_agent.config import AgentConfig
+from onprem_agent.filters import PathFilter
+from onprem_agent.packer import EventPacker, PackedMessage
+from onprem_agent.progress import ProgressReporter, ProgressSnapshot
+from onprem_agent.sender import PermanentSendError, Sender
+from onprem_agent.source import TxBatch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineResult:
+    events_read: int
+    events_filtered: int  # dropped by the path filter (acknowledged for the checkpoint)
+    events_sent: int  # acknowledged by SQS
+    messages: int
+    batches: int  # TxBatches taken from the source
+    checkpoint_txid: int | None
+    billed_requests: int  # 64 KiB chunks of the messages packed
+    drained: bool  # every packed message was acknowledged before the run ended
+
+
+class Pipeline:
+    def __init__(self, config: AgentConfig, *, sender: Sender, checkpoint: CheckpointStore,
+                 clock: Callable[[], float] = time.monotonic,
+                 progress: ProgressReporter | None = None) -> None:
+        self.config = config
+        self._sender, self._store, self._clock, self._progress = (
+            sender, checkpoint, clock, progress)
+        packing = config.packing
+        self.packer = EventPacker(
+            config.cluster, group_by=packing.group_by,
+            max_message_bytes=packing.max_message_bytes, linger_s=packing.linger_ms / 1000,
+            compress=packing.compress, compression_level=packing.compression_level)
+        self._filter = PathFilter(config.filter.cover_dirs, config.filter.ignore_patterns)
+        self.resume_after: int | None = checkpoint.load()
+        self._tracker = CheckpointTracker(self.resume_after)
+        self._saved = self.resume_after
+        # The packer, the tracker and the counters. Acknowledgements arrive on sender threads
+        # (or inside enqueue, for the no-op sender) and wait in a deque, which appends without
+        # a lock; whoever holds the lock next applies them.
+        self._lock = threading.Lock()
+        self._acks: deque[PackedMessage] = deque()
+        self._events_read = self._events_filtered = self._events_sent = 0
+        self._messages = self._batches = 0
+        self._last_txid: int | None = None
+        self._started = clock()
+        self._background_error: BaseException | None = None
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(self, batches: Iterable[TxBatch],
+            stop: threading.Event | None = None) -> PipelineResult:
+        """Ships `batches` until they end or `stop` is set; returns what was done.
+
+        Raises what stopped it (a PermanentSendError, a source error, a CheckpointError) after
+        saving the checkpoint of what was acknowledged.
+        """
+        stop = stop if stop is not None else threading.Event()
+        done = threading.Event()
+        self._sender.start(self._on_ack)
+        flusher = threading.Thread(target=self._flush_loop, args=(done,), name="flusher",
+                                   daemon=True)
+        flusher.start()
+        error: BaseException | None = None
+        try:
+            self._consume(batches, stop)
+        except BaseException as exc:  # re-raised below, after the checkpoint is safe
+            error = exc
+        drained = False
+        try:
+            if not isinstance(error, PermanentSendError):
+                drained = self._drain()
+        except PermanentSendError as exc:
+            error = error or exc
+        finally:
+            done.set()
+            flusher.join()
+            self._sender.close()
+        try:
+            self._save()
+        except Exception as exc:
+            error = error or exc
+        error = error or self._background_error
+        if self._progress is not None:
+            self._progress.close(self.snapshot())
+        if error is not None:
+            raise error
+        return self.result(drained)
+
+    def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
+        keeps = None if self._filter.keeps_everything else self._filter.keeps
+        packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
+        lock, acks = self._lock, self._acks
+        floor = self.resume_after
+        for batch in batches:
+            if stop.is_set():
+                return
+            if self._background_error is not None:
+                raise self._background_error
+            txid = batch.txid
+            if floor is not None and txid <= floor:
+                continue  # at or below the checkpoint, or a source repeating itself
+            floor = txid
+            events = batch.events
+            if not events:
+                # Most ops (block allocations) yield no event: the cheapest path.
+                with lock:
+                    if acks:
+                        self._apply_acks()
+                    tracker.register(txid, 0)
+                    self._batches += 1
+                    self._last_txid = txid
+                continue
+            sender.wait_for_capacity(stop)
+            kept = events if keeps is None else [e for e in events if keeps(e)]
+            with lock:
+                tracker.register(txid, len(kept))
+                self._events_read += len(events)
+                self._events_filtered += len(events) - len(kept)
+                self._batches += 1
+                self._last_txid = txid
+                if kept:
+                    now = clock()
+                    for event in kept:
+                        for message in packer.add(event, now):
+                            sender.enqueue(message)
+                if acks:
+                    self._apply_acks()
+
+    def _drain(self) -> bool:
+        with self._lock:
+            for message in self.packer.drain():
+                self._sender.enqueue(message)
+        timeout = self.config.sending.shutdown_timeout_ms / 1000
+        drained = self._sender.flush(timeout)
+        if not drained:
+            log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
+                        "checkpoint stays below them and they are sent again on restart",
+                        timeout)
+        return drained
+
+    def _on_ack(self, message: PackedMessage) -> None:
+        self._acks.append(message)
+
+    def _apply_acks(self) -> None:
+        """Under self._lock."""
+        acks, tracker = self._acks, self._tracker
+        while acks:
+            message = acks.popleft()
+            tracker.acknowledge(message.parts)
+            self._events_sent += message.wire.event_count
+            self._messages += 1
+
+    # --- the flusher thread ---------------------------------------------------------------
+
+    def _flush_loop(self, done: threading.Event) -> None:
+        interval = self.config.checkpoint.interval_ms / 1000
+        next_save = self._clock() + interval
+        try:
+            while True:
+                now = self._clock()
+                with self._lock:
+                    self._apply_acks()
+                    deadline = self.packer.next_deadline()
+                    if deadline is not None and deadline <= now:
+                        for message in self.packer.expired(now):
+                            self._sender.enqueue(message)
+                        deadline = self.packer.next_deadline()
+                if now >= next_save:
+                    self._save()
+                    next_save = now + interval
+                if self._progress is not None:
+                    self._progress.update(self.snapshot())
+                wake = next_save if deadline is None else min(next_save, deadline)
+                if done.wait(max(0.005, min(wake - self._clock(), 0.5))):
+                    return
+        except PermanentSendError:
+            return  # the sender keeps the error; the source thread raises it
+        except BaseException as exc:
+            log.exception("pipeline background thread failed")
+            self._background_error = exc
+
+    def _save(self) -> None:
+        with self._lock:
+            self._apply_acks()
+            txid = self._tracker.safe_txid
+        if txid is not None and (self._saved is None or txid > self._saved):
+            self._store.save(txid)
+            self._saved = txid
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def snapshot(self) -> ProgressSnapshot:
+        with self._lock:
+            self._apply_acks()
+            return ProgressSnapshot(
+                events_read=self._events_read, events_filtered=self._events_filtered,
+                events_sent=self._events_sent, messages=self._messages,
+                last_txid=self._last_txid, checkpoint_txid=self._saved,
+                elapsed_s=self._clock() - self._started)
+
+    def result(self, drained: bool) -> PipelineResult:
+        with self._lock:
+            self._apply_acks()
+            return PipelineResult(
+                events_read=self._events_read, events_filtered=self._events_filtered,
+                events_sent=self._events_sent, messages=self._messages,
+                batches=self._batches, checkpoint_txid=self._saved,
+                billed_requests=self.packer.stats.billed_requests, drained=drained)

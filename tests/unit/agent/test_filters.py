@@ -1,0 +1,55 @@
+"""cover_dirs / ignore_patterns, as SSM applies them."""
+
+from __future__ import annotations
+
+from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.filters import PathFilter
+
+
+def event(path: str, type_: EventType = EventType.CREATE, dst: str | None = None) -> HdfsEvent:
+    return HdfsEvent(cluster="c", txid=1, index=0, type=type_, path=path, dst_path=dst)
+
+
+def rename(src: str, dst: str) -> HdfsEvent:
+    return event(src, EventType.RENAME, dst)
+
+
+def test_cover_dirs_match_on_component_boundaries() -> None:
+    f = PathFilter(["/data/a"])
+    assert f.keeps(event("/data/a"))
+    assert f.keeps(event("/data/a/x/y"))
+    assert not f.keeps(event("/data/ab"))
+    assert not f.keeps(event("/data/ab/x"))
+    assert not f.keeps(event("/data"))
+
+
+def test_trailing_slash_and_root_cover_dirs() -> None:
+    assert PathFilter(["/data/a/"]).keeps(event("/data/a/x"))
+    assert PathFilter(["/"]).keeps(event("/anything"))
+    assert PathFilter([]).keeps(event("/anything"))
+
+
+def test_ignore_patterns_drop_copying_temp_files() -> None:
+    f = PathFilter([], [r"\._COPYING_$"])
+    assert not f.keeps(event("/data/a/part-0._COPYING_"))
+    assert f.keeps(event("/data/a/part-0"))
+
+
+def test_finishing_an_upload_rename_is_kept_though_its_source_is_ignored() -> None:
+    f = PathFilter([], [r"\._COPYING_$"])
+    assert f.keeps(rename("/data/a/f._COPYING_", "/data/a/f"))
+
+
+def test_rename_into_or_out_of_a_covered_dir_is_kept() -> None:
+    f = PathFilter(["/data/a"])
+    assert f.keeps(rename("/tmp/x", "/data/a/x"))
+    assert f.keeps(rename("/data/a/x", "/trash/x"))
+    assert not f.keeps(rename("/tmp/x", "/tmp/y"))
+
+
+def test_several_patterns_any_one_ignores() -> None:
+    f = PathFilter(["/data"], [r"/_temporary/", r"\.tmp$"])
+    assert not f.keeps(event("/data/a/_temporary/0/part"))
+    assert not f.keeps(event("/data/a/x.tmp"))
+    assert f.keeps(event("/data/a/x"))
+    assert not f.keeps_everything and PathFilter().keeps_everything

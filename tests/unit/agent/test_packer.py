@@ -1,0 +1,129 @@
+"""EventPacker: per-group messages in order, bounded by size and linger."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from hdfs_events.envelope import decode_message
+from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.ids import message_group_id
+from onprem_agent.editlog import read_ops
+from onprem_agent.packer import EventPacker, PackedMessage
+from onprem_agent.translate import translate_ops
+
+
+def ev(txid: int, path: str, index: int = 0, type_: EventType = EventType.CLOSE,
+       dst: str | None = None, owner: str | None = None) -> HdfsEvent:
+    return HdfsEvent(cluster="c1", txid=txid, index=index, type=type_, path=path, dst_path=dst,
+                     size=txid, timestamp=1_700_000_000_000 + txid, owner=owner)
+
+
+def decoded(messages: list[PackedMessage]) -> list[list[HdfsEvent]]:
+    return [decode_message(m.wire.body, m.wire.attributes) for m in messages]
+
+
+def test_events_of_one_group_pack_into_one_message_in_order() -> None:
+    packer = EventPacker("c1", linger_s=10)
+    events = [ev(t, f"/data/a/f{t}") for t in range(1, 50)]
+    out = [m for e in events for m in packer.add(e, now=0.0)]
+    assert out == []
+    out = packer.drain()
+    assert len(out) == 1
+    assert decoded(out)[0] == events
+    assert out[0].parts == tuple((t, 1) for t in range(1, 50))
+    assert out[0].wire.group_id == message_group_id("c1", "/data/a/x", "prefix:2")
+
+
+def test_interleaved_groups_get_separate_messages_each_in_order() -> None:
+    packer = EventPacker("c1", linger_s=10)
+    events = [ev(t, f"/data/{'ab'[t % 2]}/f{t}") for t in range(1, 41)]
+    for e in events:
+        packer.add(e, now=0.0)
+    by_group = {m.wire.group_id: decoded([m])[0] for m in packer.drain()}
+    assert by_group == {
+        "c1:/data/a": [e for e in events if e.path.startswith("/data/a/")],
+        "c1:/data/b": [e for e in events if e.path.startswith("/data/b/")],
+    }
+
+
+def test_rename_goes_to_the_group_of_its_source() -> None:
+    packer = EventPacker("c1", linger_s=10)
+    packer.add(ev(1, "/data/a/tmp/x", type_=EventType.RENAME, dst="/data/b/x"), now=0.0)
+    (message,) = packer.drain()
+    assert message.wire.group_id == "c1:/data/a"
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool) -> None:
+    rng = random.Random(7)
+    # Random owners make the compression ratio vary from message to message.
+    events = [ev(t, "/data/a/f", owner="".join(rng.choices("abcdefghij", k=rng.randint(1, 300))))
+              for t in range(1, 3000)]
+    limit = 4096
+    packer = EventPacker("c1", max_message_bytes=limit, linger_s=10, compress=compress)
+    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.drain()
+    assert all(m.wire.size <= limit for m in out)
+    assert [e for batch in decoded(out) for e in batch] == events
+    # Packing works toward the limit: messages are mostly well filled.
+    full = [m.wire.size for m in out[:-1]]
+    assert sum(full) / len(full) > 0.6 * limit
+
+
+def test_messages_fill_close_to_a_64_kib_chunk_on_a_real_edit_log(edits_sample: Path) -> None:
+    sample = list(translate_ops(read_ops(edits_sample), "c1"))
+    events = [HdfsEvent(**{**{f: getattr(e, f) for f in e.__slots__}, "txid": 100 * i + e.txid,
+                           "path": "/data/a" + e.path})
+              for i in range(1500) for e in sample]
+    packer = EventPacker("c1", group_by="single", linger_s=10)
+    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.drain()
+    assert all(m.wire.size <= 65_536 for m in out)
+    # The first messages teach the packer the compression ratio; from then on they are full.
+    assert len(out) > 5
+    assert min(m.wire.size for m in out[2:-1]) > 0.85 * 65_536
+    assert sum(m.wire.event_count for m in out) == len(events)
+
+
+def test_a_single_event_larger_than_the_limit_is_sent_alone() -> None:
+    packer = EventPacker("c1", max_message_bytes=1024, linger_s=10, compress=False)
+    big = ev(2, "/data/a/f", owner="x" * 3000)
+    out = packer.add(ev(1, "/data/a/f"), 0.0) + packer.add(big, 0.0) + packer.drain()
+    assert [m.wire.event_count for m in out] == [1, 1]
+    assert decoded(out)[1] == [big]
+
+
+def test_linger_seals_a_message_once_its_first_event_is_old_enough() -> None:
+    packer = EventPacker("c1", linger_s=0.2)
+    packer.add(ev(1, "/data/a/f"), now=10.0)
+    packer.add(ev(2, "/data/b/f"), now=10.1)
+    packer.add(ev(3, "/data/a/g"), now=10.15)
+    assert packer.next_deadline() == pytest.approx(10.2)
+    assert packer.expired(10.19) == []
+    (first,) = packer.expired(10.2)
+    assert first.wire.group_id == "c1:/data/a" and first.wire.event_count == 2
+    assert packer.next_deadline() == pytest.approx(10.3)
+    (second,) = packer.expired(11.0)
+    assert second.wire.group_id == "c1:/data/b"
+    assert packer.next_deadline() is None
+
+
+def test_parts_count_the_events_of_each_txid_in_a_message() -> None:
+    packer = EventPacker("c1", linger_s=10)
+    for e in [ev(5, "/d/a", 0), ev(5, "/d/a", 1), ev(5, "/d/a", 2), ev(6, "/d/a"), ev(9, "/d/a")]:
+        packer.add(e, 0.0)
+    (message,) = packer.drain()
+    assert message.parts == ((5, 3), (6, 1), (9, 1))
+    assert message.wire.first == (5, 0) and message.wire.last == (9, 0)
+
+
+def test_same_events_give_the_same_dedup_id() -> None:
+    def pack() -> list[str]:
+        packer = EventPacker("c1", max_message_bytes=2048, linger_s=10)
+        out = [m for t in range(1, 500) for m in packer.add(ev(t, "/d/a/f"), 0.0)]
+        return [m.wire.dedup_id for m in out + packer.drain()]
+
+    first = pack()
+    assert first == pack()
+    assert len(set(first)) == len(first) > 1
