@@ -67,7 +67,7 @@ class WireMessage:
 
 def encode_body(event_json: Sequence[str], *, compress: bool, level: int = 6) -> str:
     """The body text from already-serialised canonical events (the packer keeps them so)."""
-    raw = '{"v":%d,"events":[%s]}' % (ENVELOPE_VERSION, ",".join(event_json))
+    raw = f'{{"v":{ENVELOPE_VERSION},"events":[{",".join(event_json)}]}}'
     if not compress:
         return raw
     packed = gzip.compress(raw.encode("utf-8"), compresslevel=level, mtime=0)
@@ -167,10 +167,7 @@ def _encoding(attributes: Mapping[str, Any] | None) -> str:
     if not attributes or ENCODING_ATTRIBUTE not in attributes:
         return ENCODING_JSON
     attr = attributes[ENCODING_ATTRIBUTE]
-    if isinstance(attr, Mapping):
-        value = attr.get("StringValue", attr.get("stringValue"))
-    else:
-        value = attr
+    value = attr.get("StringValue", attr.get("stringValue")) if isinstance(attr, Mapping) else attr
     if not isinstance(value, str):
         raise EnvelopeError(f"attribute {ENCODING_ATTRIBUTE!r} has no string value")
     return value

@@ -13,6 +13,7 @@ and jq alike; gzip on the wire makes the nulls nearly free.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
@@ -124,10 +125,17 @@ class HdfsEvent:
             value = kw.get(name)
             if value is not None and not _is_instance(value, typ):
                 raise EventFormatError(f"field '{name}' must be {typ.__name__}, got {value!r}")
+        for name in ("txid", "index"):
+            if kw[name] < 0:
+                raise EventFormatError(f"field '{name}' must be >= 0, got {kw[name]}")
+        if "perms" in kw and not _PERMS.fullmatch(kw["perms"]):
+            raise EventFormatError(f"field 'perms' must be 4 octal digits, got {kw['perms']!r}")
         if "acls" in kw:
             acls = kw["acls"]
-            if not isinstance(acls, list) or not all(isinstance(a, str) for a in acls):
-                raise EventFormatError("field 'acls' must be a list of strings")
+            if not isinstance(acls, list) or not all(
+                    isinstance(a, str) and _ACL_ENTRY.fullmatch(a) for a in acls):
+                raise EventFormatError(
+                    "field 'acls' must be a list of AclEntry strings like 'user:alice:rw-'")
             kw["acls"] = tuple(acls)
         if "xattrs" in kw:
             kw["xattrs"] = tuple(_xattr_from_dict(x) for x in _as_list(kw["xattrs"], "xattrs"))
@@ -141,6 +149,11 @@ class EventFormatError(ValueError):
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(HdfsEvent))
 FIELD_SET = frozenset(FIELDS)
 REQUIRED = ("cluster", "txid", "index", "type", "path")
+XATTR_NAMESPACES = frozenset({"USER", "TRUSTED", "SECURITY", "SYSTEM", "RAW"})  # XAttr.NameSpace
+_XATTR_KEYS = frozenset({"namespace", "name", "value"})
+_PERMS = re.compile(r"[0-7]{4}")
+# Hadoop's AclEntry.toStringStable: [default:]type:name:perm, perm an FsAction symbol.
+_ACL_ENTRY = re.compile(r"(default:)?(user|group|mask|other):[^:]*:[r-][w-][x-]")
 _ENUMS = {"type": EventType, "inode_type": INodeType, "metadata_type": MetadataType}
 _SCALARS: dict[str, type] = {
     "cluster": str, "txid": int, "index": int, "path": str, "dst_path": str,
@@ -169,6 +182,11 @@ def _xattr_from_dict(x: Any) -> XAttr:
         x.get("name"), str
     ):
         raise EventFormatError("each xattr needs string 'namespace' and 'name'")
+    if x.keys() - _XATTR_KEYS:
+        raise EventFormatError(f"unknown xattr field(s) {sorted(x.keys() - _XATTR_KEYS)}")
+    if x["namespace"] not in XATTR_NAMESPACES:
+        raise EventFormatError(
+            f"xattr namespace {x['namespace']!r} is not one of {sorted(XATTR_NAMESPACES)}")
     value = x.get("value")
     if value is not None and not isinstance(value, str):
         raise EventFormatError("xattr 'value' must be a string or null")
@@ -176,5 +194,9 @@ def _xattr_from_dict(x: Any) -> XAttr:
 
 
 def perms_to_octal(mode: int) -> str:
-    """FsPermission as a 4-digit octal string: sticky bit and rwx bits ("1777", "0644")."""
-    return f"{mode & 0o7777:04o}"
+    """FsPermission as a 4-digit octal string: sticky bit and rwx bits ("1777", "0644").
+
+    FsPermission.fromShort keeps bits 0-9 only (rwx x3 and sticky; HDFS has no setuid/setgid),
+    so higher bits in a MODE are dropped as Hadoop drops them.
+    """
+    return f"{mode & 0o1777:04o}"

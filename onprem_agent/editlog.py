@@ -7,7 +7,6 @@ its DATA element; translation reads only the fields it needs.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -84,12 +83,32 @@ def _record_to_op(record: ET.Element, label: str, last_txid: int | None) -> Edit
     return EditOp(opcode=opcode, txid=txid, data=data)
 
 
-# Hadoop's XMLUtils.mangleXmlString writes code points that XML cannot carry, and the backslash
-# itself, as "\<hex>;" (at least 4 hex digits). A backslash in oev text is always such an escape.
-_MANGLED = re.compile(r"\\([0-9a-fA-F]{4,6});")
+# Hadoop's XMLUtils.mangleXmlString (what oev writes with) replaces each code point XML cannot
+# carry (C0 controls but tab/LF/CR, surrogates, U+FFFE, U+FFFF) and the backslash itself with
+# String.format("\\%04x;", cp): a backslash, exactly 4 hex digits (every such code point is
+# <= U+FFFF), a semicolon. unmangleXmlString reads exactly 4 characters after a backslash and
+# then requires ';', so a backslash that starts no such escape means the text was not written
+# by oev. Unlike Hadoop's XML loader we do not trim(): the element text is exact as written.
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def unmangle(text: str) -> str:
+    """Undoes oev's mangling; raises ValueError on a backslash that starts no valid escape."""
     if "\\" not in text:
         return text
-    return _MANGLED.sub(lambda m: chr(int(m.group(1), 16)), text)
+    head, *rest = text.split("\\")
+    out = [head]
+    for part in rest:
+        code = part[:4]
+        if len(part) < 5 or part[4] != ";" or not _HEX.issuperset(code):
+            raise ValueError(f"bad escape \\{part[:5]!s} in {text!r}: oev writes a backslash as "
+                             "\\005c; and other escapes as \\ + 4 hex digits + ;")
+        cp = int(code, 16)
+        if 0xD800 <= cp <= 0xDFFF:
+            # A lone UTF-16 surrogate: Java strings can hold one, UTF-8 text cannot, and no
+            # HDFS client can send one (RPC strings are UTF-8); refuse rather than emit
+            # events no JSON consumer can read.
+            raise ValueError(f"escape \\{code}; in {text!r} is a lone UTF-16 surrogate")
+        out.append(chr(cp))
+        out.append(part[5:])
+    return "".join(out)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hdfs_events.event import (
+    XATTR_NAMESPACES,
     EventType,
     HdfsEvent,
     INodeType,
@@ -64,7 +65,7 @@ class TranslationStats:
 class _Fields:
     """Reads the DATA of one op; a missing field raises EditLogError naming txid and field."""
 
-    __slots__ = ("data", "txid", "opcode", "source")
+    __slots__ = ("data", "opcode", "source", "txid")
 
     def __init__(self, op: EditOp, source: str) -> None:
         self.data, self.txid, self.opcode, self.source = op.data, op.txid, op.opcode, source
@@ -73,15 +74,31 @@ class _Fields:
         return EditLogError(self.source, f"{self.opcode} has no {name}", txid=self.txid,
                             field=name)
 
-    def text(self, name: str) -> str:
-        value = self.data.findtext(name)
+    def text(self, name: str, within: ET.Element | None = None) -> str:
+        value = (self.data if within is None else within).findtext(name)
         if value is None:
             raise self.missing(name)
-        return unmangle(value)
+        return self.unmangled(name, value)
 
-    def optional_text(self, name: str) -> str | None:
-        value = self.data.findtext(name)
-        return None if value is None else unmangle(value)
+    def optional_text(self, name: str, within: ET.Element | None = None) -> str | None:
+        value = (self.data if within is None else within).findtext(name)
+        return None if value is None else self.unmangled(name, value)
+
+    def unmangled(self, name: str, value: str) -> str:
+        try:
+            return unmangle(value)
+        except ValueError as exc:
+            raise EditLogError(self.source, f"{self.opcode}: {exc}", txid=self.txid,
+                               field=name) from None
+
+    def choice(self, name: str, allowed: frozenset[str], within: ET.Element) -> str:
+        value = within.findtext(name)
+        if value is None:
+            raise self.missing(name)
+        if value not in allowed:
+            raise EditLogError(self.source, f"{self.opcode}: {name} {value!r} is not one of "
+                               f"{sorted(allowed)}", txid=self.txid, field=name)
+        return value
 
     def number(self, name: str, within: ET.Element | None = None) -> int:
         node = self.data if within is None else within
@@ -100,7 +117,8 @@ class _Fields:
             if default is None:
                 raise self.missing(name)
             return default
-        return value == "true"
+        # Java's Boolean.parseBoolean, as Hadoop's XML loader reads it: "true" in any case.
+        return value.lower() == "true"
 
     def permission_status(self) -> tuple[str, str, str]:
         status = self.data.find("PERMISSION_STATUS")
@@ -112,7 +130,9 @@ class _Fields:
             raise self.missing("PERMISSION_STATUS/USERNAME")
         if group is None:
             raise self.missing("PERMISSION_STATUS/GROUPNAME")
-        return unmangle(owner), unmangle(group), perms_to_octal(self.number("MODE", status))
+        return (self.unmangled("PERMISSION_STATUS/USERNAME", owner),
+                self.unmangled("PERMISSION_STATUS/GROUPNAME", group),
+                perms_to_octal(self.number("MODE", status)))
 
     def block_bytes(self) -> int:
         return sum(self.number("NUM_BYTES", b) for b in self.data.iterfind("BLOCK"))
@@ -133,14 +153,17 @@ def _add(f: _Fields, cluster: str) -> list[HdfsEvent]:
         return [_event(f, cluster, 0, EventType.APPEND, path, new_block=False)]
     owner, group, perms = f.permission_status()
     ctime = f.number("ATIME")
-    # Hadoop 3: erasureCoded = (policy id != REPLICATION_POLICY_ID (0)); older layouts log no id.
-    ec_policy = f.data.findtext("ERASURE_CODING_POLICY_ID")
+    # Hadoop 3: erasureCoded = (policy id != REPLICATION_POLICY_ID (0)). Layouts before erasure
+    # coding log no id, and AddCloseOp then keeps REPLICATION_POLICY_ID: not erasure coded.
+    ec_policy = 0
+    if f.data.find("ERASURE_CODING_POLICY_ID") is not None:
+        ec_policy = f.number("ERASURE_CODING_POLICY_ID")
     return [_event(
         f, cluster, 0, EventType.CREATE, path, timestamp=ctime, inode_type=INodeType.FILE,
         ctime=ctime, replication=f.number("REPLICATION"), owner=owner, group=group,
         perms=perms, overwrite=f.boolean("OVERWRITE", default=False),
         block_size=f.number("BLOCKSIZE"),
-        erasure_coded=ec_policy is not None and ec_policy.strip() not in ("", "0"),
+        erasure_coded=ec_policy != 0,
     )]
 
 
@@ -150,9 +173,8 @@ def _close(f: _Fields, cluster: str) -> list[HdfsEvent]:
 
 
 def _append(f: _Fields, cluster: str) -> list[HdfsEvent]:
-    path = f.optional_text("PATH") or f.text("SRC")
-    return [_event(f, cluster, 0, EventType.APPEND, path,
-                   new_block=f.boolean("NEWBLOCK", default=False))]
+    return [_event(f, cluster, 0, EventType.APPEND, f.text("PATH"),
+                   new_block=f.boolean("NEWBLOCK"))]
 
 
 def _concat_delete(f: _Fields, cluster: str) -> list[HdfsEvent]:
@@ -160,7 +182,10 @@ def _concat_delete(f: _Fields, cluster: str) -> list[HdfsEvent]:
     sources_node = f.data.find("SOURCES")
     if sources_node is None:
         raise f.missing("SOURCES")
-    sources = [unmangle(s.text or "") for s in sources_node]
+    # Hadoop's ConcatDeleteOp.fromXml reads SOURCE1, SOURCE2, ... up to the first gap.
+    sources = []
+    while (src := sources_node.find(f"SOURCE{len(sources) + 1}")) is not None:
+        sources.append(f.unmangled(src.tag, src.text or ""))
     events = [_event(f, cluster, 0, EventType.APPEND, target, new_block=False)]
     events += [_event(f, cluster, i, EventType.UNLINK, src, timestamp=ts)
                for i, src in enumerate(sources, start=1)]
@@ -224,8 +249,8 @@ def _times(f: _Fields, cluster: str) -> list[HdfsEvent]:
 
 def _xattrs(f: _Fields, cluster: str, removed: bool) -> list[HdfsEvent]:
     xattrs = tuple(
-        XAttr(namespace=x.findtext("NAMESPACE") or "USER", name=unmangle(x.findtext("NAME") or ""),
-              value=x.findtext("VALUE"))
+        XAttr(namespace=f.choice("NAMESPACE", XATTR_NAMESPACES, x), name=f.text("NAME", x),
+              value=f.optional_text("VALUE", x))
         for x in f.data.iterfind("XATTR")
     )
     return _metadata(f, cluster, f.text("SRC"), MetadataType.XATTRS, xattrs=xattrs,
@@ -239,11 +264,16 @@ def _set_acl(f: _Fields, cluster: str) -> list[HdfsEvent]:
 
 def _acl_entry(f: _Fields, entry: ET.Element) -> str:
     """Hadoop's AclEntry.toString: [default:]type:name:perm, e.g. "user:alice:rw-"."""
-    scope, type_, perm = entry.findtext("SCOPE"), entry.findtext("TYPE"), entry.findtext("PERM")
-    if type_ is None or perm is None:
-        raise f.missing("ENTRY/TYPE" if type_ is None else "ENTRY/PERM")
+    scope = f.choice("SCOPE", _ACL_SCOPES, entry)
+    type_ = f.choice("TYPE", _ACL_TYPES, entry)
+    perm = f.choice("PERM", _FS_ACTIONS, entry)
     prefix = "default:" if scope == "DEFAULT" else ""
-    return f"{prefix}{type_.lower()}:{unmangle(entry.findtext('NAME') or '')}:{perm}"
+    return f"{prefix}{type_.lower()}:{f.optional_text('NAME', entry) or ''}:{perm}"
+
+
+_ACL_SCOPES = frozenset({"ACCESS", "DEFAULT"})
+_ACL_TYPES = frozenset({"USER", "GROUP", "MASK", "OTHER"})
+_FS_ACTIONS = frozenset({"---", "--x", "-w-", "-wx", "r--", "r-x", "rw-", "rwx"})  # FsAction.SYMBOL
 
 
 def _truncate(f: _Fields, cluster: str) -> list[HdfsEvent]:
