@@ -131,5 +131,5 @@ def test_dynamodb_store_is_conditional_and_per_cluster(state_table: boto3.client
 
 
 def test_dynamodb_store_missing_table_names_it(state_table: boto3.client) -> None:
-    with pytest.raises(CheckpointError, match="DynamoDB table nope.*ResourceNotFound"):
+    with pytest.raises(CheckpointError, match=r"DynamoDB table nope.*ResourceNotFound"):
         DynamoCheckpointStore("nope", "c1", state_table).load()

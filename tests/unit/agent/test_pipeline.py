@@ -1,0 +1,206 @@
+"""The pipeline source -> filter -> packer -> sender -> checkpoint, with in-memory edges."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hdfs_events.envelope import decode_message
+from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.config import parse_config
+from onprem_agent.packer import PackedMessage
+from onprem_agent.pipeline import Pipeline
+from onprem_agent.sender import NoopSender, PermanentSendError
+from onprem_agent.source import TxBatch
+
+
+class MemoryStore:
+    def __init__(self, txid: int | None = None) -> None:
+        self.txid, self.saves = txid, []
+
+    def load(self) -> int | None:
+        return self.txid
+
+    def save(self, txid: int) -> None:
+        self.saves.append(txid)
+        self.txid = txid
+
+
+class RecordingSender(NoopSender):
+    """Acknowledges at once, like the no-op sender, and keeps what it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[PackedMessage] = []
+        self.arrived = threading.Event()
+
+    def enqueue(self, message: PackedMessage) -> None:
+        self.sent.append(message)
+        self.arrived.set()
+        super().enqueue(message)
+
+
+class HoldingSender(RecordingSender):
+    """Acknowledges only when told, in any order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acked: list[PackedMessage] = []
+
+    def enqueue(self, message: PackedMessage) -> None:
+        self.sent.append(message)
+        self.arrived.set()
+
+    def ack(self, message: PackedMessage) -> None:
+        assert self._on_ack is not None
+        self.acked.append(message)
+        self._on_ack(message)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        deadline = time.monotonic() + (timeout or 10)
+        while len(self.acked) < len(self.sent):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+
+def config(shutdown_timeout_ms: int = 5000, **packing: object):
+    doc = {"cluster": "c1", "sqs": {"queue_url": "https://q.fifo"},
+           "checkpoint": {"path": "cp.json", "interval_ms": 10},
+           "filter": {"ignore_patterns": [r"\._COPYING_$"]},
+           "packing": {"linger_ms": 50, **packing},
+           "sending": {"shutdown_timeout_ms": shutdown_timeout_ms}}
+    return parse_config(doc, Path("agent.toml"))
+
+
+def batch(txid: int, *paths: str) -> TxBatch:
+    return TxBatch(txid, tuple(HdfsEvent(cluster="c1", txid=txid, index=i, type=EventType.CLOSE,
+                                         path=p) for i, p in enumerate(paths)))
+
+
+def test_everything_is_sent_and_the_checkpoint_reaches_the_last_txid() -> None:
+    sender, store = RecordingSender(), MemoryStore()
+    source = [batch(1, "/d/a/x"), batch(2), batch(3, "/d/b/y", "/d/a/z"), batch(4)]
+    result = Pipeline(config(), sender=sender, checkpoint=store).run(source)
+    assert result.events_sent == result.events_read == 3
+    assert store.txid == 4 and result.checkpoint_txid == 4 and result.drained
+    got = sorted(e.key for m in sender.sent for e in decode_message(m.wire.body,
+                                                                     m.wire.attributes))
+    assert got == [("c1", 1, 0), ("c1", 3, 0), ("c1", 3, 1)]
+
+
+def test_linger_flushes_while_the_source_is_blocked() -> None:
+    sender = RecordingSender()
+    seen_during_block: list[int] = []
+
+    def slow_source() -> Iterator[TxBatch]:
+        yield batch(1, "/d/a/x")
+        # The source blocks (a quiet cluster); the message must still go out after linger.
+        sender.arrived.wait(timeout=10)
+        seen_during_block.append(len(sender.sent))
+        yield batch(2, "/d/a/y")
+
+    Pipeline(config(linger_ms=20), sender=sender, checkpoint=MemoryStore()).run(slow_source())
+    assert seen_during_block == [1]
+    assert [m.wire.event_count for m in sender.sent] == [1, 1]
+
+
+def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
+    sender, store = HoldingSender(), MemoryStore()
+    stop = threading.Event()
+    pipeline = Pipeline(config(group_by="path", linger_ms=1), sender=sender, checkpoint=store)
+    # txid 1 has events in two groups (two messages); txid 2 one more.
+    source = [batch(1, "/d/a/x", "/d/b/y"), batch(2, "/d/c/z")]
+    runner = threading.Thread(target=pipeline.run, args=(source, stop))
+    runner.start()
+    while len(sender.sent) < 3:
+        sender.arrived.wait(1)
+        sender.arrived.clear()
+    by_path = {decode_message(m.wire.body, m.wire.attributes)[0].path: m for m in sender.sent}
+    sender.ack(by_path["/d/c/z"])
+    sender.ack(by_path["/d/b/y"])
+    time.sleep(0.1)  # ten checkpoint intervals: none may pass txid 1 yet
+    assert store.txid is None
+    sender.ack(by_path["/d/a/x"])
+    runner.join(10)
+    assert store.txid == 2
+
+
+def test_unacknowledged_events_hold_the_checkpoint_back_on_shutdown() -> None:
+    sender, store = HoldingSender(), MemoryStore(txid=10)
+    source = [batch(11, "/d/a/x"), batch(12), batch(13, "/d/b/y")]
+    pipeline = Pipeline(config(200, group_by="path"), sender=sender, checkpoint=store)
+    thread = threading.Thread(target=pipeline.run, args=(source,))
+    thread.start()
+    while len(sender.sent) < 2:
+        sender.arrived.wait(1)
+        sender.arrived.clear()
+    sender.ack(sender.sent[0])  # /d/a/x; /d/b/y never: the flush times out
+    thread.join(10)
+    assert store.txid == 12
+
+
+def test_filtered_out_events_count_as_acknowledged() -> None:
+    sender, store = RecordingSender(), MemoryStore()
+    result = Pipeline(config(), sender=sender, checkpoint=store).run(
+        [batch(1, "/d/a/f._COPYING_"), batch(2, "/d/a/f._COPYING_")])
+    assert sender.sent == [] and result.events_filtered == 2
+    assert store.txid == 2
+
+
+def test_restart_skips_txids_at_or_below_the_checkpoint() -> None:
+    sender = RecordingSender()
+    result = Pipeline(config(), sender=sender, checkpoint=MemoryStore(2)).run(
+        [batch(1, "/a"), batch(2, "/a"), batch(3, "/a")])
+    assert result.events_read == 1
+    assert decode_message(sender.sent[0].wire.body, sender.sent[0].wire.attributes)[0].txid == 3
+
+
+def test_stop_seals_what_is_open_and_saves() -> None:
+    sender, store = RecordingSender(), MemoryStore()
+    stop = threading.Event()
+
+    def source() -> Iterator[TxBatch]:
+        yield batch(1, "/d/a/x")
+        yield batch(2, "/d/a/y")
+        stop.set()
+        yield batch(3, "/d/a/z")
+
+    result = Pipeline(config(linger_ms=60_000), sender=sender, checkpoint=store).run(
+        source(), stop)
+    assert result.events_sent == 2 and store.txid == 2
+
+
+def test_a_source_error_saves_what_was_acknowledged_then_raises() -> None:
+    store = MemoryStore()
+
+    def source() -> Iterator[TxBatch]:
+        yield batch(1, "/d/a/x")
+        raise ValueError("bad record after txid 1")
+
+    with pytest.raises(ValueError, match="bad record"):
+        Pipeline(config(), sender=RecordingSender(), checkpoint=store).run(source())
+    assert store.txid == 1
+
+
+def test_a_permanent_send_error_stops_the_run() -> None:
+    class Refusing(HoldingSender):
+        def wait_for_capacity(self, stop: threading.Event | None = None) -> None:
+            if self.sent:
+                raise PermanentSendError("AccessDenied")
+
+    store, sender = MemoryStore(), Refusing()
+
+    def source() -> Iterator[TxBatch]:
+        yield batch(1, "/d/a/x")
+        sender.arrived.wait(10)  # sealed by linger, never acknowledged
+        yield from (batch(t, "/d/a/x") for t in range(2, 10))
+
+    with pytest.raises(PermanentSendError, match="AccessDenied"):
+        Pipeline(config(linger_ms=0), sender=sender, checkpoint=store).run(source())
+    assert store.txid is None
