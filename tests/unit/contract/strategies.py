@@ -1,0 +1,45 @@
+"""Hypothesis strategies for contract records: every field, every type, awkward text."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAttr
+
+# Any text a Java String could hold after oev's unmangling that is valid UTF-8.
+text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+paths = st.lists(text.filter(lambda s: "/" not in s), min_size=0, max_size=6).map(
+    lambda parts: "/" + "/".join(parts))
+int64 = st.integers(-(2**63), 2**63 - 1)
+maybe_int = st.none() | int64
+maybe_bool = st.none() | st.booleans()
+perms = st.integers(0, 0o1777).map(lambda m: f"{m:04o}")
+acl_entry = st.builds(
+    lambda default, kind, name, perm: f"{'default:' if default else ''}{kind}:{name}:{perm}",
+    st.booleans(), st.sampled_from(["user", "group", "mask", "other"]),
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters=":"), max_size=12),
+    st.sampled_from(["---", "--x", "-w-", "-wx", "r--", "r-x", "rw-", "rwx"]))
+xattr = st.builds(XAttr, namespace=st.sampled_from(["USER", "TRUSTED", "SECURITY", "SYSTEM",
+                                                    "RAW"]),
+                  name=text, value=st.none() | st.binary(max_size=16).map(lambda b: "0x" + b.hex()))
+
+events = st.builds(
+    HdfsEvent,
+    cluster=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", fullmatch=True),
+    txid=st.integers(0, 2**63 - 1), index=st.integers(0, 2**20),
+    type=st.sampled_from(EventType), path=paths, dst_path=st.none() | paths,
+    timestamp=maybe_int, inode_type=st.none() | st.sampled_from(INodeType), ctime=maybe_int,
+    replication=maybe_int, owner=st.none() | text, group=st.none() | text,
+    perms=st.none() | perms, symlink_target=st.none() | paths, overwrite=maybe_bool,
+    block_size=maybe_int, erasure_coded=maybe_bool, size=maybe_int, new_block=maybe_bool,
+    metadata_type=st.none() | st.sampled_from(MetadataType), mtime=maybe_int, atime=maybe_int,
+    acls=st.none() | st.lists(acl_entry, max_size=4).map(tuple),
+    xattrs=st.none() | st.lists(xattr, max_size=3).map(tuple), xattrs_removed=maybe_bool,
+)
+
+
+def ordered_run(cluster: str = "c1") -> st.SearchStrategy[list[HdfsEvent]]:
+    """Events of one cluster in strictly increasing (txid, index) order, as a message holds."""
+    return st.lists(events, min_size=1, max_size=30).map(lambda evs: [
+        HdfsEvent.from_dict({**e.to_dict(), "cluster": cluster, "txid": 100 + i // 3,
+                             "index": i % 3}) for i, e in enumerate(evs)])

@@ -1,0 +1,135 @@
+"""The JSON Schemas and the code agree, both ways."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from bench.workload import write_edit_log
+from hdfs_events import schema
+from hdfs_events.envelope import decode_message, encode_message
+from hdfs_events.event import FIELDS, REQUIRED, EventFormatError, HdfsEvent
+from onprem_agent.editlog import read_ops
+from onprem_agent.translate import translate_ops
+from tests.unit.contract.strategies import events
+
+EVENT = schema.validator("event")
+ENVELOPE = schema.validator("envelope")
+
+
+def valid_event() -> dict[str, Any]:
+    return HdfsEvent.from_dict({"cluster": "c1", "txid": 7, "index": 0, "type": "CREATE",
+                                "path": "/a", "inode_type": "FILE", "perms": "0644",
+                                "acls": ["user::rw-"], "xattrs": [
+                                    {"namespace": "USER", "name": "k", "value": "0x01"}]}
+                               ).to_dict()
+
+
+def test_schema_properties_are_exactly_the_event_fields_in_order() -> None:
+    doc = schema.load("event")
+    assert tuple(doc["properties"]) == FIELDS
+    assert tuple(doc["required"]) == FIELDS  # canonical form: every key present
+    assert doc["additionalProperties"] is False
+    assert set(REQUIRED) <= set(FIELDS)
+
+
+def test_schemas_are_valid_draft_2020_12() -> None:
+    from jsonschema import Draft202012Validator
+
+    for name in ("event", "envelope"):
+        Draft202012Validator.check_schema(schema.load(name))
+        assert schema.load(name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_every_translated_event_validates(edits_sample: Path, tmp_path: Path) -> None:
+    path = tmp_path / "edits.xml"
+    write_edit_log(path, ops=4000, seed=3, mass_delete=20)
+    for log in (edits_sample, path):
+        for event in translate_ops(read_ops(log), "c1"):
+            doc = json.loads(event.to_json())
+            EVENT.validate(doc)
+            assert HdfsEvent.from_dict(doc) == event
+
+
+@settings(max_examples=300, deadline=None)
+@given(events)
+def test_every_event_to_dict_validates_and_round_trips(event: HdfsEvent) -> None:
+    doc = json.loads(event.to_json())
+    EVENT.validate(doc)
+    assert list(doc) == list(FIELDS)
+    assert HdfsEvent.from_dict(doc) == event
+
+
+def test_an_encoded_envelope_validates(edits_sample: Path) -> None:
+    evs = list(translate_ops(read_ops(edits_sample), "c1"))
+    message = encode_message(evs, group_id="g", compress=False)
+    ENVELOPE.validate(json.loads(message.body))
+    assert decode_message(message.body, message.attributes) == evs
+
+
+def _broken(change: str) -> dict[str, Any]:
+    doc = valid_event()
+    kind, _, name = change.partition(":")
+    if kind == "drop":
+        del doc[name]
+    elif kind == "unknown":
+        doc["colour"] = "blue"
+    else:
+        value = json.loads(name.split("=", 1)[1])
+        field = name.split("=", 1)[0]
+        if field.startswith("xattrs."):
+            doc["xattrs"] = [dict(doc["xattrs"][0], **{field[7:]: value})]
+        else:
+            doc[field] = value
+    return doc
+
+
+INVALID = [
+    *(f"drop:{name}" for name in REQUIRED),
+    "unknown:",
+    'set:txid="7"', "set:txid=true", "set:txid=-1", "set:index=-2", "set:index=1.5",
+    'set:cluster=7', "set:path=null", "set:path=[]", 'set:type="create"', 'set:type="MKDIR"',
+    'set:inode_type="DIR"', 'set:metadata_type="SIZE"', 'set:timestamp="1"', "set:size=true",
+    'set:overwrite="true"', "set:overwrite=1", 'set:perms="644"', 'set:perms="0648"',
+    "set:perms=420", 'set:acls="user::rw-"', "set:acls=[1]", 'set:acls=["user:rw-"]',
+    'set:acls=["admin::rwx"]', 'set:xattrs={"namespace":"USER"}', "set:xattrs=[1]",
+    'set:xattrs.namespace="user"', "set:xattrs.name=null", "set:xattrs.value=5",
+    'set:xattrs.extra="x"', "set:replication=3.5",
+]
+
+
+@pytest.mark.parametrize("change", INVALID)
+def test_invalid_objects_are_rejected_by_schema_and_code(change: str) -> None:
+    doc = _broken(change)
+    assert list(EVENT.iter_errors(doc)), f"schema accepted {change}"
+    with pytest.raises(EventFormatError):
+        HdfsEvent.from_dict(copy.deepcopy(doc))
+
+
+def test_the_one_documented_difference_is_leniency_about_omitted_nulls() -> None:
+    # Readers accept an older/sparser writer's event that omits null keys; the schema describes
+    # the canonical form, which has them all.
+    doc = {k: v for k, v in valid_event().items() if v is not None}
+    assert list(EVENT.iter_errors(doc))
+    assert HdfsEvent.from_dict(doc).to_dict() == valid_event()
+
+
+@pytest.mark.parametrize("body", [
+    {"v": 2, "events": [None]}, {"v": 1, "events": []}, {"v": 1}, {"events": []},
+    {"v": 1, "events": [{}]}, {"v": 1, "events": {}}, {"v": "1", "events": []},
+    {"v": 1, "events": [], "x": 1},
+])
+def test_invalid_envelopes_are_rejected_by_schema_and_code(body: dict[str, Any]) -> None:
+    from hdfs_events.envelope import EnvelopeError
+
+    if body.get("events") == [None]:
+        body["events"] = [valid_event()]
+    assert list(ENVELOPE.iter_errors(body))
+    with pytest.raises(EnvelopeError):
+        decode_message(json.dumps(body), {"encoding": {"StringValue": "json",
+                                                       "DataType": "String"}})
