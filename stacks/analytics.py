@@ -1,0 +1,165 @@
+"""Analytics: the Glue database and tables, the compaction and rollup jobs on a schedule, and the
+Athena workgroup with its named queries."""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, CfnOutput, Duration, Stack
+from aws_cdk import aws_athena as athena
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from hdfs_events import names
+from stacks import lake_catalog as catalog
+from stacks.assets import glue_library_zip, glue_script
+from stacks.settings import Settings
+from stacks.storage import ATHENA_RESULTS_PREFIX, StorageStack, removal_policy
+
+GLUE_QUARANTINE = f"{names.QUARANTINE_PREFIX}glue/"
+
+
+class AnalyticsStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 storage: StorageStack, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        removal = removal_policy(settings)
+        lake = storage.lake_in(self)
+        s3_uri = f"s3://{lake.bucket_name}/"
+
+        self.database = glue.Database(self, "Database", database_name=settings.glue_database,
+                                      description="hdfs-events lake", removal_policy=removal)
+        # The tables live in the lake bucket and take its encryption.
+        in_lake = glue.S3TableStorage.from_bucket(lake)
+        self.events_table = glue.S3Table(
+            self, "EventsTable", table_name=catalog.EVENTS_TABLE, database=self.database,
+            description="Compacted HDFS events, one row per (cluster, txid, index)",
+            storage=in_lake, s3_prefix=catalog.CURATED_EVENTS, data_format=glue.DataFormat.PARQUET,
+            columns=catalog.event_columns(), partition_keys=catalog.event_partition_keys())
+        self.activity_table = glue.S3Table(
+            self, "ActivityTable", table_name=catalog.ACTIVITY_TABLE, database=self.database,
+            description="Daily activity per directory prefix and owner",
+            storage=in_lake, s3_prefix=f"{catalog.CURATED_ROLLUPS}{catalog.ACTIVITY_TABLE}/",
+            data_format=glue.DataFormat.PARQUET, columns=catalog.activity_columns(),
+            partition_keys=catalog.dt_partition())
+        self.mass_deletes_table = glue.S3Table(
+            self, "MassDeletesTable", table_name=catalog.MASS_DELETES_TABLE,
+            database=self.database, description="UNLINK bursts over the threshold",
+            storage=in_lake, s3_prefix=f"{catalog.CURATED_ROLLUPS}{catalog.MASS_DELETES_TABLE}/",
+            data_format=glue.DataFormat.PARQUET, columns=catalog.mass_delete_columns(),
+            partition_keys=catalog.dt_partition())
+
+        self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
+                                description="hdfs-events Glue job logs and bookmarks",
+                                removal_policy=removal)
+        # CloudWatch Logs encrypts the jobs' log groups with this key.
+        self.glue_key.add_to_resource_policy(iam.PolicyStatement(
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*",
+                     "kms:Describe*"],
+            principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn":
+                                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+                                    ":log-group:/aws-glue/*"}}))
+        s3_encryption = (glue.S3Encryption.kms(storage.lake_key) if storage.lake_key
+                         else glue.S3Encryption.s3_managed())
+        self.security = glue.SecurityConfiguration(
+            self, "Security", security_configuration_name=f"{settings.prefix}-jobs",
+            s3_encryption=s3_encryption,
+            cloud_watch_encryption=glue.CloudWatchEncryption.kms(self.glue_key),
+            job_bookmarks_encryption=glue.JobBookmarksEncryption.client_side_kms(self.glue_key))
+
+        self.role = iam.Role(
+            self, "JobRole", assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
+            description="hdfs-events Glue jobs",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
+                "service-role/AWSGlueServiceRole")])
+        lake.grant_read(self.role, f"{names.RAW_PREFIX}*")
+        lake.grant_read_write(self.role, f"{catalog.CURATED_EVENTS}*")
+        lake.grant_read_write(self.role, f"{catalog.CURATED_ROLLUPS}*")
+        lake.grant_put(self.role, f"{GLUE_QUARANTINE}*")
+        self.glue_key.grant_encrypt_decrypt(self.role)
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="EncryptedJobLogs", actions=["logs:AssociateKmsKey"],
+            resources=[f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+                       ":log-group:/aws-glue/*"]))
+        for table in (self.events_table, self.activity_table, self.mass_deletes_table):
+            table.grant_read_write(self.role)
+
+        library = glue.Code.from_asset(str(glue_library_zip()))
+        workers = glue.WorkerConfiguration(
+            worker_type=glue.WorkerType(settings.glue_worker_type.replace(".", "_")),
+            number_of_workers=settings.glue_workers)
+        common = {
+            "role": self.role, "glue_version": glue.GlueVersion.V5_1,
+            "worker_configuration": workers, "extra_python_files": [library],
+            "security_configuration": self.security,
+            "timeout": Duration.minutes(settings.glue_timeout_minutes),
+            # One run at a time: the watermark and partition switches assume it.
+            "max_concurrent_runs": 1, "max_retries": 1,
+            "enable_metrics": True, "enable_observability_metrics": True,
+            "continuous_logging": glue.ContinuousLoggingProps(enabled=True),
+        }
+        self.compact_job = glue.PySparkEtlJob(
+            self, "CompactEvents", job_name=f"{settings.prefix}-compact-events",
+            description="raw/ JSON lines -> curated/events Parquet, deduplicated",
+            script=glue.Code.from_asset(str(glue_script("compact"))),
+            default_arguments={
+                "--source": f"{s3_uri}{names.RAW_PREFIX}",
+                "--target": f"{s3_uri}{catalog.CURATED_EVENTS}",
+                "--quarantine": f"{s3_uri}{GLUE_QUARANTINE}",
+                "--database": self.database.database_name,
+                "--table": catalog.EVENTS_TABLE,
+            }, **common)
+        self.rollups_job = glue.PySparkEtlJob(
+            self, "ActivityRollups", job_name=f"{settings.prefix}-activity-rollups",
+            description="curated/events -> daily activity and mass-delete tables",
+            script=glue.Code.from_asset(str(glue_script("rollups"))),
+            default_arguments={
+                "--source": f"{s3_uri}{catalog.CURATED_EVENTS}",
+                "--target": f"{s3_uri}{catalog.CURATED_ROLLUPS}",
+                "--database": self.database.database_name,
+                "--prefix-depth": str(settings.rollup_prefix_depth),
+                "--small-file-bytes": str(settings.small_file_bytes),
+                "--mass-delete-threshold": str(settings.mass_delete_threshold),
+            }, **common)
+
+        self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
+                                      description="Compaction, then rollups", max_concurrent_runs=1)
+        self.workflow.add_scheduled_trigger(
+            "Schedule", schedule=glue.TriggerSchedule.expression(settings.glue_schedule),
+            start_on_creation=True, actions=[glue.Action.job(self.compact_job)])
+        self.workflow.add_conditional_trigger(
+            "AfterCompaction", start_on_creation=True,
+            predicate=glue.Predicate(conditions=[
+                glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED)]),
+            actions=[glue.Action.job(self.rollups_job)])
+
+        self.workgroup = athena.CfnWorkGroup(
+            self, "WorkGroup", name=settings.prefix, description="hdfs-events lake queries",
+            recursive_delete_option=not settings.retain_data,
+            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+                enforce_work_group_configuration=True,
+                publish_cloud_watch_metrics_enabled=True,
+                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                    output_location=f"{s3_uri}{ATHENA_RESULTS_PREFIX}",
+                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                        encryption_option="SSE_KMS" if storage.lake_key else "SSE_S3",
+                        kms_key=storage.lake_key.key_arn if storage.lake_key else None))))
+        for query_id, (description, sql) in catalog.NAMED_QUERIES.items():
+            query = athena.CfnNamedQuery(
+                self, f"Query-{query_id}", name=query_id, description=description,
+                database=self.database.database_name, query_string=sql,
+                work_group=self.workgroup.name)
+            query.add_dependency(self.workgroup)
+
+        CfnOutput(self, "GlueDatabaseName", value=self.database.database_name,
+                  description="Glue Data Catalog database of the lake")
+        CfnOutput(self, "CompactJobName", value=self.compact_job.job_name,
+                  description="Glue job: raw/ -> curated/events")
+        CfnOutput(self, "RollupsJobName", value=self.rollups_job.job_name,
+                  description="Glue job: curated/events -> rollups")
+        CfnOutput(self, "GlueWorkflowName", value=self.workflow.workflow_name,
+                  description="Scheduled compaction then rollups")
+        CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
+                  description="Athena workgroup with the named queries")

@@ -1,0 +1,83 @@
+"""Ingest: the event queue and its DLQ, the copy-request queue, the on-prem principals (one per
+cluster) and the consumer Lambda."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from stacks.consumer import IngestConsumer
+from stacks.onprem_principal import (
+    OnPremPrincipal,
+    OnPremTargets,
+    RolesAnywhereAnchor,
+    output_suffix,
+)
+from stacks.queues import CopyRequestQueues, EventQueues
+from stacks.settings import Settings
+from stacks.storage import StorageStack, removal_policy
+
+
+class IngestStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 storage: StorageStack, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        removal = removal_policy(settings)
+        lake = storage.lake_in(self)
+        self.events = EventQueues(self, "Events", settings=settings, removal=removal)
+        self.copy_requests = CopyRequestQueues(self, "CopyRequests", settings=settings,
+                                               removal=removal)
+        self.consumer = IngestConsumer(
+            self, "Consumer", settings=settings, event_queue=self.events.queue,
+            lake=lake, index_table=storage.index_table, removal=removal)
+
+        targets = OnPremTargets(
+            event_queue=self.events.queue, copy_queue=self.copy_requests.queue,
+            lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
+            index_table=storage.index_table, transfers_table=storage.transfers_table)
+        anchor = RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
+        self.principals = [
+            OnPremPrincipal(self, f"OnPrem-{cluster}", cluster=cluster, settings=settings,
+                            targets=targets, anchor=anchor)
+            for cluster in settings.clusters]
+
+        # Only the agents (and the consumer's continuation messages) may put events on the
+        # stream: an explicit deny beats any allow another policy in the account might give.
+        senders = [self.consumer.role.role_arn]
+        for principal in self.principals:
+            senders += [principal.user.user_arn, principal.role.role_arn]
+        self.events.queue.add_to_resource_policy(iam.PolicyStatement(
+            sid="OnlyAgentsSendEvents", effect=iam.Effect.DENY,
+            principals=[iam.AnyPrincipal()], actions=["sqs:SendMessage"],
+            resources=[self.events.queue.queue_arn],
+            conditions={"ArnNotEquals": {"aws:PrincipalArn": senders}}))
+
+        out = self._output
+        out("EventQueueUrl", self.events.queue.queue_url, "FIFO queue the agents send events to")
+        out("EventQueueArn", self.events.queue.queue_arn, "ARN of the event queue")
+        out("EventDlqUrl", self.events.dlq.queue_url,
+            "Event messages that failed max_receive_count times")
+        out("CopyRequestQueueUrl", self.copy_requests.queue.queue_url,
+            "Copy requests for the on-prem copy worker (return channel)")
+        out("CopyRequestDlqUrl", self.copy_requests.dlq.queue_url,
+            "Copy requests that could never succeed")
+        out("IngestFunctionName", self.consumer.function.function_name,
+            "Consumer Lambda of the event queue")
+        out("IngestLogGroupName", self.consumer.log_group.log_group_name,
+            "One JSON line per HDFS event (Logs Insights)")
+        out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
+            "IAM Roles Anywhere trust anchor of the agents' certificates")
+        for p in self.principals:
+            suffix = output_suffix(p.cluster)
+            out(f"AgentUserName{suffix}", p.user.user_name,
+                f"IAM user of the {p.cluster} agent (access key in Secrets Manager)")
+            out(f"AgentAccessKeySecretArn{suffix}", p.access_key_secret.secret_arn,
+                f"Secret holding the {p.cluster} agent's access key (the ARN, not the value)")
+            out(f"AgentRoleArn{suffix}", p.role.role_arn,
+                f"Roles Anywhere role of the {p.cluster} agent")
+            out(f"AgentProfileArn{suffix}", p.profile.attr_profile_arn,
+                f"Roles Anywhere profile of the {p.cluster} agent")
+
+    def _output(self, name: str, value: str, description: str) -> None:
+        CfnOutput(self, name, value=value, description=description)

@@ -1,0 +1,137 @@
+"""Monitoring: the alert topic, alarms on every way the pipeline can stall or lose its way, one
+dashboard, and saved Logs Insights queries over the consumer's per-event log lines."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from hdfs_events import names
+from stacks.analytics import AnalyticsStack
+from stacks.consumer import SERVICE_NAME
+from stacks.ingest import IngestStack
+from stacks.onprem_principal import output_suffix
+from stacks.settings import Settings
+from stacks.storage import StorageStack, lake_bucket_name, removal_policy
+from stacks.widgets import dashboard_rows
+
+# Fields the consumer logs on each event line (powertools puts extra keys at the top level).
+LOGS_QUERIES: dict[str, logs.QueryString] = {
+    "who-deleted-what-under-a-path": logs.QueryString(
+        fields=["@timestamp", "cluster", "txid", "type", "path", "dst_path"],
+        filter_statements=[
+            "type in ['UNLINK', 'RENAME']",
+            # Edit the prefix; RENAME counts as a delete when it moves a path out.
+            "path like /^\\/user\\/alice\\//",
+        ],
+        sort="@timestamp desc", limit=1000),
+    "history-of-one-path": logs.QueryString(
+        fields=["@timestamp", "cluster", "txid", "index", "type", "path", "dst_path"],
+        filter_statements=["path = '/user/alice/data/part-0000' or "
+                           "dst_path = '/user/alice/data/part-0000'"],
+        sort="txid asc", limit=10000),
+    "top-writers-by-directory": logs.QueryString(
+        filter_statements=["type in ['CREATE', 'CLOSE', 'APPEND']"],
+        parse_statements=["path /^(?<dir>\\/[^\\/]+\\/[^\\/]+)/"],
+        stats="count(*) as changes by cluster, dir",
+        sort="changes desc", limit=50),
+}
+
+
+class MonitoringStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 storage: StorageStack, ingest: IngestStack, analytics: AnalyticsStack,
+                 **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        removal = removal_policy(settings)
+
+        # A key of our own: CloudWatch alarms cannot publish to a topic under aws/sns.
+        key = kms.Key(self, "AlertKey", enable_key_rotation=True,
+                      description="hdfs-events alert topic", removal_policy=removal)
+        key.add_to_resource_policy(iam.PolicyStatement(
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")]))
+        self.topic = sns.Topic(self, "Alerts", display_name="hdfs-events alerts",
+                               master_key=key, enforce_ssl=True)
+        if settings.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        action = cw_actions.SnsAction(self.topic)
+
+        events, copy = ingest.events, ingest.copy_requests
+        fn = ingest.consumer.function
+        self.alarms: list[cw.Alarm] = []
+
+        def alarm(alarm_id: str, metric: cw.IMetric, *, threshold: float, description: str,
+                  comparison: cw.ComparisonOperator =
+                  cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                  periods: int = 1,
+                  missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING) -> None:
+            a = cw.Alarm(self, alarm_id, alarm_name=f"{settings.prefix}-{alarm_id}",
+                         alarm_description=description, metric=metric, threshold=threshold,
+                         comparison_operator=comparison, evaluation_periods=periods,
+                         treat_missing_data=missing)
+            a.add_alarm_action(action)
+            a.add_ok_action(action)
+            self.alarms.append(a)
+
+        five_min = Duration.minutes(5)
+        alarm("event-dlq-not-empty",
+              events.dlq.metric_approximate_number_of_messages_visible(
+                  period=five_min, statistic="Maximum"),
+              threshold=0, description="Event messages failed max_receive_count times: "
+              "inspect the DLQ, fix, then redrive")
+        alarm("copy-dlq-not-empty",
+              copy.dlq.metric_approximate_number_of_messages_visible(
+                  period=five_min, statistic="Maximum"),
+              threshold=0, description="A copy request can never succeed: see its reason")
+        alarm("events-oldest-message-age",
+              events.queue.metric_approximate_age_of_oldest_message(
+                  period=five_min, statistic="Maximum"),
+              threshold=settings.oldest_message_alarm_seconds,
+              description="The consumer is falling behind the agents")
+        alarm("consumer-errors", fn.metric_errors(period=five_min, statistic="Sum"),
+              threshold=0, description="The consumer Lambda failed invocations")
+        for job in (analytics.compact_job, analytics.rollups_job):
+            alarm(f"glue-{job.node.id}-failed",
+                  job.metric_failure(period=Duration.hours(1), statistic="Sum"),
+                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"Glue job {job.node.id} failed or timed out")
+        for cluster in settings.clusters:
+            # Missing data is the point: a dead agent publishes nothing.
+            alarm(f"agent-heartbeat-missing-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_AGENT_HEARTBEAT,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="SampleCount", period=Duration.minutes(1)),
+                  threshold=1, comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+                  periods=settings.heartbeat_missing_minutes,
+                  missing=cw.TreatMissingData.BREACHING,
+                  description=f"No heartbeat from the {cluster} agent for "
+                  f"{settings.heartbeat_missing_minutes} minutes")
+
+        self.dashboard = cw.Dashboard(
+            self, "Dashboard", dashboard_name=settings.prefix,
+            widgets=dashboard_rows(settings=settings, ingest=ingest, analytics=analytics,
+                                   lake_bucket=lake_bucket_name(settings),
+                                   service=SERVICE_NAME))
+
+        for query_id, query in LOGS_QUERIES.items():
+            logs.QueryDefinition(self, f"Query-{query_id}",
+                                 query_definition_name=f"{settings.prefix}/{query_id}",
+                                 query_string=query, log_groups=[ingest.consumer.log_group])
+
+        CfnOutput(self, "AlertTopicArn", value=self.topic.topic_arn,
+                  description="SNS topic of every alarm: subscribe on-call here")
+        CfnOutput(self, "DashboardName", value=settings.prefix,
+                  description="CloudWatch dashboard of the pipeline")
+        for cluster in settings.clusters:
+            CfnOutput(self, f"HeartbeatAlarm{output_suffix(cluster)}",
+                      value=f"{settings.prefix}-agent-heartbeat-missing-{cluster}",
+                      description=f"Alarm name of the {cluster} agent's heartbeat")

@@ -1,0 +1,168 @@
+"""The on-prem principal of one HDFS cluster: what its agent and copy worker may do in AWS.
+
+Two ways to hold it, with one policy:
+- an IAM user whose access key is created straight into Secrets Manager (never an output, never
+  printed), for sites without a PKI;
+- an IAM Roles Anywhere profile + role, trusted through the site's CA (no long-lived key), the
+  recommended option.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Aws, SecretValue
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_rolesanywhere as rolesanywhere
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from hdfs_events import names
+from stacks.settings import Settings
+
+PLACEHOLDER_CA = Path(__file__).with_name("roles_anywhere_placeholder_ca.pem")
+ROLES_ANYWHERE = "rolesanywhere.amazonaws.com"
+
+
+@dataclass(frozen=True, slots=True)
+class OnPremTargets:
+    """The resources an on-prem principal is allowed to touch."""
+
+    event_queue: sqs.IQueue
+    copy_queue: sqs.IQueue
+    lake: s3.IBucket
+    lake_key: kms.IKey | None
+    state_table: dynamodb.ITable
+    index_table: dynamodb.ITable
+    transfers_table: dynamodb.ITable
+
+
+def onprem_statements(cluster: str, settings: Settings,
+                      t: OnPremTargets) -> list[iam.PolicyStatement]:
+    """Every permission of the on-prem principal of `cluster`; nothing else, no `*` action."""
+    export_objects = [t.lake.arn_for_objects(f"{p}*") for p in settings.export_prefixes]
+    statements = [
+        iam.PolicyStatement(sid="ShipEvents", actions=["sqs:SendMessage"],
+                            resources=[t.event_queue.queue_arn]),
+        iam.PolicyStatement(sid="TakeCopyRequests",
+                            actions=["sqs:ReceiveMessage", "sqs:DeleteMessage",
+                                     "sqs:ChangeMessageVisibility"],
+                            resources=[t.copy_queue.queue_arn]),
+        iam.PolicyStatement(sid="ReadExports", actions=["s3:GetObject"],
+                            resources=export_objects),
+        iam.PolicyStatement(sid="ListExports", actions=["s3:ListBucket"],
+                            resources=[t.lake.bucket_arn],
+                            conditions={"StringLike": {"s3:prefix": [
+                                q for p in settings.export_prefixes for q in (p, f"{p}*")]}}),
+        # Checkpoint, lease and heartbeat: only the items whose partition key is this cluster.
+        iam.PolicyStatement(sid="OwnAgentState",
+                            actions=["dynamodb:GetItem", "dynamodb:PutItem",
+                                     "dynamodb:UpdateItem"],
+                            resources=[t.state_table.table_arn],
+                            conditions={"ForAllValues:StringEquals": {
+                                "dynamodb:LeadingKeys": [cluster]}}),
+        # The copy worker (return channel) records each state change of a request.
+        iam.PolicyStatement(sid="TrackTransfers",
+                            actions=["dynamodb:GetItem", "dynamodb:PutItem",
+                                     "dynamodb:UpdateItem"],
+                            resources=[t.transfers_table.table_arn]),
+        # `verify` compares an HDFS listing with the index: read-only, own cluster's partitions
+        # ("<cluster>#<parent dir>", see names.index_partition).
+        iam.PolicyStatement(sid="VerifyOwnIndex", actions=["dynamodb:Query"],
+                            resources=[t.index_table.table_arn],
+                            conditions={"ForAllValues:StringLike": {
+                                "dynamodb:LeadingKeys": [names.index_partition(cluster, "*")]}}),
+        # PutMetricData has no resource-level permissions (IAM requires Resource "*"); the
+        # namespace condition is what scopes it.
+        iam.PolicyStatement(sid="PublishAgentMetrics", actions=["cloudwatch:PutMetricData"],
+                            resources=["*"],
+                            conditions={"StringEquals": {
+                                "cloudwatch:namespace": names.METRICS_NAMESPACE}}),
+    ]
+    if t.lake_key is not None:
+        # GetObject on a KMS-encrypted object needs Decrypt on its key, through S3 only.
+        statements.append(iam.PolicyStatement(
+            sid="DecryptExports", actions=["kms:Decrypt"], resources=[t.lake_key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
+    return statements
+
+
+class RolesAnywhereAnchor(Construct):
+    """The trust anchor (the site's CA) shared by every cluster's Roles Anywhere role."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+        super().__init__(scope, construct_id)
+        configured = settings.roles_anywhere_ca_file is not None
+        pem_path = Path(settings.roles_anywhere_ca_file) if configured else PLACEHOLDER_CA
+        try:
+            pem = pem_path.read_text()
+        except OSError as exc:
+            raise FileNotFoundError(f"cdk.json: roles_anywhere_ca_file of {settings.env_name}: "
+                                    f"cannot read {pem_path}: {exc.strerror}") from exc
+        self.anchor = rolesanywhere.CfnTrustAnchor(
+            self, "TrustAnchor", name=f"{settings.prefix}-agents",
+            source=rolesanywhere.CfnTrustAnchor.SourceProperty(
+                source_type="CERTIFICATE_BUNDLE",
+                source_data=rolesanywhere.CfnTrustAnchor.SourceDataProperty(
+                    x509_certificate_data=pem)),
+            # The placeholder's private key no longer exists: disabled until a real CA is set.
+            enabled=configured)
+
+
+class OnPremPrincipal(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: str,
+                 settings: Settings, targets: OnPremTargets,
+                 anchor: RolesAnywhereAnchor) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster = cluster
+        self.policy = iam.ManagedPolicy(
+            self, "Policy", managed_policy_name=f"{settings.prefix}-onprem-{cluster}",
+            description=f"hdfs-events on-prem agent of cluster {cluster}",
+            statements=onprem_statements(cluster, settings, targets))
+
+        self.user = iam.User(self, "User", user_name=f"{settings.prefix}-agent-{cluster}",
+                             managed_policies=[self.policy])
+        access_key = iam.AccessKey(self, "AccessKey", user=self.user)
+        self.access_key_secret = secretsmanager.Secret(
+            self, "AccessKeySecret", secret_name=f"{settings.prefix}/agent/{cluster}/access-key",
+            description=f"Access key of {self.user.user_name} (hdfs-events agent, {cluster})",
+            secret_object_value={
+                # The key id is not secret; the secret access key stays a SecretValue token.
+                "aws_access_key_id": SecretValue.unsafe_plain_text(access_key.access_key_id),
+                "aws_secret_access_key": access_key.secret_access_key,
+            })
+
+        # Roles Anywhere: only certificates from the anchor, with this cluster's CN.
+        trust_conditions = {
+            "ArnEquals": {"aws:SourceArn": anchor.anchor.attr_trust_anchor_arn},
+            "StringEquals": {"aws:PrincipalTag/x509Subject/CN": agent_common_name(
+                settings, cluster)},
+        }
+        self.role = iam.Role(
+            self, "Role", role_name=f"{settings.prefix}-agent-{cluster}",
+            description=f"hdfs-events agent of {cluster} through IAM Roles Anywhere",
+            assumed_by=iam.PrincipalWithConditions(iam.ServicePrincipal(ROLES_ANYWHERE),
+                                                   trust_conditions),
+            managed_policies=[self.policy])
+        self.role.assume_role_policy.add_statements(iam.PolicyStatement(
+            actions=["sts:TagSession", "sts:SetSourceIdentity"],
+            principals=[iam.ServicePrincipal(ROLES_ANYWHERE)], conditions=trust_conditions))
+        self.profile = rolesanywhere.CfnProfile(
+            self, "Profile", name=f"{settings.prefix}-agent-{cluster}",
+            role_arns=[self.role.role_arn], enabled=True, duration_seconds=3600)
+
+
+def agent_common_name(settings: Settings, cluster: str) -> str:
+    """The certificate CN the Roles Anywhere role of `cluster` accepts."""
+    return f"{settings.prefix}-agent-{cluster}"
+
+
+def output_suffix(cluster: str) -> str:
+    """`prod-nn1` -> `ProdNn1`, for CfnOutput ids (alphanumeric only)."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", cluster))

@@ -1,0 +1,74 @@
+"""The SQS queues: the FIFO event queue (agent -> consumer) and the copy-request queue of the
+return channel (cloud job -> on-prem copy worker), each with its own dead-letter queue."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.settings import Settings
+
+# SQS's maximum message size (raised from 256 KiB to 1 MiB in 2025); set explicitly because
+# the agent packs up to this size and an older default would reject its messages.
+MAX_MESSAGE_BYTES = 1024 * 1024
+# AWS's guidance for a Lambda-polled queue: visibility >= 6x the function timeout, so retries
+# of a throttled batch do not make messages reappear while they are still being processed.
+VISIBILITY_PER_TIMEOUT = 6
+
+
+class EventQueues(Construct):
+    """FIFO event queue in high-throughput mode, and its FIFO DLQ."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 removal: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        # moto does not append `.fifo` to generated names, and AWS requires the suffix: the
+        # names are explicit, derived from the environment's prefix.
+        self.dlq = sqs.Queue(
+            self, "Dlq", queue_name=f"{settings.prefix}-events-dlq.fifo", fifo=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            max_message_size_bytes=MAX_MESSAGE_BYTES,
+            retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
+        self.queue = sqs.Queue(
+            self, "Queue", queue_name=f"{settings.prefix}-events.fifo", fifo=True,
+            # High-throughput FIFO: dedup and throughput quotas per message group, so
+            # independent datasets (groups) scale out instead of sharing 300 msg/s.
+            deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,
+            fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+            # The agent sends its own dedup ids (cluster + txid/index range).
+            content_based_deduplication=False,
+            max_message_size_bytes=MAX_MESSAGE_BYTES,
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            visibility_timeout=Duration.seconds(
+                VISIBILITY_PER_TIMEOUT * settings.consumer_timeout_seconds),
+            retention_period=Duration.days(settings.queue_retention_days),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dlq, max_receive_count=settings.max_receive_count),
+            removal_policy=removal)
+
+
+class CopyRequestQueues(Construct):
+    """Standard queue of copy requests and its DLQ.
+
+    Standard, not FIFO: requests are independent (the transfers table, keyed by request_id,
+    makes a duplicate delivery harmless) and the worker needs no group ordering.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 removal: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.dlq = sqs.Queue(
+            self, "Dlq", queue_name=f"{settings.prefix}-copy-requests-dlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
+        self.queue = sqs.Queue(
+            self, "Queue", queue_name=f"{settings.prefix}-copy-requests",
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            # The worker extends visibility on a heartbeat while distcp runs.
+            visibility_timeout=Duration.seconds(settings.copy_visibility_timeout_seconds),
+            retention_period=Duration.days(settings.queue_retention_days),
+            receive_message_wait_time=Duration.seconds(20),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dlq, max_receive_count=settings.max_receive_count),
+            removal_policy=removal)

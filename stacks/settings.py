@@ -1,0 +1,207 @@
+"""Per-environment settings, read once from `cdk.json` context into one typed object.
+
+`cdk.json` holds `context.environments.<name>`: a mapping of the keys below (snake_case, the
+field names of `Settings`); keys an environment leaves out take the defaults here, which are
+the dev defaults. The environment is picked by `-c env=<name>` (or `app.py --env <name>`).
+A wrong key or value stops the synth with a message naming the key, the environment and
+cdk.json, never a stack trace deep inside CDK.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from hdfs_events.ids import validate_cluster_name
+from hdfs_events.names import LOG_MODES
+
+CONTEXT_ENV = "env"
+CONTEXT_ENVIRONMENTS = "environments"
+SOURCE = "cdk.json"
+_ENV_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
+_WORKER_TYPES = ("G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "R.1X", "R.2X", "R.4X", "R.8X")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class SettingsError(ValueError):
+    """A cdk.json setting that is missing, unknown or out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    env_name: str = "dev"
+    # Stateful resources (bucket, tables, log groups, keys) survive a stack delete when True.
+    retain_data: bool = False
+    # Dev buckets empty themselves on delete (a small CDK custom resource); never with RETAIN.
+    auto_delete_objects: bool = True
+    # Optional fixed target; None keeps the stacks environment-agnostic (no lookups at synth).
+    account: str | None = None
+    region: str | None = None
+    # moto has no CDK bootstrap: the local env synthesizes without the bootstrap-version rule.
+    bootstrap_version_rule: bool = True
+    # HDFS clusters that ship events: one on-prem principal each, scoped to its own items.
+    clusters: tuple[str, ...] = ("dev",)
+
+    # --- ingest -------------------------------------------------------------------------
+    max_receive_count: int = 5
+    queue_retention_days: int = 4
+    dlq_retention_days: int = 14
+    consumer_timeout_seconds: int = 60
+    consumer_memory_mb: int = 1024
+    consumer_max_concurrency: int = 5
+    # False in `local`: moto would try to invoke the function through Docker on every send.
+    consumer_mapping_enabled: bool = True
+    log_retention_days: int = 30
+    log_level: str = "INFO"
+    log_mode: str = "mutations"
+    index_prefixes: tuple[str, ...] = ("/",)
+    # Public Powertools for AWS Lambda (Python) V3 layer, python311-arm64; None = no layer
+    # (local: moto cannot resolve another account's layer, and the handler runs in-process).
+    powertools_layer_version: int | None = 27
+    copy_visibility_timeout_seconds: int = 300
+
+    # --- on-prem principal -----------------------------------------------------------------
+    # Lake prefixes the return channel may copy back to HDFS (GetObject/ListBucket only there).
+    export_prefixes: tuple[str, ...] = ("exports/",)
+    # PEM of the site's CA for IAM Roles Anywhere; None = a placeholder CA whose private key
+    # was destroyed, with the trust anchor disabled until a real CA is configured.
+    roles_anywhere_ca_file: str | None = None
+
+    # --- storage -----------------------------------------------------------------------------
+    lake_kms: bool = False
+    lake_versioned: bool = False
+    raw_expire_days: int = 30
+    quarantine_expire_days: int = 365
+    access_log_expire_days: int = 90
+
+    # --- analytics ---------------------------------------------------------------------------
+    glue_worker_type: str = "G.1X"
+    glue_workers: int = 2
+    glue_schedule: str = "cron(15 * * * ? *)"
+    glue_timeout_minutes: int = 120
+    small_file_bytes: int = 8 * 1024 * 1024
+    mass_delete_threshold: int = 1000
+    rollup_prefix_depth: int = 2
+
+    # --- monitoring --------------------------------------------------------------------------
+    oldest_message_alarm_seconds: int = 900
+    heartbeat_missing_minutes: int = 10
+    alarm_email: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        """Resource-name prefix of this environment, e.g. `hdfs-events-prod`."""
+        return f"hdfs-events-{self.env_name}"
+
+    @property
+    def glue_database(self) -> str:
+        return f"hdfs_events_{self.env_name.replace('-', '_')}"
+
+
+def load_settings(context: Mapping[str, Any], env_name: str | None = None) -> Settings:
+    """The settings of `env_name` (default: context `env`, else dev) from cdk.json context."""
+    name = env_name or context.get(CONTEXT_ENV) or "dev"
+    environments = context.get(CONTEXT_ENVIRONMENTS)
+    if not isinstance(environments, Mapping):
+        raise SettingsError(f"{SOURCE}: context.{CONTEXT_ENVIRONMENTS} must be a mapping of "
+                            "environment names to settings")
+    if name not in environments:
+        raise SettingsError(f"{SOURCE}: unknown environment {name!r}; known: "
+                            f"{', '.join(sorted(environments))}")
+    raw = environments[name]
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"{SOURCE}: context.{CONTEXT_ENVIRONMENTS}.{name} must be a mapping")
+    return _build(str(name), raw)
+
+
+def _build(name: str, raw: Mapping[str, Any]) -> Settings:
+    where = f"{SOURCE}: context.{CONTEXT_ENVIRONMENTS}.{name}"
+    if not _ENV_NAME.fullmatch(name):
+        raise SettingsError(f"{where}: environment name must be 1-16 of a-z, 0-9, '-'")
+    hints = get_type_hints(Settings)
+    known = {f.name for f in fields(Settings)} - {"env_name"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise SettingsError(f"{where}: unknown setting(s) {unknown}")
+    values: dict[str, Any] = {"env_name": name}
+    for key, value in raw.items():
+        values[key] = _coerce(f"{where}.{key}", hints[key], value)
+    settings = Settings(**values)
+    _validate(where, settings)
+    return settings
+
+
+def _coerce(where: str, hint: Any, value: Any) -> Any:
+    args = get_args(hint)
+    optional = get_origin(hint) in (Union, UnionType) and type(None) in args
+    base = next(a for a in args if a is not type(None)) if optional else hint
+    if value is None:
+        if optional:
+            return None
+        raise SettingsError(f"{where}: must not be null")
+    if get_origin(base) is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{where}: must be a list of strings")
+        return tuple(value)
+    # bool is an int subclass: `true` must not pass as a count, nor 1 as a flag.
+    if base is int and (not isinstance(value, int) or isinstance(value, bool)):
+        raise SettingsError(f"{where}: must be an integer, got {value!r}")
+    if base is bool and not isinstance(value, bool):
+        raise SettingsError(f"{where}: must be true or false, got {value!r}")
+    if base is str and not isinstance(value, str):
+        raise SettingsError(f"{where}: must be a string, got {value!r}")
+    return value
+
+
+def _validate(where: str, s: Settings) -> None:
+    def check(ok: bool, key: str, message: str) -> None:
+        if not ok:
+            raise SettingsError(f"{where}.{key}: {message}")
+
+    check(bool(s.clusters), "clusters", "needs at least one cluster name")
+    for cluster in s.clusters:
+        try:
+            validate_cluster_name(cluster)
+        except ValueError as exc:
+            raise SettingsError(f"{where}.clusters: {exc}") from exc
+    check(len(set(s.clusters)) == len(s.clusters), "clusters", "names must be unique")
+    check(not (s.retain_data and s.auto_delete_objects), "auto_delete_objects",
+          "cannot be true when retain_data is true")
+    # SQS allows maxReceiveCount 1..1000.
+    check(1 <= s.max_receive_count <= 1000, "max_receive_count", "must be 1..1000")
+    check(1 <= s.queue_retention_days <= 14, "queue_retention_days", "SQS allows 1..14 days")
+    check(1 <= s.dlq_retention_days <= 14, "dlq_retention_days", "SQS allows 1..14 days")
+    # 6x the function timeout must stay within SQS's 12-hour visibility limit.
+    check(1 <= s.consumer_timeout_seconds <= 900, "consumer_timeout_seconds",
+          "Lambda allows 1..900 seconds")
+    check(128 <= s.consumer_memory_mb <= 10240, "consumer_memory_mb", "must be 128..10240")
+    # SQS event sources accept MaximumConcurrency 2..1000.
+    check(2 <= s.consumer_max_concurrency <= 1000, "consumer_max_concurrency",
+          "SQS event sources allow 2..1000")
+    check(s.log_level in _LOG_LEVELS, "log_level", f"must be one of {_LOG_LEVELS}")
+    check(s.log_mode in LOG_MODES, "log_mode", f"must be one of {LOG_MODES}")
+    check(all(p.startswith("/") for p in s.index_prefixes), "index_prefixes",
+          "HDFS prefixes must be absolute paths")
+    check(all(p and not p.startswith("/") and p.endswith("/") and ".." not in p
+              for p in s.export_prefixes), "export_prefixes",
+          "lake prefixes look like 'exports/' (relative, ending in '/', no '..')")
+    check(s.glue_worker_type in _WORKER_TYPES, "glue_worker_type",
+          f"must be one of {_WORKER_TYPES}")
+    check(s.glue_workers >= 2, "glue_workers", "Glue Spark jobs need at least 2 workers")
+    check(s.glue_schedule.startswith("cron(") and s.glue_schedule.endswith(")"),
+          "glue_schedule", "must be a Glue cron expression like 'cron(15 * * * ? *)'")
+    check(s.raw_expire_days >= 2, "raw_expire_days",
+          "raw/ must outlive at least one compaction cycle (>= 2 days)")
+    check(s.quarantine_expire_days >= s.raw_expire_days, "quarantine_expire_days",
+          "quarantine/ is kept at least as long as raw/")
+    check(s.log_retention_days in _LOG_RETENTION_DAYS, "log_retention_days",
+          f"CloudWatch Logs allows {_LOG_RETENTION_DAYS}")
+    check(s.heartbeat_missing_minutes >= 2, "heartbeat_missing_minutes", "must be >= 2")
+
+
+# The retention periods CloudWatch Logs accepts (PutRetentionPolicy).
+_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                       1827, 2192, 2557, 2922, 3288, 3653)

@@ -1,0 +1,118 @@
+"""The dashboard's rows: stream in, queue health, consumer, agents, Glue, lake."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cw
+
+from hdfs_events import names
+from stacks.settings import Settings
+
+if TYPE_CHECKING:
+    from stacks.analytics import AnalyticsStack
+    from stacks.ingest import IngestStack
+
+FIVE_MIN = Duration.minutes(5)
+
+
+def _emf(metric_name: str, statistic: str, label: str) -> cw.MathExpression:
+    # The consumer's EMF metrics carry powertools' `service` dimension plus, for some, a `Type`
+    # dimension; SEARCH sums whatever dimension sets exist instead of guessing one.
+    return cw.MathExpression(
+        expression=f"SEARCH('{{{names.METRICS_NAMESPACE},service}} "
+                   f"MetricName=\"{metric_name}\"', '{statistic}', 300)",
+        label=label, period=FIVE_MIN, using_metrics={})
+
+
+def _agent(metric_name: str, cluster: str, statistic: str) -> cw.Metric:
+    return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
+                     dimensions_map={names.DIMENSION_CLUSTER: cluster}, statistic=statistic,
+                     period=Duration.minutes(1), label=cluster)
+
+
+def _glue(job_name: str, metric_name: str) -> cw.Metric:
+    return cw.Metric(namespace="Glue", metric_name=metric_name,
+                     dimensions_map={"JobName": job_name, "JobRunId": "ALL", "Type": "count"},
+                     statistic="Maximum", period=FIVE_MIN, label=job_name)
+
+
+def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
+                   lake_bucket: str, service: str) -> list[list[cw.IWidget]]:
+    events, copy = ingest.events, ingest.copy_requests
+    fn = ingest.consumer.function
+    clusters = settings.clusters
+    jobs = (analytics.compact_job, analytics.rollups_job)
+    width = 8
+    return [
+        [
+            cw.GraphWidget(title="Events in (by type)", width=width,
+                           left=[_emf(names.METRIC_EVENTS, "Sum", "events")]),
+            cw.GraphWidget(title="Messages and bytes", width=width,
+                           left=[_emf(names.METRIC_MESSAGES, "Sum", "messages"),
+                                 events.queue.metric_number_of_messages_sent(period=FIVE_MIN)],
+                           right=[_emf(names.METRIC_BYTES, "Sum", "bytes")]),
+            cw.GraphWidget(title="Ingest lag (ms, NameNode -> consumer)", width=width,
+                           left=[_emf(names.METRIC_INGEST_LAG_MS, "p99", "p99"),
+                                 _emf(names.METRIC_INGEST_LAG_MS, "Maximum", "max")]),
+        ],
+        [
+            cw.GraphWidget(title="Age of oldest message (s)", width=width,
+                           left=[events.queue.metric_approximate_age_of_oldest_message(
+                               period=FIVE_MIN, statistic="Maximum")],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=settings.oldest_message_alarm_seconds, label="alarm")]),
+            cw.GraphWidget(title="DLQ depth", width=width,
+                           left=[events.dlq.metric_approximate_number_of_messages_visible(
+                                     period=FIVE_MIN, statistic="Maximum", label="events DLQ"),
+                                 copy.dlq.metric_approximate_number_of_messages_visible(
+                                     period=FIVE_MIN, statistic="Maximum", label="copy DLQ")]),
+            cw.GraphWidget(title="Quarantined messages", width=width,
+                           left=[_emf(names.METRIC_QUARANTINED, "Sum", "quarantined")]),
+        ],
+        [
+            cw.GraphWidget(title="Consumer errors and throttles", width=width,
+                           left=[fn.metric_errors(period=FIVE_MIN, statistic="Sum"),
+                                 fn.metric_throttles(period=FIVE_MIN, statistic="Sum")]),
+            cw.GraphWidget(title="Consumer duration (ms)", width=width,
+                           left=[fn.metric_duration(period=FIVE_MIN, statistic="p99",
+                                                    label="p99"),
+                                 fn.metric_duration(period=FIVE_MIN, statistic="Maximum",
+                                                    label="max")]),
+            cw.GraphWidget(title="Consumer concurrency", width=width,
+                           left=[fn.metric("ConcurrentExecutions", period=FIVE_MIN,
+                                           statistic="Maximum")],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=settings.consumer_max_concurrency, label="max")]),
+        ],
+        [
+            cw.GraphWidget(title="Agent lag (txids behind the NameNode)", width=width,
+                           left=[_agent(names.METRIC_AGENT_LAG_TXIDS, c, "Maximum")
+                                 for c in clusters]),
+            cw.GraphWidget(title="Agent heartbeat", width=width,
+                           left=[_agent(names.METRIC_AGENT_HEARTBEAT, c, "SampleCount")
+                                 for c in clusters]),
+            cw.GraphWidget(title="Agent events sent and send errors", width=width,
+                           left=[_agent(names.METRIC_AGENT_EVENTS_SENT, c, "Sum")
+                                 for c in clusters],
+                           right=[_agent(names.METRIC_AGENT_SEND_ERRORS, c, "Sum")
+                                  for c in clusters]),
+        ],
+        [
+            cw.GraphWidget(title="Glue job outcome (runs)", width=width,
+                           left=[m for job in jobs for m in (
+                               job.metric_success(period=Duration.hours(1), statistic="Sum",
+                                                  label=f"{job.node.id} ok"),
+                               job.metric_failure(period=Duration.hours(1), statistic="Sum",
+                                                  label=f"{job.node.id} failed"))]),
+            cw.GraphWidget(title="Glue job duration (ms)", width=width,
+                           left=[_glue(job.job_name, "glue.driver.aggregate.elapsedTime")
+                                 for job in jobs]),
+            cw.GraphWidget(title="Lake size (bytes, daily)", width=width,
+                           left=[cw.Metric(namespace="AWS/S3", metric_name="BucketSizeBytes",
+                                           dimensions_map={"BucketName": lake_bucket,
+                                                           "StorageType": "StandardStorage"},
+                                           statistic="Average", period=Duration.days(1))]),
+        ],
+    ]
