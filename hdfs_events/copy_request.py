@@ -61,7 +61,10 @@ SCHEMES = ("s3://", "s3a://")
 #                  reach outside an allowed prefix without a literal ".." component.
 #   :              HDFS refuses ':' in a path component (DFSUtil.isValidName).
 #   #              a URI fragment to Hadoop's Path.
-_FORBIDDEN = frozenset("*?[]{}\\:#")
+#   ; & | $ ` < > " '   shell syntax. The worker never uses a shell (distcp gets an argument
+#                  list), but paths from here end up in operators' scripts and copy-pasted
+#                  commands; no dataset needs these characters in its name.
+_FORBIDDEN = frozenset("*?[]{}\\:#;&|$`<>\"'")
 
 
 class CopyMode(StrEnum):

@@ -17,6 +17,7 @@ after recording, so no request loops forever.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hdfs_events.copy_request import (
+    REQUEST_ID,
     CopyMode,
     CopyRequest,
     CopyRequestError,
@@ -223,8 +225,9 @@ class CopyWorker:
     def _reject(self, request: CopyRequest | None, reason: str, message: dict[str, Any], *,
                 attempt: int | None) -> str:
         message_key = f"message:{message['MessageId']}"
-        preview = repr(message.get("Body", "")[:_BODY_PREVIEW_CHARS])
-        key = request.request_id if request is not None else message_key
+        body = message.get("Body", "")
+        preview = repr(body[:_BODY_PREVIEW_CHARS])
+        key = request.request_id if request is not None else (_claimed_id(body) or message_key)
         recorded = self._transfers.rejected(
             key, reason=reason, request=request, attempt=attempt,
             body_preview=None if request is not None else preview)
@@ -294,3 +297,14 @@ class CopyWorker:
 
     def _elapsed_ms(self, started: float) -> int:
         return int((self._monotonic() - started) * 1000)
+
+
+def _claimed_id(body: str) -> str | None:
+    """The request_id an invalid request claims, if it is a valid id: the rejection is then
+    recorded where `hdfs-events copy status ID` looks (never over an existing item)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    claimed = doc.get("request_id") if isinstance(doc, dict) else None
+    return claimed if isinstance(claimed, str) and REQUEST_ID.fullmatch(claimed) else None

@@ -3,6 +3,7 @@ SNS, CloudWatch) and the stand-in `hadoop` first on PATH, copying into a local d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -144,22 +145,24 @@ class CopyWorld:
         return self.worker(self.settings(**overrides)).run(threading.Event(),
                                                            exit_when_idle=True)
 
-    def run_until(self, done: Callable[[], bool], timeout_s: float = 60,
-                  **overrides: Any) -> None:
-        """Runs a worker in a thread until `done()` holds (checked every 0.2 s)."""
+    @contextlib.contextmanager
+    def running_worker(self, **overrides: Any) -> Iterator[threading.Thread]:
+        """A worker polling in a thread for the duration of the block."""
         stop = threading.Event()
         worker = self.worker(self.settings(**overrides))
         thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
         thread.start()
-        deadline = time.monotonic() + timeout_s
         try:
-            while not done():
-                assert thread.is_alive(), "worker loop died"
-                assert time.monotonic() < deadline, "condition not reached in time"
-                time.sleep(0.2)
+            yield thread
         finally:
             stop.set()
             thread.join(timeout=120)
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float = 60,
+                  **overrides: Any) -> None:
+        """Runs a worker in a thread until `done()` holds (checked every 0.1 s)."""
+        with self.running_worker(**overrides) as thread:
+            wait_for(done, timeout_s, thread)
 
     def start_worker_process(self, config: Path) -> subprocess.Popen[bytes]:
         """`hdfs-events-agent copy-worker` as a process of its own session (killable as a
@@ -168,6 +171,15 @@ class CopyWorld:
             [sys.executable, "-m", "onprem_agent.cli", "copy-worker", "--config", str(config)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(self.tmp / "worker.log", "ab"),
             start_new_session=True)
+
+
+def wait_for(condition: Callable[[], object], timeout_s: float = 60,
+             thread: threading.Thread | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert thread is None or thread.is_alive(), "worker loop died"
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -83,7 +83,9 @@ def distcp(args):
                  if not o["Key"].endswith("/")]
     root = _local(dst)
     copied = 0
-    for n, (key, size) in enumerate(sorted(keys)):
+    # The _SUCCESS marker last, as the job that wrote the data did.
+    keys.sort(key=lambda ks: (ks[0].endswith("/_SUCCESS"), ks[0]))
+    for n, (key, size) in enumerate(keys):
         if any(f.fullmatch(f"s3a://{bucket}/{key}") for f in filters):
             continue
         target = root / key[len(prefix):]
