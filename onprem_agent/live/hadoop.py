@@ -127,3 +127,17 @@ class KerberosLogin:
                 return
             self._ugi.getLoginUser().checkTGTAndReloginFromKeytab()
             self._last = self._clock()
+
+    def keep_fresh(self, stop: threading.Event) -> threading.Thread:
+        """A thread that relogs in while the agent runs: busy or idle, the ticket stays valid."""
+
+        def loop() -> None:
+            while not stop.wait(min(60, self._interval)):
+                try:
+                    self.relogin_if_due()
+                except Exception as exc:  # JPype raises the Java exception; retried next time
+                    log.error("kerberos: relogin failed: %s", exc)
+
+        thread = threading.Thread(target=loop, name="kerberos-relogin", daemon=True)
+        thread.start()
+        return thread

@@ -1,0 +1,122 @@
+"""`hdfs-events-agent run --config agent.toml`: ship live HDFS inotify events to SQS.
+
+Exit codes: 0 stopped by SIGTERM/SIGINT; 1 a setup or runtime error (message on stderr);
+3 purged edits with gap_policy = "stop" (an alert went out). systemd's Restart=always brings the
+agent back after 1; after 3 an operator must decide (see docs/edge-node.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+EXIT_GAP = 3
+log = logging.getLogger("onprem_agent.run")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, required=True, help="agent.toml")
+    parser.add_argument("--cluster", default=None, help="override [cluster]")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="read and pack, acknowledge without sending (no-op sender)")
+    parser.add_argument("--log-level", default="INFO")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.live.settings import load_live_settings
+
+    try:
+        config = load_config(args.config, {"cluster": args.cluster})
+        settings = load_live_settings(config)
+        if settings.hdfs.uri is None:
+            raise ConfigError(f"{config.path.name}: [hdfs] uri: required for `run`")
+    except ConfigError as exc:
+        print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        return _run(config, settings, stop, dry_run=args.dry_run)
+    except Exception as exc:
+        log.exception("agent failed")
+        print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # type: ignore[no-untyped-def]
+    from onprem_agent.checkpoint import open_checkpoint_store
+    from onprem_agent.lease import Lease, LeaseKeeper, wait_until_leader
+    from onprem_agent.live.agent import AgentState, gap_reporter, readings, run_term
+    from onprem_agent.live.convert import JavaBatchConverter
+    from onprem_agent.live.hadoop import HadoopClient, KerberosLogin, hadoop_configuration
+    from onprem_agent.live.jvm import resolve_classpath, start_jvm
+    from onprem_agent.live.stream import InotifyGapError, LiveStats
+    from onprem_agent.opsmetrics import Alerts, Heartbeat, start_prometheus
+    from onprem_agent.sender import NoopSender, SqsSender
+
+    classpath = resolve_classpath(explicit=settings.hdfs.classpath,
+                                  conf_dir=settings.hdfs.conf_dir)
+    log.info("JVM classpath: %s", classpath.describe())
+    start_jvm(classpath, max_heap=settings.hdfs.max_heap)
+    conf = hadoop_configuration()
+    kerberos = None
+    if settings.kerberos.enabled:
+        kerberos = KerberosLogin(settings.kerberos.principal, settings.kerberos.keytab, conf,
+                                 interval_s=settings.kerberos.relogin_interval_s)
+        kerberos.keep_fresh(stop)
+    client = HadoopClient(settings.hdfs.uri, conf)
+    converter = JavaBatchConverter(config.cluster)
+    state = AgentState(stats=LiveStats())
+    agent_readings = readings(state)
+    if settings.metrics.prometheus_port:
+        start_prometheus(config.cluster, agent_readings, port=settings.metrics.prometheus_port,
+                         addr=settings.metrics.prometheus_addr)
+    heartbeat = None
+    if settings.metrics.heartbeat_interval_s:
+        heartbeat = Heartbeat(config.cluster, agent_readings,
+                              interval_s=settings.metrics.heartbeat_interval_s).start()
+    alerts = Alerts(settings.inotify.alert_topic_arn)
+    lease = None
+    if settings.lease.enabled:
+        lease = Lease(settings.lease.table, config.cluster, duration_s=settings.lease.duration_s)
+    try:
+        while not stop.is_set():
+            keeper = None
+            if lease is not None:
+                log.info("standby: waiting for the lease of cluster %s as %s", config.cluster,
+                         lease.holder_id)
+                if not wait_until_leader(lease, stop, interval_s=settings.lease.renew_interval_s):
+                    break
+                keeper = LeaseKeeper(lease, interval_s=settings.lease.renew_interval_s).start()
+            sender = NoopSender() if dry_run else SqsSender.from_config(config)
+            try:
+                run_term(config, settings, state, stream_source=client.stream_source(),
+                         converter=converter, lister=client.lister(), sender=sender,
+                         checkpoint=open_checkpoint_store(config), stop=stop,
+                         on_gap=gap_reporter(config.cluster, alerts), keeper=keeper)
+            except InotifyGapError as exc:
+                alerts.send(f"hdfs-events {config.cluster}: agent stopped", str(exc))
+                print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
+                return EXIT_GAP
+            finally:
+                if keeper is not None:
+                    keeper.stop()
+            if lease is None:
+                break
+            if keeper is not None and keeper.lost.is_set():
+                log.warning("lost the lease: back to standby")
+                continue
+    finally:
+        if lease is not None and lease.held:
+            lease.release()
+        if heartbeat is not None:
+            heartbeat.stop()
+    return 0

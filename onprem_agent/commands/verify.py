@@ -1,0 +1,78 @@
+"""`hdfs-events-agent verify --config agent.toml --prefix /path`: compare an HDFS listing with
+the DynamoDB namespace index, print the drift, publish the IndexDrift metric, and alert when
+more than [verify] drift_threshold entries differ (exit 1 then, so cron notices too)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from hdfs_events import names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, required=True, help="agent.toml")
+    parser.add_argument("--prefix", action="append", required=True,
+                        help="HDFS directory to check (repeatable)")
+    parser.add_argument("--cluster", default=None, help="override [cluster]")
+    parser.add_argument("--max-lines", type=int, default=200,
+                        help="drift lines printed per prefix (all are counted)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.live.settings import load_live_settings
+
+    try:
+        config = load_config(args.config, {"cluster": args.cluster})
+        settings = load_live_settings(config)
+        for key, value in (("[hdfs] uri", settings.hdfs.uri),
+                           ("[verify] index_table", settings.verify.index_table)):
+            if not value:
+                raise ConfigError(f"{config.path.name}: {key}: required for `verify`")
+    except ConfigError as exc:
+        print(f"hdfs-events-agent verify: {exc}", file=sys.stderr)
+        return 2
+    from onprem_agent.live.hadoop import HadoopClient, KerberosLogin, hadoop_configuration
+    from onprem_agent.live.jvm import resolve_classpath, start_jvm
+    from onprem_agent.verify import DynamoIndexReader
+
+    start_jvm(resolve_classpath(explicit=settings.hdfs.classpath,
+                                conf_dir=settings.hdfs.conf_dir), max_heap=settings.hdfs.max_heap)
+    conf = hadoop_configuration()
+    if settings.kerberos.enabled:
+        KerberosLogin(settings.kerberos.principal, settings.kerberos.keytab, conf)
+    client = HadoopClient(settings.hdfs.uri, conf)
+    return check(config.cluster, args.prefix, lister=client.lister(),
+                 reader=DynamoIndexReader(settings.verify.index_table),
+                 threshold=settings.verify.drift_threshold,
+                 topic_arn=settings.verify.alert_topic_arn, workers=settings.verify.workers,
+                 max_lines=args.max_lines)
+
+
+def check(cluster: str, prefixes: list[str], *, lister: Any, reader: Any, threshold: int,
+          topic_arn: str | None, workers: int = 8, max_lines: int = 200,
+          cloudwatch: Any = None, sns: Any = None, out: Any = None) -> int:
+    from onprem_agent.opsmetrics import Alerts, cloudwatch_datum, put_metrics
+    from onprem_agent.verify import verify_prefix
+
+    out = out or sys.stdout
+    total, summary = 0, []
+    for prefix in prefixes:
+        report = verify_prefix(cluster, prefix, lister, reader, workers=workers)
+        lines = report.lines()
+        print("\n".join(lines[:max_lines + 1]), file=out)
+        if len(lines) > max_lines + 1:
+            print(f"... and {len(lines) - max_lines - 1} more", file=out)
+        total += report.count
+        summary.append(lines[0])
+    put_metrics([cloudwatch_datum(cluster, names.METRIC_INDEX_DRIFT, total)], cloudwatch)
+    if total > threshold:
+        Alerts(topic_arn, sns).send(
+            f"hdfs-events {cluster}: index drift {total}",
+            "\n".join([*summary, f"{total} entries differ (threshold {threshold})."]),
+            {"cluster": cluster})
+        return 1
+    return 0

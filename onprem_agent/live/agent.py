@@ -1,0 +1,117 @@
+"""One term of the live agent: the inotify source feeding the shipping pipeline, with its
+metrics, gap alerts and (when HA) the lease that allows it to ship.
+
+Nothing here starts a JVM or reads a config file: `commands/run.py` builds the real parts
+(Hadoop client, SQS sender, DynamoDB checkpoint) and hands them in; tests hand in doubles.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hdfs_events import names
+from onprem_agent.checkpoint import CheckpointStore
+from onprem_agent.config import AgentConfig
+from onprem_agent.lease import LeaseKeeper
+from onprem_agent.live.settings import LiveSettings
+from onprem_agent.live.snapshot import NamespaceLister, namespace_snapshot
+from onprem_agent.live.stream import BatchConverter, Gap, LiveSource, LiveStats, StreamSource
+from onprem_agent.opsmetrics import AgentReadings, Alerts, cloudwatch_datum, put_metrics, seconds_since
+from onprem_agent.pipeline import Pipeline, PipelineResult
+from onprem_agent.sender import Sender
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class AgentState:
+    """What the metrics endpoint reads between terms and during one."""
+
+    stats: LiveStats
+    pipeline: Pipeline | None = None
+    sender: Sender | None = None
+    leader: bool = False
+
+
+def readings(state: AgentState) -> AgentReadings:
+    def snap() -> Any:
+        return state.pipeline.snapshot() if state.pipeline is not None else None
+
+    def sent() -> float | None:
+        s = snap()
+        return None if s is None else s.events_sent
+
+    def checkpoint() -> float | None:
+        s = snap()
+        return None if s is None else s.checkpoint_txid
+
+    def errors() -> float:
+        stats = getattr(state.sender, "stats", None)
+        return float(getattr(stats, "failed_calls", 0))
+
+    return AgentReadings(
+        events_read=lambda: state.stats.events_read, events_sent=sent, send_errors=errors,
+        txid_lag=lambda: state.stats.txids_behind,
+        seconds_lag=lambda: seconds_since(state.stats.last_event_ms),
+        checkpoint_txid=checkpoint, leader=lambda: 1.0 if state.leader else 0.0,
+        gaps=lambda: len(state.stats.gaps))
+
+
+def gap_reporter(cluster: str, alerts: Alerts, metrics_client: Any = None,
+                 *, cloudwatch: bool = True) -> Callable[[Gap], None]:
+    """A gap is an error log line (LiveSource writes it), an InotifyGap metric and an alert."""
+
+    def report(gap: Gap) -> None:
+        if cloudwatch:
+            try:
+                put_metrics([cloudwatch_datum(cluster, names.METRIC_INOTIFY_GAP,
+                                              gap.available_txid - gap.expected_txid)],
+                            metrics_client)
+            except Exception as exc:  # the alert below still goes out
+                log.warning("InotifyGap metric not sent: %s", exc)
+        alerts.send(f"hdfs-events {cluster}: inotify gap", gap.describe(),
+                    {"cluster": cluster, "expected_txid": str(gap.expected_txid),
+                     "available_txid": str(gap.available_txid)})
+
+    return report
+
+
+def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
+             stream_source: StreamSource, converter: BatchConverter, lister: NamespaceLister,
+             sender: Sender, checkpoint: CheckpointStore, stop: threading.Event,
+             on_gap: Callable[[Gap], None], keeper: LeaseKeeper | None = None,
+             on_idle: Callable[[], None] | None = None) -> PipelineResult:
+    """Ships from the checkpoint until `stop`, a lost lease, or an error (InotifyGapError
+    with gap_policy = "stop")."""
+    term_stop = threading.Event()
+    inotify = settings.inotify
+    pipeline = Pipeline(config, sender=sender, checkpoint=checkpoint)
+    state.pipeline, state.sender, state.leader = pipeline, sender, True
+    source = LiveSource(
+        stream_source, converter, start_txid=pipeline.resume_after, stop=term_stop,
+        gap_policy=inotify.gap_policy,
+        snapshot=namespace_snapshot(config.cluster, lister, inotify.snapshot_paths,
+                                    workers=inotify.snapshot_workers),
+        on_gap=on_gap, poll_timeout_ms=inotify.poll_timeout_ms,
+        max_batches_per_drain=inotify.max_batches_per_drain, stats=state.stats,
+        on_idle=on_idle)
+
+    def watch() -> None:  # turns the agent's stop, or a lost lease, into this term's stop
+        while not term_stop.is_set():
+            if stop.wait(0.1) or (keeper is not None and keeper.lost.is_set()):
+                term_stop.set()
+
+    watcher = threading.Thread(target=watch, name="term-watch", daemon=True)
+    watcher.start()
+    log.info("shipping cluster %s from txid %s", config.cluster,
+             pipeline.resume_after if pipeline.resume_after is not None else "<current>")
+    try:
+        return pipeline.run(source, term_stop)
+    finally:
+        term_stop.set()
+        watcher.join()
+        state.leader = False
