@@ -1,0 +1,41 @@
+"""The live sections of agent.toml: defaults, and errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onprem_agent.config import ConfigError, parse_config
+from onprem_agent.live.settings import load_live_settings
+
+BASE = {"cluster": "prod", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+        "checkpoint": {"store": "dynamodb", "table": "state"}}
+
+
+def settings(**sections):
+    return load_live_settings(parse_config(BASE | sections, Path("/etc/hdfs-events/agent.toml")))
+
+
+def test_defaults_are_a_short_bounded_poll_and_snapshot_recovery():
+    s = settings(filter={"cover_dirs": ["/data", "/user"]})
+    assert s.inotify.poll_timeout_ms == 1000 and s.inotify.gap_policy == "snapshot"
+    assert s.inotify.snapshot_paths == ("/data", "/user")  # the covered directories
+    assert not s.lease.enabled and s.kerberos.enabled is False
+    assert settings(lease={"duration_s": 30}).lease.table == "state"  # the agent-state table
+
+
+@pytest.mark.parametrize(("sections", "message"), [
+    ({"inotify": {"gap_policy": "skip"}}, "[inotify] gap_policy: must be one of snapshot, stop"),
+    ({"inotify": {"poll_timeout_ms": 60_000}}, "[inotify] poll_timeout_ms: must be <= 30000"),
+    ({"inotify": {"pol_timeout_ms": 5}}, "[inotify] pol_timeout_ms: unknown key"),
+    ({"hdfs": {"uri": "http://nn:50070"}}, "[hdfs] uri: must be hdfs://"),
+    ({"kerberos": {"principal": "a@B"}}, "[kerberos] keytab: principal and keytab go together"),
+    ({"lease": {"duration_s": 10, "renew_interval_s": 8}}, "[lease] renew_interval_s"),
+    ({"verify": {"alert_topic_arn": "alerts"}}, "[verify] alert_topic_arn: must be an SNS"),
+    ({"metrics": {"prometheus_port": "9464"}}, "[metrics] prometheus_port: must be an integer"),
+])
+def test_mistakes_name_the_file_and_the_key(sections, message):
+    with pytest.raises(ConfigError) as info:
+        settings(**sections)
+    assert str(info.value).startswith("agent.toml: ") and message in str(info.value)
