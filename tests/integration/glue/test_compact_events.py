@@ -16,9 +16,10 @@ from glue_jobs.compact_events import CompactionReport, Settings, compact
 from glue_jobs.curated_io import read_curated
 from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.storage import store_for
-from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.event import HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake
+from tests.integration.glue.workload import DAY_MS, generated_events
 
 pytestmark = pytest.mark.slow
 SENT = JAN_13_2015_MS + 8 * 3_600_000  # 08:00 on the sample's day
@@ -53,3 +54,203 @@ def test_sample_edit_log_compacts_to_exactly_its_events(spark, lake, sample_even
     assert report.quarantined_lines == report.quarantined_objects == 0
     assert_frames_equal(curated(spark, lake),
                         curated_frame(spark, [(e, expected_dt(e, SENT)) for e in sample_events]))
+
+
+def parquet_files(lake: RawLake) -> dict[tuple[str, str], list[Path]]:
+    store = store_for(lake.uri)
+    out = {}
+    for key, location in JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().items():
+        out[key] = sorted(Path(location.removeprefix("file://")).glob("*.parquet"))
+    return out
+
+
+def catalog_bytes(lake: RawLake) -> bytes:
+    return (lake.root / LOCAL_CATALOG_KEY).read_bytes()
+
+
+def test_duplicates_within_and_across_files_and_hours_appear_once(spark, lake):
+    events = generated_events("c1", count=400, start_ms=JAN_13_2015_MS, span_ms=6 * 3_600_000)
+    # Within one object: the consumer never writes this, a buggy agent batch could.
+    lake.write_message("m1", events[:200] + events[150:200], sent_ms=SENT)
+    # Across objects: an agent restart re-sends events 100..300 as a new message, an hour
+    # later, so timestamp-less events land in another hour's partition.
+    lake.write_message("m2", events[100:300], sent_ms=SENT + 3_600_000)
+    lake.write_message("m3", events[300:], sent_ms=SENT)
+
+    report = run(spark, lake)
+
+    assert report.events_read == 250 + 200 + 100
+    assert report.events_added == 400
+    assert report.duplicates_dropped == 150
+    assert_frames_equal(curated(spark, lake),
+                        curated_frame(spark, [(e, expected_dt(e, SENT)) for e in events]))
+
+
+def test_resent_event_without_timestamp_counts_once_across_days(spark, lake, sample_events):
+    metadata = [e for e in sample_events if e.timestamp is None]
+    assert metadata, "the sample has METADATA and APPEND events, which carry no timestamp"
+    # The first copy is sent on the 13th; the re-send after an agent crash reaches SQS after
+    # midnight, so the consumer files it under the 14th.
+    lake.write_message("first", metadata, sent_ms=SENT)
+    lake.write_message("resend-same-run", metadata, sent_ms=SENT + 17 * 3_600_000)
+    first = run(spark, lake)
+    lake.write_message("resend-next-run", metadata, sent_ms=SENT + 20 * 3_600_000)
+    second = run(spark, lake)
+
+    assert (first.events_added, second.events_added) == (len(metadata), 0)
+    rows = curated(spark, lake)
+    assert rows.count() == len(metadata)
+    assert {r["dt"] for r in rows.select("dt").collect()} == {"2015-01-13"}
+
+
+def test_lookback_bound_is_what_exactly_once_covers(spark, lake, sample_events):
+    """A re-send filed more days away than lookback_days is not recognised: the documented
+    bound. With lookback 0 a copy filed the next day in a later run is kept twice."""
+    metadata = [e for e in sample_events if e.timestamp is None]
+    lake.write_message("first", metadata, sent_ms=SENT)
+    run(spark, lake, lookback_days=0)
+    lake.write_message("late-resend", metadata, sent_ms=SENT + 20 * 3_600_000)
+    report = run(spark, lake, lookback_days=0)
+    assert report.events_added == len(metadata)
+    assert curated(spark, lake).count() == 2 * len(metadata)
+
+
+def test_rerun_without_new_raw_data_changes_nothing(spark, lake, sample_events):
+    lake.write_message("m1", sample_events, sent_ms=SENT)
+    run(spark, lake)
+    before, files = catalog_bytes(lake), parquet_files(lake)
+
+    again = run(spark, lake)
+
+    assert again.objects_read == 0 and again.events_added == 0
+    assert catalog_bytes(lake) == before
+    assert parquet_files(lake) == files
+
+
+def test_redelivered_message_overwriting_its_object_publishes_nothing(spark, lake, sample_events):
+    (path,) = lake.write_message("m1", sample_events[:5], sent_ms=SENT)
+    run(spark, lake)
+    before = catalog_bytes(lake)
+    lake.write_message("m1", sample_events[:5], sent_ms=SENT)  # SQS redelivery: same object
+    path.touch()
+
+    report = run(spark, lake)
+
+    assert report.objects_read == 1 and report.events_read == 5
+    assert report.events_added == 0 and report.partitions_published == 0
+    assert catalog_bytes(lake) == before
+
+
+def test_late_objects_recompact_their_partition_once(spark, lake):
+    events = generated_events("c1", count=300, start_ms=JAN_13_2015_MS, span_ms=DAY_MS)
+    lake.write_message("m1", events[:200], sent_ms=SENT)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    store = store_for(lake.uri)
+    catalog = JsonFileCatalog(store, LOCAL_CATALOG_KEY)
+    compact(spark, store, store, catalog, Settings(), now=t0)
+    first_location = catalog.locations()[("c1", "2015-01-13")]
+
+    # Late objects for old hours of the same day, plus a re-send of some compacted events.
+    lake.write_message("late", events[200:] + events[:50], sent_ms=SENT)
+    report = compact(spark, store, store, catalog, Settings(), now=t0 + timedelta(hours=1))
+
+    assert report.events_added == 100 and report.partitions_published == 1
+    assert catalog.locations()[("c1", "2015-01-13")] != first_location
+    assert_frames_equal(curated(spark, lake),
+                        curated_frame(spark, [(e, expected_dt(e, SENT)) for e in events]))
+    assert len(parquet_files(lake)[("c1", "2015-01-13")]) == 1
+    # The superseded run stays for readers that listed it before the switch...
+    assert Path(first_location.removeprefix("file://")).is_dir()
+    # ...and goes once its grace period is over and the partition is compacted again.
+    lake.write_message("later", generated_events("c1", count=10, start_ms=JAN_13_2015_MS,
+                                                 span_ms=1000, first_txid=9000), sent_ms=SENT)
+    later = compact(spark, store, store, catalog, Settings(), now=t0 + timedelta(hours=30))
+    assert later.runs_removed == 2
+    assert not Path(first_location.removeprefix("file://")).exists()
+
+
+def test_empty_input_publishes_nothing(spark, lake):
+    report = run(spark, lake)
+    assert (report.objects_read, report.events_added, report.partitions_published) == (0, 0, 0)
+    assert not (lake.root / LOCAL_CATALOG_KEY).exists()
+    lake.write_lines("c1", "2015-01-13", "08", "empty", [])  # a valid gzip of no lines
+    report = run(spark, lake)
+    assert (report.objects_read, report.events_added, report.quarantined_objects) == (1, 0, 0)
+
+
+def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sample_events):
+    good = [e.to_json() for e in sample_events[:10]]
+    d = json.loads(good[0])
+    wrong_type = json.dumps({**d, "txid": "four"})
+    missing_key = json.dumps({k: v for k, v in d.items() if k != "owner"})
+    unknown_type = json.dumps({**d, "index": 9, "type": "CHMOD"})
+    lake.write_lines("c1", "2015-01-13", "07", "mixed",
+                     [*good, "{not json", wrong_type, missing_key, unknown_type])
+    lake.write_bytes("c1", "2015-01-13", "07", "not-gzip", b"this is not gzip at all")
+    truncated = gzip.compress("\n".join(e.to_json() for e in sample_events[10:]).encode())
+    lake.write_bytes("c1", "2015-01-13", "07", "truncated", truncated[: len(truncated) // 2])
+
+    report = run(spark, lake)
+
+    assert (report.quarantined_objects, report.quarantined_lines) == (2, 4)
+    assert report.events_added == 10
+    qdir = lake.root / "quarantine" / "glue" / "compact_events"
+    reasons = sorted(p.read_text() for p in qdir.glob("objects/*/**/*.reason.txt"))
+    assert len(reasons) == 2
+    assert "not valid gzip" in reasons[0] or "not valid gzip" in reasons[1]
+    assert any("truncated" in r for r in reasons)
+    lines = [json.loads(x) for p in qdir.glob("lines/*/*.json.gz")
+             for x in gzip.decompress(p.read_bytes()).decode().splitlines()]
+    by_line = {x["line"]: x["reason"] for x in lines}
+    assert "wrong JSON type" in by_line[wrong_type]
+    assert by_line[missing_key] == "missing key(s) owner"
+    assert by_line[unknown_type] == "unknown type value 'CHMOD'"
+    assert by_line["{not json"] == "line is not a JSON object"
+    # Quarantined once: the next run does not read them again.
+    assert run(spark, lake).objects_read == 0
+
+
+def test_output_files_are_sized_from_the_row_count(spark, lake):
+    events = generated_events("c1", count=3000, start_ms=JAN_13_2015_MS, span_ms=3_600_000)
+    for i in range(0, 3000, 100):  # 30 objects, as 30 SQS messages would make
+        lake.write_message(f"m{i}", events[i:i + 100], sent_ms=SENT)
+
+    # 1000 bytes per row and 0.5 MiB per file: 524 rows a file, so 3000 rows need 6 files.
+    report = run(spark, lake, bytes_per_row=1000.0, target_file_bytes=524_288)
+
+    files = parquet_files(lake)
+    assert report.files_written == 6
+    assert 6 <= sum(len(f) for f in files.values()) <= 6 + len(files)
+    # At the default 128 MB target the same rows make one file per partition.
+    lake2 = RawLake(lake.root.parent / "lake2")
+    for i in range(0, 3000, 100):
+        lake2.write_message(f"m{i}", events[i:i + 100], sent_ms=SENT)
+    run(spark, lake2)
+    assert all(len(f) == 1 for f in parquet_files(lake2).values())
+
+
+def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_events,
+                                                            monkeypatch):
+    import glue_jobs.compact_events as job
+
+    lake.write_message("m1", sample_events[:16], sent_ms=SENT)
+    run(spark, lake)
+    before = catalog_bytes(lake)
+    expected = curated(spark, lake).collect()
+
+    def write_then_crash(*args, **kwargs):
+        real_write(*args, **kwargs)
+        raise RuntimeError("driver lost after writing, before the catalog switch")
+
+    real_write = job.write_runs
+    lake.write_message("m2", sample_events[16:], sent_ms=SENT)
+    monkeypatch.setattr(job, "write_runs", write_then_crash)
+    with pytest.raises(RuntimeError, match="driver lost"):
+        run(spark, lake)
+
+    assert catalog_bytes(lake) == before
+    assert sorted(curated(spark, lake).collect()) == sorted(expected)
+    monkeypatch.setattr(job, "write_runs", real_write)
+    retry = run(spark, lake)  # the watermark did not advance: m2 is read again
+    assert retry.events_added == len(sample_events) - 16
+    assert curated(spark, lake).count() == len(sample_events)
