@@ -1,0 +1,284 @@
+"""The namespace index: applies HDFS events to one entry per path (see index_model for the
+merge rules, subtree for directory operations). Only paths under the configured prefixes are
+indexed; a RENAME out of them counts as a delete, one into them as a create of unknown type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from lambdas.ingest import index_model as m
+from lambdas.ingest.index_model import Entry, Version
+from lambdas.ingest.index_view import ConcurrentUpdate, IndexStore, IndexView, name_of
+from lambdas.ingest.settings import is_under
+from lambdas.ingest.subtree import RENAME, UNLINK, SubtreeOp
+
+DEFAULT_SUBTREE_BUDGET = 500  # children per invocation: ~4 DynamoDB calls each, well in 15 min
+MAX_HOPS = 64  # forwarding steps through later moves; a chain this long is a bug
+MAX_ATTEMPTS = 3  # re-applications after a concurrent write before the record fails
+DIRECTORY = str(INodeType.DIRECTORY)
+PLACEHOLDER: Version = (0, 0)  # the version of a parent's inferred type: any real event wins
+
+
+class NamespaceIndex:
+    def __init__(self, store: IndexStore, prefixes: Sequence[str], *,
+                 subtree_budget: int = DEFAULT_SUBTREE_BUDGET) -> None:
+        self.store, self.prefixes = store, tuple(prefixes)
+        self.subtree_budget = subtree_budget
+        self.reads = self.writes = 0
+
+    def indexed(self, path: str) -> bool:
+        return is_under(path, self.prefixes)
+
+    def apply(self, events: Sequence[HdfsEvent]) -> list[SubtreeOp]:
+        """Applies the events in order; returns the subtree operations left unfinished, each to
+        be continued by a later invocation."""
+        pending: list[SubtreeOp] = []
+        relevant = [e for e in events if self.indexed(e.path)
+                    or (e.dst_path is not None and self.indexed(e.dst_path))]
+        by_cluster: dict[str, IndexView] = {}
+        for event in relevant:
+            view = by_cluster.get(event.cluster)
+            if view is None:
+                view = by_cluster[event.cluster] = IndexView(self.store, event.cluster)
+                view.prefetch(p for e in relevant if e.cluster == event.cluster
+                              for p in self._chain(e.path))
+            op = self._with_retries(lambda v, ev=event: self._apply_event(v, ev), view)
+            if op is not None:
+                pending.append(op)
+        self._count(by_cluster.values())
+        return pending
+
+    def resume(self, op: SubtreeOp) -> SubtreeOp | None:
+        view = IndexView(self.store, op.cluster)
+        try:
+            return self._with_retries(lambda v: self._run(v, op), view)
+        finally:
+            self._count([view])
+
+    def _count(self, views) -> None:  # type: ignore[no-untyped-def]
+        for view in views:
+            self.reads += view.reads
+            self.writes += view.writes
+
+    @staticmethod
+    def _with_retries(step, view: IndexView):  # type: ignore[no-untyped-def]
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                return step(view)
+            except ConcurrentUpdate:
+                view.forget()
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+        return None
+
+    # --- one event -----------------------------------------------------------------------
+
+    def _apply_event(self, view: IndexView, event: HdfsEvent) -> SubtreeOp | None:
+        version: Version = (event.txid, event.index)
+        if event.type == EventType.RENAME:
+            return self._rename(view, event, version)
+        landed = self._land(view, event.path, version)
+        if landed is None:
+            return None
+        path, at = landed
+        if event.type != EventType.UNLINK:
+            self._ensure_parents(view, path, at)
+        if event.type == EventType.CREATE:
+            entry = self._help_along(view, view.get(path), at)
+            entry_new = m.set_values(m.begin(entry, at), m.create_values(event), version, at)
+            view.save(entry, entry_new)
+        elif event.type == EventType.UNLINK:
+            return self._unlink(view, path, at, version)
+        else:
+            values = m.update_values(event)
+            if values:
+                entry = view.get(path)
+                view.save(entry, m.set_values(entry, values, version, at))
+        return None
+
+    def _unlink(self, view: IndexView, path: str, at: Version,
+                version: Version) -> SubtreeOp | None:
+        entry = self._help_along(view, view.get(path), at)
+        op = None
+        if not _walk_done(entry, at) and self._is_directory(view, entry):
+            op = SubtreeOp(kind=UNLINK, cluster=view.cluster, version=version, src=path,
+                           src_at=at)
+        ended = m.finish(entry, at, None)
+        view.save(entry, m.with_marker(ended, op.marker()) if op else ended)
+        return self._run(view, op) if op else None
+
+    def _rename(self, view: IndexView, event: HdfsEvent, version: Version) -> SubtreeOp | None:
+        assert event.dst_path is not None
+        src = self._land(view, event.path, version) if self.indexed(event.path) else None
+        dst = self._land(view, event.dst_path, version) if self.indexed(event.dst_path) else None
+        values: dict = {}
+        versions: dict = {}
+        src_entry = None
+        if src is not None:
+            src_entry = self._help_along(view, view.get(src[0]), src[1])
+            if src_entry.alive_at(src[1]):
+                values, versions = m.values_as_of(src_entry, src[1])
+        op = None
+        if (src is not None and src_entry is not None and not _walk_done(src_entry, src[1])
+                and self._is_directory(view, src_entry)):
+            op = SubtreeOp(kind=RENAME if dst else UNLINK, cluster=view.cluster,
+                           version=version, src=src[0], src_at=src[1],
+                           dst=dst[0] if dst else None, dst_at=dst[1] if dst else None)
+        if dst is not None:
+            self._ensure_parents(view, dst[0], dst[1])
+            dst_entry = self._help_along(view, view.get(dst[0]), dst[1])
+            moved = m.move_in(dst_entry, dst[1], values, versions)
+            view.save(dst_entry, m.with_marker(moved, op.marker()) if op else moved)
+        if src is not None and src_entry is not None:
+            src_entry = view.get(src[0])
+            ended = m.finish(src_entry, src[1], event.dst_path if dst else None)
+            view.save(src_entry, m.with_marker(ended, op.marker()) if op else ended)
+        return self._run(view, op) if op else None
+
+    def _is_directory(self, view: IndexView, entry: Entry) -> bool:
+        if entry.type is not None:
+            return entry.type == DIRECTORY
+        # Unknown to the index (created before indexing began): look for children.
+        return bool(view.children(entry.path, after=None, limit=1))
+
+    # --- where an event lands -------------------------------------------------------------
+
+    def _chain(self, path: str) -> list[str]:
+        """Indexed ancestors of `path`, top down, then the path itself."""
+        parts = path.strip("/").split("/") if path != "/" else []
+        chain = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        return [p for p in chain if self.indexed(p)]
+
+    def _land(self, view: IndexView, path: str, at: Version) -> tuple[str, Version] | None:
+        """Where a change made to `path` at `at` sits in the index now: follows the earliest
+        later move of the path or an ancestor; None if a later delete (or a move out of the
+        indexed prefixes) removed it."""
+        for _ in range(MAX_HOPS):
+            if not self.indexed(path):
+                return None
+            chain = self._chain(path)
+            view.prefetch(chain)
+            best: tuple[str, m.End] | None = None
+            for ancestor in chain:
+                end = view.get(ancestor).end_after(at)
+                if end is not None and (best is None or end.at < best[1].at):
+                    best = (ancestor, end)
+            if best is None:
+                return path, at
+            ancestor, end = best
+            birth = view.get(path).next_birth(at)
+            if ancestor != path and birth is not None and birth <= end.at:
+                # The path was re-created before the parent moved: the change stays with the
+                # older incarnation here (its own RENAME or UNLINK will carry it).
+                return path, at
+            if end.moved_to is None:
+                return None
+            path, at = _relocate(path, ancestor, end.moved_to), end.at
+        raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")
+
+    def _ensure_parents(self, view: IndexView, path: str, at: Version) -> None:
+        """Out-of-order arrival can put an entry under a directory the index has not heard of
+        yet. A subtree walk finds children only through their parent's entry, so give the
+        parent one: a directory of unknown origin, which its own CREATE or move completes."""
+        for parent in self._chain(path)[:-1]:
+            entry = view.get(parent)
+            if entry.born is None and entry.end is None and not entry.values:
+                view.save(entry, m.set_values(entry, {"type": DIRECTORY}, PLACEHOLDER, at))
+
+    def _help_along(self, view: IndexView, entry: Entry, at: Version, depth: int = 0) -> Entry:
+        """Before the path changes life at `at`: if a parent's move or delete that started
+        before `at` has not reached this entry yet (its walk is still in progress), apply it to
+        this entry first, so the new incarnation does not overwrite data still to be moved."""
+        if entry.born is None or entry.end is not None or depth > MAX_HOPS:
+            return entry
+        due: tuple[str, m.End] | None = None
+        for ancestor in self._chain(entry.path)[:-1]:
+            a = view.get(ancestor)
+            for end in (*a.prev_ends, *([a.end] if a.end else [])):
+                if entry.born < end.at <= at and (due is None or end.at < due[1].at):
+                    due = (ancestor, end)
+        if due is None:
+            return entry
+        ancestor, end = due
+        values = m.values_as_of(entry, end.at)
+        target = _relocate(entry.path, ancestor, end.moved_to) if end.moved_to else None
+        view.save(entry, m.finish(entry, end.at, target))
+        if target is not None:
+            landed = self._land(view, target, end.at)
+            if landed is not None:
+                dst = self._help_along(view, view.get(landed[0]), landed[1], depth + 1)
+                view.save(dst, m.move_in(dst, landed[1], *values))
+        return view.get(entry.path)
+
+    # --- subtree walk ---------------------------------------------------------------------
+
+    def _run(self, view: IndexView, op: SubtreeOp) -> SubtreeOp | None:
+        budget = self.subtree_budget
+        stack = list(op.cursor)
+        while stack:
+            rel, after = stack[-1]
+            parent = op.src + rel if rel else op.src
+            page = view.children(parent, after=after, limit=max(1, min(budget, 100)))
+            if not page:
+                stack.pop()
+                continue
+            for child in page:
+                if budget <= 0:
+                    return op.advanced(stack)
+                budget -= 1
+                self._walk_child(view, op, child)
+                stack[-1] = (rel, name_of(child.path))
+                if self._descend(op, view.get(child.path)):
+                    stack.append((child.path[len(op.src):], None))
+                    break
+            if budget <= 0 and stack:
+                return op.advanced(stack)
+        self._clear_markers(view, op)
+        return None
+
+    def _walk_child(self, view: IndexView, op: SubtreeOp, child: Entry) -> None:
+        if not child.alive_at(op.src_at):
+            return
+        if op.kind == RENAME and op.dst is not None and op.dst_at is not None:
+            target = op.dst + child.path[len(op.src):]
+            landed = self._land(view, target, op.dst_at)
+            values = m.values_as_of(child, op.src_at)
+            child = view.save(child, m.finish(child, op.src_at, target))
+            if landed is not None:
+                self._ensure_parents(view, landed[0], landed[1])
+                dst = self._help_along(view, view.get(landed[0]), landed[1])
+                view.save(dst, m.move_in(dst, landed[1], *values))
+            return
+        view.save(child, m.finish(child, op.src_at, None))
+
+    @staticmethod
+    def _descend(op: SubtreeOp, child: Entry) -> bool:
+        if child.type == DIRECTORY:
+            return True
+        # A directory replaced (after the op) by a file of the same name: its old children
+        # are still in the partition.
+        return any(e.type == DIRECTORY and e.at == op.src_at for e in child.prev_ends)
+
+    def _clear_markers(self, view: IndexView, op: SubtreeOp) -> None:
+        # dst first: a source root ended without a marker means the whole op is done.
+        for path in (op.dst, op.src):
+            if path is None:
+                continue
+            entry = view.get(path)
+            if entry.subtree_op == op.marker():
+                view.save(entry, m.with_marker(entry, None))
+
+
+def _walk_done(root: Entry, at: Version) -> bool:
+    """The root already ended at `at` and carries no marker: its walk finished before (this is
+    a redelivery), or a parent's walk ended it and covers its children."""
+    return root.end is not None and root.end.at == at and root.subtree_op is None
+
+
+def _relocate(path: str, ancestor: str, moved_to: str) -> str:
+    if path == ancestor:
+        return moved_to
+    rest = path[len(ancestor):] if ancestor != "/" else path
+    return moved_to.rstrip("/") + rest if moved_to != "/" else rest

@@ -1,0 +1,82 @@
+"""Directory RENAME and UNLINK: the whole subtree moves or goes, a bounded slice at a time.
+
+DynamoDB cannot query by key prefix, but the partition of an entry is its parent directory, so
+a subtree is a depth-first walk: Query the directory's partition, handle each child, descend
+into child directories. The walk's position is a stack of (directory relative to the subtree
+root, last child done); when an invocation's budget runs out the stack travels in a
+continuation message and the next invocation resumes exactly there. Until the walk finishes,
+the subtree's root entries carry a `subtree_op` marker that readers report as "in progress".
+
+A child is moved (or deleted) only if it was alive at the operation's version; children
+created later belong to the new namespace and stay. Every step is an idempotent merge, so a
+redelivered or duplicated continuation repeats no harm.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hdfs_events.ids import sqs_safe_id
+from lambdas.ingest.index_model import Version
+
+RENAME = "RENAME"
+UNLINK = "UNLINK"
+CONTINUATION_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SubtreeOp:
+    kind: str  # RENAME | UNLINK
+    cluster: str
+    version: Version  # the (txid, index) of the RENAME or UNLINK event
+    src: str  # where the subtree is (after any forwarding)
+    src_at: Version  # the version at which it leaves src
+    dst: str | None = None  # where it goes (RENAME into the indexed prefixes only)
+    dst_at: Version | None = None
+    cursor: tuple[tuple[str, str | None], ...] = (("", None),)
+    step: int = 0  # continuations sent so far
+
+    def marker(self) -> dict[str, Any]:
+        return {"op": self.kind, "txid": self.version[0], "index": self.version[1],
+                "src": self.src, "dst": self.dst}
+
+    def advanced(self, cursor: list[tuple[str, str | None]]) -> SubtreeOp:
+        return replace(self, cursor=tuple(cursor), step=self.step + 1)
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "continuation": CONTINUATION_VERSION, "kind": self.kind, "cluster": self.cluster,
+            "version": list(self.version), "src": self.src, "src_at": list(self.src_at),
+            "dst": self.dst, "dst_at": list(self.dst_at) if self.dst_at else None,
+            "cursor": [list(frame) for frame in self.cursor], "step": self.step,
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> SubtreeOp:
+        """Raises ValueError naming what is wrong."""
+        try:
+            d = json.loads(text)
+            if d.get("continuation") != CONTINUATION_VERSION:
+                raise ValueError(f"unknown continuation version {d.get('continuation')!r}")
+            if d["kind"] not in (RENAME, UNLINK):
+                raise ValueError(f"unknown subtree operation {d['kind']!r}")
+            return cls(
+                kind=d["kind"], cluster=str(d["cluster"]), version=_version(d["version"]),
+                src=str(d["src"]), src_at=_version(d["src_at"]), dst=d.get("dst"),
+                dst_at=_version(d["dst_at"]) if d.get("dst_at") else None,
+                cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
+                step=int(d["step"]),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not a subtree continuation: {exc!r}") from exc
+
+    def dedup_id(self) -> str:
+        """Deterministic: a retried invocation re-sends the same continuation id."""
+        return sqs_safe_id(f"{self.cluster}-{self.version[0]}.{self.version[1]}-subtree-{self.step}")
+
+
+def _version(value: Any) -> Version:
+    txid, index = value
+    return int(txid), int(index)

@@ -1,0 +1,31 @@
+"""The reference: HDFS namespace semantics applied in order, the state the index must reach."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hdfs_events.event import EventType, HdfsEvent
+from lambdas.ingest.index_model import create_values, update_values
+
+
+def in_order_state(events: Iterable[HdfsEvent], prefix: str) -> dict[str, dict]:
+    ns: dict[str, dict] = {}
+    for e in events:
+        if e.type == EventType.CREATE:
+            ns[e.path] = create_values(e)
+        elif e.type == EventType.UNLINK:
+            for p in _subtree(ns, e.path):
+                del ns[p]
+        elif e.type == EventType.RENAME:
+            assert e.dst_path is not None
+            for p in _subtree(ns, e.dst_path):
+                del ns[p]
+            for p in _subtree(ns, e.path):
+                ns[e.dst_path + p[len(e.path):]] = ns.pop(p)
+        elif e.path in ns:
+            ns[e.path].update(update_values(e))
+    return {p: v for p, v in ns.items() if p == prefix or p.startswith(prefix + "/")}
+
+
+def _subtree(ns: dict[str, dict], path: str) -> list[str]:
+    return [p for p in ns if p == path or p.startswith(path + "/")]
