@@ -192,12 +192,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{r['events_per_s'] / baseline:>8.1f}")
     chosen = results["jpype_whole_batch_protobuf_with_poll"]["events_per_s"]
     verdict = "meets" if chosen >= TARGET_EVENTS_PER_S else "MISSES"
+    load = os.getloadavg()[0]
     print(f"chosen bridge (whole batch + poll): {chosen:,} events/s, {verdict} the "
           f"{TARGET_EVENTS_PER_S:,}/s target; cpus: "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}, "
+          f"load average {load:.1f} (a shared machine slows every row alike: compare ratios)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"target_events_per_s": TARGET_EVENTS_PER_S, "drain": DRAIN,
-                               "results": results}, indent=2) + "\n")
+                               "load_average_1m": load, "results": results}, indent=2) + "\n")
     return 0
 
 
