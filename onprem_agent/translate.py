@@ -317,9 +317,18 @@ def translate_ops(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>
                   from_txid: int | None = None, to_txid: int | None = None,
                   stats: TranslationStats | None = None) -> Iterator[HdfsEvent]:
     """Events of ops with from_txid < txid <= to_txid (inotify's "after txid N" convention)."""
-    for batch in translate_batches(ops, cluster, source=source, from_txid=from_txid,
-                                   to_txid=to_txid, stats=stats):
-        yield from batch.events
+    # translate_batches without a TxBatch per op: most ops are block bookkeeping with no event.
+    stats = stats if stats is not None else TranslationStats()
+    for op in ops:
+        if from_txid is not None and op.txid <= from_txid:
+            continue
+        if to_txid is not None and op.txid > to_txid:
+            break
+        stats.ops += 1
+        events = translate_op(op, cluster, source=source, stats=stats)
+        if events:
+            stats.events += len(events)
+            yield from events
 
 
 def translate_batches(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
