@@ -247,6 +247,8 @@ def check_key(key: str, field: str) -> None:
         raise CopyRequestError(field, f"key longer than {MAX_S3_KEY_BYTES} bytes")
     if key.startswith("/"):
         raise CopyRequestError(field, "key must not start with '/'")
+    if not key:
+        return  # the whole bucket
     parts = key.split("/")
     if key.endswith("/"):
         parts = parts[:-1]

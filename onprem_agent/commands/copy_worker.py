@@ -62,8 +62,11 @@ def run(args: argparse.Namespace) -> int:
                                          signal.Signals(signum).name)
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    handled = worker.run(stop, exit_when_idle=args.exit_when_idle)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        handled = worker.run(stop, exit_when_idle=args.exit_when_idle)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     logging.getLogger(__name__).info("copy worker stopped after %d message(s)", handled)
     return 0

@@ -120,3 +120,54 @@ def test_submit_refuses_an_invalid_request_before_sending(
     assert code == 2
     assert "destination" in capsys.readouterr().err
     assert world.queue_depth(world.queue_url) == 0
+
+
+def test_manifest_from_listing_and_resubmission_of_a_finished_request(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    world.put_dataset("exports/l/", FILES, success=False)
+    args = ["--request-id", "l-1", "--source", f"s3://{BUCKET}/exports/l/",
+            "--destination", "/data/imports/l", "--manifest-from-listing"]
+    submit(world, capsys, *args)
+    world.run_until_idle()
+    assert world.item("l-1")["state"] == "verified"
+
+    code = cloud_cli(["copy", "submit", "--queue-url", world.queue_url,
+                      "--transfers-table", TABLE, *args])
+
+    assert code == 0
+    assert "already verified; not sent" in capsys.readouterr().err
+    assert world.queue_depth(world.queue_url) == 0
+    assert cloud_cli(["copy", "status", "l-1", "--transfers-table", TABLE, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["state"] == "verified" and status["files"] == len(FILES)
+    assert len(json.loads(status["request"])["manifest"]) == len(FILES)
+
+
+def test_submit_from_a_request_file_and_status_of_an_unknown_id(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    path = world.tmp / "request.json"
+    path.write_text(json.dumps({"v": 1, "request_id": "f-1", "mode": "update",
+                                "source": f"s3://{BUCKET}/exports/f/",
+                                "destination": "/data/imports/f"}))
+    sent = submit(world, capsys, "--request", str(path))
+    assert sent["request_id"] == "f-1"
+    [message] = world.sqs.receive_message(QueueUrl=world.queue_url,
+                                          AttributeNames=["All"])["Messages"]
+    assert message["Attributes"]["MessageDeduplicationId"] == "f-1"
+    assert cloud_cli(["copy", "status", "nope", "--transfers-table", TABLE]) == 1
+    assert "no request 'nope'" in capsys.readouterr().err
+
+
+def test_worker_command_exits_when_idle_and_reports_config_errors(
+        world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    from onprem_agent.cli import main as agent_cli
+
+    world.put_dataset("exports/c/", FILES)
+    submit(world, capsys, "--request-id", "c-1", "--source", f"s3://{BUCKET}/exports/c/",
+           "--destination", "/data/imports/c")
+    assert agent_cli(["copy-worker", "--config", str(world.config()), "--exit-when-idle"]) == 0
+    assert world.item("c-1")["state"] == "verified"
+
+    bad = world.config(heartbeat_s=10, visibility_timeout_s=20)
+    assert agent_cli(["copy-worker", "--config", str(bad)]) == 2
+    assert "[copy] heartbeat_s" in capsys.readouterr().err
