@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aws_cdk import App
 
+from stacks.assets import MissingAssetError
 from stacks.product import compose
 from stacks.settings import CONTEXT_ENV, SettingsError, load_settings
 
@@ -36,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"app.py: {exc}", file=sys.stderr)
         return 2
-    compose(app, settings)
+    try:
+        compose(app, settings)
+    except MissingAssetError as exc:
+        print(f"app.py: {exc}", file=sys.stderr)
+        return 2
     app.synth()
     return 0
 

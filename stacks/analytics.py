@@ -25,7 +25,7 @@ class AnalyticsStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         removal = removal_policy(settings)
         lake = storage.lake_in(self)
-        s3_uri = f"s3://{lake.bucket_name}/"
+        lake_uri = f"s3://{lake.bucket_name}"
 
         self.database = glue.Database(self, "Database", database_name=settings.glue_database,
                                       description="hdfs-events lake", removal_policy=removal)
@@ -39,13 +39,13 @@ class AnalyticsStack(Stack):
         self.activity_table = glue.S3Table(
             self, "ActivityTable", table_name=catalog.ACTIVITY_TABLE, database=self.database,
             description="Daily activity per directory prefix and owner",
-            storage=in_lake, s3_prefix=f"{catalog.CURATED_ROLLUPS}{catalog.ACTIVITY_TABLE}/",
+            storage=in_lake, s3_prefix=catalog.CURATED_ACTIVITY,
             data_format=glue.DataFormat.PARQUET, columns=catalog.activity_columns(),
             partition_keys=catalog.dt_partition())
         self.mass_deletes_table = glue.S3Table(
             self, "MassDeletesTable", table_name=catalog.MASS_DELETES_TABLE,
             database=self.database, description="UNLINK bursts over the threshold",
-            storage=in_lake, s3_prefix=f"{catalog.CURATED_ROLLUPS}{catalog.MASS_DELETES_TABLE}/",
+            storage=in_lake, s3_prefix=catalog.CURATED_MASS_DELETES,
             data_format=glue.DataFormat.PARQUET, columns=catalog.mass_delete_columns(),
             partition_keys=catalog.dt_partition())
 
@@ -75,9 +75,9 @@ class AnalyticsStack(Stack):
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
                 "service-role/AWSGlueServiceRole")])
         lake.grant_read(self.role, f"{names.RAW_PREFIX}*")
-        lake.grant_read_write(self.role, f"{catalog.CURATED_EVENTS}*")
-        lake.grant_read_write(self.role, f"{catalog.CURATED_ROLLUPS}*")
-        lake.grant_put(self.role, f"{GLUE_QUARANTINE}*")
+        # curated/ holds the tables, the jobs' watermarks and superseded runs they delete.
+        lake.grant_read_write(self.role, f"{names.CURATED_PREFIX}*")
+        lake.grant_read_write(self.role, f"{GLUE_QUARANTINE}*")
         self.glue_key.grant_encrypt_decrypt(self.role)
         self.role.add_to_policy(iam.PolicyStatement(
             sid="EncryptedJobLogs", actions=["logs:AssociateKmsKey"],
@@ -100,28 +100,31 @@ class AnalyticsStack(Stack):
             "enable_metrics": True, "enable_observability_metrics": True,
             "continuous_logging": glue.ContinuousLoggingProps(enabled=True),
         }
+        # Plain names (not Ref tokens) so the monitoring stack reads them without an export.
+        self.job_names = {"CompactEvents": f"{settings.prefix}-compact-events",
+                          "ActivityRollups": f"{settings.prefix}-activity-rollups"}
         self.compact_job = glue.PySparkEtlJob(
-            self, "CompactEvents", job_name=f"{settings.prefix}-compact-events",
+            self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
             script=glue.Code.from_asset(str(glue_script("compact"))),
             default_arguments={
-                "--source": f"{s3_uri}{names.RAW_PREFIX}",
-                "--target": f"{s3_uri}{catalog.CURATED_EVENTS}",
-                "--quarantine": f"{s3_uri}{GLUE_QUARANTINE}",
-                "--database": self.database.database_name,
-                "--table": catalog.EVENTS_TABLE,
+                # Lake roots: the job derives raw/, curated/ and quarantine/glue/ from them.
+                "--source": lake_uri,
+                "--target": lake_uri,
+                "--catalog_database": self.database.database_name,
+                "--catalog_table": catalog.EVENTS_TABLE,
             }, **common)
         self.rollups_job = glue.PySparkEtlJob(
-            self, "ActivityRollups", job_name=f"{settings.prefix}-activity-rollups",
+            self, "ActivityRollups", job_name=self.job_names["ActivityRollups"],
             description="curated/events -> daily activity and mass-delete tables",
             script=glue.Code.from_asset(str(glue_script("rollups"))),
             default_arguments={
-                "--source": f"{s3_uri}{catalog.CURATED_EVENTS}",
-                "--target": f"{s3_uri}{catalog.CURATED_ROLLUPS}",
-                "--database": self.database.database_name,
-                "--prefix-depth": str(settings.rollup_prefix_depth),
-                "--small-file-bytes": str(settings.small_file_bytes),
-                "--mass-delete-threshold": str(settings.mass_delete_threshold),
+                "--source": lake_uri,
+                "--target": lake_uri,
+                "--catalog_database": self.database.database_name,
+                "--prefix_depth": str(settings.rollup_prefix_depth),
+                "--small_file_bytes": str(settings.small_file_bytes),
+                "--mass_delete_threshold": str(settings.mass_delete_threshold),
             }, **common)
 
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
@@ -142,7 +145,7 @@ class AnalyticsStack(Stack):
                 enforce_work_group_configuration=True,
                 publish_cloud_watch_metrics_enabled=True,
                 result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
-                    output_location=f"{s3_uri}{ATHENA_RESULTS_PREFIX}",
+                    output_location=f"{lake_uri}/{ATHENA_RESULTS_PREFIX}",
                     encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
                         encryption_option="SSE_KMS" if storage.lake_key else "SSE_S3",
                         kms_key=storage.lake_key.key_arn if storage.lake_key else None))))

@@ -36,7 +36,8 @@ class IngestStack(Stack):
             event_queue=self.events.queue, copy_queue=self.copy_requests.queue,
             lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
             index_table=storage.index_table, transfers_table=storage.transfers_table)
-        anchor = RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
+        anchor = (RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
+                  if settings.roles_anywhere else None)
         self.principals = [
             OnPremPrincipal(self, f"OnPrem-{cluster}", cluster=cluster, settings=settings,
                             targets=targets, anchor=anchor)
@@ -46,7 +47,9 @@ class IngestStack(Stack):
         # stream: an explicit deny beats any allow another policy in the account might give.
         senders = [self.consumer.role.role_arn]
         for principal in self.principals:
-            senders += [principal.user.user_arn, principal.role.role_arn]
+            senders.append(principal.user.user_arn)
+            if principal.role is not None:
+                senders.append(principal.role.role_arn)
         self.events.queue.add_to_resource_policy(iam.PolicyStatement(
             sid="OnlyAgentsSendEvents", effect=iam.Effect.DENY,
             principals=[iam.AnyPrincipal()], actions=["sqs:SendMessage"],
@@ -66,18 +69,20 @@ class IngestStack(Stack):
             "Consumer Lambda of the event queue")
         out("IngestLogGroupName", self.consumer.log_group.log_group_name,
             "One JSON line per HDFS event (Logs Insights)")
-        out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
-            "IAM Roles Anywhere trust anchor of the agents' certificates")
+        if anchor is not None:
+            out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
+                "IAM Roles Anywhere trust anchor of the agents' certificates")
         for p in self.principals:
             suffix = output_suffix(p.cluster)
             out(f"AgentUserName{suffix}", p.user.user_name,
                 f"IAM user of the {p.cluster} agent (access key in Secrets Manager)")
             out(f"AgentAccessKeySecretArn{suffix}", p.access_key_secret.secret_arn,
                 f"Secret holding the {p.cluster} agent's access key (the ARN, not the value)")
-            out(f"AgentRoleArn{suffix}", p.role.role_arn,
-                f"Roles Anywhere role of the {p.cluster} agent")
-            out(f"AgentProfileArn{suffix}", p.profile.attr_profile_arn,
-                f"Roles Anywhere profile of the {p.cluster} agent")
+            if p.role is not None and p.profile is not None:
+                out(f"AgentRoleArn{suffix}", p.role.role_arn,
+                    f"Roles Anywhere role of the {p.cluster} agent")
+                out(f"AgentProfileArn{suffix}", p.profile.attr_profile_arn,
+                    f"Roles Anywhere profile of the {p.cluster} agent")
 
     def _output(self, name: str, value: str, description: str) -> None:
         CfnOutput(self, name, value=value, description=description)

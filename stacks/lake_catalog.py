@@ -10,30 +10,34 @@ from __future__ import annotations
 from aws_cdk import aws_glue as glue
 
 from hdfs_events.event import FIELDS
+from hdfs_events.names import CURATED_PREFIX
 
 EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
 MASS_DELETES_TABLE = "mass_deletes"
-CURATED_EVENTS = "curated/events/"
-CURATED_ROLLUPS = "curated/rollups/"
+# The layout of glue_jobs/layout.py: curated/<table>/, raw/ and quarantine/glue/.
+CURATED_EVENTS = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
+CURATED_ACTIVITY = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
+CURATED_MASS_DELETES = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),
     glue.Column(name="name", type=glue.Schema.STRING),
     glue.Column(name="value", type=glue.Schema.STRING),
 ])
-# Types of the Parquet columns the compaction job writes (explicit schema, never inferred).
+# Types of the Parquet columns the compaction job writes (glue_jobs/schema.py: every int of the
+# contract is a Spark long, txids and epoch milliseconds exceeding 32 bits).
 EVENT_FIELD_TYPES: dict[str, glue.Type] = {
     "cluster": glue.Schema.STRING,
     "txid": glue.Schema.BIG_INT,
-    "index": glue.Schema.INTEGER,
+    "index": glue.Schema.BIG_INT,
     "type": glue.Schema.STRING,
     "path": glue.Schema.STRING,
     "dst_path": glue.Schema.STRING,
     "timestamp": glue.Schema.BIG_INT,
     "inode_type": glue.Schema.STRING,
     "ctime": glue.Schema.BIG_INT,
-    "replication": glue.Schema.INTEGER,
+    "replication": glue.Schema.BIG_INT,
     "owner": glue.Schema.STRING,
     "group": glue.Schema.STRING,
     "perms": glue.Schema.STRING,

@@ -118,7 +118,7 @@ class RolesAnywhereAnchor(Construct):
 class OnPremPrincipal(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, cluster: str,
                  settings: Settings, targets: OnPremTargets,
-                 anchor: RolesAnywhereAnchor) -> None:
+                 anchor: RolesAnywhereAnchor | None) -> None:
         super().__init__(scope, construct_id)
         self.cluster = cluster
         self.policy = iam.ManagedPolicy(
@@ -138,7 +138,14 @@ class OnPremPrincipal(Construct):
                 "aws_secret_access_key": access_key.secret_access_key,
             })
 
-        # Roles Anywhere: only certificates from the anchor, with this cluster's CN.
+        self.role: iam.Role | None = None
+        self.profile: rolesanywhere.CfnProfile | None = None
+        if anchor is not None:
+            self._add_roles_anywhere(cluster, settings, anchor)
+
+    def _add_roles_anywhere(self, cluster: str, settings: Settings,
+                            anchor: RolesAnywhereAnchor) -> None:
+        # Only certificates from the anchor, with this cluster's CN.
         trust_conditions = {
             "ArnEquals": {"aws:SourceArn": anchor.anchor.attr_trust_anchor_arn},
             "StringEquals": {"aws:PrincipalTag/x509Subject/CN": agent_common_name(

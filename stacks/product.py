@@ -57,7 +57,7 @@ def compose(app: App, settings: Settings, *, nag: bool = True) -> Product:
                                  description="hdfs-events: alarms, dashboard, saved queries",
                                  **common)
     product = Product(storage, ingest, analytics, monitoring)
-    for stack in product.stacks:
+    for stack in product.stacks if settings.tag_resources else ():
         Tags.of(stack).add("project", "hdfs-events")
         Tags.of(stack).add("environment", settings.env_name)
     if nag:

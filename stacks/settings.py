@@ -42,6 +42,9 @@ class Settings:
     region: str | None = None
     # moto has no CDK bootstrap: the local env synthesizes without the bootstrap-version rule.
     bootstrap_version_rule: bool = True
+    # project/environment tags on every resource; off in `local` because moto 5.2 fails to
+    # create a KMS key from a template whose key carries tags (KeyError 'TagKey').
+    tag_resources: bool = True
     # HDFS clusters that ship events: one on-prem principal each, scoped to its own items.
     clusters: tuple[str, ...] = ("dev",)
 
@@ -66,6 +69,9 @@ class Settings:
     # --- on-prem principal -----------------------------------------------------------------
     # Lake prefixes the return channel may copy back to HDFS (GetObject/ListBucket only there).
     export_prefixes: tuple[str, ...] = ("exports/",)
+    # IAM Roles Anywhere beside the IAM user (off in `local`: moto does not model it and fails
+    # on a template that reads its attributes).
+    roles_anywhere: bool = True
     # PEM of the site's CA for IAM Roles Anywhere; None = a placeholder CA whose private key
     # was destroyed, with the trust anchor disabled until a real CA is configured.
     roles_anywhere_ca_file: str | None = None

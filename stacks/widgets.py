@@ -107,8 +107,8 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                                job.metric_failure(period=Duration.hours(1), statistic="Sum",
                                                   label=f"{job.node.id} failed"))]),
             cw.GraphWidget(title="Glue job duration (ms)", width=width,
-                           left=[_glue(job.job_name, "glue.driver.aggregate.elapsedTime")
-                                 for job in jobs]),
+                           left=[_glue(name, "glue.driver.aggregate.elapsedTime")
+                                 for name in analytics.job_names.values()]),
             cw.GraphWidget(title="Lake size (bytes, daily)", width=width,
                            left=[cw.Metric(namespace="AWS/S3", metric_name="BucketSizeBytes",
                                            dimensions_map={"BucketName": lake_bucket,
