@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import boto3
 import pytest
 
+from hdfs_events import names
 from hdfs_events.cli import main as cloud_cli
 
 from .conftest import BUCKET, TABLE, CopyWorld
@@ -46,6 +48,9 @@ def test_submitted_request_is_copied_verified_recorded_and_notified(
     [outcome] = world.outcomes()
     assert outcome["request_id"] == "sales-1" == sent["request_id"]
     assert outcome["state"] == "verified"
+    metrics = boto3.client("cloudwatch").list_metrics(
+        Namespace=names.METRICS_NAMESPACE, MetricName=names.METRIC_COPY_OUTCOME)["Metrics"]
+    assert {"Name": "Outcome", "Value": "verified"} in metrics[0]["Dimensions"]
     [argv] = world.invocations()
     assert argv == ["distcp", "-overwrite", f"s3a://{BUCKET}/exports/sales/dt=2026-11-20/",
                     "/data/imports/sales/dt=2026-11-20"]
