@@ -528,8 +528,8 @@ def write_edit_log(
 
     sessions = [new_session() for _ in range(_CONCURRENT_SESSIONS)]
     last_txid = start_txid + ops - 1
-    ctx = open(out, "w", encoding="utf-8", newline="\n") if isinstance(out, (str, Path)) \
-        else nullcontext(out)
+    ctx = open(out, "w", encoding="utf-8", newline="\n") if isinstance(  # noqa: SIM115
+        out, (str, Path)) else nullcontext(out)
     with ctx as f:
         write = f.write
         write(f'<?xml version="1.0" encoding="UTF-8"?>\n<EDITS>\n'

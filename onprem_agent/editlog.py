@@ -51,22 +51,30 @@ class EditOp:
 class _LazyEditOp(EditOp):
     """An EditOp whose DATA element is parsed from the record's bytes on first access."""
 
-    __slots__ = ("_element", "_record")
+    __slots__ = ("_data", "_element")
 
-    def __init__(self, opcode: str, txid: int, record: bytes) -> None:
-        object.__setattr__(self, "opcode", opcode)
-        object.__setattr__(self, "txid", txid)
-        object.__setattr__(self, "_record", record)
-        object.__setattr__(self, "_element", None)
+    def __init__(self, opcode: str, txid: int, data: bytes) -> None:
+        _set_opcode(self, opcode)
+        _set_txid(self, txid)
+        _set_data(self, data)
+        _set_element(self, None)
 
     @property  # type: ignore[override]
     def data(self) -> ET.Element:
         element = self._element
         if element is None:
-            # The bytes already passed expat as part of the whole document: this cannot fail.
-            element = ET.fromstring(self._record).find("DATA")
-            object.__setattr__(self, "_element", element)
+            # These bytes already passed expat as part of the whole document: well-formed.
+            element = ET.fromstring(self._data)
+            _set_element(self, element)
         return element  # type: ignore[return-value]
+
+
+# Slot descriptors: a frozen dataclass refuses plain assignment, and object.__setattr__ costs
+# twice as much per record on the reader's hot path.
+_set_opcode = EditOp.__dict__["opcode"].__set__
+_set_txid = EditOp.__dict__["txid"].__set__
+_set_data = _LazyEditOp.__dict__["_data"].__set__
+_set_element = _LazyEditOp.__dict__["_element"].__set__
 
 
 _CHUNK = 1 << 20
@@ -121,12 +129,12 @@ class _OevReader:
                 end += 9
                 if self.error and base + end > self.error[0]:
                     self.raise_error()
-                record = buf[start:end]
-                if b"<RECORD" in buf[pos:start] or record.find(b"<RECORD", 8) >= 0:
+                if buf.find(b"<RECORD", pos, start) >= 0 or buf.find(b"<RECORD", start + 8,
+                                                                       end) >= 0:
                     # <RECORD a="1"> or </RECORD >: well-formed, but not for byte cutting.
                     yield from self.fall_back(buf, pos, read)
                     return
-                yield self.op(record)
+                yield self.op(buf[start:end])
                 pos = end
             if self.error:  # it lies before the end of the next record
                 self.raise_error()
@@ -158,12 +166,14 @@ class _OevReader:
         oe = record.find(b"</OPCODE>", o)
         t = record.find(b"<TXID>", oe)
         te = record.find(b"</TXID>", t)
-        if o >= 0 and oe >= 0 and t >= 0 and te >= 0:
+        d = record.find(b"<DATA>", oe)
+        de = record.rfind(b"</DATA>")
+        if o >= 0 and oe >= 0 and t >= 0 and te >= 0 and 0 <= d < t and de > te:
             opcode = record[o + 8:oe]
             txid = record[t + 6:te]
             # Digits and a plain opcode: anything else (entities, spaces) needs the full parser.
             if txid.isdigit() and opcode.isupper() and b"&" not in opcode:
-                op = _LazyEditOp(opcode.decode("ascii"), int(txid), record)
+                op = _LazyEditOp(opcode.decode("ascii"), int(txid), record[d:de + 7])
                 self.last_txid = op.txid
                 return op
         op = _record_to_op(ET.fromstring(record), self.label, self.last_txid)
