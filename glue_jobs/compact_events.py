@@ -111,41 +111,38 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         F.regexp_extract(file_path, _RAW_TAIL, 3).alias("raw_dt"),
         "value")
     parsed = lines.transform(C.parse_lines).persist(StorageLevel.MEMORY_AND_DISK)
-    totals = {r["bad"]: r["count"] for r in parsed.groupBy(
-        F.col("reason").isNotNull().alias("bad")).count().collect()}
-    bad_count, good_count = totals.get(True, 0), totals.get(False, 0)
+    # One pass over the parsed lines: good/bad totals and the partitions the good ones touch.
+    tally = parsed.transform(C.line_tally).collect()
+    bad_count = sum(r["lines"] for r in tally if r["bad"])
+    good_count = sum(r["lines"] for r in tally if not r["bad"])
+    touched = [(r["cluster"], r["dt"]) for r in tally if not r["bad"]]
     if bad_count:
         (C.bad_lines(parsed).coalesce(1).write.mode("overwrite").option("compression", "gzip")
          .json(f"{target.root_uri}{QUARANTINE_GLUE_PREFIX}lines/run={run_id}/"))
 
     # 3. Exactly once: within the run, then against what is already curated nearby.
-    batch = parsed.transform(C.good_events).transform(C.dedup_batch) \
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    touched = [(r["cluster"], r["dt"]) for r in batch.select("cluster", "dt").distinct().collect()]
     published = catalog.locations()
     near = C.lookback_partitions(touched, published, settings.lookback_days)
     existing = read_published(spark, [published[k] for k in near])
-    fresh = batch.transform(C.not_yet_curated(existing.select("cluster", "txid", "index", "dt"),
-                                              settings.lookback_days)
-                            ).persist(StorageLevel.MEMORY_AND_DISK)
-    added = {(r["cluster"], r["dt"]): r["count"]
-             for r in fresh.groupBy("cluster", "dt").count().collect()}
+    fresh = (parsed.transform(C.good_events).transform(C.dedup_batch)
+             .transform(C.not_yet_curated(existing.select("cluster", "txid", "index", "dt"),
+                                          settings.lookback_days))
+             .persist(StorageLevel.MEMORY_AND_DISK))
+    counts = fresh.transform(C.partition_counts(existing)).collect()
+    added = {(r["cluster"], r["dt"]): r["added"] for r in counts if r["added"]}
+    kept = {(r["cluster"], r["dt"]): r["kept"] for r in counts if r["added"] and r["kept"]}
     parsed.unpersist()
-    batch.unpersist()
 
     files = 0
     if added:
         # 4. Merge with the partitions' published rows; size files from what exists.
-        kept = {(r["cluster"], r["dt"]): r["count"] for r in existing.join(
-            spark.createDataFrame(list(added), "cluster string, dt string"), ["cluster", "dt"],
-            "left_semi").groupBy("cluster", "dt").count().collect()}
         rows = {k: n + kept.get(k, 0) for k, n in added.items()}
         per_row = _bytes_per_row(target, [published[k] for k in kept], sum(kept.values()),
                                  settings.bytes_per_row)
         per_file = C.rows_per_file(settings.target_file_bytes, per_row)
         files = C.total_files(rows, per_file)
         merged = fresh.transform(C.merged_partitions(existing)).transform(
-            C.sorted_for_files(files))
+            C.sorted_for_files(files, one_per_partition=files == len(rows)))
         write_runs(merged, target.root_uri, run_id, settings.compression)
         # 5. Publish: every changed partition flips to its complete new run.
         catalog.publish({(c, d): target.root_uri + run_prefix(c, d, run_id) for c, d in added})

@@ -129,6 +129,15 @@ def _first_problem(parsed: DataFrame, expected: Column) -> Column:
     return reason
 
 
+def line_tally(parsed: DataFrame) -> DataFrame:
+    """(bad, cluster, dt, lines): counts of bad lines, and of good lines per curated partition."""
+    bad = F.col("reason").isNotNull()
+    return (parsed.select(bad.alias("bad"),
+                          F.when(~bad, F.col("event.cluster")).alias("cluster"),
+                          F.when(~bad, curated_dt(F.col("event.timestamp"))).alias("dt"))
+            .groupBy("bad", "cluster", "dt").agg(F.count(F.lit(1)).alias("lines")))
+
+
 def bad_lines(parsed: DataFrame) -> DataFrame:
     return parsed.where(F.col("reason").isNotNull()).select("object", "reason",
                                                             F.col("value").alias("line"))
@@ -138,15 +147,15 @@ def good_events(parsed: DataFrame) -> DataFrame:
     """Valid lines as events with their curated dt (see curated_dt) and source object."""
     return (parsed.where(F.col("reason").isNull())
             .select("object", "raw_dt", *[F.col("event")[n].alias(n) for n in FIELDS])
-            .withColumn("dt", curated_dt())
+            .withColumn("dt", curated_dt(F.col("timestamp")))
             .drop("raw_dt"))
 
 
-def curated_dt() -> Column:
+def curated_dt(timestamp: Column) -> Column:
     """UTC date of the NameNode timestamp; for events without one (APPEND, METADATA) the date of
     the raw partition, which the consumer took from the message's SQS SentTimestamp. Computed
     with date arithmetic, not the session time zone, so a job in any zone files the same day."""
-    days = F.floor(F.col("timestamp") / _MS_PER_DAY).cast("int")
+    days = F.floor(timestamp / _MS_PER_DAY).cast("int")
     return F.coalesce(F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), days),
                                     "yyyy-MM-dd"), F.col("raw_dt"))
 
@@ -183,14 +192,31 @@ def merged_partitions(existing_rows: DataFrame) -> Callable[[DataFrame], DataFra
     return transform
 
 
-def sorted_for_files(total_files: int) -> Callable[[DataFrame], DataFrame]:
+def partition_counts(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """fresh -> (cluster, dt, added, kept): new rows, and published rows, per partition."""
+    def transform(fresh: DataFrame) -> DataFrame:
+        tagged = fresh.select("cluster", "dt", F.lit(1).alias("new")).unionByName(
+            existing_rows.select("cluster", "dt", F.lit(0).alias("new")))
+        return tagged.groupBy("cluster", "dt").agg(
+            F.sum("new").alias("added"), F.sum(1 - F.col("new")).alias("kept"))
+    return transform
+
+
+def sorted_for_files(total_files: int, *, one_per_partition: bool = False
+                     ) -> Callable[[DataFrame], DataFrame]:
     """Range-partitions rows into `total_files` contiguous (cluster, dt, txid, index) slices,
     sorted inside: a write partitioned by (cluster, dt) then gives each partition about
-    ceil(rows / rows_per_file) files (+1 where a slice straddles two partitions)."""
+    ceil(rows / rows_per_file) files (+1 where a slice straddles two partitions).
+
+    When every partition fits one file, hashing on (cluster, dt) gives exactly one file each
+    and skips the sampling job range partitioning runs first."""
     order = ["cluster", "dt", "txid", "index"]
 
     def transform(rows: DataFrame) -> DataFrame:
-        return rows.repartitionByRange(max(1, total_files), *order).sortWithinPartitions(*order)
+        n = max(1, total_files)
+        spread = (rows.repartition(n, "cluster", "dt") if one_per_partition
+                  else rows.repartitionByRange(n, *order))
+        return spread.sortWithinPartitions(*order)
     return transform
 
 

@@ -221,12 +221,6 @@ def test_output_files_are_sized_from_the_row_count(spark, lake):
     files = parquet_files(lake)
     assert report.files_written == 6
     assert 6 <= sum(len(f) for f in files.values()) <= 6 + len(files)
-    # At the default 128 MB target the same rows make one file per partition.
-    lake2 = RawLake(lake.root.parent / "lake2")
-    for i in range(0, 3000, 100):
-        lake2.write_message(f"m{i}", events[i:i + 100], sent_ms=SENT)
-    run(spark, lake2)
-    assert all(len(f) == 1 for f in parquet_files(lake2).values())
 
 
 def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_events,

@@ -1,0 +1,145 @@
+"""Pure transforms of the activity rollups: daily aggregates per directory prefix and owner, and
+the mass-delete detector. Input: curated events (the event fields plus dt).
+
+Owner attribution. Hadoop's inotify puts an owner only on CREATE (and on METADATA OWNER
+changes); CLOSE, RENAME, UNLINK, TRUNCATE carry none. Each event gets the owner of the latest
+CREATE or METADATA OWNER of its path at or before its (txid, index), following one RENAME: the
+destination of a rename inherits the owner its source had. Longer rename chains, and paths whose
+CREATE predates the lake, keep UNKNOWN_OWNER, so their figures still count, under that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+UNKNOWN_OWNER = "(unknown)"
+# Columns the rollups read from the curated table: Parquet reads only these.
+INPUT_COLUMNS = ("cluster", "txid", "index", "type", "path", "dst_path", "timestamp",
+                 "inode_type", "owner", "metadata_type", "size", "dt")
+ACTIVITY_COLUMNS = ("cluster", "prefix", "owner", "files_created", "files_deleted",
+                    "files_renamed", "bytes_written", "small_files_created",
+                    "net_file_count_change", "dt")
+MASS_DELETE_COLUMNS = ("cluster", "scope", "subject", "window_start", "window_end", "unlinks",
+                       "first_txid", "last_txid", "dt")
+
+
+def _owner_fact() -> Column:
+    is_owner_change = (F.col("type") == "METADATA") & (F.col("metadata_type") == "OWNER")
+    return F.when((F.col("type") == "CREATE") | is_owner_change, F.col("owner"))
+
+
+def _as_of(events: DataFrame, facts: DataFrame) -> DataFrame:
+    """events + (known_owner, known_inode_type): the latest fact of the same path at or before
+    each event. Facts sort before events of the same (txid, index)."""
+    rows = (events.withColumn("_fact", F.lit(0))
+            .unionByName(facts.withColumn("_fact", F.lit(1)), allowMissingColumns=True))
+    history = (Window.partitionBy("cluster", "path").orderBy("txid", "index", F.desc("_fact"))
+               .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    return (rows.withColumn("known_owner", F.last("fact_owner", ignorenulls=True).over(history))
+            .withColumn("known_inode_type",
+                        F.last("fact_inode_type", ignorenulls=True).over(history))
+            .where(F.col("_fact") == 0).drop("_fact", "fact_owner", "fact_inode_type"))
+
+
+def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """events -> events with `owner` (UNKNOWN_OWNER where nothing says) and `known_inode_type`.
+
+    `history`: the curated events up to the last day rolled up (CREATEs of earlier days name the
+    owners of today's CLOSEs and UNLINKs)."""
+    def facts_of(df: DataFrame) -> DataFrame:
+        return (df.where(_owner_fact().isNotNull())
+                .select("cluster", "path", "txid", "index",
+                        _owner_fact().alias("fact_owner"),
+                        F.col("inode_type").alias("fact_inode_type")))
+
+    def transform(events: DataFrame) -> DataFrame:
+        direct = facts_of(history)
+        renames = (history.where(F.col("type") == "RENAME")
+                   .select("cluster", "path", "txid", "index", "dst_path"))
+        # One hop: the destination of a rename gets the owner its source had at that moment.
+        moved = (_as_of(renames, direct).where(F.col("known_owner").isNotNull())
+                 .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
+                         F.col("known_owner").alias("fact_owner"),
+                         F.col("known_inode_type").alias("fact_inode_type")))
+        attributed = _as_of(events.drop("owner"), direct.unionByName(moved))
+        return attributed.withColumn("owner", F.coalesce("known_owner", F.lit(UNKNOWN_OWNER))) \
+            .drop("known_owner")
+    return transform
+
+
+def with_prefix(depth: int) -> Callable[[DataFrame], DataFrame]:
+    """Adds `prefix`: the first `depth` components of the event's parent directory ("/a/b" for
+    /a/b/c/file at depth 2; "/a" for /a/file; "/" for /file). RENAME counts at its source."""
+    if depth < 1:
+        raise ValueError(f"prefix depth must be >= 1, got {depth}")
+
+    def transform(events: DataFrame) -> DataFrame:
+        parts = F.split(F.col("path"), "/")  # "/a/b/c" -> ["", "a", "b", "c"]
+        dirs = F.slice(parts, 2, F.greatest(F.size(parts) - 2, F.lit(0)))
+        head = F.slice(dirs, 1, depth)
+        return events.withColumn("prefix", F.concat(F.lit("/"), F.array_join(head, "/")))
+    return transform
+
+
+def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
+    """Attributed, prefixed events -> one row per (dt, cluster, prefix, owner):
+
+    - files_created: CREATE of a FILE
+    - files_deleted: UNLINK of a path not known to be a directory (inotify's UNLINK carries no
+      inode type, so an UNLINK of a path created before the lake counts as a file)
+    - files_renamed: RENAME, counted at the source prefix
+    - bytes_written: sum of CLOSE sizes; a CLOSE after a concat reports -1 and is left out
+    - small_files_created: CLOSE with 0 <= size < small_file_bytes
+    - net_file_count_change: files_created - files_deleted
+    """
+    def transform(events: DataFrame) -> DataFrame:
+        t, size = F.col("type"), F.col("size")
+        close_sized = (t == "CLOSE") & (size >= 0)
+
+        def count_if(cond: Column) -> Column:
+            return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
+
+        created = count_if((t == "CREATE") & (F.col("inode_type") == "FILE"))
+        deleted = count_if((t == "UNLINK")
+                           & ~F.coalesce(F.col("known_inode_type") == "DIRECTORY", F.lit(False)))
+        return (events.groupBy("dt", "cluster", "prefix", "owner").agg(
+            created.alias("files_created"),
+            deleted.alias("files_deleted"),
+            count_if(t == "RENAME").alias("files_renamed"),
+            F.coalesce(F.sum(F.when(close_sized, size)), F.lit(0)).cast("long")
+            .alias("bytes_written"),
+            count_if(close_sized & (size < small_file_bytes)).alias("small_files_created"))
+            .withColumn("net_file_count_change", F.col("files_created") - F.col("files_deleted"))
+            # Groups of only METADATA or APPEND events have nothing to report.
+            .where((F.col("files_created") + F.col("files_deleted") + F.col("files_renamed")
+                    + F.col("bytes_written") + F.col("small_files_created")) > 0)
+            .select(*ACTIVITY_COLUMNS))
+    return transform
+
+
+def mass_deletes(window_minutes: int, threshold: int) -> Callable[[DataFrame], DataFrame]:
+    """Attributed, prefixed events -> one row per (scope, subject, window) with at least
+    `threshold` UNLINKs in a tumbling window of `window_minutes` (NameNode time, UTC); scope
+    "owner" (subject: the owner) or "prefix" (subject: the directory prefix)."""
+    def transform(events: DataFrame) -> DataFrame:
+        unlinks = (events.where((F.col("type") == "UNLINK") & F.col("timestamp").isNotNull())
+                   .withColumn("_w", F.window(F.timestamp_millis("timestamp"),
+                                              f"{window_minutes} minutes")))
+        per_scope = [
+            unlinks.select(F.lit(scope).alias("scope"), F.col(col).alias("subject"), "cluster",
+                           "_w", "txid")
+            for scope, col in (("owner", "owner"), ("prefix", "prefix"))
+        ]
+        both = per_scope[0].unionByName(per_scope[1])
+        return (both.groupBy("cluster", "scope", "subject", "_w").agg(
+            F.count(F.lit(1)).alias("unlinks"), F.min("txid").alias("first_txid"),
+            F.max("txid").alias("last_txid"))
+            .where(F.col("unlinks") >= threshold)
+            .select("cluster", "scope", "subject",
+                    F.col("_w.start").alias("window_start"), F.col("_w.end").alias("window_end"),
+                    "unlinks", "first_txid", "last_txid",
+                    F.date_format(F.col("_w.start"), "yyyy-MM-dd").alias("dt")))
+    return transform

@@ -1,0 +1,137 @@
+"""activity_rollups on a hand-checked day of events, compacted first by compact_events so the
+rollup reads the curated table through its catalog, as on Glue."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pyspark.sql import types as T
+
+from glue_jobs import activity_rollups
+from glue_jobs.catalog import JsonFileCatalog
+from glue_jobs.compact_events import Settings, compact
+from glue_jobs.layout import ACTIVITY_PREFIX, LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX
+from glue_jobs.rollups import UNKNOWN_OWNER
+from glue_jobs.storage import store_for
+from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from tests.integration.glue.frames import assert_frames_equal
+from tests.integration.glue.lake import RawLake
+
+pytestmark = pytest.mark.slow
+C = "c1"
+DAY13_10H = int(datetime(2015, 1, 13, 10, tzinfo=UTC).timestamp() * 1000)
+DAY14_10H = int(datetime(2015, 1, 14, 10, tzinfo=UTC).timestamp() * 1000)
+DAY14_12H = int(datetime(2015, 1, 14, 12, tzinfo=UTC).timestamp() * 1000)
+
+
+def create(txid, path, owner, ts, inode=INodeType.FILE):
+    return HdfsEvent(C, txid, 0, EventType.CREATE, path, timestamp=ts, inode_type=inode,
+                     ctime=ts, owner=owner, group="hadoop", perms="0644")
+
+
+def close(txid, path, size, ts, index=0):
+    return HdfsEvent(C, txid, index, EventType.CLOSE, path, timestamp=ts, size=size)
+
+
+def unlink(txid, path, ts, index=0):
+    return HdfsEvent(C, txid, index, EventType.UNLINK, path, timestamp=ts)
+
+
+def at(txid: int) -> int:
+    return DAY14_10H + txid * 1000
+
+
+# Day 13 holds the CREATE that names the owner of a file deleted on day 14.
+EVENTS = [
+    create(1, "/data/a/old.csv", "alice", DAY13_10H),
+    create(10, "/data/a/f1", "alice", at(10)),
+    close(11, "/data/a/f1", 500, at(11)),                        # small (< 1000)
+    create(12, "/data/a/f2", "alice", at(12)),
+    close(13, "/data/a/f2", 5000, at(13)),
+    create(14, "/data/b/tmp/g1", "bob", at(14)),                 # prefix /data/b at depth 2
+    close(15, "/data/b/tmp/g1", 2000, at(15)),
+    HdfsEvent(C, 16, 0, EventType.RENAME, "/data/b/tmp/g1", dst_path="/data/b/g1",
+              timestamp=at(16)),
+    unlink(17, "/data/b/g1", at(17)),                            # bob, through the rename
+    unlink(18, "/data/a/old.csv", at(18)),                       # alice, from day 13
+    unlink(19, "/data/x/unknown", at(19)),                       # created before the lake
+    create(20, "/data/a/dir", "alice", at(20), INodeType.DIRECTORY),
+    unlink(21, "/data/a/dir", at(21)),                           # a directory: no file deleted
+    # A concat: APPEND f1, UNLINK its source, CLOSE f1 with -1 (no bytes counted).
+    HdfsEvent(C, 22, 0, EventType.APPEND, "/data/a/f1", new_block=False),
+    unlink(22, "/data/a/src", at(22), index=1),
+    close(22, "/data/a/f1", -1, at(22), index=2),
+    HdfsEvent(C, 23, 0, EventType.METADATA, "/data/a/f2", metadata_type=MetadataType.OWNER,
+              owner="carol", group="hadoop"),
+    unlink(24, "/data/a/f2", at(24)),                            # carol since tx 23
+    *[unlink(30 + i, f"/tmp/m/x{i}", DAY14_12H + i * 1000) for i in range(4)],
+]
+
+ACTIVITY_SCHEMA = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("prefix", T.StringType()),
+    T.StructField("owner", T.StringType()),
+    *[T.StructField(n, T.LongType()) for n in (
+        "files_created", "files_deleted", "files_renamed", "bytes_written",
+        "small_files_created", "net_file_count_change")],
+    T.StructField("dt", T.StringType()),
+])
+#  prefix    owner        created deleted renamed bytes small net
+EXPECTED_DAY14 = [
+    ("/data/a", "alice",          2, 1, 0, 5500, 1, 1),
+    ("/data/a", "carol",          0, 1, 0, 0, 0, -1),
+    ("/data/a", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1),
+    ("/data/b", "bob",            1, 1, 1, 2000, 0, 0),
+    ("/data/x", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1),
+    ("/tmp/m", UNKNOWN_OWNER,     0, 4, 0, 0, 0, -4),
+]
+MASS_DELETE_SCHEMA = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("scope", T.StringType()),
+    T.StructField("subject", T.StringType()), T.StructField("window_start", T.TimestampType()),
+    T.StructField("window_end", T.TimestampType()), T.StructField("unlinks", T.LongType()),
+    T.StructField("first_txid", T.LongType()), T.StructField("last_txid", T.LongType()),
+    T.StructField("dt", T.StringType()),
+])
+
+
+@pytest.fixture
+def compacted(spark, lake: RawLake) -> RawLake:
+    lake.write_message("m1", EVENTS, sent_ms=DAY14_12H)
+    store = store_for(lake.uri)
+    compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), Settings())
+    return lake
+
+
+def test_daily_activity_matches_the_hand_checked_figures(spark, compacted):
+    lake = compacted
+    activity_rollups.main(["--source", lake.uri, "--target", lake.uri,
+                           "--small_file_bytes", "1000", "--mass_delete_threshold", "4"],
+                          spark=spark)
+
+    got = spark.read.parquet(lake.uri + "/" + ACTIVITY_PREFIX).select(
+        *[f.name for f in ACTIVITY_SCHEMA.fields])
+    expected = spark.createDataFrame(
+        [(C, *row, "2015-01-14") for row in EXPECTED_DAY14]
+        + [(C, "/data/a", "alice", 1, 0, 0, 0, 0, 1, "2015-01-13")], ACTIVITY_SCHEMA)
+    assert_frames_equal(got, expected)
+
+
+def test_mass_delete_windows_over_the_threshold_are_flagged(spark, compacted):
+    lake = compacted
+    activity_rollups.main(["--source", lake.uri, "--target", lake.uri,
+                           "--from_dt", "2015-01-14", "--to_dt", "2015-01-14",
+                           "--mass_delete_threshold", "4",
+                           "--mass_delete_window_minutes", "10"], spark=spark)
+
+    got = spark.read.parquet(lake.uri + "/" + MASS_DELETE_PREFIX).select(
+        *[f.name for f in MASS_DELETE_SCHEMA.fields])
+    start, end = datetime(2015, 1, 14, 12, 0), datetime(2015, 1, 14, 12, 10)
+    expected = spark.createDataFrame([
+        (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, "2015-01-14"),
+        (C, "prefix", "/tmp/m", start, end, 4, 30, 33, "2015-01-14"),
+    ], MASS_DELETE_SCHEMA)
+    assert_frames_equal(got, expected)
+    # Only the requested day was rolled up.
+    days = {r["dt"] for r in spark.read.parquet(lake.uri + "/" + ACTIVITY_PREFIX)
+            .select("dt").distinct().collect()}
+    assert days == {"2015-01-14"}

@@ -1,0 +1,61 @@
+"""Plain-value planning of the compaction: file counts, lookback windows, gzip checks, run ids."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+
+from glue_jobs.compaction import (
+    files_for,
+    gzip_problem,
+    lookback_partitions,
+    rows_per_file,
+    total_files,
+)
+from glue_jobs.layout import new_run_id, parse_raw_key, run_started
+
+
+def test_file_count_grows_with_rows_and_never_drops_to_zero():
+    per_file = rows_per_file(128 * 1_048_576, 64.0)
+    assert per_file == 2_097_152
+    assert files_for(0, per_file) == files_for(1, per_file) == 1
+    assert files_for(per_file, per_file) == 1
+    assert files_for(per_file + 1, per_file) == 2
+    assert total_files({("c", "2015-01-13"): 5_000_000, ("c", "2015-01-14"): 10}, per_file) == 4
+
+
+def test_lookback_covers_published_neighbours_only():
+    published = {("c", "2015-01-12"), ("c", "2015-01-13"), ("c", "2015-01-15"),
+                 ("d", "2015-01-13")}
+    assert lookback_partitions([("c", "2015-01-14")], published, 1) == {
+        ("c", "2015-01-13"), ("c", "2015-01-15")}
+    assert lookback_partitions([("c", "2015-01-14")], published, 0) == set()
+    assert lookback_partitions([("c", "2015-01-13")], published, 2) == {
+        ("c", "2015-01-12"), ("c", "2015-01-13"), ("c", "2015-01-15")}
+
+
+def test_gzip_problems_are_named():
+    good = gzip.compress(b'{"a":1}\n')
+    assert gzip_problem(good) is None
+    assert gzip_problem(good + gzip.compress(b"more\n")) is None  # multi-member gzip
+    assert gzip_problem(gzip.compress(b"")) is None
+    assert "not valid gzip" in gzip_problem(b"plain text")
+    assert "truncated" in gzip_problem(good[:-6])
+    assert "empty object" in gzip_problem(b"")
+    assert "not UTF-8" in gzip_problem(gzip.compress(b"\xff\xfe"))
+
+
+def test_raw_keys_parse_as_the_consumer_writes_them():
+    key = parse_raw_key("raw/cluster=c1/dt=2015-01-13/hour=07/abc-123.jsonl.gz")
+    assert key is not None
+    assert (key.cluster, key.dt, key.hour, key.member) == ("c1", "2015-01-13", "07",
+                                                           "hour=07/abc-123.jsonl.gz")
+    assert parse_raw_key("raw/cluster=c1/dt=2015-01-13/notes.txt") is None
+
+
+def test_run_ids_sort_by_start_time_and_carry_it():
+    t = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    run = new_run_id(t)
+    assert run_started(run) == t
+    assert run_started("not-a-run") is None
+    assert new_run_id(t) != run
