@@ -1,0 +1,130 @@
+"""One message in, its effects out: decode, lake, index, log, count. No SQS record here.
+
+Order matters for retries: the lake object (keyed by the dedup id) and the index merges are
+idempotent, so a message that fails half-way is simply processed again; log lines and metrics
+are emitted only after both succeeded, so a redelivery does not count twice what it repeats.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hdfs_events.envelope import EnvelopeError, decode_message
+from hdfs_events.event import HdfsEvent
+from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
+from lambdas.ingest.dal import CONTINUATION_ATTRIBUTE
+from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.lake import lake_objects
+from lambdas.ingest.logging_modes import log_records
+from lambdas.ingest.quarantine import quarantine_record
+from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.subtree import SubtreeOp
+from lambdas.ingest.telemetry import BatchTelemetry
+
+UNKNOWN_CLUSTER = "unknown"
+
+
+class Lake(Protocol):
+    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+
+
+class Continuations(Protocol):
+    def send(self, op: SubtreeOp, group_id: str) -> None: ...
+
+
+class EventLogger(Protocol):
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str  # ingested | quarantined | continued
+    events: int = 0
+    reason: str | None = None
+
+
+class MessageConsumer:
+    def __init__(self, *, lake: Lake, index: NamespaceIndex | None,
+                 continuations: Continuations | None, log_mode: str, logger: EventLogger,
+                 telemetry: BatchTelemetry | None = None,
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self.lake, self.index, self.continuations = lake, index, continuations
+        self.log_mode, self.logger = log_mode, logger
+        self.telemetry = telemetry or BatchTelemetry()
+        self.clock_ms = clock_ms
+
+    def process(self, message: QueueMessage) -> Outcome:
+        if message.string_attribute(CONTINUATION_ATTRIBUTE) is not None:
+            return self._continue(message)
+        try:
+            events = decode_message(message.body, message.message_attributes)
+            check_events(events)
+        except EnvelopeError as exc:
+            return self._quarantine(message, str(exc))
+        event_json = [e.to_json() for e in events]
+        for obj in lake_objects(events, event_json, dedup_id=message.dedup_id,
+                                sent_timestamp_ms=message.sent_timestamp_ms):
+            self.lake.put(obj.key, obj.body, "application/x-ndjson")
+        if self.index is not None:
+            for op in self.index.apply(events):
+                self._send(op, message)
+        for msg, fields in log_records(events, self.log_mode, message_id=message.message_id):
+            self.logger.info(msg, extra=fields)
+        self.telemetry.message(events, len(message.body.encode("utf-8")), self.clock_ms())
+        return Outcome("ingested", events=len(events))
+
+    def _continue(self, message: QueueMessage) -> Outcome:
+        try:
+            op = SubtreeOp.from_json(message.body)
+        except ValueError as exc:
+            return self._quarantine(message, f"bad subtree continuation: {exc}")
+        if self.index is None:
+            return self._quarantine(message, "subtree continuation, but the index is disabled")
+        left = self.index.resume(op)
+        if left is not None:
+            self._send(left, message)
+        self.logger.info("subtree continuation", extra={
+            "cluster": op.cluster, "op": op.kind, "txid": op.version[0],
+            "index": op.version[1], "path": op.src, "dst_path": op.dst, "step": op.step,
+            "done": left is None})
+        return Outcome("continued")
+
+    def _send(self, op: SubtreeOp, message: QueueMessage) -> None:
+        if self.continuations is None or not message.group_id:
+            raise RuntimeError(f"subtree {op.kind} of {op.src} needs a continuation, but no "
+                               "event queue is configured")
+        self.continuations.send(op, message.group_id)
+
+    def _quarantine(self, message: QueueMessage, reason: str) -> Outcome:
+        record = quarantine_record(message, reason, now_ms=self.clock_ms())
+        self.lake.put(record.key, record.body, "application/json")
+        self.logger.info("message quarantined", extra={
+            "message_id": message.message_id, "reason": reason, "quarantine_key": record.key,
+            "group_id": message.group_id})
+        self.telemetry.quarantined(cluster_hint(message))
+        return Outcome("quarantined", reason=reason)
+
+
+def check_events(events: Sequence[HdfsEvent]) -> None:
+    """What the envelope schema cannot say: one valid cluster, (txid, index) increasing."""
+    cluster = events[0].cluster
+    try:
+        validate_cluster_name(cluster)
+    except ValueError as exc:
+        raise EnvelopeError(str(exc)) from exc
+    for i, (a, b) in enumerate(itertools.pairwise(events), start=1):
+        if b.cluster != cluster:
+            raise EnvelopeError(f"event {i}: cluster {b.cluster!r} in a message of {cluster!r}")
+        if (b.txid, b.index) <= (a.txid, a.index):
+            raise EnvelopeError(f"event {i}: (txid, index) ({b.txid}, {b.index}) does not follow "
+                                f"({a.txid}, {a.index})")
+
+
+def cluster_hint(message: QueueMessage) -> str:
+    """The cluster of an unreadable message, from its group id ("<cluster>:<group key>")."""
+    head = (message.group_id or "").split(":", 1)[0]
+    return head if CLUSTER_NAME.fullmatch(head) else UNKNOWN_CLUSTER

@@ -1,0 +1,219 @@
+"""boto3 behind small interfaces: the lake bucket, the index table, the continuation queue.
+
+Clients are passed in (or made plainly from the standard chain), so the same code reaches AWS,
+moto in-process and moto server. Transient failures (throttling, 5xx, connection errors) are
+retried by botocore's standard retry mode and then raised: the record fails and SQS redelivers
+it. Only a failed write condition is an expected outcome here, returned as False.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from hdfs_events import names
+from lambdas.ingest.index_model import ATTRIBUTES, End, Entry, Life, Version
+from lambdas.ingest.subtree import SubtreeOp
+
+# botocore standard mode: exponential backoff with jitter on throttling and 5xx, 3 attempts.
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3})
+INDEX_RADIX = 1_000_000  # seq = txid * radix + index: an EventBatch never holds 10^6 events
+DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
+BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
+CONTINUATION_ATTRIBUTE = "continuation"  # message attribute marking a subtree continuation
+
+
+def client(service: str) -> Any:
+    return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+
+
+class S3Lake:
+    def __init__(self, bucket: str, s3: Any | None = None) -> None:
+        self.bucket, self.s3 = bucket, s3 or client("s3")
+
+    def put(self, key: str, body: bytes, content_type: str) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+
+
+class SqsContinuations:
+    def __init__(self, queue_url: str, sqs: Any | None = None) -> None:
+        self.queue_url, self.sqs = queue_url, sqs or client("sqs")
+
+    def send(self, op: SubtreeOp, group_id: str) -> None:
+        self.sqs.send_message(
+            QueueUrl=self.queue_url, MessageBody=op.to_json(), MessageGroupId=group_id,
+            MessageDeduplicationId=op.dedup_id(),
+            MessageAttributes={CONTINUATION_ATTRIBUTE: {"DataType": "String",
+                                                        "StringValue": "subtree"}},
+        )
+
+
+# --- the index table ---------------------------------------------------------------------------
+
+def seq(version: Version) -> int:
+    return version[0] * INDEX_RADIX + version[1]
+
+
+def unseq(value: Any) -> Version:
+    n = int(value)
+    return n // INDEX_RADIX, n % INDEX_RADIX
+
+
+def index_key(cluster: str, path: str) -> dict[str, str]:
+    parent, name = names.split_path(path)
+    return {names.INDEX_PK: names.index_partition(cluster, parent), names.INDEX_SK: name}
+
+
+def entry_to_item(entry: Entry, *, now_s: int) -> dict[str, Any]:
+    item: dict[str, Any] = {**index_key(entry.cluster, entry.path), "cluster": entry.cluster,
+                            "path": entry.path, "rev": entry.rev,
+                            "last_txid": entry.last[0], "last_index": entry.last[1],
+                            "deleted": entry.end is not None}
+    item.update({k: v for k, v in entry.values.items()})
+    item["versions"] = {k: seq(v) for k, v in entry.versions.items()}
+    if entry.landed:
+        item["landed"] = {k: seq(v) for k, v in entry.landed.items()}
+    if entry.born is not None:
+        item["born"] = seq(entry.born)
+    if entry.end is not None:
+        item["end"] = _end_to_map(entry.end)
+        item[names.TTL_ATTRIBUTE] = now_s + DELETE_MARKER_TTL_SECONDS
+    if entry.prev_ends:
+        item["prev_ends"] = [_end_to_map(e) for e in entry.prev_ends]
+    if entry.older:
+        item["older"] = [_life_to_map(life) for life in entry.older]
+    if entry.subtree_op is not None:
+        item["subtree_op"] = dict(entry.subtree_op)
+    return item
+
+
+def item_to_entry(item: Mapping[str, Any]) -> Entry:
+    versions = {k: unseq(v) for k, v in item.get("versions", {}).items()}
+    return Entry(
+        cluster=item["cluster"], path=item["path"],
+        values={k: _plain(item.get(k)) for k in versions if k in ATTRIBUTES},
+        versions=versions,
+        landed={k: unseq(v) for k, v in item.get("landed", {}).items()},
+        born=unseq(item["born"]) if "born" in item else None,
+        end=_map_to_end(item["end"]) if "end" in item else None,
+        prev_ends=tuple(_map_to_end(e) for e in item.get("prev_ends", [])),
+        older=tuple(_map_to_life(x) for x in item.get("older", [])),
+        last=(int(item.get("last_txid", -1)), int(item.get("last_index", -1))),
+        rev=int(item.get("rev", 0)),
+        subtree_op=_plain(item["subtree_op"]) if "subtree_op" in item else None,
+    )
+
+
+def _end_to_map(end: End) -> dict[str, Any]:
+    d: dict[str, Any] = {"at": seq(end.at), "moved_to": end.moved_to, "type": end.type}
+    if end.born is not None:
+        d["born"] = seq(end.born)
+    return d
+
+
+def _map_to_end(d: Mapping[str, Any]) -> End:
+    return End(born=unseq(d["born"]) if d.get("born") is not None else None, at=unseq(d["at"]),
+               moved_to=d.get("moved_to"), type=d.get("type"))
+
+
+def _life_to_map(life: Life) -> dict[str, Any]:
+    d: dict[str, Any] = {"values": dict(life.values),
+                         "versions": {k: seq(v) for k, v in life.versions.items()},
+                         "landed": {k: seq(v) for k, v in life.landed.items()}}
+    if life.born is not None:
+        d["born"] = seq(life.born)
+    return d
+
+
+def _map_to_life(d: Mapping[str, Any]) -> Life:
+    return Life(born=unseq(d["born"]) if d.get("born") is not None else None,
+                values={k: _plain(v) for k, v in d.get("values", {}).items()},
+                versions={k: unseq(v) for k, v in d.get("versions", {}).items()},
+                landed={k: unseq(v) for k, v in d.get("landed", {}).items()})
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers come back as Decimal; the index holds only whole numbers."""
+    if isinstance(value, Decimal):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+class DynamoIndexStore:
+    """IndexStore on the index table. Reads are strongly consistent: a subtree walk must see
+    the entries it has just written."""
+
+    def __init__(self, table: str, dynamodb: Any | None = None,
+                 clock: Any = time.time) -> None:
+        self.table, self.ddb, self.clock = table, dynamodb or client("dynamodb"), clock
+        self._ser, self._de = TypeSerializer(), TypeDeserializer()
+
+    def _to_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: self._ser.serialize(v) for k, v in item.items()}
+
+    def _from_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: self._de.deserialize(v) for k, v in item.items()}
+
+    def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
+        keys = {tuple(index_key(cluster, p).values()): p for p in paths}
+        wire_keys = [self._to_wire(dict(zip((names.INDEX_PK, names.INDEX_SK), k, strict=True)))
+                     for k in keys]
+        found: dict[str, Entry] = {}
+        for start in range(0, len(wire_keys), BATCH_GET_LIMIT):
+            request = {self.table: {"Keys": wire_keys[start:start + BATCH_GET_LIMIT],
+                                    "ConsistentRead": True}}
+            for attempt in range(8):
+                response = self.ddb.batch_get_item(RequestItems=request)
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    entry = item_to_entry(self._from_wire(raw))
+                    found[entry.path] = entry
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))  # throttled: back off, then retry
+            else:
+                raise RuntimeError(f"DynamoDB left {len(request)} keys unprocessed after retries")
+        return found
+
+    def put(self, entry: Entry, *, expected_rev: int) -> bool:
+        item = entry_to_item(entry, now_s=int(self.clock()))
+        if expected_rev == 0:
+            condition, values = "attribute_not_exists(#pk)", {}
+            attr_names = {"#pk": names.INDEX_PK}
+        else:
+            condition, values = "#rev = :rev", {":rev": {"N": str(expected_rev)}}
+            attr_names = {"#rev": "rev"}
+        try:
+            self.ddb.put_item(TableName=self.table, Item=self._to_wire(item),
+                              ConditionExpression=condition, ExpressionAttributeNames=attr_names,
+                              **({"ExpressionAttributeValues": values} if values else {}))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def children(self, cluster: str, parent: str, *, after: str | None,
+                 limit: int) -> list[Entry]:
+        expr = "#pk = :pk" + (" AND #sk > :after" if after is not None else "")
+        values = {":pk": {"S": names.index_partition(cluster, parent)}}
+        if after is not None:
+            values[":after"] = {"S": after}
+        response = self.ddb.query(
+            TableName=self.table, KeyConditionExpression=expr, ConsistentRead=True,
+            ExpressionAttributeNames={"#pk": names.INDEX_PK,
+                                      **({"#sk": names.INDEX_SK} if after is not None else {})},
+            ExpressionAttributeValues=values, Limit=limit,
+        )
+        return [item_to_entry(self._from_wire(raw)) for raw in response.get("Items", [])]

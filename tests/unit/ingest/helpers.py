@@ -1,0 +1,47 @@
+"""Building realistic messages: the real edit log translated and packed as the agent does."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+
+from hdfs_events.envelope import encode_message
+from hdfs_events.event import HdfsEvent
+from hdfs_events.ids import message_group_id
+from onprem_agent.editlog import read_ops
+from onprem_agent.translate import translate_ops
+from tests.conftest import EDITS_SAMPLE
+from tests.unit.ingest.lambda_events import Sent, from_wire
+
+
+def sample_events(cluster: str = "prod") -> list[HdfsEvent]:
+    return list(translate_ops(read_ops(EDITS_SAMPLE), cluster))
+
+
+def pack(events: Sequence[HdfsEvent], *, per_message: int = 1000, compress: bool = True,
+         strategy: str = "single", sent_ms: int = 1_421_135_900_000) -> list[Sent]:
+    """Consecutive events of one group per message, in order (the agent's packing)."""
+    out: list[Sent] = []
+    run: list[HdfsEvent] = []
+    group = None
+    for e in events:
+        g = message_group_id(e.cluster, e.path, strategy)
+        if run and (g != group or len(run) == per_message):
+            out.append(from_wire(encode_message(run, group_id=group, compress=compress),
+                                 sent_ms=sent_ms))
+            run = []
+        group = g
+        run.append(e)
+    if run:
+        out.append(from_wire(encode_message(run, group_id=group, compress=compress),
+                             sent_ms=sent_ms))
+    return out
+
+
+def lake_lines(body: bytes) -> list[str]:
+    return gzip.decompress(body).decode().splitlines()
+
+
+def lake_events(aws, prefix: str = "raw/") -> list[dict]:
+    return [json.loads(line) for key in aws.lake_keys(prefix) for line in lake_lines(aws.get(key))]

@@ -1,0 +1,73 @@
+"""SQS FIFO events exactly as Lambda's event source mapping delivers them (see the AWS Lambda
+developer guide, "Using Lambda with Amazon SQS", FIFO example)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import uuid
+from dataclasses import dataclass
+
+QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:hdfs-events.fifo"
+_sequence = itertools.count(18849496460467696128)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A message as the agent sent it (body, encoding, group, dedup id) and when."""
+
+    body: str
+    encoding: str | None
+    group_id: str
+    dedup_id: str
+    sent_ms: int = 1_700_000_000_000
+    message_id: str | None = None
+
+
+def from_wire(wire, sent_ms: int = 1_700_000_000_000, message_id: str | None = None) -> Sent:
+    return Sent(body=wire.body, encoding=wire.attributes["encoding"]["StringValue"],
+                group_id=wire.group_id, dedup_id=wire.dedup_id, sent_ms=sent_ms,
+                message_id=message_id)
+
+
+def record(sent: Sent, *, receive_count: int = 1) -> dict:
+    attrs = {}
+    if sent.encoding is not None:
+        attrs["encoding"] = {"stringValue": sent.encoding, "stringListValues": [],
+                             "binaryListValues": [], "dataType": "String"}
+    return {
+        "messageId": sent.message_id or str(uuid.uuid5(uuid.NAMESPACE_URL, sent.dedup_id)),
+        "receiptHandle": "AQEB" + uuid.uuid4().hex,
+        "body": sent.body,
+        "attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": str(sent.sent_ms),
+            "SequenceNumber": str(next(_sequence)),
+            "MessageGroupId": sent.group_id,
+            "SenderId": "AIDAIO23YVJENQZJOL4VO",
+            "MessageDeduplicationId": sent.dedup_id,
+            "ApproximateFirstReceiveTimestamp": str(sent.sent_ms + 25),
+        },
+        "messageAttributes": attrs,
+        "md5OfBody": hashlib.md5(sent.body.encode()).hexdigest(),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": QUEUE_ARN,
+        "awsRegion": "eu-west-1",
+    }
+
+
+def event(*sent: Sent, receive_count: int = 1) -> dict:
+    return {"Records": [record(s, receive_count=receive_count) for s in sent]}
+
+
+class Context:
+    function_name = "hdfs-events-ingest"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:hdfs-events-ingest"
+    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
+    log_group_name = "/aws/lambda/hdfs-events-ingest"
+    log_stream_name = "2026/11/21/[$LATEST]abc"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 600_000

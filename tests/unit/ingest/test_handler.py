@@ -1,0 +1,113 @@
+"""The Lambda end to end on moto in-process: the real edit log in, lake objects, index entries,
+log lines and EMF metrics out."""
+
+from __future__ import annotations
+
+import json
+
+from hdfs_events import names
+from hdfs_events.index_reader import IndexReader
+from lambdas.ingest import handler
+from tests.unit.ingest.conftest import TABLE, emf_documents, log_lines
+from tests.unit.ingest.helpers import lake_events, lake_lines, pack, sample_events
+from tests.unit.ingest.lambda_events import Context, event
+
+
+def test_real_edit_log_lands_in_lake_partitioned_by_namenode_time(aws, capsys) -> None:
+    events = sample_events()
+    sent = pack(events, per_message=10)
+    response = handler.handler(event(*sent), Context())
+    assert response == {"batchItemFailures": []}
+    keys = aws.lake_keys("raw/")
+    # 2015-01-13 07:56:40 UTC .. 07:56:52: one hour partition, one object per message.
+    assert all(k.startswith("raw/cluster=prod/dt=2015-01-13/hour=07/") for k in keys), keys
+    assert sorted(k.rsplit("/", 1)[1] for k in keys) == sorted(
+        f"{s.dedup_id}.jsonl.gz" for s in sent)
+    lines = sorted(lake_events(aws), key=lambda d: (d["txid"], d["index"]))
+    assert [json.dumps(d, separators=(",", ":"), ensure_ascii=False) for d in lines] == [
+        e.to_json() for e in events]
+
+
+def test_each_line_is_exactly_the_canonical_event(aws) -> None:
+    events = sample_events()
+    sent = pack(events[:5], per_message=5)
+    handler.handler(event(*sent), Context())
+    (key,) = aws.lake_keys("raw/")
+    assert lake_lines(aws.get(key)) == [e.to_json() for e in events[:5]]
+
+
+def test_metrics_are_emf_per_cluster_and_type_with_lag(aws, capsys) -> None:
+    events = sample_events()
+    handler.handler(event(*pack(events, per_message=10)), Context())
+    docs = emf_documents(capsys.readouterr().out)
+    main = [d for d in docs if names.METRIC_MESSAGES in d]
+    assert len(main) == 1
+    doc = main[0]
+    assert doc[names.DIMENSION_CLUSTER] == "prod"
+    directive = doc["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == names.METRICS_NAMESPACE
+    assert [names.DIMENSION_CLUSTER] in directive["Dimensions"]
+    assert doc[names.METRIC_MESSAGES] == [4.0]
+    assert doc[names.METRIC_EVENTS] == [float(len(events))]
+    lags = doc[names.METRIC_INGEST_LAG_MS]
+    assert len(lags) == sum(e.timestamp is not None for e in events)
+    assert min(lags) > 0  # the sample is from 2015
+    by_type = {d["Type"]: d[names.METRIC_EVENTS] for d in docs if "Type" in d}
+    assert by_type["CREATE"] == [float(sum(e.type == "CREATE" for e in events))]
+    assert by_type["METADATA"] == [float(sum(e.type == "METADATA" for e in events))]
+
+
+def test_log_mode_all_logs_one_line_per_event_with_its_key(aws, capsys, logs) -> None:
+    events = sample_events()
+    handler.handler(event(*pack(events, per_message=10)), Context())
+    lines = [r for r in log_lines(capsys.readouterr().out) if r.get("message") == "hdfs event"]
+    assert len(lines) == len(events)
+    rename = next(r for r in lines if r["type"] == "RENAME")
+    assert (rename["cluster"], rename["txid"], rename["index"], rename["path"],
+            rename["dst_path"]) == ("prod", 7, 0, "/file_create", "/file_moved")
+
+
+def test_log_mode_mutations_drops_times_and_summary_logs_one_line(aws, capsys, logs,
+                                                                  monkeypatch) -> None:
+    events = sample_events()
+    monkeypatch.setenv(names.ENV_LOG_MODE, "mutations")
+    handler.consumer.cache_clear()
+    handler.handler(event(*pack(events, per_message=100)), Context())
+    lines = [r for r in log_lines(capsys.readouterr().out) if r.get("message") == "hdfs event"]
+    assert len(lines) == len(events) - 1  # one METADATA TIMES in the sample
+    assert not any(r.get("metadata_type") == "TIMES" for r in lines)
+    monkeypatch.setenv(names.ENV_LOG_MODE, "summary")
+    handler.consumer.cache_clear()
+    handler.handler(event(*pack(events, per_message=100)), Context())
+    out = log_lines(capsys.readouterr().out)
+    assert not [r for r in out if r.get("message") == "hdfs event"]
+    (summary,) = [r for r in out if r.get("message") == "hdfs events"]
+    assert summary["events"] == len(events) and summary["types"]["CREATE"] == 9
+
+
+def test_redelivery_overwrites_the_same_object_and_leaves_the_index_unchanged(aws) -> None:
+    sent = pack(sample_events(), per_message=8)
+    handler.handler(event(*sent), Context())
+    objects = {k: aws.get(k) for k in aws.lake_keys()}
+    items = sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"]))
+    handler.handler(event(*sent, receive_count=2), Context())
+    assert {k: aws.get(k) for k in aws.lake_keys()} == objects
+    assert sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"])) == items
+
+
+def test_index_holds_the_sample_namespace(aws) -> None:
+    handler.handler(event(*pack(sample_events(), per_message=10)), Context())
+    reader = IndexReader(TABLE, "prod")
+    listing = {e.name: e for e in reader.ls("/")}
+    # Renamed twice to /file_moved (deleted in between), created again, concat sources gone.
+    assert set(listing) == {"directory_mkdir", "file_concat_target", "file_create",
+                            "file_moved", "file_symlink", "hard-lease-recovery-test"}
+    assert listing["file_moved"].perms is not None  # carried over from /file_create
+    assert listing["file_create"].size == 512  # created, closed at 1024, truncated to 512
+    assert listing["directory_mkdir"].type == "DIRECTORY"
+    assert listing["file_symlink"].type == "SYMLINK"
+    # CLOSE after concat reports -1: the index says "unknown", not -1.
+    assert listing["file_concat_target"].size is None
+    source = reader.stat("/file_concat_0")
+    assert source is not None and source.deleted
+    assert reader.stat("/never_there") is None
