@@ -96,7 +96,10 @@ class Pipeline:
         drained = False
         try:
             if not isinstance(error, PermanentSendError):
-                drained = self._drain()
+                # At the end of the input wait as long as it takes; when told to stop or after
+                # an error, only as long as configured.
+                drained = self._drain(None if error is None and not stop.is_set() else
+                                      self.config.sending.shutdown_timeout_ms / 1000)
         except PermanentSendError as exc:
             error = error or exc
         finally:
@@ -154,16 +157,15 @@ class Pipeline:
                 if acks:
                     self._apply_acks()
 
-    def _drain(self) -> bool:
+    def _drain(self, timeout: float | None) -> bool:
         with self._lock:
             for message in self.packer.drain():
                 self._sender.enqueue(message)
-        timeout = self.config.sending.shutdown_timeout_ms / 1000
         drained = self._sender.flush(timeout)
         if not drained:
             log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
                         "checkpoint stays below them and they are sent again on restart",
-                        timeout)
+                        timeout or 0)
         return drained
 
     def _on_ack(self, message: PackedMessage) -> None:
@@ -189,7 +191,9 @@ class Pipeline:
                 with self._lock:
                     self._apply_acks()
                     deadline = self.packer.next_deadline()
-                    if deadline is not None and deadline <= now:
+                    # Under backpressure an early seal would not go out any sooner; letting
+                    # the message grow instead keeps messages full when SQS is the bottleneck.
+                    if deadline is not None and deadline <= now and self._sender.has_capacity():
                         for message in self.packer.expired(now):
                             self._sender.enqueue(message)
                         deadline = self.packer.next_deadline()
@@ -198,6 +202,8 @@ class Pipeline:
                     next_save = now + interval
                 if self._progress is not None:
                     self._progress.update(self.snapshot())
+                if deadline is not None and deadline <= now:
+                    deadline = now + 0.05  # held back by backpressure: look again shortly
                 wake = next_save if deadline is None else min(next_save, deadline)
                 if done.wait(max(0.005, min(wake - self._clock(), 0.5))):
                     return

@@ -63,6 +63,8 @@ class Sender(Protocol):
 
     def wait_for_capacity(self, stop: threading.Event | None = None) -> None: ...
 
+    def has_capacity(self) -> bool: ...
+
     def enqueue(self, message: PackedMessage) -> None: ...
 
     def flush(self, timeout: float | None = None) -> bool: ...
@@ -92,6 +94,9 @@ class NoopSender:
 
     def wait_for_capacity(self, stop: threading.Event | None = None) -> None:
         return None
+
+    def has_capacity(self) -> bool:
+        return True
 
     def enqueue(self, message: PackedMessage) -> None:
         self.stats.messages += 1
@@ -159,6 +164,9 @@ class SqsSender:
     @property
     def pending(self) -> int:
         return self._pending
+
+    def has_capacity(self) -> bool:
+        return self._pending < self._max_pending
 
     def wait_for_capacity(self, stop: threading.Event | None = None) -> None:
         if self._pending < self._max_pending and self._error is None:
@@ -287,7 +295,13 @@ class SqsSender:
 
     def _classify_call_error(self, exc: Exception) -> str:
         """The reason to retry a whole failed call; raises PermanentSendError if none can help."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            NoCredentialsError,
+            NoRegionError,
+            ParamValidationError,
+        )
 
         if isinstance(exc, ClientError):
             error = exc.response.get("Error", {})
@@ -297,8 +311,11 @@ class SqsSender:
                 return f"{code} (HTTP {status})"
             raise PermanentSendError(f"SQS refused SendMessageBatch on queue {self.queue_url}: "
                                      f"{code}: {error.get('Message', '')}") from exc
+        if isinstance(exc, NoCredentialsError | NoRegionError | ParamValidationError):
+            raise PermanentSendError(f"SQS queue {self.queue_url}: {exc} (credentials and "
+                                     "region come from the standard AWS chain)") from exc
         if isinstance(exc, BotoCoreError | OSError):
-            return type(exc).__name__
+            return type(exc).__name__  # connection errors and the like: worth another try
         raise exc
 
     def _settle(self, batch: list[PackedMessage], acked: list[PackedMessage],

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from botocore.exceptions import BotoCoreError
+
 from onprem_agent.checkpoint import CheckpointError, CheckpointStore, open_checkpoint_store
 from onprem_agent.config import AgentConfig, ConfigError, load_config
 from onprem_agent.editlog import EditLogError, read_ops
@@ -92,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
                   "checkpointed): %s", exc)
     except CheckpointError as exc:
         log.error("stopped: %s", exc)
+    except BotoCoreError as exc:  # e.g. no region: before anything was sent
+        log.error("stopped: AWS: %s (credentials, region and endpoint come from the standard "
+                  "AWS chain: AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL)", exc)
     return 1
 
 
@@ -117,7 +122,7 @@ def replay(config: AgentConfig, files: Sequence[Path], *, stop: threading.Event,
         log.warning("ops this translator does not know yielded no event: %s", listed)
     log.info("%s: %d events read, %d filtered out, %d sent in %d messages (%d billed 64 KiB "
              "requests) in %.1f s; checkpoint txid %s",
-             "stopped" if stop.is_set() else "done", result.events_read,
+             "done" if result.drained and not stop.is_set() else "stopped", result.events_read,
              result.events_filtered, result.events_sent, result.messages,
              result.billed_requests, took, result.checkpoint_txid)
     return 0

@@ -1,0 +1,126 @@
+"""`replay` against moto server over HTTP: order, completeness, dedup ids, signals, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import boto3
+
+from bench.workload import write_edit_log
+from hdfs_events.ids import message_group_id
+from onprem_agent.commands.replay import replay
+from onprem_agent.config import load_config
+
+from .conftest import REPO, Drainer, check_delivery, create_fifo_queue, source_events
+
+AGENT = [sys.executable, "-m", "onprem_agent.cli", "replay"]
+
+
+def agent_env(endpoint: str) -> dict[str, str]:
+    return {**os.environ, "AWS_ENDPOINT_URL": endpoint, "PYTHONPATH": str(REPO)}
+
+
+def test_every_event_arrives_once_in_group_order(moto_endpoint: str, tmp_path: Path,
+                                                 agent_toml) -> None:
+    edits = tmp_path / "edits.xml"
+    write_edit_log(edits, ops=8000, seed=3)
+    url = create_fifo_queue()
+    # Small messages: many messages per group, so order across messages is exercised.
+    config = load_config(agent_toml(url, max_message_bytes=2048, linger_ms=50))
+    with Drainer(url) as drainer:
+        assert replay(config, [edits], stop=threading.Event()) == 0
+        received = drainer.finish()
+    expected = source_events(edits, "c1")
+    assert len(received) > 50
+    dups = check_delivery(received, expected,
+                          lambda e: message_group_id("c1", e.path, "prefix:2"))
+    assert dups == 0
+    saved = json.loads((tmp_path / "checkpoint.json").read_text())["txid"]
+    assert saved == 8000  # the last op of the log, though it yields no event
+
+
+def test_a_resent_message_keeps_its_dedup_id_across_a_restart(
+        moto_endpoint: str, tmp_path: Path, agent_toml, edits_sample: Path) -> None:
+    url = create_fifo_queue()
+    toml = agent_toml(url, max_message_bytes=1024, linger_ms=60_000)
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    sqs = boto3.client("sqs")
+    count = int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"])
+    # A crash before the checkpoint was written: the restart sends the same events again.
+    (tmp_path / "checkpoint.json").unlink()
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    drainer = Drainer(url)
+    received = drainer.finish()
+    # Same events, same messages, same ids: SQS dropped every re-sent copy.
+    assert len(received) == count > 5
+    assert len({r.dedup_id for r in received}) == count
+    check_delivery(received, source_events(edits_sample, "c1"),
+                   lambda e: message_group_id("c1", e.path, "prefix:2"))
+
+
+def test_sigterm_flushes_saves_and_exits_0_then_restart_finishes(
+        moto_endpoint: str, tmp_path: Path, agent_toml) -> None:
+    edits = tmp_path / "edits.xml"
+    write_edit_log(edits, ops=60_000, seed=4)
+    url = create_fifo_queue()
+    toml = agent_toml(url)
+    env = agent_env(moto_endpoint)
+    checkpoint = tmp_path / "checkpoint.json"
+    with Drainer(url) as drainer:
+        proc = subprocess.Popen([*AGENT, "--config", str(toml), "--edits", str(edits)],
+                                env=env, stderr=subprocess.PIPE, text=True)
+        # Wait for the first checkpoint, then stop it mid-way.
+        while not checkpoint.exists() and proc.poll() is None:
+            threading.Event().wait(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "SIGTERM" in err
+        first = json.loads(checkpoint.read_text())["txid"]
+        restart = subprocess.run([*AGENT, "--config", str(toml), "--edits", str(edits)],
+                                 env=env, capture_output=True, text=True, timeout=300)
+        assert restart.returncode == 0, restart.stderr
+        assert f"after txid {first}" in restart.stderr
+        received = drainer.finish()
+    assert json.loads(checkpoint.read_text())["txid"] == 60_000
+    check_delivery(received, source_events(edits, "c1"),
+                   lambda e: message_group_id("c1", e.path, "prefix:2"))
+
+
+def test_a_missing_queue_stops_with_one_clear_line_and_exit_1(
+        moto_endpoint: str, tmp_path: Path, agent_toml, edits_sample: Path) -> None:
+    url = f"{moto_endpoint}/123456789012/missing.fifo"
+    proc = subprocess.run([*AGENT, "--config", str(agent_toml(url)), "--edits",
+                           str(edits_sample)], env=agent_env(moto_endpoint),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "NonExistentQueue" in errors[0] and url in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Only the leading ops without events may have been passed, never an unsent event.
+    first_event = source_events(edits_sample, "c1")[0].txid
+    checkpoint = tmp_path / "checkpoint.json"
+    assert not checkpoint.exists() or json.loads(checkpoint.read_text())["txid"] < first_event
+
+
+def test_a_config_error_names_key_and_file_and_exits_2(tmp_path: Path, agent_toml,
+                                                       edits_sample: Path) -> None:
+    toml = agent_toml("https://sqs.eu-west-1.amazonaws.com/1/q.fifo",
+                      max_message_bytes=2_000_000)
+    proc = subprocess.run([*AGENT, "--config", str(toml), "--edits", str(edits_sample)],
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "agent.toml: [packing] max_message_bytes: must be <= 1048576" in proc.stderr
+    flag = subprocess.run([*AGENT, "--config", str(toml), "--edits", str(edits_sample),
+                           "--group-by", "nope", "--max-message-bytes", "65536"],
+                          env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=60)
+    assert flag.returncode == 2 and "[packing] group_by" in flag.stderr
