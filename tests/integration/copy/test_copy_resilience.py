@@ -31,7 +31,7 @@ def copied(world: CopyWorld) -> dict[str, bytes]:
 def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_timeout(
         world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(pause_s=5)  # the copy takes > visibility_timeout_s (3 s)
+    world.tell_hadoop(pause_s=6)  # the copy takes > visibility_timeout_s (4 s)
     world.send(request("long-1"))
     seen_by_others: list[dict] = []
     stop = threading.Event()
@@ -42,7 +42,7 @@ def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_ti
                 QueueUrl=world.queue_url, WaitTimeSeconds=1).get("Messages", []))
 
     spy = threading.Thread(target=second_consumer)
-    with world.running_worker(visibility_timeout_s=3, heartbeat_s=1) as worker:
+    with world.running_worker(visibility_timeout_s=4, heartbeat_s=1) as worker:
         wait_for(lambda: (world.item("long-1") or {}).get("state") == "running", 30, worker)
         spy.start()  # only now: before, the spy could take the message from the worker
         try:
@@ -54,7 +54,7 @@ def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_ti
     assert seen_by_others == []
     assert len(world.invocations()) == 1
     assert world.item("long-1")["attempts"] == 1
-    assert world.item("long-1")["duration_ms"] >= 5000
+    assert world.item("long-1")["duration_ms"] >= 6000
     assert copied(world) == FILES
 
 
