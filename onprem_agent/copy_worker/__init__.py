@@ -2,6 +2,7 @@
 
 settings   the agent config's [copy] section, checked (errors name the key and the file)
 allowlist  the deployment's allow-lists applied to a contract-valid request
+failures   Rejected (never retried) and CopyFailed (retried with backoff, then the DLQ)
 listing    S3 source listing (boto3) and HDFS destination listing (`hadoop fs -ls -R`)
 plan       pure: what to copy, what to exclude, and the verification of the result
 distcp     runs the configured distcp command as an argument list, with a timeout
