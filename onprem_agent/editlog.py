@@ -78,6 +78,8 @@ _set_element = _LazyEditOp.__dict__["_element"].__set__
 
 
 _CHUNK = 1 << 20
+# How oev starts every record; group 2 starts the DATA element.
+_HEAD = re.compile(rb"<RECORD>\s*<OPCODE>([A-Z0-9_]+)</OPCODE>\s*(<DATA>)\s*<TXID>([0-9]+)</TXID>")
 _PROLOG = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml\s[^>]*\?>)?\s*<EDITS>")
 _ENCODING = re.compile(rb"encoding\s*=\s*[\"']([^\"']*)[\"']")
 
@@ -124,17 +126,16 @@ class _OevReader:
         base, pos, eof = 0, prolog.end(), False  # base: stream offset of buf[0]
         while True:
             # Every complete record of the buffer that ends before any malformation.
-            while (start := buf.find(b"<RECORD>", pos)) >= 0 and (
+            while (start := buf.find(b"<RECORD", pos)) >= 0 and (
                     end := buf.find(b"</RECORD>", start)) >= 0:
                 end += 9
                 if self.error and base + end > self.error[0]:
                     self.raise_error()
-                if buf.find(b"<RECORD", pos, start) >= 0 or buf.find(b"<RECORD", start + 8,
-                                                                       end) >= 0:
+                if buf[start + 7] != 62 or buf.find(b"<RECORD", start + 8, end) >= 0:  # 62: ">"
                     # <RECORD a="1"> or </RECORD >: well-formed, but not for byte cutting.
                     yield from self.fall_back(buf, pos, read)
                     return
-                yield self.op(buf[start:end])
+                yield self.op(buf, start, end)
                 pos = end
             if self.error:  # it lies before the end of the next record
                 self.raise_error()
@@ -161,22 +162,17 @@ class _OevReader:
         self.lines += buf.count(b"\n", 0, pos)
         yield from self.tree_ops(buf[pos:], read, synthetic_root=True)
 
-    def op(self, record: bytes) -> EditOp:
-        o = record.find(b"<OPCODE>")
-        oe = record.find(b"</OPCODE>", o)
-        t = record.find(b"<TXID>", oe)
-        te = record.find(b"</TXID>", t)
-        d = record.find(b"<DATA>", oe)
-        de = record.rfind(b"</DATA>")
-        if o >= 0 and oe >= 0 and t >= 0 and te >= 0 and 0 <= d < t and de > te:
-            opcode = record[o + 8:oe]
-            txid = record[t + 6:te]
-            # Digits and a plain opcode: anything else (entities, spaces) needs the full parser.
-            if txid.isdigit() and opcode.isupper() and b"&" not in opcode:
-                op = _LazyEditOp(opcode.decode("ascii"), int(txid), record[d:de + 7])
+    def op(self, buf: bytes, start: int, end: int) -> EditOp:
+        head = _HEAD.match(buf, start, end)
+        if head is not None:
+            data_end = buf.rfind(b"</DATA>", head.end(), end)
+            if data_end >= 0:
+                op = _LazyEditOp(head.group(1).decode("ascii"), int(head.group(3)),
+                                 buf[head.start(2):data_end + 7])
                 self.last_txid = op.txid
                 return op
-        op = _record_to_op(ET.fromstring(record), self.label, self.last_txid)
+        # Not laid out as oev lays records out (entities, other order): the full parser.
+        op = _record_to_op(ET.fromstring(buf[start:end]), self.label, self.last_txid)
         self.last_txid = op.txid
         return op
 
