@@ -2,8 +2,9 @@
 
 submit validates a copy request exactly as the worker will (hdfs_events.copy_request), records
 it as `requested` in the transfers table when one is named, and sends it to the copy-request
-FIFO queue: group = destination (requests for one directory run one after another), dedup id =
-request_id. status reads the request's item from the transfers table.
+queue (standard, as the CDK app makes it, or FIFO: then group = destination, so requests for one
+directory run one after another, and dedup id = request_id). status reads the request's item
+from the transfers table.
 
 Queue URL and table name are flags (the CDK app prints both as outputs); AWS access comes from
 the standard chain.
@@ -39,7 +40,7 @@ PROG = "hdfs-events copy"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     submit = sub.add_parser("submit", help="validate and send one copy request")
-    submit.add_argument("--queue-url", required=True, help="the copy-request FIFO queue")
+    submit.add_argument("--queue-url", required=True, help="the copy-request queue")
     submit.add_argument("--transfers-table", metavar="TABLE",
                         help="record the request as `requested` in this table first")
     submit.add_argument("--request", metavar="FILE",
@@ -98,10 +99,8 @@ def _submit(args: argparse.Namespace) -> int:
                 print(f"{PROG} submit: {request.request_id} is already {state}; not sent "
                       "(use a new --request-id to copy again)", file=sys.stderr)
                 return 1 if state == TransferState.REJECTED else 0
-        response = boto3.client("sqs").send_message(
-            QueueUrl=args.queue_url, MessageBody=request.to_json(),
-            MessageGroupId=request.message_group_id,
-            MessageDeduplicationId=request.deduplication_id)
+        response = boto3.client("sqs").send_message(**send_message_args(args.queue_url,
+                                                                       request))
     except _RequestIdTaken as exc:
         print(f"{PROG} submit: {exc}", file=sys.stderr)
         return 1
@@ -112,6 +111,17 @@ def _submit(args: argparse.Namespace) -> int:
                       "source": request.source.uri, "destination": request.destination,
                       "mode": str(request.mode)}))
     return 0
+
+
+def send_message_args(queue_url: str, request: CopyRequest) -> dict[str, str]:
+    """SendMessage arguments for a standard or a FIFO queue (".fifo" names, as SQS requires):
+    only FIFO queues take a group (one destination at a time) and a deduplication id; on a
+    standard queue the transfers table alone makes a duplicate delivery harmless."""
+    kwargs = {"QueueUrl": queue_url, "MessageBody": request.to_json()}
+    if queue_url.rstrip("/").endswith(".fifo"):
+        kwargs.update(MessageGroupId=request.message_group_id,
+                      MessageDeduplicationId=request.deduplication_id)
+    return kwargs
 
 
 def _build_request(args: argparse.Namespace) -> CopyRequest:

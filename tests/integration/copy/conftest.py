@@ -78,11 +78,8 @@ class CopyWorld:
         raw = self.ddb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
         return [{k: d.deserialize(v) for k, v in item.items()} for item in raw]
 
-    def send(self, body: str, group: str = "g", dedup: str | None = None) -> str:
-        return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body,
-                                     MessageGroupId=group,
-                                     MessageDeduplicationId=dedup or os.urandom(8).hex()
-                                     )["MessageId"]
+    def send(self, body: str) -> str:
+        return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body)["MessageId"]
 
     def queue_depth(self, url: str) -> int:
         attrs = self.sqs.get_queue_attributes(
@@ -205,12 +202,11 @@ def world(moto_endpoint: str, standin_hadoop: Path, tmp_path: Path) -> CopyWorld
     for bucket in (BUCKET, OTHER_BUCKET):
         s3.create_bucket(Bucket=bucket,
                          CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    dlq_url = sqs.create_queue(QueueName="copy-requests-dlq.fifo",
-                               Attributes={"FifoQueue": "true"})["QueueUrl"]
+    # Standard queues, as stacks/queues.py deploys them (the worker works on FIFO ones too).
+    dlq_url = sqs.create_queue(QueueName="copy-requests-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
-    queue_url = sqs.create_queue(QueueName="copy-requests.fifo", Attributes={
-        "FifoQueue": "true",
+    queue_url = sqs.create_queue(QueueName="copy-requests", Attributes={
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3}),
     })["QueueUrl"]
     ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",

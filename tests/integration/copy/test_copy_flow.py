@@ -148,17 +148,21 @@ def test_manifest_from_listing_and_resubmission_of_a_finished_request(
     assert len(json.loads(status["request"])["manifest"]) == len(FILES)
 
 
-def test_submit_from_a_request_file_and_status_of_an_unknown_id(
+def test_submit_from_a_request_file_to_a_fifo_queue_and_status_of_an_unknown_id(
         world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo_url = world.sqs.create_queue(QueueName="copy-requests.fifo",
+                                      Attributes={"FifoQueue": "true"})["QueueUrl"]
     path = world.tmp / "request.json"
     path.write_text(json.dumps({"v": 1, "request_id": "f-1", "mode": "update",
                                 "source": f"s3://{BUCKET}/exports/f/",
                                 "destination": "/data/imports/f"}))
-    sent = submit(world, capsys, "--request", str(path))
-    assert sent["request_id"] == "f-1"
-    [message] = world.sqs.receive_message(QueueUrl=world.queue_url,
+    code = cloud_cli(["copy", "submit", "--queue-url", fifo_url, "--request", str(path)])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["request_id"] == "f-1"
+    [message] = world.sqs.receive_message(QueueUrl=fifo_url,
                                           AttributeNames=["All"])["Messages"]
     assert message["Attributes"]["MessageDeduplicationId"] == "f-1"
+    assert message["Attributes"]["MessageGroupId"].startswith("copy:/data/imports/f")
     assert cloud_cli(["copy", "status", "nope", "--transfers-table", TABLE]) == 1
     assert "no request 'nope'" in capsys.readouterr().err
 

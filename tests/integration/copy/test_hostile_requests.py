@@ -84,7 +84,7 @@ HOSTILE = [
 
 def test_hostile_requests_are_rejected_with_reasons_and_nothing_runs(world: CopyWorld) -> None:
     world.put_dataset("exports/ok/", {"part-0": b"abcd"})
-    sent = {case: world.send(text, group=case) for case, text, _ in HOSTILE}
+    sent = {case: world.send(text) for case, text, _ in HOSTILE}
 
     world.run_until_idle(max_objects=50, max_bytes=10**9)
 
