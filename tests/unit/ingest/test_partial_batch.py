@@ -1,0 +1,84 @@
+"""Transient AWS errors fail only the record (and, FIFO, the rest of its group); SQS redelivers
+it, and the retry completes what the failure left."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from lambdas.ingest import handler
+from tests.unit.ingest.helpers import lake_events, pack
+from tests.unit.ingest.lambda_events import Context, event, record
+
+
+def _events(prefix: str, first_txid: int) -> list[HdfsEvent]:
+    return [HdfsEvent(cluster="prod", txid=first_txid + i, index=0, type=EventType.CREATE,
+                      path=f"{prefix}/f{i}", timestamp=1_700_000_000_000 + i,
+                      inode_type=INodeType.FILE, ctime=1_700_000_000_000, owner="etl",
+                      group="etl", perms="0644", replication=3)
+            for i in range(3)]
+
+
+def _batch():
+    """A1 (group /a), B1 (group /b), A2 (group /a): the order Lambda may deliver them in."""
+    a1 = pack(_events("/a", 10), strategy="prefix:1")[0]
+    b1 = pack(_events("/b", 20), strategy="prefix:1")[0]
+    a2 = pack(_events("/a", 30), strategy="prefix:1")[0]
+    assert a1.group_id == a2.group_id != b1.group_id
+    return a1, b1, a2
+
+
+def _ids(response) -> list[str]:
+    return [f["itemIdentifier"] for f in response["batchItemFailures"]]
+
+
+def _throttle_s3(dedup_id: str):
+    def hook(params, **_):
+        if dedup_id in params["Key"]:
+            raise ClientError({"Error": {"Code": "SlowDown", "Message": "Reduce your rate"},
+                               "ResponseMetadata": {"HTTPStatusCode": 503}}, "PutObject")
+    return hook
+
+
+@pytest.mark.parametrize("error", ["s3-503", "ddb-throttle", "connection"])
+def test_transient_error_fails_its_record_and_the_rest_of_its_group(aws, error) -> None:
+    a1, b1, a2 = _batch()
+    consumer = handler.consumer()
+    if error == "s3-503":
+        consumer.lake.s3.meta.events.register("before-parameter-build.s3.PutObject",
+                                              _throttle_s3(a1.dedup_id))
+    elif error == "ddb-throttle":
+        def hook(params, **_):
+            if params["Item"]["path"]["S"].startswith("/a/"):
+                raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException",
+                                             "Message": "Rate exceeded"},
+                                   "ResponseMetadata": {"HTTPStatusCode": 400}}, "PutItem")
+        consumer.index.store.ddb.meta.events.register("before-parameter-build.dynamodb.PutItem", hook)
+    else:
+        def hook(params, **_):
+            if a1.dedup_id in params["Key"]:
+                raise EndpointConnectionError(endpoint_url="https://s3.eu-west-1.amazonaws.com")
+        consumer.lake.s3.meta.events.register("before-parameter-build.s3.PutObject", hook)
+    batch = event(a1, b1, a2)
+    response = handler.handler(batch, Context())
+    records = batch["Records"]
+    assert _ids(response) == [records[0]["messageId"], records[2]["messageId"]]
+    assert {e["txid"] for e in lake_events(aws)} >= {20, 21, 22}  # group /b went through
+    assert not {30, 31, 32} & {e["txid"] for e in lake_events(aws)}  # A2 waited for A1
+
+    # SQS makes A1 and A2 visible again; the fault has passed.
+    handler.consumer.cache_clear()
+    retry = {"Records": [record(a1, receive_count=2), record(a2, receive_count=2)]}
+    assert _ids(handler.handler(retry, Context())) == []
+    txids = sorted(e["txid"] for e in lake_events(aws))
+    assert txids == [10, 11, 12, 20, 21, 22, 30, 31, 32]  # each once
+
+
+def test_a_handler_exception_is_not_swallowed_when_every_record_fails(aws) -> None:
+    a1, _, a2 = _batch()
+    handler.consumer().lake.s3.meta.events.register("before-parameter-build.s3.PutObject",
+                                                    _throttle_s3(a1.dedup_id))
+    # Powertools raises when the whole batch failed: Lambda then retries all of it.
+    with pytest.raises(Exception, match="All records failed"):
+        handler.handler(event(a1, a2), Context())

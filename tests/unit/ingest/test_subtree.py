@@ -1,0 +1,140 @@
+"""Directory RENAME and UNLINK on DynamoDB (moto): whole subtrees, larger than one invocation,
+continued through messages on the FIFO queue, marked in progress until done."""
+
+from __future__ import annotations
+
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.index_reader import IndexReader
+from lambdas.ingest import handler
+from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
+from lambdas.ingest.index_model import End, Entry, Life
+from lambdas.local_runner import lambda_record
+from tests.unit.ingest.conftest import TABLE
+from tests.unit.ingest.helpers import pack
+from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
+
+T0 = 1_700_000_000_000
+
+
+class Log:
+    def __init__(self) -> None:
+        self.txid, self.events = 1000, []
+
+    def add(self, type_: EventType, path: str, **kw) -> None:
+        self.txid += 1
+        self.events.append(HdfsEvent(cluster="prod", txid=self.txid, index=0, type=type_,
+                                     path=path, timestamp=T0 + self.txid, **kw))
+
+    def mkdir(self, path: str) -> None:
+        self.add(EventType.CREATE, path, inode_type=INodeType.DIRECTORY, ctime=T0,
+                 owner="etl", group="etl", perms="0755")
+
+    def file(self, path: str, size: int) -> None:
+        self.add(EventType.CREATE, path, inode_type=INodeType.FILE, ctime=T0, owner="etl",
+                 group="etl", perms="0644", replication=3)
+        self.add(EventType.CLOSE, path, size=size)
+
+
+def tree() -> Log:
+    log = Log()
+    log.mkdir("/data")
+    log.mkdir("/data/d")
+    for i in range(12):
+        log.file(f"/data/d/f{i:02d}", 100 + i)
+    log.mkdir("/data/d/sub")
+    for i in range(5):
+        log.file(f"/data/d/sub/g{i}", 200 + i)
+    return log
+
+
+def drain(aws, budget: int, max_rounds: int = 100) -> int:
+    """Delivers the continuation messages the handler sent, as Lambda would, until none."""
+    rounds = 0
+    for rounds in range(1, max_rounds + 1):
+        got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10,
+                                      MessageSystemAttributeNames=["All"],
+                                      MessageAttributeNames=["All"]).get("Messages", [])
+        if not got:
+            return rounds - 1
+        records = [lambda_record(m, queue_arn=QUEUE_ARN, region="eu-west-1") for m in got]
+        handler.consumer().index.subtree_budget = budget
+        assert handler.handler({"Records": records}, Context()) == {"batchItemFailures": []}
+        aws.sqs.delete_message_batch(QueueUrl=aws.queue_url, Entries=[
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)])
+    raise AssertionError("continuations did not finish")
+
+
+def ingest(*logs: list[HdfsEvent], budget: int) -> None:
+    handler.consumer().index.subtree_budget = budget
+    sent = [s for events in logs for s in pack(events, per_message=50)]
+    assert handler.handler(event(*sent), Context()) == {"batchItemFailures": []}
+
+
+def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -> None:
+    log = tree()
+    ingest(log.events, budget=1000)
+    log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
+    ingest(log.events[-1:], budget=4)
+    reader = IndexReader(TABLE, "prod")
+    moving = reader.stat("/data/e")
+    assert moving is not None and moving.in_progress  # marked while half-moved
+    assert moving.in_progress[0]["op"] == "RENAME"
+    assert reader.stat("/data/e/f00").in_progress
+    assert reader.ls("/data/d")  # what has not moved yet is still at the source
+    rounds = drain(aws, budget=4)
+    assert rounds >= 3  # 19 children at 4 per invocation
+    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(12)] + ["sub"]
+    assert {e.name: e.size for e in reader.ls("/data/e/sub")} == {
+        f"g{i}": 200 + i for i in range(5)}
+    assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
+    assert reader.stat("/data/d").deleted and reader.stat("/data/d").moved_to == "/data/e"
+    assert not reader.stat("/data/e").in_progress  # marker cleared at the end
+    assert not reader.stat("/data/e/sub/g3").in_progress
+
+
+def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) -> None:
+    log = tree()
+    ingest(log.events, budget=1000)
+    log.add(EventType.UNLINK, "/data/d")
+    ingest(log.events[-1:], budget=5)
+    drain(aws, budget=5)
+    reader = IndexReader(TABLE, "prod")
+    assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
+    markers = reader.ls("/data/d", include_deleted=True)
+    assert len(markers) == 13 and all(m.deleted for m in markers)
+    assert [e.name for e in reader.ls("/data")] == []
+    items = aws.index_items()
+    assert all("expires_at" in i for i in items if i["deleted"]["BOOL"])
+
+
+def test_create_under_renamed_directory_before_the_continuation_finishes(aws) -> None:
+    log = tree()
+    ingest(log.events, budget=1000)
+    log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
+    rename = log.events[-1:]
+    log.file("/data/e/f03", 999)  # overwrites a file the walk has not moved yet
+    log.file("/data/e/new", 7)
+    log.add(EventType.UNLINK, "/data/e/f05")
+    later = log.events[-5:]
+    ingest(rename, budget=2)
+    ingest(later, budget=2)  # another group, processed before the continuations
+    drain(aws, budget=2)
+    sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
+    expected = {f"f{i:02d}": 100 + i for i in range(12) if i != 5} | {"f03": 999, "new": 7,
+                                                                      "sub": None}
+    assert sizes == expected
+
+
+def test_index_entry_round_trips_through_a_dynamodb_item(aws) -> None:
+    entry = Entry(cluster="prod", path="/data/x", values={"type": "FILE", "size": None,
+                                                         "owner": "etl"},
+                  versions={"type": (5, 0), "size": (7, 1), "owner": (5, 0)},
+                  landed={"owner": (9, 0)}, born=(5, 0), end=End(None, (9, 0), "/data/y"),
+                  prev_ends=(End((1, 0), (2, 0), None, "FILE"),),
+                  older=(Life(born=(3, 0), values={"size": 4}, versions={"size": (4, 0)}),),
+                  last=(9, 0), rev=3, subtree_op={"op": "RENAME", "txid": 9, "index": 0})
+    assert item_to_entry(entry_to_item(entry, now_s=0)) == entry
+    store = DynamoIndexStore(TABLE, aws.ddb)
+    assert store.put(entry, expected_rev=0)
+    assert not store.put(entry, expected_rev=0)  # exists: the compare-and-set refuses
+    assert store.get_many("prod", ["/data/x", "/data/none"]) == {"/data/x": entry}
