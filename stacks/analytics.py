@@ -125,6 +125,7 @@ class AnalyticsStack(Stack):
                 "--prefix_depth": str(settings.rollup_prefix_depth),
                 "--small_file_bytes": str(settings.small_file_bytes),
                 "--mass_delete_threshold": str(settings.mass_delete_threshold),
+                "--catalog_table": catalog.EVENTS_TABLE,
             }, **common)
 
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",

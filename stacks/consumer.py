@@ -52,7 +52,7 @@ class IngestConsumer(Construct):
 
         stack = Stack.of(self)
         layers = []
-        if settings.powertools_layer_version is not None:
+        if settings.powertools_layer:
             layers.append(lambda_.LayerVersion.from_layer_version_arn(
                 self, "Powertools",
                 powertools_layer_arn(stack, settings.powertools_layer_version)))

@@ -75,19 +75,20 @@ def _columns(*spec: tuple[str, glue.Type]) -> list[glue.Column]:
     return [glue.Column(name=n, type=t) for n, t in spec]
 
 
+# Rollup columns as glue_jobs/rollups.py writes them (ACTIVITY_COLUMNS, MASS_DELETE_COLUMNS).
 def activity_columns() -> list[glue.Column]:
     s = glue.Schema
     return _columns(("cluster", s.STRING), ("prefix", s.STRING), ("owner", s.STRING),
                     ("files_created", s.BIG_INT), ("files_deleted", s.BIG_INT),
                     ("files_renamed", s.BIG_INT), ("bytes_written", s.BIG_INT),
-                    ("small_files_created", s.BIG_INT), ("net_file_count", s.BIG_INT))
+                    ("small_files_created", s.BIG_INT), ("net_file_count_change", s.BIG_INT))
 
 
 def mass_delete_columns() -> list[glue.Column]:
     s = glue.Schema
-    return _columns(("cluster", s.STRING), ("scope", s.STRING), ("key", s.STRING),
+    return _columns(("cluster", s.STRING), ("scope", s.STRING), ("subject", s.STRING),
                     ("window_start", s.TIMESTAMP), ("window_end", s.TIMESTAMP),
-                    ("unlinks", s.BIG_INT))
+                    ("unlinks", s.BIG_INT), ("first_txid", s.BIG_INT), ("last_txid", s.BIG_INT))
 
 
 def dt_partition() -> list[glue.Column]:
@@ -99,7 +100,8 @@ _LAST_7_DAYS = "cast(date_add('day', -7, current_date) AS varchar)"
 NAMED_QUERIES: dict[str, tuple[str, str]] = {
     "mass-deletes-yesterday": (
         "Mass deletes detected yesterday, largest first",
-        f"SELECT cluster, scope, key, window_start, window_end, unlinks\n"
+        f"SELECT cluster, scope, subject, window_start, window_end, unlinks,\n"
+        f"       first_txid, last_txid\n"
         f"FROM {MASS_DELETES_TABLE}\nWHERE dt = {_YESTERDAY}\nORDER BY unlinks DESC"),
     "top-writers-by-directory": (
         "Directories and owners that wrote the most bytes in the last 7 days",

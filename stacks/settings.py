@@ -61,9 +61,11 @@ class Settings:
     log_level: str = "INFO"
     log_mode: str = "mutations"
     index_prefixes: tuple[str, ...] = ("/",)
-    # Public Powertools for AWS Lambda (Python) V3 layer, python311-arm64; None = no layer
-    # (local: moto cannot resolve another account's layer, and the handler runs in-process).
-    powertools_layer_version: int | None = 27
+    # The public Powertools for AWS Lambda (Python) V3 layer, python311-arm64, at this version.
+    # Off in `local`: moto cannot resolve another account's layer (the handler runs in-process
+    # there). A flag, not null: CDK context drops null values on their way through jsii.
+    powertools_layer: bool = True
+    powertools_layer_version: int = 27
     copy_visibility_timeout_seconds: int = 300
 
     # --- on-prem principal -----------------------------------------------------------------

@@ -1,0 +1,54 @@
+"""One synth per environment per test session, shared by tests/infra and tests/integration/infra.
+
+Each environment is synthesized the way `make synth ENV=<env>` does it (`app.py --env ENV
+--outdir DIR` in a subprocess), with every AWS credential variable removed and the config files
+pointed at /dev/null: a synth that needed an account, a lookup or credentials fails here. The
+three environments run side by side (each synth is a Node process; ~10-30 s).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from bench.localcloud import Assembly, read_assembly
+
+REPO = Path(__file__).resolve().parents[2]
+ENVIRONMENTS = ("dev", "prod", "local")
+_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL")
+
+
+def offline_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _CREDENTIALS}
+    env.update(AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
+               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
+    return env
+
+
+@cache
+def synthesized() -> dict[str, Assembly]:
+    root = Path(tempfile.mkdtemp(prefix="hdfs-events-synth-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    procs = {
+        env: subprocess.Popen(
+            [sys.executable, "app.py", "--env", env, "--outdir", str(root / env)],
+            cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        for env in ENVIRONMENTS
+    }
+    failures = []
+    for env, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            failures.append(f"app.py --env {env} exited {proc.returncode}:\n"
+                            + "\n".join(err.strip().splitlines()[-20:]))
+    if failures:
+        raise AssertionError("\n\n".join(failures))
+    return {env: read_assembly(root / env) for env in ENVIRONMENTS}

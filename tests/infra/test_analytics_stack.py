@@ -1,0 +1,120 @@
+"""Glue catalog, jobs and schedule, and the Athena workgroup."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from hdfs_events.event import FIELDS
+from stacks.assets import GLUE_SCRIPTS
+from stacks.lake_catalog import NAMED_QUERIES
+from tests.infra.conftest import Synthesized
+
+pytestmark = pytest.mark.slow
+
+
+def _jobs(s: Synthesized) -> dict[str, dict]:
+    return {r["Properties"]["Name"]: r["Properties"]
+            for r in s.resources("Analytics", "AWS::Glue::Job").values()}
+
+
+def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
+                                                           prod: Synthesized) -> None:
+    for s, workers in ((dev, 2), (prod, 10)):
+        jobs = _jobs(s)
+        assert set(jobs) == {f"hdfs-events-{s.env}-compact-events",
+                             f"hdfs-events-{s.env}-activity-rollups"}
+        for job in jobs.values():
+            assert job["GlueVersion"] == "5.1"  # the CDK default would be 4.0
+            assert job["Command"]["Name"] == "glueetl"
+            assert job["WorkerType"] == "G.1X"
+            assert job["NumberOfWorkers"] == workers
+            assert job["SecurityConfiguration"]
+            args = job["DefaultArguments"]
+            # The contract and the shared transforms ship as one zip for --extra-py-files.
+            assert json.dumps(args["--extra-py-files"]).endswith('.zip"]]}')
+            assert args["--catalog_database"] == {"Ref": next(iter(
+                s.resources("Analytics", "AWS::Glue::Database")))}
+            assert args["--source"] == args["--target"]
+            assert "hdfs-events-" in json.dumps(args["--source"])
+
+
+def test_scripts_are_the_entry_scripts_of_glue_jobs(dev: Synthesized) -> None:
+    manifest = json.loads((dev.directory / "HdfsEvents-dev-Analytics.assets.json").read_text())
+    shipped = [dev.directory / a["source"]["path"] for a in manifest["files"].values()]
+    scripts = {p.read_text() for p in shipped if p.suffix == ".py"}
+    assert scripts == {p.read_text() for p in GLUE_SCRIPTS.values()}
+    (library,) = [p for p in shipped if p.suffix == ".zip"]
+    with zipfile.ZipFile(library) as zf:
+        listed = set(zf.namelist())
+    assert {"hdfs_events/__init__.py", "hdfs_events/event.py", "glue_jobs/__init__.py",
+            "glue_jobs/schema.py"} <= listed
+
+
+def test_events_table_has_every_contract_field_and_cluster_dt_partitions(
+        deployed_env: Synthesized) -> None:
+    tables = {r["Properties"]["TableInput"]["Name"]: r["Properties"]["TableInput"]
+              for r in deployed_env.resources("Analytics", "AWS::Glue::Table").values()}
+    events = tables["events"]
+    columns = [c["Name"] for c in events["StorageDescriptor"]["Columns"]]
+    assert columns == [f for f in FIELDS if f != "cluster"]
+    assert [k["Name"] for k in events["PartitionKeys"]] == ["cluster", "dt"]
+    types = {c["Name"]: c["Type"] for c in events["StorageDescriptor"]["Columns"]}
+    assert types["txid"] == "bigint" and types["index"] == "bigint"
+    assert types["xattrs"] == "array<struct<namespace:string,name:string,value:string>>"
+    assert "Parquet" in events["StorageDescriptor"]["InputFormat"]
+    assert json.dumps(events["StorageDescriptor"]["Location"]).endswith('/curated/events/"]]}')
+    for rollup in ("activity_daily", "mass_deletes"):
+        assert [k["Name"] for k in tables[rollup]["PartitionKeys"]] == ["dt"]
+        assert json.dumps(tables[rollup]["StorageDescriptor"]["Location"]).endswith(
+            f'/curated/{rollup}/"]]}}')
+
+
+def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesized) -> None:
+    triggers = [r["Properties"] for r in
+                deployed_env.resources("Analytics", "AWS::Glue::Trigger").values()]
+    by_type = {t["Type"]: t for t in triggers}
+    jobs = {r["Properties"]["Name"]: k for k, r in
+            deployed_env.resources("Analytics", "AWS::Glue::Job").items()}
+    compact = jobs[f"hdfs-events-{deployed_env.env}-compact-events"]
+    rollups = jobs[f"hdfs-events-{deployed_env.env}-activity-rollups"]
+    assert by_type["SCHEDULED"]["Schedule"] == "cron(15 * * * ? *)"
+    assert by_type["SCHEDULED"]["StartOnCreation"] is True
+    assert by_type["SCHEDULED"]["Actions"] == [{"JobName": {"Ref": compact}}]
+    conditional = by_type["CONDITIONAL"]
+    assert conditional["Predicate"]["Conditions"][0]["JobName"] == {"Ref": compact}
+    assert conditional["Predicate"]["Conditions"][0]["State"] == "SUCCEEDED"
+    assert conditional["Actions"] == [{"JobName": {"Ref": rollups}}]
+
+
+def test_glue_security_configuration_encrypts_logs_bookmarks_and_output(
+        prod: Synthesized) -> None:
+    (config,) = prod.resources("Analytics", "AWS::Glue::SecurityConfiguration").values()
+    enc = config["Properties"]["EncryptionConfiguration"]
+    assert enc["CloudWatchEncryption"]["CloudWatchEncryptionMode"] == "SSE-KMS"
+    assert enc["JobBookmarksEncryption"]["JobBookmarksEncryptionMode"] == "CSE-KMS"
+    assert enc["S3Encryptions"][0]["S3EncryptionMode"] == "SSE-KMS"
+
+
+def test_athena_workgroup_enforces_encrypted_results_and_has_the_named_queries(
+        dev: Synthesized, prod: Synthesized) -> None:
+    for s, option in ((dev, "SSE_S3"), (prod, "SSE_KMS")):
+        (wg,) = s.resources("Analytics", "AWS::Athena::WorkGroup").values()
+        config = wg["Properties"]["WorkGroupConfiguration"]
+        assert config["EnforceWorkGroupConfiguration"] is True
+        assert config["ResultConfiguration"]["EncryptionConfiguration"][
+            "EncryptionOption"] == option
+        queries = {r["Properties"]["Name"]: r["Properties"] for r in
+                   s.resources("Analytics", "AWS::Athena::NamedQuery").values()}
+        assert set(queries) == set(NAMED_QUERIES) >= {
+            "mass-deletes-yesterday", "top-writers-by-directory", "small-files-report"}
+        for query in queries.values():
+            assert query["WorkGroup"] == f"hdfs-events-{s.env}"
+    (wg,) = prod.resources("Analytics", "AWS::Athena::WorkGroup").values()
+    assert wg["Properties"]["RecursiveDeleteOption"] is False
+
+
+def test_glue_catalog_is_retained_in_prod(prod: Synthesized) -> None:
+    prod.template("Analytics").has_resource("AWS::Glue::Database", {"DeletionPolicy": "Retain"})
