@@ -1,0 +1,168 @@
+"""The consumer behind the local event-source stand-in, against moto server over HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import boto3
+import pytest
+
+from hdfs_events import cli, names
+from hdfs_events.event import EventType
+from lambdas.ingest import handler
+from lambdas.local_runner import LocalSqsLambdaRunner
+from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
+from tests.unit.ingest.helpers import lake_events, pack, sample_events
+from tests.unit.ingest.test_subtree import tree
+
+RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
+               "md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN",
+               "awsRegion"}
+ATTRIBUTE_KEYS = {"ApproximateReceiveCount", "SentTimestamp", "SenderId",
+                  "ApproximateFirstReceiveTimestamp", "MessageGroupId",
+                  "MessageDeduplicationId", "SequenceNumber"}
+
+
+class Aws:
+    def __init__(self) -> None:
+        self.s3, self.ddb, self.sqs = (boto3.client("s3"), boto3.client("dynamodb"),
+                                       boto3.client("sqs"))
+        self.queue_url = create_resources(self.s3, self.ddb, self.sqs)
+
+    def lake_keys(self, prefix: str = "") -> list[str]:
+        got = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+        return sorted(o["Key"] for o in got)
+
+    def get(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+    def send(self, sent) -> None:
+        attrs = {}
+        if sent.encoding:
+            attrs["encoding"] = {"DataType": "String", "StringValue": sent.encoding}
+        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=sent.body,
+                              MessageGroupId=sent.group_id,
+                              MessageDeduplicationId=sent.dedup_id, MessageAttributes=attrs)
+
+
+@pytest.fixture
+def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Aws:
+    resources = Aws()
+    monkeypatch.setenv(names.ENV_LAKE_BUCKET, BUCKET)
+    monkeypatch.setenv(names.ENV_INDEX_TABLE, TABLE)
+    monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
+    monkeypatch.setenv(names.ENV_LOG_MODE, "summary")
+    monkeypatch.setenv(names.ENV_EVENT_QUEUE_URL, resources.queue_url)
+    handler.consumer.cache_clear()
+    yield resources
+    handler.consumer.cache_clear()
+
+
+def test_runner_delivers_lambda_shaped_fifo_events_in_batches_of_ten(aws) -> None:
+    for sent in pack(sample_events(), per_message=2):
+        aws.send(sent)
+    seen: list[dict] = []
+
+    def recording(event, context):
+        seen.append(event)
+        assert context.get_remaining_time_in_millis() > 0 and context.aws_request_id
+        return handler.handler(event, context)
+
+    runner = LocalSqsLambdaRunner(aws.queue_url, recording, wait_seconds=0)
+    runner.run_until_idle(max_idle_polls=2)
+    assert runner.records == 16 and runner.failures == 0
+    assert max(len(e["Records"]) for e in seen) <= 10
+    record = seen[0]["Records"][0]
+    assert set(record) == RECORD_KEYS
+    assert set(record["attributes"]) == ATTRIBUTE_KEYS
+    assert record["eventSource"] == "aws:sqs"
+    assert record["eventSourceARN"].endswith(":hdfs-events.fifo")
+    assert record["messageAttributes"]["encoding"]["stringValue"] == "gzip+base64"
+    assert record["messageAttributes"]["encoding"]["dataType"] == "String"
+    assert sorted((e["txid"], e["index"]) for e in lake_events(aws)) == [
+        (e.txid, e.index) for e in sample_events()]
+    assert aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=[
+        "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"] == "0"
+
+
+def test_failed_record_is_left_for_redelivery_and_the_rest_deleted(aws) -> None:
+    sent = pack(sample_events(), per_message=8, strategy="prefix:1")
+    for s in sent:
+        aws.send(s)
+    calls = {"n": 0}
+
+    def flaky(event, context):
+        calls["n"] += 1
+        if calls["n"] == 1:  # the first record fails, and (one group) all behind it
+            return {"batchItemFailures": [{"itemIdentifier": r["messageId"]}
+                                          for r in event["Records"][1:]]
+                    + [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+        return handler.handler(event, context)
+
+    runner = LocalSqsLambdaRunner(aws.queue_url, flaky, wait_seconds=1, visibility_timeout=1)
+    runner.run_until_idle(max_idle_polls=3)
+    assert runner.failures >= 1
+    assert runner.records == len(sent) + runner.failures  # the failed ones came back
+    assert sorted((e["txid"], e["index"]) for e in lake_events(aws)) == [
+        (e.txid, e.index) for e in sample_events()]
+
+
+def test_handler_exception_fails_the_whole_batch(aws) -> None:
+    for s in pack(sample_events()[:6], per_message=2, strategy="single"):
+        aws.send(s)
+
+    def broken(event, context):
+        raise RuntimeError("boom")
+
+    runner = LocalSqsLambdaRunner(aws.queue_url, broken, wait_seconds=0,
+                                  visibility_timeout=30)
+    runner.poll_once()
+    assert runner.batch_errors == 1 and runner.failures == runner.records == 3
+    # Nothing was deleted: the messages are in flight, waiting to become visible again.
+    attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=[
+        "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessagesNotVisible"] == "3"
+
+
+def test_subtree_continuations_flow_through_the_queue(aws, capsys) -> None:
+    log = tree()
+    log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
+    for s in pack(log.events, per_message=100):
+        aws.send(s)
+    handler.consumer().index.subtree_budget = 3
+    runner = LocalSqsLambdaRunner(aws.queue_url, "lambdas.ingest.handler:handler",
+                                  wait_seconds=0)
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,))
+    thread.start()
+    try:
+        runner_done = _wait_for_empty(aws)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert runner_done and runner.invocations >= 7  # 1 + 19 children / 3 per invocation
+    capsys.readouterr()
+    assert cli.main(["index", "ls", "/data/e", "--cluster", "prod", "--table", TABLE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 13 and lines[-1].startswith("d0755") and "/data/e/sub" in lines[-1]
+    assert cli.main(["index", "stat", "/data/e/sub/g4", "--cluster", "prod", "--table", TABLE,
+                     "--json"]) == 0
+    stat = json.loads(capsys.readouterr().out)
+    assert stat["size"] == 204 and stat["in_progress"] == []
+    assert cli.main(["index", "stat", "/nowhere", "--cluster", "prod", "--table", TABLE]) == 1
+
+
+def _wait_for_empty(aws, timeout_s: float = 60) -> bool:
+    import time
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        if attrs["ApproximateNumberOfMessages"] == attrs[
+                "ApproximateNumberOfMessagesNotVisible"] == "0":
+            return True
+        time.sleep(0.2)
+    return False
+
+
