@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from glue_jobs import activity_rollups
@@ -94,6 +95,12 @@ MASS_DELETE_SCHEMA = T.StructType([
 ])
 
 
+def read_table(spark, uri: str, schema: T.StructType):
+    """A dt-partitioned output as Athena reads it: dt is the partition's string value."""
+    return spark.read.parquet(uri).withColumn("dt", F.col("dt").cast("string")).select(
+        *schema.fieldNames())
+
+
 @pytest.fixture
 def compacted(spark, lake: RawLake) -> RawLake:
     lake.write_message("m1", EVENTS, sent_ms=DAY14_12H)
@@ -108,8 +115,7 @@ def test_daily_activity_matches_the_hand_checked_figures(spark, compacted):
                            "--small_file_bytes", "1000", "--mass_delete_threshold", "4"],
                           spark=spark)
 
-    got = spark.read.parquet(lake.uri + "/" + ACTIVITY_PREFIX).select(
-        *[f.name for f in ACTIVITY_SCHEMA.fields])
+    got = read_table(spark, lake.uri + "/" + ACTIVITY_PREFIX, ACTIVITY_SCHEMA)
     expected = spark.createDataFrame(
         [(C, *row, "2015-01-14") for row in EXPECTED_DAY14]
         + [(C, "/data/a", "alice", 1, 0, 0, 0, 0, 1, "2015-01-13")], ACTIVITY_SCHEMA)
@@ -123,15 +129,17 @@ def test_mass_delete_windows_over_the_threshold_are_flagged(spark, compacted):
                            "--mass_delete_threshold", "4",
                            "--mass_delete_window_minutes", "10"], spark=spark)
 
-    got = spark.read.parquet(lake.uri + "/" + MASS_DELETE_PREFIX).select(
-        *[f.name for f in MASS_DELETE_SCHEMA.fields])
+    got = read_table(spark, lake.uri + "/" + MASS_DELETE_PREFIX, MASS_DELETE_SCHEMA)
     start, end = datetime(2015, 1, 14, 12, 0), datetime(2015, 1, 14, 12, 10)
+    ten, ten_ten = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
     expected = spark.createDataFrame([
+        # /data/a between 10:00 and 10:10: tx 18, 21 (the directory), 22 (concat source), 24.
+        (C, "prefix", "/data/a", ten, ten_ten, 4, 18, 24, "2015-01-14"),
         (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, "2015-01-14"),
         (C, "prefix", "/tmp/m", start, end, 4, 30, 33, "2015-01-14"),
     ], MASS_DELETE_SCHEMA)
     assert_frames_equal(got, expected)
     # Only the requested day was rolled up.
-    days = {r["dt"] for r in spark.read.parquet(lake.uri + "/" + ACTIVITY_PREFIX)
-            .select("dt").distinct().collect()}
+    days = {r["dt"] for r in read_table(spark, lake.uri + "/" + ACTIVITY_PREFIX,
+                                        ACTIVITY_SCHEMA).select("dt").distinct().collect()}
     assert days == {"2015-01-14"}
