@@ -65,7 +65,7 @@ class PackingConfig:
     max_message_bytes: int = SQS_BILLING_CHUNK_BYTES
     linger_ms: int = 200
     compress: bool = True
-    compression_level: int = 6
+    compression_level: int = 3
 
 
 @dataclass(frozen=True, slots=True)

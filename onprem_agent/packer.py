@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from hdfs_events.envelope import WireMessage, encode_message
 from hdfs_events.event import HdfsEvent
@@ -79,6 +80,9 @@ class EventPacker:
         # stop at the first open message that is still young.
         self._open: dict[str, _OpenMessage] = {}
         self._group_ids: dict[str, str] = {}
+        self._group_key: Callable[[str], str] = (
+            partial(prefix_group_key, depth=int(group_by.removeprefix("prefix:")))
+            if group_by.startswith("prefix:") else partial(group_key, strategy=group_by))
         self.stats = PackerStats()
 
     @property
@@ -92,7 +96,7 @@ class EventPacker:
 
     def group_id(self, event: HdfsEvent) -> str:
         # RENAME's `path` is its source: a rename goes to the group of what it moves.
-        key = group_key(event.path, self.group_by)
+        key = self._group_key(event.path)
         gid = self._group_ids.get(key)
         if gid is None:
             if len(self._group_ids) >= _GROUP_CACHE_LIMIT:
@@ -200,3 +204,16 @@ class EventPacker:
 
 def _raw_size(texts: list[str]) -> int:
     return _ENVELOPE_OVERHEAD + sum(len(t) + 1 for t in texts)
+
+
+def prefix_group_key(path: str, depth: int) -> str:
+    """`hdfs_events.ids.group_key(path, f"prefix:{depth}")` without splitting the whole path:
+    the agent computes it for every event (a unit test pins the two together)."""
+    if not path.startswith("/"):
+        return group_key(path, f"prefix:{depth}")  # not an HDFS path; kept identical anyway
+    end = 0
+    for _ in range(depth):
+        end = path.find("/", end + 1)
+        if end < 0:
+            return path or "/"
+    return path[:end] or "/"

@@ -9,6 +9,9 @@ packer under one lock and hand sealed messages to the sender inside it, which ke
 group's messages in sealing order; only the source thread ever waits for sender capacity, so
 the flusher never blocks behind backpressure.
 
+A replay passes `seal_by_linger=False`: history read from files has no freshness to protect,
+so its messages are sealed by size only (and at the end of the input), which keeps them full.
+
 Shutdown (the `stop` event, end of input, or a source error): seal what is open, wait for the
 sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), save the checkpoint.
 Whatever was not acknowledged stays above the checkpoint and is re-sent on restart.
@@ -49,8 +52,9 @@ class PipelineResult:
 class Pipeline:
     def __init__(self, config: AgentConfig, *, sender: Sender, checkpoint: CheckpointStore,
                  clock: Callable[[], float] = time.monotonic,
-                 progress: ProgressReporter | None = None) -> None:
+                 progress: ProgressReporter | None = None, seal_by_linger: bool = True) -> None:
         self.config = config
+        self._seal_by_linger = seal_by_linger
         self._sender, self._store, self._clock, self._progress = (
             sender, checkpoint, clock, progress)
         packing = config.packing
@@ -70,6 +74,7 @@ class Pipeline:
         self._events_read = self._events_filtered = self._events_sent = 0
         self._messages = self._batches = 0
         self._last_txid: int | None = None
+        self._deferred_txid: int | None = None
         self._started = clock()
         self._background_error: BaseException | None = None
 
@@ -133,17 +138,17 @@ class Pipeline:
             floor = txid
             events = batch.events
             if not events:
-                # Most ops (block allocations) yield no event: the cheapest path.
-                with lock:
-                    if acks:
-                        self._apply_acks()
-                    tracker.register(txid, 0)
-                    self._batches += 1
-                    self._last_txid = txid
+                # Most ops (block allocations) yield no event. Only the newest such txid
+                # matters to the checkpoint, so it is registered lazily: with the next batch
+                # that has events, or by the flusher (a source that blocks after it).
+                self._deferred_txid = txid
+                self._batches += 1
+                self._last_txid = txid
                 continue
             sender.wait_for_capacity(stop)
             kept = events if keeps is None else [e for e in events if keeps(e)]
             with lock:
+                self._register_deferred()
                 tracker.register(txid, len(kept))
                 self._events_read += len(events)
                 self._events_filtered += len(events) - len(kept)
@@ -168,6 +173,15 @@ class Pipeline:
                         timeout or 0)
         return drained
 
+    def _register_deferred(self) -> None:
+        """Under self._lock: registers the newest txid without events the source handed out."""
+        # Read, never cleared here: the source thread writes it without the lock, and a
+        # txid at or below the last registered one is simply already covered.
+        txid = self._deferred_txid
+        last = self._tracker.last_registered
+        if txid is not None and (last is None or txid > last):
+            self._tracker.register(txid, 0)
+
     def _on_ack(self, message: PackedMessage) -> None:
         self._acks.append(message)
 
@@ -190,10 +204,12 @@ class Pipeline:
                 now = self._clock()
                 with self._lock:
                     self._apply_acks()
+                    self._register_deferred()
                     deadline = self.packer.next_deadline()
                     # Under backpressure an early seal would not go out any sooner; letting
                     # the message grow instead keeps messages full when SQS is the bottleneck.
-                    if deadline is not None and deadline <= now and self._sender.has_capacity():
+                    if (deadline is not None and deadline <= now and self._seal_by_linger
+                            and self._sender.has_capacity()):
                         for message in self.packer.expired(now):
                             self._sender.enqueue(message)
                         deadline = self.packer.next_deadline()
@@ -202,7 +218,9 @@ class Pipeline:
                     next_save = now + interval
                 if self._progress is not None:
                     self._progress.update(self.snapshot())
-                if deadline is not None and deadline <= now:
+                if not self._seal_by_linger:
+                    deadline = None
+                elif deadline is not None and deadline <= now:
                     deadline = now + 0.05  # held back by backpressure: look again shortly
                 wake = next_save if deadline is None else min(next_save, deadline)
                 if done.wait(max(0.005, min(wake - self._clock(), 0.5))):
@@ -216,6 +234,7 @@ class Pipeline:
     def _save(self) -> None:
         with self._lock:
             self._apply_acks()
+            self._register_deferred()
             txid = self._tracker.safe_txid
         if txid is not None and (self._saved is None or txid > self._saved):
             self._store.save(txid)

@@ -52,7 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "([packing] group_by)")
     flags.add_argument("--max-message-bytes", type=int, metavar="N",
                        help="([packing] max_message_bytes)")
-    flags.add_argument("--linger-ms", type=int, metavar="MS", help="([packing] linger_ms)")
     flags.add_argument("--compress", action=argparse.BooleanOptionalAction, default=None,
                        help="([packing] compress)")
     parser.add_argument("--dry-run", action="store_true",
@@ -66,7 +65,6 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         "sqs.queue_url": args.queue_url,
         "packing.group_by": args.group_by,
         "packing.max_message_bytes": args.max_message_bytes,
-        "packing.linger_ms": args.linger_ms,
         "packing.compress": args.compress,
     }
     if args.checkpoint is not None:
@@ -109,7 +107,9 @@ def replay(config: AgentConfig, files: Sequence[Path], *, stop: threading.Event,
     elif sender is None:
         sender = SqsSender.from_config(config)
     progress = ProgressReporter(interval_s=config.progress.interval_ms / 1000)
-    pipeline = Pipeline(config, sender=sender, checkpoint=store, progress=progress)
+    # History read from files has no freshness to protect: seal messages by size only.
+    pipeline = Pipeline(config, sender=sender, checkpoint=store, progress=progress,
+                        seal_by_linger=False)
     stats = TranslationStats()
     started = time.monotonic()
     log.info("replaying %d edit log file(s) for cluster %s to %s, after txid %s",

@@ -6,12 +6,14 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hdfs_events.envelope import decode_message
 from hdfs_events.event import EventType, HdfsEvent
-from hdfs_events.ids import message_group_id
+from hdfs_events.ids import group_key, message_group_id
 from onprem_agent.editlog import read_ops
-from onprem_agent.packer import EventPacker, PackedMessage
+from onprem_agent.packer import EventPacker, PackedMessage, prefix_group_key
 from onprem_agent.translate import translate_ops
 
 
@@ -127,3 +129,11 @@ def test_same_events_give_the_same_dedup_id() -> None:
     first = pack()
     assert first == pack()
     assert len(set(first)) == len(first) > 1
+
+
+@given(st.lists(st.sampled_from(["a", "b", "", "x y", "é"]), max_size=6).map("/".join),
+       st.booleans(), st.integers(1, 4))
+def test_fast_prefix_key_equals_the_contracts_group_key(path: str, absolute: bool,
+                                                        depth: int) -> None:
+    path = "/" + path if absolute else path
+    assert prefix_group_key(path, depth) == group_key(path, f"prefix:{depth}")

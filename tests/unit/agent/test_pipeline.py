@@ -133,9 +133,14 @@ def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
 
 def test_unacknowledged_events_hold_the_checkpoint_back_on_shutdown() -> None:
     sender, store = HoldingSender(), MemoryStore(txid=10)
-    source = [batch(11, "/d/a/x"), batch(12), batch(13, "/d/b/y")]
+    stop = threading.Event()
+
+    def source() -> Iterator[TxBatch]:
+        yield from [batch(11, "/d/a/x"), batch(12), batch(13, "/d/b/y")]
+        stop.set()  # SIGTERM: wait only shutdown_timeout_ms for SQS
+
     pipeline = Pipeline(config(200, group_by="path"), sender=sender, checkpoint=store)
-    thread = threading.Thread(target=pipeline.run, args=(source,))
+    thread = threading.Thread(target=pipeline.run, args=(source(), stop))
     thread.start()
     while len(sender.sent) < 2:
         sender.arrived.wait(1)
