@@ -1,0 +1,60 @@
+"""cdk.json settings: one typed object per environment; a wrong value names the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stacks.settings import Settings, SettingsError, load_settings
+
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+
+
+def _context(**env: object) -> dict:
+    return {"environments": {"dev": {}, "test": env}}
+
+
+def test_every_environment_of_cdk_json_loads() -> None:
+    context = json.loads(CDK_JSON.read_text())["context"]
+    loaded = {name: load_settings(context, name) for name in context["environments"]}
+    assert set(loaded) == {"dev", "prod", "local"}
+    assert loaded["prod"].retain_data and not loaded["dev"].retain_data
+    assert loaded["prod"].lake_kms and loaded["prod"].lake_versioned
+    local = loaded["local"]
+    assert not local.consumer_mapping_enabled and not local.bootstrap_version_rule
+    assert not local.powertools_layer and not local.roles_anywhere
+
+
+def test_defaults_are_the_dev_settings() -> None:
+    assert load_settings(_context(), "dev") == Settings()
+    assert load_settings({"env": "dev", "environments": {"dev": {}}}).prefix == "hdfs-events-dev"
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"max_recieve_count": 3}, "unknown setting(s) ['max_recieve_count']"),
+    ({"max_receive_count": 0}, "test.max_receive_count: must be 1..1000"),
+    ({"max_receive_count": True}, "test.max_receive_count: must be an integer"),
+    ({"retain_data": "yes"}, "test.retain_data: must be true or false"),
+    ({"clusters": "prod"}, "test.clusters: must be a list of strings"),
+    ({"clusters": ["bad name"]}, "test.clusters: cluster name 'bad name' is not valid"),
+    ({"clusters": ["a", "a"]}, "test.clusters: names must be unique"),
+    ({"log_mode": "verbose"}, "test.log_mode: must be one of"),
+    ({"log_retention_days": 31}, "test.log_retention_days: CloudWatch Logs allows"),
+    ({"consumer_max_concurrency": 1}, "SQS event sources allow 2..1000"),
+    ({"export_prefixes": ["/abs/"]}, "test.export_prefixes"),
+    ({"glue_worker_type": "G.3X"}, "test.glue_worker_type"),
+    ({"retain_data": True}, "test.auto_delete_objects: cannot be true when retain_data"),
+    ({"index_prefixes": ["user"]}, "HDFS prefixes must be absolute paths"),
+])
+def test_a_bad_setting_names_the_key_and_cdk_json(env: dict, message: str) -> None:
+    with pytest.raises(SettingsError) as excinfo:
+        load_settings(_context(**env), "test")
+    assert message in str(excinfo.value)
+    assert str(excinfo.value).startswith("cdk.json: context.environments.test")
+
+
+def test_unknown_environment_lists_the_known_ones() -> None:
+    with pytest.raises(SettingsError, match=r"unknown environment 'qa'; known: dev, test"):
+        load_settings(_context(), "qa")
