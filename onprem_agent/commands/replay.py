@@ -24,6 +24,7 @@ from types import FrameType
 
 from botocore.exceptions import BotoCoreError
 
+from hdfs_events.envelope import MessageTooLarge
 from onprem_agent.checkpoint import CheckpointError, CheckpointStore, open_checkpoint_store
 from onprem_agent.config import AgentConfig, ConfigError, load_config
 from onprem_agent.editlog import EditLogError, read_ops
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         log.error("stopped at a bad edit log record (events before it were shipped and "
                   "checkpointed): %s", exc)
     except CheckpointError as exc:
+        log.error("stopped: %s", exc)
+    except MessageTooLarge as exc:  # one event over 1 MiB: it cannot be split, nor dropped
         log.error("stopped: %s", exc)
     except BotoCoreError as exc:  # e.g. no region: before anything was sent
         log.error("stopped: AWS: %s (credentials, region and endpoint come from the standard "

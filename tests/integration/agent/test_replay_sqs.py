@@ -124,3 +124,29 @@ def test_a_config_error_names_key_and_file_and_exits_2(tmp_path: Path, agent_tom
                           env={**os.environ, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=60)
     assert flag.returncode == 2 and "[packing] group_by" in flag.stderr
+
+
+def test_dynamodb_checkpoint_store_resumes_a_replay(moto_endpoint: str, tmp_path: Path,
+                                                    agent_toml, edits_sample: Path) -> None:
+    from hdfs_events.names import STATE_ITEM_CHECKPOINT, STATE_PK, STATE_SK
+
+    dynamodb = boto3.client("dynamodb")
+    dynamodb.create_table(
+        TableName="agent-state", BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": STATE_PK, "KeyType": "HASH"},
+                   {"AttributeName": STATE_SK, "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": STATE_PK, "AttributeType": "S"},
+                              {"AttributeName": STATE_SK, "AttributeType": "S"}])
+    url = create_fifo_queue()
+    toml = agent_toml(url, cluster="c2")
+    toml.write_text(toml.read_text().replace('path = "checkpoint.json"',
+                                             'store = "dynamodb"\ntable = "agent-state"'))
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    item = dynamodb.get_item(TableName="agent-state", Key={
+        STATE_PK: {"S": "c2"}, STATE_SK: {"S": STATE_ITEM_CHECKPOINT}})["Item"]
+    assert item["txid"] == {"N": "88"}
+    # A second run (another host) resumes after txid 88: nothing left to send.
+    drainer = Drainer(url)
+    first = len(drainer.finish())
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    assert first > 0 and Drainer(url).finish() == []
