@@ -1,0 +1,283 @@
+"""Compaction speed and memory: the Spark job on local[2] beside a single-process pyarrow
+baseline doing the same dedup + sort + Parquet write, on the same input, in the same run.
+
+    python -m bench.compact [--events 10000000] [--duplicates 0.05] [--out bench-out/compact.json]
+
+Input (generated once by Spark itself, cached under bench-out/): `events` distinct contract
+events over ~28 hours plus a `duplicates` fraction re-sent in other objects (timestamp-less ones
+an hour later, as after an agent restart), as gzip JSON lines in the consumer's raw layout, about
+2000 events per object. Each contender runs in a fresh subprocess, one after the other:
+- `spark`: glue_jobs.compact_events.compact (gzip check, per-line validation, dedup, exactly-once
+  merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2].
+- `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
+  keep the first of each key, write_dataset partitioned by cluster/dt (zstd). pyarrow uses its
+  own thread pool inside the one process; it validates no keys or enum values.
+Both must produce exactly the distinct events. Speed: input rows (duplicates included) per wall
+second. Memory: peak RSS of the Python process, and of Spark's JVM (VmHWM), of each child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT_DIR = REPO / "bench-out"
+START_MS = 1_700_000_000_000
+STEP_MS = 10  # 10M events span ~28 hours: two dt partitions
+PER_OBJECT = 2000
+
+
+def _spark(memory: str = "4g"):
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("bench-compact")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", memory)
+             .config("spark.sql.shuffle.partitions", "16")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _peak_rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# --- input -------------------------------------------------------------------------------------
+
+def input_lake(events: int, duplicates: float) -> Path:
+    stamp = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
+    lake = OUT_DIR / f"compact-input-{events}-d{duplicates}-{stamp}"
+    if not (lake / "raw").is_dir():
+        subprocess.run([sys.executable, "-m", "bench.compact", "--child", "generate",
+                        "--events", str(events), "--duplicates", str(duplicates),
+                        "--lake", str(lake)], check=True, cwd=REPO)
+    return lake
+
+
+def generate(lake: Path, events: int, duplicates: float) -> dict:
+    from pyspark.sql import functions as F
+
+    from hdfs_events.event import FIELDS
+
+    t = time.perf_counter()
+    spark = _spark()
+    i = F.col("id")
+    kind = i % 20
+    ts = F.lit(START_MS) + i * STEP_MS
+    no_ts = kind >= 16  # METADATA and APPEND carry no timestamp in Hadoop
+    typ = (F.when(kind < 7, "CREATE").when(kind < 12, "CLOSE").when(kind < 14, "RENAME")
+           .when(kind < 16, "UNLINK").when(kind < 19, "METADATA").otherwise("APPEND"))
+    path = F.concat(F.lit("/data/team"), i % 50, F.lit("/d"), (i / 1000).cast("long") % 100,
+                    F.lit("/part-"), i)
+    null = F.lit(None)
+    cols = {
+        "cluster": F.lit("bench"), "txid": i + 1, "index": F.lit(0).cast("long"), "type": typ,
+        "path": path,
+        "dst_path": F.when(typ == "RENAME", F.concat(path, F.lit(".done"))),
+        "timestamp": F.when(~no_ts, ts),
+        "inode_type": F.when(typ == "CREATE", "FILE"),
+        "ctime": F.when(typ == "CREATE", ts),
+        "replication": F.when(typ == "CREATE", F.lit(3).cast("long")),
+        "owner": F.when(typ == "CREATE", F.concat(F.lit("user"), i % 17)),
+        "group": F.when(typ == "CREATE", "hadoop"),
+        "perms": F.when(typ == "CREATE", "0644"),
+        "symlink_target": null.cast("string"),
+        "overwrite": F.when(typ == "CREATE", F.lit(False)),
+        "block_size": F.when(typ == "CREATE", F.lit(134217728).cast("long")),
+        "erasure_coded": F.when(typ == "CREATE", F.lit(False)),
+        "size": F.when(typ == "CLOSE", (i * 7919) % 10_000_000),
+        "new_block": F.when(typ == "APPEND", F.lit(False)),
+        "metadata_type": F.when(typ == "METADATA", "TIMES"),
+        "mtime": F.when(typ == "METADATA", ts), "atime": F.when(typ == "METADATA", ts),
+        "acls": null.cast("array<string>"),
+        "xattrs": null.cast("array<struct<namespace:string,name:string,value:string>>"),
+        "xattrs_removed": null.cast("boolean"),
+    }
+    assert tuple(cols) == FIELDS
+    base = spark.range(events).select(*[c.alias(n) for n, c in cols.items()], "id",
+                                      F.lit(0).alias("resent"))
+    every = max(1, round(1 / duplicates)) if duplicates > 0 else 0
+    rows = base
+    if every:
+        rows = base.unionByName(base.where(F.col("id") % every == 0)
+                                .withColumn("resent", F.lit(1)))
+    # Partition time: the event's, else the sent time (a re-send is sent an hour later).
+    part_ms = ts + F.col("resent") * 3_600_000
+    part_ms = F.when(no_ts, part_ms).otherwise(ts)
+    secs = (part_ms / 1000).cast("long")
+    out = (rows.withColumn("dt", F.from_unixtime(secs, "yyyy-MM-dd"))
+           .withColumn("hour", F.from_unixtime(secs, "HH"))
+           .withColumn("obj", (F.col("id") / PER_OBJECT).cast("long") * 2 + F.col("resent"))
+           .repartition(max(1, (events + events // max(every, 1)) // PER_OBJECT), "obj")
+           .select("cluster", "dt", "hour",
+                   F.to_json(F.struct(*[F.col(n) for n in FIELDS]),
+                             {"ignoreNullFields": "false"}).alias("value")))
+    tmp = lake.with_name(lake.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    out.write.partitionBy("cluster", "dt", "hour").option("compression", "gzip") \
+        .text(str(tmp / "raw"))
+    spark.stop()
+    # Spark's part files -> the consumer's <name>.jsonl.gz; its .crc and _SUCCESS files go.
+    objects = 0
+    for f in glob.glob(str(tmp / "raw" / "**" / "*"), recursive=True):
+        p = Path(f)
+        if p.is_file() and p.name.endswith(".txt.gz"):
+            p.rename(p.with_name(p.name.removesuffix(".txt.gz") + ".jsonl.gz"))
+            objects += 1
+        elif p.is_file():
+            p.unlink()
+    tmp.rename(lake)
+    return {"objects": objects, "seconds": round(time.perf_counter() - t, 1)}
+
+
+# --- contenders ----------------------------------------------------------------------------------
+
+def run_spark(lake: Path, out: Path) -> dict:
+    from glue_jobs.catalog import JsonFileCatalog
+    from glue_jobs.compact_events import Settings, compact
+    from glue_jobs.layout import LOCAL_CATALOG_KEY
+    from glue_jobs.storage import LocalStore
+
+    shutil.rmtree(out, ignore_errors=True)
+    spark = _spark()
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    source, target = LocalStore(lake), LocalStore(out)
+    t = time.perf_counter()
+    report = compact(spark, source, target, JsonFileCatalog(target, LOCAL_CATALOG_KEY),
+                     Settings())
+    seconds = time.perf_counter() - t
+    jvm_peak = _peak_rss_mb(jvm_pid)
+    spark.stop()
+    files = len(glob.glob(str(out / "curated" / "events" / "**" / "*.parquet"), recursive=True))
+    return {"seconds": seconds, "rows_in": report.events_read, "rows_out": report.events_added,
+            "files": files, "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": jvm_peak}
+
+
+def run_baseline(lake: Path, out: Path) -> dict:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.json as pj
+
+    from glue_jobs.layout import parse_raw_key
+    from glue_jobs.schema import EVENT_SCHEMA
+
+    def arrow_type(t) -> pa.DataType:
+        name = t.typeName()
+        if name == "struct":
+            return pa.struct([(f.name, arrow_type(f.dataType)) for f in t.fields])
+        if name == "array":
+            return pa.list_(arrow_type(t.elementType))
+        return {"string": pa.string(), "long": pa.int64(), "boolean": pa.bool_()}[name]
+
+    schema = pa.schema([(f.name, arrow_type(f.dataType)) for f in EVENT_SCHEMA.fields])
+    shutil.rmtree(out, ignore_errors=True)
+    files = sorted(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    t = time.perf_counter()
+    tables = []
+    for n, f in enumerate(files):  # sorted keys: the object's number orders like its key
+        key = parse_raw_key(str(Path(f).relative_to(lake)))
+        table = pj.read_json(f, parse_options=opts)
+        tables.append(table.append_column("raw_dt", pa.array([key.dt] * table.num_rows))
+                      .append_column("object", pa.array([n] * table.num_rows, pa.int32())))
+    table = pa.concat_tables(tables)
+    del tables
+    day = pc.strftime(pc.cast(table["timestamp"], pa.timestamp("ms", tz="UTC")), "%Y-%m-%d")
+    table = table.append_column("dt", pc.coalesce(day, table["raw_dt"])).drop_columns("raw_dt")
+    rows_in = table.num_rows
+    table = table.sort_by([("cluster", "ascending"), ("txid", "ascending"),
+                           ("index", "ascending"), ("dt", "ascending"), ("object", "ascending")])
+    same = pc.and_(pc.and_(pc.equal(table["txid"][1:], table["txid"][:-1]),
+                           pc.equal(table["index"][1:], table["index"][:-1])),
+                   pc.equal(table["cluster"][1:], table["cluster"][:-1]))
+    keep = pa.concat_arrays([pa.array([True]),
+                             pc.invert(pc.fill_null(same, False)).combine_chunks()])
+    table = table.filter(keep).drop_columns("object")
+    ds.write_dataset(table, out, format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("cluster", pa.string()),
+                                                             ("dt", pa.string())]),
+                                                  flavor="hive"),
+                     file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
+                     max_rows_per_file=2_000_000, max_rows_per_group=1_000_000,
+                     preserve_order=True, existing_data_behavior="overwrite_or_ignore")
+    seconds = time.perf_counter() - t
+    parquet = len(glob.glob(str(out / "**" / "*.parquet"), recursive=True))
+    return {"seconds": seconds, "rows_in": rows_in, "rows_out": table.num_rows, "files": parquet,
+            "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": 0.0}
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+def child(name: str, lake: Path) -> dict:
+    out = OUT_DIR / f"compact-out-{name}"
+    proc = subprocess.run([sys.executable, "-m", "bench.compact", "--child", name,
+                           "--lake", str(lake), "--to", str(out)],
+                          check=True, cwd=REPO, capture_output=True, text=True)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.compact", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000, help="distinct events")
+    parser.add_argument("--duplicates", type=float, default=0.05,
+                        help="fraction of events sent twice (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
+    parser.add_argument("--child", choices=("generate", "spark", "baseline"),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--to", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child == "generate":
+        print(json.dumps(generate(args.lake, args.events, args.duplicates)))
+        return 0
+    if args.child:
+        run = run_spark if args.child == "spark" else run_baseline
+        print(json.dumps(run(args.lake, args.to)))
+        return 0
+
+    OUT_DIR.mkdir(exist_ok=True)
+    lake = input_lake(args.events, args.duplicates)
+    objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
+    results = {name: child(name, lake) for name in ("baseline", "spark")}
+    for name, r in results.items():
+        if r["rows_out"] != args.events:
+            raise SystemExit(f"bench.compact: {name} wrote {r['rows_out']} rows, "
+                             f"expected the {args.events} distinct events")
+        r["rows_per_s"] = r["rows_in"] / r["seconds"]
+    ratio = results["spark"]["rows_per_s"] / results["baseline"]["rows_per_s"]
+    print(f"compaction of {results['spark']['rows_in']:,} input rows "
+          f"({args.events:,} distinct, {objects} objects) on {os.cpu_count()} cores")
+    print(f"{'contender':<10} {'seconds':>8} {'rows/s':>10} {'files':>6} "
+          f"{'python MB':>10} {'JVM MB':>8}")
+    for name, r in results.items():
+        print(f"{name:<10} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
+              f"{r['python_peak_mb']:>10,.0f} {r['jvm_peak_mb']:>8,.0f}")
+    print(f"spark / baseline rows/s: {ratio:.2f}")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    args.out.write_text(json.dumps({
+        "events": args.events, "duplicates": args.duplicates, "objects": objects,
+        "results": results, "ratio_spark_over_baseline": ratio,
+        "children_peak_rss_mb": children, "load_average": os.getloadavg()}, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
