@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test demo synth bench lint clean
+.PHONY: install test demo synth deploy cdk-cli bench lint clean
 
 install: $(STAMP)
 
@@ -39,6 +39,16 @@ demo: $(STAMP)
 
 synth: $(STAMP)
 	$(PY) app.py --env $(ENV) --outdir cdk.out
+
+# The CDK CLI, pinned to major 2 in package.json (aws-cdk@3 rejects this aws-cdk-lib's assembly).
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+cdk-cli: node_modules/.installed
+
+deploy: $(STAMP) node_modules/.installed
+	npx cdk deploy -c env=$(ENV) --all
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all
