@@ -1,0 +1,217 @@
+"""Consumer Lambda throughput: events/s per invocation at batch size 10, full packed messages
+(~1000 events each), against moto server, with the time split by part.
+
+    python -m bench.consumer [--invocations 3] [--events-per-message 1000] [--ops 60000]
+
+Parts timed inside the real handler (powertools batch processor included): decode (envelope
+decode + checks), logging (powertools Logger lines, to /dev/null), metrics (EMF aggregation and
+flush), S3 (PutObject of the lake objects), DynamoDB (the index store's calls), and the rest
+(index logic, batch processor, key derivation). Configurations: index off / on, log mode all
+and summary. The baseline, measured in the same run, is decode alone: what any consumer must
+spend to read the messages at all. Writes bench-out/consumer.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+OUT = Path("bench-out/consumer.json")
+PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = defaultdict(float)
+
+    def wrap(self, part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[part] += time.perf_counter() - start
+        return timed
+
+
+class TimedProxy:
+    """Every method call on `target` counts toward `part`."""
+
+    def __init__(self, target: Any, part: str, timer: Timer) -> None:
+        self._target, self._part, self._timer = target, part, timer
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        return self._timer.wrap(self._part, value) if callable(value) else value
+
+
+def make_events(ops: int) -> list[Any]:
+    from bench.workload import write_edit_log
+    from onprem_agent.editlog import read_ops
+    from onprem_agent.translate import translate_ops
+
+    buf = io.StringIO()
+    write_edit_log(buf, ops=ops, seed=1)
+    return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), "bench"))
+
+
+def lambda_events(events: list[Any], per_message: int, batch: int = 10) -> list[dict]:
+    from hdfs_events.envelope import encode_message
+    from hdfs_events.ids import message_group_id
+
+    records = []
+    for i in range(0, len(events) - per_message + 1, per_message):
+        chunk = events[i:i + per_message]
+        wire = encode_message(chunk, group_id=message_group_id("bench", "/", "single"))
+        records.append({
+            "messageId": f"m-{i}", "receiptHandle": f"r-{i}", "body": wire.body,
+            "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000",
+                           "SenderId": "AIDAEXAMPLE", "MessageGroupId": wire.group_id,
+                           "MessageDeduplicationId": wire.dedup_id,
+                           "ApproximateFirstReceiveTimestamp": "1767225600100",
+                           "SequenceNumber": str(10**19 + i)},
+            "messageAttributes": {"encoding": {"stringValue": "gzip+base64",
+                                               "dataType": "String"}},
+            "md5OfBody": "", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:bench.fifo",
+            "awsRegion": "eu-west-1"})
+    return [{"Records": records[i:i + batch]} for i in range(0, len(records), batch)
+            if len(records[i:i + batch]) == batch]
+
+
+def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
+               log_mode: str) -> dict[str, Any]:
+    import boto3
+    from aws_lambda_powertools import Logger
+
+    from hdfs_events import names
+    from lambdas.ingest import consumer as consumer_module
+    from lambdas.ingest import handler
+    from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
+    from tests.unit.ingest.lambda_events import Context
+
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset",
+                                                  method="POST"), timeout=30).read()
+    url = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
+    os.environ.update({names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
+                       names.ENV_INDEX_PREFIXES: "/" if index else "",
+                       names.ENV_LOG_MODE: log_mode, names.ENV_EVENT_QUEUE_URL: url})
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the run
+    handler.logger = Logger(service=f"bench-{name}", stream=devnull)
+    handler.consumer.cache_clear()
+    consumer = handler.consumer()
+    timer = Timer()
+    consumer.lake = TimedProxy(consumer.lake, "s3", timer)
+    consumer.logger = TimedProxy(consumer.logger, "logging", timer)
+    consumer.telemetry = TimedProxy(consumer.telemetry, "metrics", timer)
+    if consumer.index is not None:
+        consumer.index.store = TimedProxy(consumer.index.store, "dynamodb", timer)
+    decode, check = consumer_module.decode_message, consumer_module.check_events
+    consumer_module.decode_message = timer.wrap("decode", decode)
+    consumer_module.check_events = timer.wrap("decode", check)
+    rows = []
+    try:
+        for batch in batches:
+            timer.spent.clear()
+            events = sum(json.loads(_plain(r["body"]))["events"].__len__()
+                         for r in batch["Records"])
+            start = time.perf_counter()
+            with contextlib.redirect_stdout(devnull):
+                response = handler.handler(batch, Context())
+            total = time.perf_counter() - start
+            assert response == {"batchItemFailures": []}, response
+            rows.append({"events": events, "total_s": total, **dict(timer.spent)})
+    finally:
+        consumer_module.decode_message, consumer_module.check_events = decode, check
+        handler.consumer.cache_clear()
+    return summarise(name, rows)
+
+
+def _plain(body: str) -> str:
+    import base64
+    import gzip
+    return gzip.decompress(base64.b64decode(body)).decode()
+
+
+def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
+    total = statistics.median(r["total_s"] for r in rows)
+    parts = {p: statistics.median(r.get(p, 0.0) for r in rows) for p in PARTS}
+    events = rows[0]["events"]
+    return {"config": name, "events_per_invocation": events, "invocations": len(rows),
+            "total_ms": total * 1000, "events_per_s": events / total,
+            "parts_ms": {p: v * 1000 for p, v in parts.items()},
+            "other_ms": (total - sum(parts.values())) * 1000}
+
+
+def baseline_decode(batches: list[dict]) -> dict[str, Any]:
+    from hdfs_events.envelope import decode_message
+    rows = []
+    for batch in batches:
+        start = time.perf_counter()
+        n = sum(len(decode_message(r["body"], r["messageAttributes"])) for r in batch["Records"])
+        rows.append({"events": n, "total_s": time.perf_counter() - start})
+    return summarise("baseline: decode only", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--invocations", type=int, default=3)
+    parser.add_argument("--events-per-message", type=int, default=1000)
+    parser.add_argument("--ops", type=int, default=0, help="edit-log records to generate")
+    args = parser.parse_args(argv)
+    for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+                       "AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1"}.items():
+        os.environ.setdefault(key, value)
+    needed = args.invocations * 10 * args.events_per_message
+    events = make_events(args.ops or needed * 4)
+    if len(events) < needed:
+        raise SystemExit(f"{len(events)} events generated, {needed} needed: raise --ops")
+    batches = lambda_events(events[:needed], args.events_per_message)
+
+    from moto.server import ThreadedMotoServer
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    try:
+        results = [baseline_decode(batches)]
+        for name, index, mode in [("index off, log all", False, "all"),
+                                  ("index off, log summary", False, "summary"),
+                                  ("index on, log all", True, "all"),
+                                  ("index on, log summary", True, "summary")]:
+            results.append(run_config(name, endpoint, batches, index=index, log_mode=mode))
+    finally:
+        server.stop()
+    base = results[0]["total_ms"]
+    print(f"consumer: batch of 10 messages x {args.events_per_message} events, median of "
+          f"{args.invocations} invocations, moto server on {endpoint}")
+    head = f"{'config':<24}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
+    head += "".join(f"{p:>10}" for p in (*PARTS, "other"))
+    print(head)
+    for r in results:
+        parts = r.get("parts_ms", {})
+        line = (f"{r['config']:<24}{r['events_per_s']:>10.0f}{r['total_ms']:>10.1f}"
+                f"{r['total_ms'] / base:>9.1f}")
+        line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
+        line += f"{r.get('other_ms', 0.0):>10.1f}"
+        print(line)
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps({"batch_size": 10, "events_per_message": args.events_per_message,
+                               "results": results}, indent=2))
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
