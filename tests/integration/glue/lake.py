@@ -1,6 +1,7 @@
-"""Raw objects written as the consumer Lambda writes them: gzip JSON lines of canonical events
-(HdfsEvent.to_json) under raw/cluster=<c>/dt=<d>/hour=<HH>/<name>.jsonl.gz, partitioned by the
-event's NameNode timestamp, or by the message's sent time when the event has none."""
+"""Raw objects written as the consumer Lambda (lambdas/ingest/lake.py) writes them: gzip JSON
+lines of canonical events (HdfsEvent.to_json) under raw/cluster=<c>/dt=<d>/hour=<HH>/<name>.jsonl.gz,
+partitioned by the event's NameNode timestamp; an event without one goes with the largest
+timestamp of its message, or the message's SentTimestamp when no event has one."""
 
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ class RawLake:
         """One SQS message's events: one object per (dt, hour) they fall in, as the consumer
         splits a message whose events straddle an hour."""
         groups: dict[tuple[str, str, str], list[str]] = {}
+        stamps = [e.timestamp for e in events if e.timestamp is not None]
+        fallback = max(stamps) if stamps else sent_ms
         for e in events:
-            dt, hour = partition_of(e.timestamp if e.timestamp is not None else sent_ms)
+            dt, hour = partition_of(e.timestamp if e.timestamp is not None else fallback)
             groups.setdefault((e.cluster, dt, hour), []).append(e.to_json())
         return [self.write_lines(c, dt, hour, name, lines)
                 for (c, dt, hour), lines in groups.items()]

@@ -41,6 +41,7 @@ def day(ms: int) -> str:
 
 
 def expected_dt(e: HdfsEvent, sent_ms: int) -> str:
+    """Every test message here has its events' times and its sent time on one day."""
     return day(e.timestamp if e.timestamp is not None else sent_ms)
 
 
@@ -71,11 +72,12 @@ def catalog_bytes(lake: RawLake) -> bytes:
 def test_duplicates_within_and_across_files_and_hours_appear_once(spark, lake):
     events = generated_events("c1", count=400, start_ms=JAN_13_2015_MS, span_ms=6 * 3_600_000)
     # Within one object: the consumer never writes this, a buggy agent batch could.
-    lake.write_message("m1", events[:200] + events[150:200], sent_ms=SENT)
-    # Across objects: an agent restart re-sends events 100..300 as a new message, an hour
-    # later, so timestamp-less events land in another hour's partition.
-    lake.write_message("m2", events[100:300], sent_ms=SENT + 3_600_000)
+    m1 = lake.write_message("m1", events[:200] + events[150:200], sent_ms=SENT)
+    # Across objects: an agent restart re-sends events 100..300 as a new message; its
+    # timestamp-less events go with that message's latest event, into another hour.
+    m2 = lake.write_message("m2", events[100:300], sent_ms=SENT + 3_600_000)
     lake.write_message("m3", events[300:], sent_ms=SENT)
+    assert {p.parent.name for p in m2} - {p.parent.name for p in m1}
 
     report = run(spark, lake)
 
