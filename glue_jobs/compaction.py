@@ -98,13 +98,14 @@ def parse_lines(lines: DataFrame) -> DataFrame:
             "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
         .withColumn("_keys", keys)
     )
-    reason = _first_problem(parsed, expected)
+    reason = _first_problem(expected)
     return (parsed.withColumn("reason", reason)
             .withColumn("value", F.when(F.col("reason").isNotNull(), F.col("value")))
             .drop("_keys"))
 
 
-def _first_problem(parsed: DataFrame, expected: Column) -> Column:
+def _first_problem(expected: Column) -> Column:
+    """The first contract check a parsed line fails, as text; null when it passes all."""
     e, k = F.col("event"), F.col("_keys")
     checks: list[tuple[Column, Column]] = [
         (k.isNull(), F.lit("line is not a JSON object")),
