@@ -39,9 +39,9 @@ from onprem_agent.translate import translate_batches
 CLUSTER = "bench"
 # Agent variants measured side by side (defaults: prefix:2, 64 KiB, gzip level 3).
 VARIANTS: dict[str, dict[str, Any]] = {
-    "agent replay (size-sealed), gzip 3": {},
-    "agent replay (size-sealed), gzip 6": {"compression_level": 6},
-    "agent replay (size-sealed), gzip 1": {"compression_level": 1},
+    "agent replay (2 s linger), gzip 3": {},
+    "agent replay (2 s linger), gzip 6": {"compression_level": 6},
+    "agent replay (2 s linger), gzip 1": {"compression_level": 1},
     "agent live-like (linger 200 ms), gzip 3": {"replay": False},
 }
 
@@ -80,11 +80,12 @@ def translate(edits: Path) -> list[TxBatch]:
 
 def agent_noop(batches: Iterable[TxBatch], *, replay: bool = True,
                **packing: object) -> dict[str, Any]:
-    """replay=True: sealed by size only, as `replay` does; False: with the 200 ms linger of
-    live shipping, while the source runs flat out (the worst case for message fill)."""
+    """replay=True: `replay_linger_ms` (2 s), as `replay` does; False: the 200 ms linger of
+    live shipping, while the source runs flat out."""
     sender = NoopSender()
-    pipeline = Pipeline(agent_config(**packing), sender=sender, checkpoint=_MemoryCheckpoint(),
-                        seal_by_linger=not replay)
+    config = agent_config(**packing)
+    pipeline = Pipeline(config, sender=sender, checkpoint=_MemoryCheckpoint(),
+                        linger_ms=config.packing.replay_linger_ms if replay else None)
     result = pipeline.run(batches)
     stats = pipeline.packer.stats
     return {"events": result.events_sent, "messages": result.messages,

@@ -64,6 +64,9 @@ class PackingConfig:
     group_by: str = "prefix:2"
     max_message_bytes: int = SQS_BILLING_CHUNK_BYTES
     linger_ms: int = 200
+    # A replay has no freshness to protect but must keep its checkpoint moving: a longer linger
+    # fills messages at backfill rates while a quiet group still holds T back by seconds only.
+    replay_linger_ms: int = 2000
     compress: bool = True
     compression_level: int = 3
 
@@ -203,6 +206,7 @@ def _packing(r: _Reader) -> PackingConfig:
         # Below ~1 KiB a single typical event no longer fits a message.
         "max_message_bytes": (int, 1024, SQS_MAX_MESSAGE_BYTES),
         "linger_ms": (int, 0, 60_000),
+        "replay_linger_ms": (int, 0, 600_000),
         "compress": (bool, None, None),
         "compression_level": (int, 1, 9),
     })

@@ -9,8 +9,9 @@ packer under one lock and hand sealed messages to the sender inside it, which ke
 group's messages in sealing order; only the source thread ever waits for sender capacity, so
 the flusher never blocks behind backpressure.
 
-A replay passes `seal_by_linger=False`: history read from files has no freshness to protect,
-so its messages are sealed by size only (and at the end of the input), which keeps them full.
+A replay passes `linger_ms=[packing] replay_linger_ms` (default 2 s): history has no freshness
+to protect, so messages fill at backfill rates, while a quiet group holds the checkpoint back by
+seconds only.
 
 Shutdown (the `stop` event, end of input, or a source error): seal what is open, wait for the
 sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), save the checkpoint.
@@ -52,15 +53,16 @@ class PipelineResult:
 class Pipeline:
     def __init__(self, config: AgentConfig, *, sender: Sender, checkpoint: CheckpointStore,
                  clock: Callable[[], float] = time.monotonic,
-                 progress: ProgressReporter | None = None, seal_by_linger: bool = True) -> None:
+                 progress: ProgressReporter | None = None,
+                 linger_ms: int | None = None) -> None:
         self.config = config
-        self._seal_by_linger = seal_by_linger
         self._sender, self._store, self._clock, self._progress = (
             sender, checkpoint, clock, progress)
         packing = config.packing
         self.packer = EventPacker(
             config.cluster, group_by=packing.group_by,
-            max_message_bytes=packing.max_message_bytes, linger_s=packing.linger_ms / 1000,
+            max_message_bytes=packing.max_message_bytes,
+            linger_s=(packing.linger_ms if linger_ms is None else linger_ms) / 1000,
             compress=packing.compress, compression_level=packing.compression_level)
         self._filter = PathFilter(config.filter.cover_dirs, config.filter.ignore_patterns)
         self.resume_after: int | None = checkpoint.load()
@@ -103,8 +105,7 @@ class Pipeline:
             if not isinstance(error, PermanentSendError):
                 # At the end of the input wait as long as it takes; when told to stop or after
                 # an error, only as long as configured.
-                drained = self._drain(None if error is None and not stop.is_set() else
-                                      self.config.sending.shutdown_timeout_ms / 1000)
+                drained = self._drain(stop, wait_for_all=error is None and not stop.is_set())
         except PermanentSendError as exc:
             error = error or exc
         finally:
@@ -162,10 +163,16 @@ class Pipeline:
                 if acks:
                     self._apply_acks()
 
-    def _drain(self, timeout: float | None) -> bool:
+    def _drain(self, stop: threading.Event, *, wait_for_all: bool) -> bool:
         with self._lock:
             for message in self.packer.drain():
                 self._sender.enqueue(message)
+        timeout = self.config.sending.shutdown_timeout_ms / 1000
+        if wait_for_all:
+            # A signal during this wait turns it into the bounded shutdown wait.
+            while not stop.is_set():
+                if self._sender.flush(0.5):
+                    return True
         drained = self._sender.flush(timeout)
         if not drained:
             log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
@@ -208,8 +215,7 @@ class Pipeline:
                     deadline = self.packer.next_deadline()
                     # Under backpressure an early seal would not go out any sooner; letting
                     # the message grow instead keeps messages full when SQS is the bottleneck.
-                    if (deadline is not None and deadline <= now and self._seal_by_linger
-                            and self._sender.has_capacity()):
+                    if deadline is not None and deadline <= now and self._sender.has_capacity():
                         for message in self.packer.expired(now):
                             self._sender.enqueue(message)
                         deadline = self.packer.next_deadline()
@@ -218,9 +224,7 @@ class Pipeline:
                     next_save = now + interval
                 if self._progress is not None:
                     self._progress.update(self.snapshot())
-                if not self._seal_by_linger:
-                    deadline = None
-                elif deadline is not None and deadline <= now:
+                if deadline is not None and deadline <= now:
                     deadline = now + 0.05  # held back by backpressure: look again shortly
                 wake = next_save if deadline is None else min(next_save, deadline)
                 if done.wait(max(0.005, min(wake - self._clock(), 0.5))):

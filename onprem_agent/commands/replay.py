@@ -53,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "([packing] group_by)")
     flags.add_argument("--max-message-bytes", type=int, metavar="N",
                        help="([packing] max_message_bytes)")
+    flags.add_argument("--linger-ms", type=int, metavar="MS",
+                       help="([packing] replay_linger_ms: a replay's linger)")
     flags.add_argument("--compress", action=argparse.BooleanOptionalAction, default=None,
                        help="([packing] compress)")
     parser.add_argument("--dry-run", action="store_true",
@@ -66,6 +68,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         "sqs.queue_url": args.queue_url,
         "packing.group_by": args.group_by,
         "packing.max_message_bytes": args.max_message_bytes,
+        "packing.replay_linger_ms": args.linger_ms,
         "packing.compress": args.compress,
     }
     if args.checkpoint is not None:
@@ -110,9 +113,8 @@ def replay(config: AgentConfig, files: Sequence[Path], *, stop: threading.Event,
     elif sender is None:
         sender = SqsSender.from_config(config)
     progress = ProgressReporter(interval_s=config.progress.interval_ms / 1000)
-    # History read from files has no freshness to protect: seal messages by size only.
     pipeline = Pipeline(config, sender=sender, checkpoint=store, progress=progress,
-                        seal_by_linger=False)
+                        linger_ms=config.packing.replay_linger_ms)
     stats = TranslationStats()
     started = time.monotonic()
     log.info("replaying %d edit log file(s) for cluster %s to %s, after txid %s",

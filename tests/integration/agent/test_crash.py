@@ -49,6 +49,7 @@ def test_sigkill_at_random_moments_loses_nothing(moto_endpoint: str, tmp_path: P
     with Drainer(url) as drainer:
         while True:
             runs += 1
+            assert runs <= 4 * KILLS, f"no progress: checkpoints {checkpoints}"
             before = saved_txid(checkpoint)
             proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
