@@ -34,26 +34,35 @@ class NamespaceIndex:
     def apply(self, events: Sequence[HdfsEvent]) -> list[SubtreeOp]:
         """Applies the events in order; returns the subtree operations left unfinished, each to
         be continued by a later invocation."""
-        pending: list[SubtreeOp] = []
         relevant = [e for e in events if self.indexed(e.path)
                     or (e.dst_path is not None and self.indexed(e.dst_path))]
-        by_cluster: dict[str, IndexView] = {}
-        for event in relevant:
-            view = by_cluster.get(event.cluster)
-            if view is None:
-                view = by_cluster[event.cluster] = IndexView(self.store, event.cluster)
-                view.prefetch(p for e in relevant if e.cluster == event.cluster
-                              for p in self._chain(e.path))
-            op = self._with_retries(lambda v, ev=event: self._apply_event(v, ev), view)
-            if op is not None:
-                pending.append(op)
-        self._count(by_cluster.values())
+        pending: list[SubtreeOp] = []
+        for cluster in dict.fromkeys(e.cluster for e in relevant):
+            mine = [e for e in relevant if e.cluster == cluster]
+            view = IndexView(self.store, cluster)
+
+            def step(v: IndexView, mine: list[HdfsEvent] = mine) -> list[SubtreeOp]:
+                v.prefetch(p for e in mine for p in self._chain(e.path))
+                ops = [op for e in mine if (op := self._apply_event(v, e)) is not None]
+                v.flush()
+                return ops
+
+            try:
+                pending += self._with_retries(step, view)
+            finally:
+                self._count([view])
         return pending
 
     def resume(self, op: SubtreeOp) -> SubtreeOp | None:
         view = IndexView(self.store, op.cluster)
+
+        def step(v: IndexView) -> SubtreeOp | None:
+            left = self._run(v, op)
+            v.flush()
+            return left
+
         try:
-            return self._with_retries(lambda v: self._run(v, op), view)
+            return self._with_retries(step, view)
         finally:
             self._count([view])
 

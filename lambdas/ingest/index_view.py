@@ -1,9 +1,11 @@
 """The index as the logic sees it: a small store interface and a per-invocation cache.
 
 The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the logic's tests.
-Writes are compare-and-set on the entry's `rev`: a concurrent invocation that changed the same
-entry since it was read makes the write fail with ConcurrentUpdate, and the event is applied
-again from fresh reads (every merge is idempotent).
+Writes are deferred and coalesced: an entry changed by several events of a message (CREATE then
+CLOSE, say) is written once, when the message is done or before a subtree walk reads a
+partition. Each write is compare-and-set on the entry's `rev`: a concurrent invocation that
+changed the same entry since it was read makes the flush fail with ConcurrentUpdate, and the
+message's events are applied again from fresh reads (every merge is idempotent).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class IndexView:
     def __init__(self, store: IndexStore, cluster: str) -> None:
         self.store, self.cluster = store, cluster
         self._cache: dict[str, Entry] = {}
+        self._dirty: dict[str, int] = {}  # path -> rev stored in the table (0: not stored)
         self.reads = self.writes = 0
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -68,20 +71,28 @@ class IndexView:
     def save(self, old: Entry, new: Entry) -> Entry:
         if new.same_state(old):
             return old
-        stored = replace(new, rev=old.rev + 1)
-        self.writes += 1
-        if not self.store.put(stored, expected_rev=old.rev):
-            self._cache.pop(old.path, None)
-            raise ConcurrentUpdate(f"index entry {self.cluster}:{old.path} changed meanwhile")
-        self._cache[old.path] = stored
-        return stored
+        base = self._dirty.setdefault(old.path, old.rev)
+        saved = replace(new, rev=base + 1)
+        self._cache[old.path] = saved
+        return saved
+
+    def flush(self) -> None:
+        for path, base in list(self._dirty.items()):
+            self.writes += 1
+            if not self.store.put(self._cache[path], expected_rev=base):
+                self.forget()
+                raise ConcurrentUpdate(f"index entry {self.cluster}:{path} changed meanwhile")
+            del self._dirty[path]
 
     def children(self, parent: str, *, after: str | None, limit: int) -> list[Entry]:
+        self.flush()  # the table must hold what this invocation changed before it is read
         self.reads += 1
         page = self.store.children(self.cluster, parent, after=after, limit=limit)
         for entry in page:
-            self._cache[entry.path] = entry
+            if entry.path not in self._dirty:
+                self._cache[entry.path] = entry
         return page
 
     def forget(self) -> None:
         self._cache.clear()
+        self._dirty.clear()

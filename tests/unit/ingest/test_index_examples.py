@@ -78,3 +78,29 @@ def test_paths_outside_the_prefixes_are_not_indexed() -> None:
     NamespaceIndex(store, ["/data"]).apply([mkdir(1, "/tmp"), mkfile(2, "/tmp/x"),
                                            mkfile(3, "/database")])
     assert store.items == {}
+
+
+class _RacingStore(MemoryIndexStore):
+    """Another invocation writes the entry between our read and our first write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raced = False
+
+    def put(self, entry, *, expected_rev: int) -> bool:
+        if not self.raced and expected_rev > 0:
+            self.raced = True
+            key = self.key(entry.cluster, entry.path)
+            from dataclasses import replace
+            self.items[key] = replace(self.items[key], rev=self.items[key].rev + 1)
+        return super().put(entry, expected_rev=expected_rev)
+
+
+def test_concurrent_write_makes_the_message_apply_again_from_fresh_reads() -> None:
+    store = _RacingStore()
+    index = NamespaceIndex(store, ["/data"])
+    events = [mkdir(1, "/data"), mkfile(2, "/data/f"), ev(3, EventType.CLOSE, "/data/f", size=8)]
+    index.apply(events[:2])
+    index.apply(events[2:])
+    assert store.raced
+    assert store.live("prod") == in_order_state(events, "/data")
