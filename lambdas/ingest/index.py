@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import index_model as m
+from lambdas.ingest.index_effects import create_values, update_values
 from lambdas.ingest.index_model import Entry, Version
 from lambdas.ingest.index_view import ConcurrentUpdate, IndexStore, IndexView, name_of
 from lambdas.ingest.settings import is_under
@@ -96,12 +97,12 @@ class NamespaceIndex:
             self._ensure_parents(view, path, at)
         if event.type == EventType.CREATE:
             entry = self._help_along(view, view.get(path), at)
-            entry_new = m.set_values(m.begin(entry, at), m.create_values(event), version, at)
+            entry_new = m.set_values(m.begin(entry, at), create_values(event), version, at)
             view.save(entry, entry_new)
         elif event.type == EventType.UNLINK:
             return self._unlink(view, path, at, version)
         else:
-            values = m.update_values(event)
+            values = update_values(event)
             if values:
                 entry = view.get(path)
                 view.save(entry, m.set_values(entry, values, version, at))

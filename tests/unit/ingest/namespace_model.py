@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hdfs_events.event import EventType, HdfsEvent
-from lambdas.ingest.index_model import create_values, update_values
+from lambdas.ingest.index_effects import create_values, update_values
 
 
 def in_order_state(events: Iterable[HdfsEvent], prefix: str) -> dict[str, dict]:
