@@ -1,0 +1,227 @@
+"""The whole chain on one machine, as the demo and the end-to-end proof run it.
+
+moto server on 127.0.0.1 stands in for AWS and is reached only through AWS_ENDPOINT_URL, as a
+deployment reaches AWS. The resources come from the CDK app itself (the `local` environment's
+synthesized templates deployed into moto's CloudFormation). The agent is the real
+`hdfs-events-agent replay` in its own process; the consumer is the real handler in its own
+process behind the local SQS event source mapping; compaction and rollups are the real Glue
+entry scripts on a local SparkSession. Spark has no S3 connector here (pyspark ships no s3a
+jars), so raw/ is copied from the lake bucket to a local directory for the jobs, which is the
+one step a deployment does differently (Glue reads s3:// directly).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_EDITS = REPO / "onprem_agent/examples/edits/editsStored-layout-61.xml"
+REGION = "eu-west-1"
+
+
+def say(message: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+@contextmanager
+def local_aws() -> Iterator[str]:
+    """A moto server on a free loopback port; the process environment points boto3 at it with
+    throwaway credentials, so nothing here can reach a real account."""
+    from moto.server import ThreadedMotoServer
+
+    # werkzeug logs every request at INFO, and moto warns about every CloudFormation resource
+    # type it skips (Glue, alarms, policies: see README): lines that bury the demo's own output.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message="Tried to parse", category=UserWarning)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    saved = dict(os.environ)
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
+        os.environ.pop(name, None)
+    os.environ.update({
+        "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "local", "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
+        "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    })
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@dataclass
+class AgentRun:
+    exits: list[int] = field(default_factory=list)
+    kills: int = 0
+
+
+@dataclass
+class Chain:
+    """One deployed local environment and a working directory."""
+
+    endpoint: str
+    outputs: dict[str, str]
+    work: Path
+    cluster: str = "demo"
+    lambda_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def deploy(cls, endpoint: str, work: Path, cluster: str = "demo") -> Chain:
+        from bench.localcloud import deploy_to_moto
+
+        outputs = deploy_to_moto(endpoint, "local")
+        chain = cls(endpoint=endpoint, outputs=outputs, work=work, cluster=cluster)
+        chain.lambda_env = chain._function_environment()
+        return chain
+
+    # --- AWS handles ----------------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)
+
+    @property
+    def queue_url(self) -> str:
+        return self.outputs["EventQueueUrl"]
+
+    @property
+    def bucket(self) -> str:
+        return self.outputs["LakeBucketName"]
+
+    def _function_environment(self) -> dict[str, str]:
+        """The consumer's environment exactly as the stack defines it."""
+        fn = self.client("lambda").get_function_configuration(
+            FunctionName=self.outputs["IngestFunctionName"])
+        return dict(fn.get("Environment", {}).get("Variables", {}))
+
+    # --- the agent ------------------------------------------------------------------------
+    def agent_config(self, name: str = "agent") -> Path:
+        path = self.work / f"{name}.toml"
+        path.write_text(
+            f'cluster = "{self.cluster}"\n\n[sqs]\nqueue_url = "{self.queue_url}"\n\n'
+            f'[checkpoint]\nstore = "file"\npath = "{self.work / (name + ".checkpoint.json")}"\n'
+            f'interval_ms = 200\n\n[filter]\ncover_dirs = []\nignore_patterns = ["\\\\._COPYING_$"]\n'
+            f'\n[packing]\ngroup_by = "prefix:2"\nmax_message_bytes = 65536\nlinger_ms = 200\n'
+            f'compress = true\n\n[progress]\ninterval_ms = 2000\n', encoding="utf-8")
+        return path
+
+    def replay(self, edits: Sequence[Path], *, kills: int = 0, seed: int = 0,
+               kill_window_s: tuple[float, float] = (1.5, 4.0), log: Path | None = None,
+               on_start: Callable[[int], None] | None = None) -> AgentRun:
+        """Runs `hdfs-events-agent replay` to completion, killing it with SIGKILL `kills` times
+        at random moments and restarting it each time, as systemd would."""
+        config = self.agent_config()
+        cmd = [sys.executable, "-m", "onprem_agent.cli", "replay", "--config", str(config),
+               "--edits", *map(str, edits)]
+        rng, run = random.Random(seed), AgentRun()
+        log_file = open(log or self.work / "agent.log", "a", encoding="utf-8")  # noqa: SIM115
+        try:
+            while True:
+                proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO)
+                if on_start:
+                    on_start(len(run.exits))
+                if run.kills < kills:
+                    try:
+                        proc.wait(timeout=rng.uniform(*kill_window_s))
+                    except subprocess.TimeoutExpired:
+                        proc.send_signal(signal.SIGKILL)
+                        proc.wait()
+                        run.kills += 1
+                        run.exits.append(-9)
+                        continue
+                code = proc.wait(timeout=1800)
+                run.exits.append(code)
+                if code != 0:
+                    raise RuntimeError(f"agent exited {code}; see {log_file.name}")
+                return run
+        finally:
+            log_file.close()
+
+    # --- the consumer ---------------------------------------------------------------------
+    def start_consumer(self, *, fail_share: float = 0.0) -> subprocess.Popen:
+        stop, stats = self.work / "consumer.stop", self.work / "consumer-stats.json"
+        stop.unlink(missing_ok=True)
+        stats.unlink(missing_ok=True)
+        log_dir = self.work / "cloudwatch"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.lambda_env}
+        return subprocess.Popen(
+            [sys.executable, "-m", "bench.demo.consumer", self.queue_url, "--stop-file", str(stop),
+             "--stats", str(stats), "--fail-share", str(fail_share)],
+            stdout=open(log_dir / "ingest.log", "w", encoding="utf-8"),
+            stderr=subprocess.STDOUT, cwd=REPO, env=env)
+
+    def stop_consumer(self, proc: subprocess.Popen, timeout_s: float = 600) -> dict[str, Any]:
+        """Lets the consumer drain the queue, then stops it; returns its counters."""
+        (self.work / "consumer.stop").touch()
+        code = proc.wait(timeout=timeout_s)
+        if code != 0:
+            raise RuntimeError(f"consumer exited {code}; see {self.work / 'cloudwatch/ingest.log'}")
+        return json.loads((self.work / "consumer-stats.json").read_text())
+
+    def queue_depth(self, url: str | None = None) -> int:
+        attrs = self.client("sqs").get_queue_attributes(
+            QueueUrl=url or self.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return sum(int(v) for v in attrs.values())
+
+    def send_poison(self, bodies: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Puts malformed messages on the event queue, as a broken or hostile producer would."""
+        sqs = self.client("sqs")
+        for i, (body, attributes) in enumerate(bodies):
+            sqs.send_message(QueueUrl=self.queue_url, MessageBody=body,
+                             MessageAttributes=attributes, MessageGroupId=f"poison-{i}",
+                             MessageDeduplicationId=f"poison-{i}-{time.time_ns()}")
+
+    # --- the lake -------------------------------------------------------------------------
+    def download(self, prefix: str, target: Path) -> int:
+        """Copies every object under `prefix` of the lake bucket to `target`; returns the count."""
+        s3, count = self.client("s3"), 0
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                path = target / obj["Key"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(self.bucket, obj["Key"], str(path))
+                count += 1
+        return count
+
+    def upload(self, source: Path, prefix: str) -> int:
+        s3, count = self.client("s3"), 0
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                s3.upload_file(str(path), self.bucket, f"{prefix}{path.relative_to(source)}")
+                count += 1
+        return count
+
+
+def run_glue_job(module: str, *args: str, log: Path) -> dict[str, Any]:
+    """Runs a Glue entry script locally (`python -m glue_jobs.X --source ... --target ...`) and
+    returns the JSON report it prints last."""
+    with open(log, "a", encoding="utf-8") as err:
+        done = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, text=True,
+                              stdout=subprocess.PIPE, stderr=err, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} exited {done.returncode}; see {log}")
+    for line in reversed(done.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {}

@@ -1,0 +1,137 @@
+"""Reads what the chain left in the lake (as a user of the lake would: the curated table through
+its catalog, the rollup tables, the quarantine) and turns it into the demo's report."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from bench.demo.report import DemoReport
+from onprem_agent.editlog import read_ops
+from onprem_agent.translate import translate_ops
+
+CATALOG = "curated/_catalog/events.json"
+
+# What a broken or hostile producer might put on the queue: each must be quarantined with its
+# reason, and none may block its message group.
+POISON_BODIES: list[tuple[str, dict[str, Any]]] = [
+    ("this is not JSON", {}),
+    ('{"v": 99, "events": []}', {}),
+    (base64.b64encode(b"not gzip at all").decode(),
+     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
+    (base64.b64encode(gzip.compress(b'{"v":1,"events":[{"cluster":"demo","txid":"x"}]}')).decode(),
+     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
+]
+
+
+def source_events(edits: Sequence[Path], cluster: str) -> list[tuple[int, int, str]]:
+    """(txid, index, type) of every event the edit logs hold, translated the agent's way."""
+    keys = []
+    for path in edits:
+        for e in translate_ops(read_ops(path), cluster, source=str(path)):
+            keys.append((e.txid, e.index, e.type.value))
+    return keys
+
+
+def curated_table(lake: Path) -> pa.Table:
+    """The curated events at the locations the catalog names (never superseded runs)."""
+    doc = json.loads((lake / CATALOG).read_text())
+    tables = []
+    for part in doc["partitions"].values():
+        location = part["location"]
+        path = Path(location.removeprefix("file://")) if location.startswith("file:") else lake / location
+        table = ds.dataset(str(path), format="parquet").to_table()
+        n = table.num_rows
+        table = table.append_column("cluster", pa.array([part["cluster"]] * n))
+        tables.append(table.append_column("dt", pa.array([part["dt"]] * n)))
+    return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+
+
+def _rows(lake: Path, name: str) -> list[dict[str, Any]]:
+    root = lake / "curated" / name
+    if not root.exists():
+        return []
+    return ds.dataset(str(root), format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def _raw_rows(lake: Path) -> int:
+    return sum(sum(1 for _ in gzip.open(p, "rt")) for p in (lake / "raw").rglob("*.jsonl.gz"))
+
+
+def _quarantine_reasons(lake: Path) -> list[str]:
+    reasons = []
+    for path in sorted((lake / "quarantine" / "ingest").rglob("*.json")):
+        reasons.append(json.loads(path.read_text()).get("reason", "?"))
+    return reasons
+
+
+def _log_lines(log_path: Path, limit: int = 12) -> list[str]:
+    picked: list[str] = []
+    kinds: Counter[str] = Counter()
+    for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{") or '"_aws"' in line:
+            continue  # EMF metric documents are CloudWatch's, not log lines a person reads
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = f"{doc.get('message')}:{doc.get('type', '')}"
+        if kinds[kind] < 2:
+            kinds[kind] += 1
+            picked.append(line)
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: dict[str, Any],
+                 log_path: Path, compaction: dict[str, Any], rollups: dict[str, Any],
+                 agent_kills: int, dlq_depth: int) -> DemoReport:
+    table = curated_table(lake)
+    rows = table.select(["txid", "index", "type", "timestamp"]).to_pylist() if table.num_rows else []
+    lake_keys = sorted((r["txid"], r["index"], r["type"]) for r in rows)
+    exact = lake_keys == sorted(expected)
+    per_minute: Counter[str] = Counter()
+    for r in rows:
+        if r["timestamp"] and r["timestamp"] > 1_600_000_000_000:  # the generated workload's clock
+            minute = datetime.fromtimestamp(r["timestamp"] / 1000, UTC).strftime("%m-%d %H:%M")
+            per_minute[minute] += 1
+    by_dir: Counter[str] = Counter()
+    for row in _rows(lake, "activity_daily"):
+        by_dir[row["prefix"]] += max(int(row.get("bytes_written") or 0), 0)
+    mass = [(f"{r['scope']} {r['subject']}",
+             f"{r['window_start']:%H:%M}-{r['window_end']:%H:%M}" if hasattr(r["window_start"], "strftime")
+             else str(r["window_start"]), int(r["unlinks"]))
+            for r in _rows(lake, "mass_deletes")]
+    reasons = _quarantine_reasons(lake)
+    return DemoReport(
+        source_events=len(expected),
+        events_by_type=dict(Counter(t for _, _, t in lake_keys)),
+        lake_rows=len(lake_keys),
+        raw_rows=_raw_rows(lake),
+        quarantined=len(reasons),
+        quarantine_reasons=reasons,
+        lag_ms=consumer.get("latency_ms", []),
+        activity=sorted(per_minute.items()),
+        top_dirs_by_bytes=by_dir.most_common(10),
+        mass_deletes=sorted(mass, key=lambda m: -m[2]),
+        log_lines=_log_lines(log_path),
+        figures={
+            "Lake equals source exactly": "yes" if exact else "NO",
+            "Agent SIGKILLs survived": str(agent_kills),
+            "Consumer redeliveries (transient faults)": str(consumer.get("failures", 0)),
+            "Messages left in the DLQ": str(dlq_depth),
+            "Parquet files published": str(compaction.get("files_written", "?")),
+            "Days rolled up": str(len(rollups.get("days", []))),
+            "Mass-delete windows flagged": str(rollups.get("mass_delete_windows", 0)),
+        },
+    )
