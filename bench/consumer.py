@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import statistics
 import time
@@ -33,9 +34,11 @@ PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
 class Timer:
     def __init__(self) -> None:
         self.spent: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
 
     def wrap(self, part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            self.calls[part] += 1
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
@@ -123,6 +126,7 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
     try:
         for batch in batches:
             timer.spent.clear()
+            timer.calls.clear()
             events = sum(json.loads(_plain(r["body"]))["events"].__len__()
                          for r in batch["Records"])
             start = time.perf_counter()
@@ -130,7 +134,8 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
                 response = handler.handler(batch, Context())
             total = time.perf_counter() - start
             assert response == {"batchItemFailures": []}, response
-            rows.append({"events": events, "total_s": total, **dict(timer.spent)})
+            rows.append({"events": events, "total_s": total, **dict(timer.spent),
+                         "s3_calls": timer.calls["s3"], "ddb_calls": timer.calls["dynamodb"]})
     finally:
         consumer_module.decode_message, consumer_module.check_events = decode, check
         handler.consumer.cache_clear()
@@ -150,7 +155,9 @@ def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
     return {"config": name, "events_per_invocation": events, "invocations": len(rows),
             "total_ms": total * 1000, "events_per_s": events / total,
             "parts_ms": {p: v * 1000 for p, v in parts.items()},
-            "other_ms": (total - sum(parts.values())) * 1000}
+            "other_ms": (total - sum(parts.values())) * 1000,
+            "s3_calls": statistics.median(r.get("s3_calls", 0) for r in rows),
+            "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows)}
 
 
 def baseline_decode(batches: list[dict]) -> dict[str, Any]:
@@ -179,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = lambda_events(events[:needed], args.events_per_message)
 
     from moto.server import ThreadedMotoServer
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"consumer: batch of 10 messages x {args.events_per_message} events, median of "
           f"{args.invocations} invocations, moto server on {endpoint}")
     head = f"{'config':<24}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
-    head += "".join(f"{p:>10}" for p in (*PARTS, "other"))
+    head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
     print(head)
     for r in results:
         parts = r.get("parts_ms", {})
@@ -205,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['total_ms'] / base:>9.1f}")
         line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
         line += f"{r.get('other_ms', 0.0):>10.1f}"
+        line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
         print(line)
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"batch_size": 10, "events_per_message": args.events_per_message,
