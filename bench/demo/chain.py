@@ -113,22 +113,23 @@ class Chain:
         return dict(fn.get("Environment", {}).get("Variables", {}))
 
     # --- the agent ------------------------------------------------------------------------
-    def agent_config(self, name: str = "agent") -> Path:
+    def agent_config(self, name: str = "agent", max_message_bytes: int = 65536) -> Path:
         path = self.work / f"{name}.toml"
         path.write_text(
             f'cluster = "{self.cluster}"\n\n[sqs]\nqueue_url = "{self.queue_url}"\n\n'
             f'[checkpoint]\nstore = "file"\npath = "{self.work / (name + ".checkpoint.json")}"\n'
             f'interval_ms = 200\n\n[filter]\ncover_dirs = []\nignore_patterns = ["\\\\._COPYING_$"]\n'
-            f'\n[packing]\ngroup_by = "prefix:2"\nmax_message_bytes = 65536\nlinger_ms = 200\n'
+            f'\n[packing]\ngroup_by = "prefix:2"\nmax_message_bytes = {max_message_bytes}\nlinger_ms = 200\n'
             f'compress = true\n\n[progress]\ninterval_ms = 2000\n', encoding="utf-8")
         return path
 
     def replay(self, edits: Sequence[Path], *, kills: int = 0, seed: int = 0,
                kill_window_s: tuple[float, float] = (1.5, 4.0), log: Path | None = None,
-               on_start: Callable[[int], None] | None = None) -> AgentRun:
+               on_start: Callable[[int], None] | None = None,
+               max_message_bytes: int = 65536) -> AgentRun:
         """Runs `hdfs-events-agent replay` to completion, killing it with SIGKILL `kills` times
         at random moments and restarting it each time, as systemd would."""
-        config = self.agent_config()
+        config = self.agent_config(max_message_bytes=max_message_bytes)
         cmd = [sys.executable, "-m", "onprem_agent.cli", "replay", "--config", str(config),
                "--edits", *map(str, edits)]
         rng, run = random.Random(seed), AgentRun()

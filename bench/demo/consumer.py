@@ -50,6 +50,14 @@ class FirstReceiveFaults:
         return response, parsed
 
 
+def _depth(runner: LocalSqsLambdaRunner) -> int:
+    attrs = runner.sqs.get_queue_attributes(
+        QueueUrl=runner.queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return sum(int(v) for v in attrs.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("queue_url")
@@ -78,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
 
     runner = LocalSqsLambdaRunner(args.queue_url, timed_handler)
     idle = 0
-    while not (args.stop_file.exists() and idle >= args.idle_polls):
+    while True:
         idle = idle + 1 if runner.poll_once() == 0 else 0
+        # Failed records are in flight (invisible) until their visibility timeout ends: an empty
+        # receive does not mean done; only a queue with nothing visible or in flight does.
+        if args.stop_file.exists() and idle >= args.idle_polls and _depth(runner) == 0:
+            break
     args.stats.write_text(json.dumps({
         "invocations": runner.invocations, "records": runner.records,
         "failures": runner.failures, "batch_errors": runner.batch_errors,

@@ -1,0 +1,66 @@
+"""The whole chain, once per session: moto server, the CDK app's `local` environment deployed
+into moto's CloudFormation, the real agent killed with SIGKILL several times, the real consumer
+failing a share of first deliveries, poison bodies on the queue, then the Glue jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
+from bench.demo.lake import POISON_BODIES
+from bench.workload import write_edit_log
+from hdfs_events.event import HdfsEvent
+from onprem_agent.editlog import read_ops
+from onprem_agent.translate import translate_ops
+
+KILLS = 3
+FAIL_SHARE = 0.3
+
+
+@dataclass
+class ChainRun:
+    chain: Chain
+    lake: Path
+    source: list[HdfsEvent]
+    kills: int
+    consumer: dict[str, Any]
+    dlq_depth: int
+    compaction: dict[str, Any]
+    rollups: dict[str, Any]
+    log_path: Path
+
+
+@pytest.fixture(scope="session")
+def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
+    work = tmp_path_factory.mktemp("e2e")
+    with local_aws() as endpoint:
+        chain = Chain.deploy(endpoint, work)
+        generated = work / "edits-generated.xml"
+        write_edit_log(generated, ops=24_000, seed=11, start_txid=89, mass_delete=300)
+        edits = [SAMPLE_EDITS, generated]
+        consumer = chain.start_consumer(fail_share=FAIL_SHARE)
+        chain.send_poison(POISON_BODIES)
+        # Smaller messages than the 64 KiB default make the replay long enough to be killed
+        # several times mid-flight.
+        run = chain.replay(edits, kills=KILLS, seed=5, kill_window_s=(1.0, 2.2),
+                           max_message_bytes=12_288)
+        stats = chain.stop_consumer(consumer, timeout_s=1200)
+        dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
+        lake = work / "lake"
+        chain.download("raw/", lake)
+        chain.download("quarantine/", lake)
+        uri = lake.resolve().as_uri()
+        compaction = run_glue_job("glue_jobs.compact_events", "--source", uri, "--target", uri,
+                                  log=work / "glue.log")
+        rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
+                               "--mass_delete_threshold", "200", log=work / "glue.log")
+        source = [e for path in edits
+                  for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
+        yield ChainRun(chain=chain, lake=lake, source=source, kills=run.kills, consumer=stats,
+                       dlq_depth=dlq, compaction=compaction, rollups=rollups,
+                       log_path=work / "cloudwatch/ingest.log")
