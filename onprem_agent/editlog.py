@@ -47,6 +47,11 @@ class EditOp:
     txid: int
     data: ET.Element  # the record's DATA element
 
+    @property
+    def data_bytes(self) -> bytes | None:
+        """The DATA element's bytes as oev wrote them, while not yet parsed (else None)."""
+        return None
+
 
 class _LazyEditOp(EditOp):
     """An EditOp whose DATA element is parsed from the record's bytes on first access."""
@@ -58,6 +63,10 @@ class _LazyEditOp(EditOp):
         _set_txid(self, txid)
         _set_data(self, data)
         _set_element(self, None)
+
+    @property
+    def data_bytes(self) -> bytes | None:
+        return self._data if self._element is None else None  # type: ignore[return-value]
 
     @property  # type: ignore[override]
     def data(self) -> ET.Element:

@@ -19,6 +19,7 @@ the same way makes replayed history indistinguishable from live events. Field by
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -137,6 +138,84 @@ class _Fields:
     def block_bytes(self) -> int:
         return sum(self.number("NUM_BYTES", b) for b in self.data.iterfind("BLOCK"))
 
+    def has(self, name: str) -> bool:
+        return self.data.find(name) is not None
+
+
+class _NotFlat(Exception):
+    """The flat reader cannot vouch for this DATA: the tree reader (_Fields) decides."""
+
+
+# A leaf element as oev writes one: `<NAME>text</NAME>`, no attributes, no markup inside.
+_LEAF = re.compile(r"<([A-Z0-9_]+)>([^<]*)</")
+
+
+class _FlatFields:
+    """_Fields for the common ops without building a tree: their DATA is a flat list of leaf
+    elements plus PERMISSION_STATUS and BLOCK children, whose leaf names (USERNAME, GROUPNAME,
+    MODE; BLOCK_ID, NUM_BYTES, GENSTAMP) occur nowhere else. Building the ElementTree costs
+    ~14 us per record, scanning the leaves ~3 us. Whatever this reader cannot read exactly as
+    the tree reader would (entities, CR, self-closing or missing elements, a bad number or
+    escape) raises _NotFlat, and the op is read again by _Fields, which also owns every error
+    message; so both readers agree on every input by construction."""
+
+    __slots__ = ("blocks", "fields", "text_", "txid")
+
+    def __init__(self, op: EditOp, raw: bytes) -> None:
+        if b"&" in raw or b"/>" in raw or b"\r" in raw:
+            raise _NotFlat
+        text = raw.decode("utf-8")
+        pairs = _LEAF.findall(text)
+        self.fields = dict(reversed(pairs))  # the first of a name wins, as findtext's does
+        self.text_, self.txid = text, op.txid
+        self.blocks = [v for k, v in pairs if k == "NUM_BYTES"]
+
+    def value(self, name: str) -> str:
+        value = self.fields.get(name)
+        if value is None:
+            raise _NotFlat
+        return value
+
+    def text(self, name: str) -> str:
+        value = self.value(name)
+        if "\\" not in value:
+            return value
+        try:
+            return unmangle(value)
+        except ValueError:
+            raise _NotFlat from None
+
+    def number(self, name: str) -> int:
+        try:
+            return int(self.value(name))
+        except ValueError:
+            raise _NotFlat from None
+
+    def boolean(self, name: str, default: bool | None = None) -> bool:
+        value = self.fields.get(name)
+        if value is None:
+            if default is None:
+                raise _NotFlat
+            return default
+        return value.lower() == "true"
+
+    def has(self, name: str) -> bool:
+        return f"<{name}>" in self.text_
+
+    def permission_status(self) -> tuple[str, str, str]:
+        if "<PERMISSION_STATUS>" not in self.text_:
+            raise _NotFlat
+        return (self.text("USERNAME"), self.text("GROUPNAME"),
+                perms_to_octal(self.number("MODE")))
+
+    def block_bytes(self) -> int:
+        if self.text_.count("<BLOCK>") != len(self.blocks):
+            raise _NotFlat
+        try:
+            return sum(map(int, self.blocks))
+        except ValueError:
+            raise _NotFlat from None
+
 
 Translation = Callable[[_Fields, str], list[HdfsEvent]]
 
@@ -149,14 +228,14 @@ def _event(f: _Fields, cluster: str, index: int, type_: EventType, path: str,
 
 def _add(f: _Fields, cluster: str) -> list[HdfsEvent]:
     path = f.text("PATH")
-    if f.data.find("BLOCK") is not None:  # an append, in layouts before OP_APPEND
+    if f.has("BLOCK"):  # an append, in layouts before OP_APPEND
         return [_event(f, cluster, 0, EventType.APPEND, path, new_block=False)]
     owner, group, perms = f.permission_status()
     ctime = f.number("ATIME")
     # Hadoop 3: erasureCoded = (policy id != REPLICATION_POLICY_ID (0)). Layouts before erasure
     # coding log no id, and AddCloseOp then keeps REPLICATION_POLICY_ID: not erasure coded.
     ec_policy = 0
-    if f.data.find("ERASURE_CODING_POLICY_ID") is not None:
+    if f.has("ERASURE_CODING_POLICY_ID"):
         ec_policy = f.number("ERASURE_CODING_POLICY_ID")
     return [_event(
         f, cluster, 0, EventType.CREATE, path, timestamp=ctime, inode_type=INodeType.FILE,
@@ -310,7 +389,20 @@ def translate_op(op: EditOp, cluster: str, *, source: str = "<edits>",
         if stats is not None and op.opcode not in SILENT_OPCODES:
             stats.unknown_opcodes[op.opcode] += 1
         return []
+    raw = op.data_bytes if op.opcode in _FLAT_OPCODES else None
+    if raw is not None:
+        try:
+            return translation(_FlatFields(op, raw), cluster)  # type: ignore[arg-type]
+        except _NotFlat:
+            pass
     return translation(_Fields(op, source), cluster)
+
+
+# The ops that make up nearly every namespace change, all read through text/number/boolean/
+# has/permission_status/block_bytes only (what _FlatFields offers).
+_FLAT_OPCODES = frozenset({"OP_ADD", "OP_CLOSE", "OP_APPEND", "OP_RENAME_OLD", "OP_RENAME",
+                           "OP_DELETE", "OP_MKDIR", "OP_SET_REPLICATION", "OP_SET_PERMISSIONS",
+                           "OP_TIMES", "OP_TRUNCATE"})
 
 
 def translate_ops(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
