@@ -1,0 +1,313 @@
+"""Freshness: how long from an HDFS edit to its event in a lake object, at a fixed offered load.
+
+    python -m bench.freshness [--rates 200,1000] [--seconds 20] [--out bench-out/freshness.json]
+
+The chain, all real parts on one machine: moto server (bench.demo.chain.local_aws), the CDK
+`local` environment deployed into moto's CloudFormation (Chain.deploy), the agent's live
+pipeline (onprem_agent.pipeline.Pipeline + SqsSender, `[packing] linger_ms` = 200 ms, the live
+linger, not replay's), and the consumer Lambda handler in its own process behind
+lambdas.local_runner (one poller, batch size 10, as one FIFO event source mapping worker).
+
+The source is paced in-process: every 10 ms it hands the pipeline the TxBatches due by then
+(CREATE, CLOSE, RENAME, UNLINK over five top-level directories, one of them the index prefix
+/data/finance of the local environment: 20% index coverage), each event stamped with the
+current wall clock as its NameNode timestamp, as HDFS stamps an edit when it is logged.
+
+What is measured, per event: the consumer process notes the wall clock when the handler
+returned success for a record (the lake object is written by then: the handler puts it before
+it returns), decodes the record's body and takes `done - event.timestamp` (edit -> lake) and
+`SentTimestamp - event.timestamp` (edit -> accepted by SQS: packing linger + send). Same
+machine, same clock. p50/p99 over all events of a load phase.
+
+Baseline: the theoretical floor of the hdfs-inotify-example design is the same path minus the
+packing linger (one event per message goes out at once). Measuring that design through moto at
+these loads would measure moto instead (1000 events/s as single-event messages is 100
+SendMessageBatch calls/s and 1000 PutObjects/s; moto carries ~25-30 batch calls/s), so the
+baseline reported is the measured sent -> lake part alone: what a zero-linger design would see
+on this same chain, at best. Our design's cost over it is the edit -> sent part.
+
+The consumer's log (its stdout: the function's CloudWatch stream), its S3 PutObject and
+DynamoDB write counts (botocore hooks), and the raw lake bytes give the cost model measured
+bytes and requests per event. Writes bench-out/freshness.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench-out" / "freshness.json"
+DIRS = ("/data/finance", "/data/ads", "/data/logs", "/user/etl", "/tmp/staging")
+INDEXED = "/data/finance"
+TICK_S = 0.01
+
+
+# --- the paced source ----------------------------------------------------------------------------
+
+def paced_source(rate: float, seconds: float, cluster: str, first_txid: int = 1
+                 ) -> Iterator[Any]:
+    """TxBatches at `rate` events/s for `seconds`, one event per txid, timestamped now."""
+    from hdfs_events.event import EventType, HdfsEvent, INodeType
+    from onprem_agent.source import TxBatch
+
+    start = time.monotonic()
+    txid, sent = first_txid, 0
+    total = int(rate * seconds)
+    while sent < total:
+        due = min(total, int((time.monotonic() - start) * rate) + 1)
+        while sent < due:
+            now_ms = int(time.time() * 1000)
+            path = f"{DIRS[sent % len(DIRS)]}/d{sent // 1000 % 100}/part-{sent:08d}"
+            kind = sent // len(DIRS) % 4
+            if kind == 0:
+                event = HdfsEvent(cluster, txid, 0, EventType.CREATE, path, timestamp=now_ms,
+                                  inode_type=INodeType.FILE, ctime=now_ms, replication=3,
+                                  owner="etl", group="hadoop", perms="0644", overwrite=False,
+                                  block_size=134_217_728, erasure_coded=False)
+            elif kind == 1:
+                event = HdfsEvent(cluster, txid, 0, EventType.CLOSE, path, size=sent * 1000,
+                                  timestamp=now_ms)
+            elif kind == 2:
+                event = HdfsEvent(cluster, txid, 0, EventType.RENAME, path,
+                                  dst_path=path + ".done", timestamp=now_ms)
+            else:
+                event = HdfsEvent(cluster, txid, 0, EventType.UNLINK, path + ".done",
+                                  timestamp=now_ms)
+            yield TxBatch(txid=txid, events=(event,))
+            txid += 1
+            sent += 1
+        time.sleep(TICK_S)
+
+
+class _MemoryCheckpoint:
+    def load(self) -> int | None:
+        return None
+
+    def save(self, txid: int) -> None:
+        return None
+
+
+def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_txid: int
+              ) -> dict[str, Any]:
+    from bench.ship import agent_config
+    from onprem_agent.config import parse_config
+    from onprem_agent.pipeline import Pipeline
+    from onprem_agent.sender import SqsSender
+
+    config = parse_config({"cluster": cluster, "sqs": {"queue_url": queue_url},
+                           "checkpoint": {"path": "unused.json"}}, Path("freshness.toml"))
+    assert config.packing.linger_ms == agent_config().packing.linger_ms  # the live default
+    sender = SqsSender.from_config(config)
+    pipeline = Pipeline(config, sender=sender, checkpoint=_MemoryCheckpoint())
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = pipeline.run(paced_source(rate, seconds, cluster, first_txid))
+    return {"events": result.events_sent, "messages": result.messages,
+            "send_message_batch_calls": sender.stats.batches,
+            "billed_requests": sender.stats.billed_requests,
+            "wall_s": round(time.perf_counter() - wall0, 2),
+            "agent_cpu_s": round(time.process_time() - cpu0, 2),
+            "linger_ms": config.packing.linger_ms}
+
+
+# --- the consumer, in its own process ------------------------------------------------------------
+
+def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
+    """The real handler behind LocalSqsLambdaRunner; per event edit->sent and edit->lake."""
+    import boto3
+
+    from hdfs_events.envelope import decode_message
+    from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
+
+    calls: Counter[str] = Counter()
+
+    def count(event_name: str, **_: Any) -> None:
+        calls[event_name.rsplit(".", 1)[1]] += 1  # before-call.<service>.<Operation>
+
+    # The handler's clients come from boto3's default session: hook it before they exist.
+    boto3.setup_default_session()
+    boto3.DEFAULT_SESSION.events.register("before-call.s3", count)
+    boto3.DEFAULT_SESSION.events.register("before-call.dynamodb", count)
+    real = load_handler("lambdas.ingest.handler:handler")
+    edit_to_lake: list[int] = []
+    edit_to_sent: list[int] = []
+    durations: list[float] = []
+    events_total = 0
+
+    def timed(event: dict[str, Any], context: Any) -> Any:
+        nonlocal events_total
+        start = time.perf_counter()
+        response = real(event, context)
+        done = int(time.time() * 1000)
+        durations.append(time.perf_counter() - start)
+        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        for record in event["Records"]:
+            if record["messageId"] in failed:
+                continue
+            sent = int(record["attributes"]["SentTimestamp"])
+            for e in decode_message(record["body"], record["messageAttributes"]):
+                events_total += 1
+                if e.timestamp is not None:
+                    edit_to_lake.append(done - e.timestamp)
+                    edit_to_sent.append(sent - e.timestamp)
+        return response
+
+    runner = LocalSqsLambdaRunner(queue_url, timed)
+    idle = 0
+    while True:
+        idle = idle + 1 if runner.poll_once() == 0 else 0
+        if stop_file.exists() and idle >= 2:
+            break
+    stats_file.write_text(json.dumps({
+        "invocations": runner.invocations, "records": runner.records,
+        "failures": runner.failures, "batch_errors": runner.batch_errors,
+        "events": events_total, "calls": dict(calls), "invocation_s": durations,
+        "edit_to_lake_ms": edit_to_lake, "edit_to_sent_ms": edit_to_sent}))
+    return 0
+
+
+# --- one load phase --------------------------------------------------------------------------------
+
+def pct(values: list[int] | list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+
+def lake_objects(s3: Any, bucket: str, prefix: str = "raw/") -> tuple[int, int]:
+    count = size = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            count += 1
+            size += obj["Size"]
+    return count, size
+
+
+def phase(chain: Any, rate: float, seconds: float, log_mode: str, first_txid: int,
+          work: Path) -> dict[str, Any]:
+    from hdfs_events import names
+
+    s3 = chain.client("s3")
+    objects0, bytes0 = lake_objects(s3, chain.bucket)
+    tag = f"{int(rate)}-{log_mode}"
+    stop, stats = work / f"stop-{tag}", work / f"stats-{tag}.json"
+    log = work / f"ingest-{tag}.log"
+    env = {**os.environ, **chain.lambda_env, names.ENV_LOG_MODE: log_mode}
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bench.freshness", "--consumer",
+                                 chain.queue_url, "--stop-file", str(stop), "--stats",
+                                 str(stats)], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                env=env)
+        try:
+            time.sleep(2)  # the handler's imports, before the clock starts
+            agent = run_agent(chain.queue_url, chain.cluster, rate, seconds, first_txid)
+            stop.touch()
+            code = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    if code != 0:
+        raise RuntimeError(f"consumer exited {code}: {log.read_text()[-2000:]}")
+    got = json.loads(stats.read_text())
+    objects1, bytes1 = lake_objects(s3, chain.bucket)
+    log_lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    json_lines = [line for line in log_lines if line.startswith("{")]
+    lake, to_sent = got["edit_to_lake_ms"], got["edit_to_sent_ms"]
+    sent_to_lake = [a - b for a, b in zip(lake, to_sent, strict=True)]
+    events = got["events"]
+    indexed = sum(1 for i in range(first_txid, first_txid + agent["events"])
+                  if DIRS[(i - first_txid) % len(DIRS)] == INDEXED)
+    ddb_writes = sum(n for op, n in got["calls"].items()
+                     if op in ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem",
+                               "TransactWriteItems"))
+    return {
+        "rate_events_per_s": rate, "seconds": seconds, "log_mode": log_mode,
+        "agent": agent, "consumer_invocations": got["invocations"],
+        "consumer_failures": got["failures"], "events_in_lake": events,
+        "lost": agent["events"] - events,
+        "edit_to_lake_ms": {"p50": pct(lake, 0.5), "p99": pct(lake, 0.99),
+                            "max": max(lake, default=float("nan"))},
+        "edit_to_sent_ms": {"p50": pct(to_sent, 0.5), "p99": pct(to_sent, 0.99)},
+        "sent_to_lake_ms": {"p50": pct(sent_to_lake, 0.5), "p99": pct(sent_to_lake, 0.99)},
+        "invocation_ms": {"p50": 1000 * statistics.median(got["invocation_s"]),
+                          "mean": 1000 * statistics.fmean(got["invocation_s"])},
+        "events_per_invocation": events / max(1, got["invocations"]),
+        "events_per_message": events / max(1, agent["messages"]),
+        "aws_calls": got["calls"],
+        "s3_put_objects": got["calls"].get("PutObject", 0),
+        "raw_objects": objects1 - objects0, "raw_bytes": bytes1 - bytes0,
+        "raw_bytes_per_event": (bytes1 - bytes0) / max(1, events),
+        "indexed_events": indexed, "dynamodb_writes": ddb_writes,
+        "dynamodb_writes_per_indexed_event": ddb_writes / max(1, indexed),
+        "log_lines": len(json_lines), "log_bytes": sum(len(x.encode()) + 1 for x in json_lines),
+        "log_bytes_per_event": sum(len(x.encode()) + 1 for x in json_lines) / max(1, events),
+        "log_bytes_per_message": (sum(len(x.encode()) + 1 for x in json_lines)
+                                  / max(1, got["records"])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.freshness",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="200,1000", help="events/s, comma-separated")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per rate")
+    parser.add_argument("--summary-seconds", type=float, default=5.0,
+                        help="extra phase in log mode `summary` for its log bytes (0: skip)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--stop-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--stats", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.consumer:
+        return consumer_child(args.consumer, args.stop_file, args.stats)
+
+    from bench.demo.chain import Chain, local_aws
+
+    rates = [float(r) for r in args.rates.split(",") if r]
+    plan = [(r, args.seconds, "all") for r in rates]
+    if args.summary_seconds > 0:
+        plan.append((rates[0], args.summary_seconds, "summary"))
+    phases = []
+    with tempfile.TemporaryDirectory(prefix="freshness-") as tmp, local_aws() as endpoint:
+        work = Path(tmp)
+        t = time.perf_counter()
+        chain = Chain.deploy(endpoint, work)
+        deploy_s = time.perf_counter() - t
+        txid = 1
+        for rate, seconds, mode in plan:
+            result = phase(chain, rate, seconds, mode, txid, work)
+            txid += result["agent"]["events"] + 1
+            phases.append(result)
+    load = os.getloadavg()[0]
+    print(f"freshness through moto server + local Lambda runner (deploy {deploy_s:.0f} s), "
+          f"load average {load:.1f}")
+    print(f"{'offered ev/s':>12} {'log':>8} {'events':>7} {'lost':>5} {'ev/msg':>7} "
+          f"{'edit->lake p50':>15} {'p99':>7} {'edit->sent p50':>15} {'p99':>7} "
+          f"{'sent->lake p50':>15} {'p99':>7}")
+    for p in phases:
+        print(f"{p['rate_events_per_s']:>12.0f} {p['log_mode']:>8} {p['events_in_lake']:>7} "
+              f"{p['lost']:>5} {p['events_per_message']:>7.1f} "
+              f"{p['edit_to_lake_ms']['p50']:>13.0f}ms {p['edit_to_lake_ms']['p99']:>5.0f}ms "
+              f"{p['edit_to_sent_ms']['p50']:>13.0f}ms {p['edit_to_sent_ms']['p99']:>5.0f}ms "
+              f"{p['sent_to_lake_ms']['p50']:>13.0f}ms {p['sent_to_lake_ms']['p99']:>5.0f}ms")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"deploy_s": deploy_s, "load_average": load,
+                                    "index_coverage": 1 / len(DIRS), "phases": phases},
+                                   indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0 if all(p["lost"] == 0 for p in phases) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,356 @@
+"""Every benchmark in one run, one table, one JSON file: `make bench`.
+
+    python -m bench.run_all [--only translate,ship] [--out bench-out/results.json]
+
+Runs each bench in its own subprocess, one after the other (2 cores: running them side by side
+would make each disturb the others), at sizes picked so the whole run takes a few minutes; the
+table says the size of each. Each bench measures its baseline in the same run, so the ratios are
+what to compare between runs and machines; absolute figures move with the machine's load (the
+load average is recorded before and after).
+
+A bench that fails is reported as failed with the last line of its error; the others still
+run, and the exit status is 1. Writes bench-out/results.json: every figure, the sizes, the load
+average, the time, the git commit, and each bench's own JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+OUT_DIR = REPO / "bench-out"
+
+
+@dataclass(frozen=True, slots=True)
+class Bench:
+    name: str
+    args: tuple[str, ...]  # after `python -m`
+    output: str  # the JSON file it writes, under bench-out/
+    size: str  # what the table says about the run's size
+    timeout_s: int = 900
+
+
+# Sizes below the benches' defaults where needed, so the whole run fits in a few minutes.
+BENCHES: tuple[Bench, ...] = (
+    Bench("translate", ("bench.translate", "--ops", "200000"), "translate.json",
+          "200k-op edit log (default 1M)"),
+    Bench("bridge", ("bench.bridge", "--events", "20000", "--py4j-events", "300"), "bridge.json",
+          "20k events, py4j 300 CLOSE (default 50k / 500)"),
+    Bench("ship", ("bench.ship", "--ops", "100000", "--moto-events", "5000",
+                   "--moto-baseline-events", "1000"), "ship.json",
+          "100k-op log; moto 5k / 1k events (default 300k; 20k / 2k)"),
+    # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
+    Bench("consumer", ("bench.consumer", "--invocations", "1", "--events-per-message", "100"),
+          "consumer.json", "1 invocation x 10 msgs x 100 events (default 3 x 10 x 1000)"),
+    Bench("compact", ("bench.compact", "--events", "300000"), "compact.json",
+          "300k events + 5% duplicates (default 10M)"),
+    Bench("lake", ("bench.cost_model", "--measure-lake"), "lake.json",
+          "compact's input lake; Parquet by pyarrow"),
+    Bench("freshness", ("bench.freshness", "--rates", "200,1000", "--seconds", "10",
+                        "--summary-seconds", "3"), "freshness.json",
+          "10 s per load, 5 dirs, 20% indexed"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One row of the table: our figure beside the baseline measured in the same run."""
+
+    figure: str
+    unit: str
+    ours: float | None
+    baseline: float | None
+    baseline_name: str
+    size: str
+    higher_is_better: bool = True
+    note: str = ""
+
+
+@dataclass(slots=True)
+class BenchRun:
+    name: str
+    status: str = "not run"  # ok | failed
+    seconds: float = 0.0
+    error: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+def last_error_line(stderr: str, stdout: str = "") -> str:
+    """The last non-empty line of a failed child's output: usually the exception."""
+    for text in (stderr, stdout):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines:
+            return lines[-1][:300]
+    return "no output"
+
+
+def run_bench(bench: Bench, out_dir: Path) -> BenchRun:
+    run = BenchRun(bench.name)
+    output = out_dir / bench.output
+    output.unlink(missing_ok=True)  # a stale file must not pass for this run's result
+    start = time.perf_counter()
+    print(f"[bench {time.strftime('%H:%M:%S')}] {bench.name}: python -m {' '.join(bench.args)}",
+          flush=True)
+    try:
+        done = subprocess.run([sys.executable, "-m", *bench.args], cwd=REPO, text=True,
+                              capture_output=True, timeout=bench.timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        run.status, run.error = "failed", f"timed out after {bench.timeout_s} s"
+        run.seconds = time.perf_counter() - start
+        return run
+    run.seconds = time.perf_counter() - start
+    if done.stdout.strip():
+        print(done.stdout.rstrip(), flush=True)
+    if done.returncode != 0:
+        run.status = "failed"
+        run.error = f"exit {done.returncode}: {last_error_line(done.stderr, done.stdout)}"
+    elif not output.exists():
+        run.status, run.error = "failed", f"wrote no {output.name}"
+    else:
+        run.status = "ok"
+    if output.exists():
+        run.result = json.loads(output.read_text())
+    return run
+
+
+# --- figures from each bench's JSON ------------------------------------------------------------------
+
+def _translate(r: dict[str, Any], size: str) -> list[Figure]:
+    ours, base = r["results"]["ours"], r["results"]["baseline"]
+    note = "" if r.get("same_events") else "EVENTS DIFFER"
+    return [Figure("edit-log translation (read + translate)", "ops/CPU s",
+                   ours["ops_per_cpu_s"], base["ops_per_cpu_s"], "iterparse+findtext", size,
+                   note=note)]
+
+
+def _bridge(r: dict[str, Any], size: str) -> list[Figure]:
+    res = r["results"]
+    return [Figure("JVM bridge: JPype whole batch + poll", "events/s",
+                   res["jpype_whole_batch_protobuf_with_poll"]["events_per_s"],
+                   res["py4j_per_field"]["events_per_s"], "py4j per field", size,
+                   note=f"JPype per field {res['jpype_per_field']['events_per_s']:,}/s")]
+
+
+def _ship(r: dict[str, Any], size: str) -> list[Figure]:
+    agent, base = r["agent"], r["baseline"]
+    replay = agent["agent replay (2 s linger), gzip 3"]
+    live = agent["agent live-like (linger 200 ms), gzip 3"]
+    rows = [
+        Figure("agent: pack+gzip+envelope (replay)", "events/CPU s",
+               replay["events_per_cpu_s"], base["events_per_cpu_s"],
+               "inotify-example JSON/msg", size,
+               note=f"{replay['events_per_message']:.0f} ev/msg"),
+        Figure("agent: pack+gzip+envelope (live 200 ms)", "events/CPU s",
+               live["events_per_cpu_s"], base["events_per_cpu_s"],
+               "inotify-example JSON/msg", size,
+               note=f"{live['events_per_message']:.0f} ev/msg"),
+        Figure("agent: translate + pipeline end to end", "events/CPU s",
+               r["translate_and_replay_pipeline_events_per_cpu_s"], None, "", size,
+               note=f"translate alone {r['translate_events_per_cpu_s']:,} ev/CPU s"),
+        Figure("billed SQS send requests per 1,000 events (replay)", "requests",
+               replay["billed_per_1000_events"], base["billed_per_1000_events"],
+               "inotify-example", size, higher_is_better=False),
+        Figure("billed SQS send requests per 1,000 events (live)", "requests",
+               live["billed_per_1000_events"], base["billed_per_1000_events"],
+               "inotify-example", size, higher_is_better=False),
+    ]
+    moto = r.get("moto_server")
+    if moto:
+        rows.append(Figure("agent to moto server over HTTP", "events/s",
+                           moto["agent"]["events_per_s"], moto["baseline"]["events_per_s"],
+                           "inotify-example", size,
+                           note="moto-bound: ~25-30 batch calls/s"))
+    return rows
+
+
+def _consumer(r: dict[str, Any], size: str) -> list[Figure]:
+    results = {x["config"]: x for x in r["results"]}
+    base_name = next(name for name in results if name.startswith("baseline"))
+    base = results[base_name]["events_per_s"]
+    rows = []
+    for name, x in results.items():
+        if name == base_name:
+            continue
+        parts = x.get("parts_ms", {})
+        slowest = max(parts, key=parts.get) if parts else ""
+        rows.append(Figure(f"consumer per invocation: {name}", "events/s", x["events_per_s"],
+                           base, "decode only", size,
+                           note=f"{x['total_ms']:.0f} ms/inv; most: {slowest}"))
+    return rows
+
+
+def _compact(r: dict[str, Any], size: str) -> list[Figure]:
+    res = r["results"]
+    return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
+                   res["baseline"]["rows_per_s"], "pyarrow 1 process", size,
+                   note="Spark session start included")]
+
+
+def _lake(r: dict[str, Any], size: str) -> list[Figure]:
+    return [Figure("raw lake bytes/event (gzip JSON lines)", "bytes",
+                   r["raw_bytes_per_event"], r["raw_bytes_per_single_event_object"],
+                   "one event per object", size, higher_is_better=False,
+                   note=f"{r['events_per_raw_object']:.0f} ev/object; curated Parquet "
+                        f"{r['parquet_bytes_per_event']:.1f} B/event")]
+
+
+def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
+    rows = []
+    for p in r["phases"]:
+        if p["log_mode"] != "all":
+            continue
+        rate = int(p["rate_events_per_s"])
+        lost = f"; LOST {p['lost']}" if p["lost"] else ""
+        for q in ("p50", "p99"):
+            rows.append(Figure(f"freshness edit->lake {q} at {rate} ev/s", "ms",
+                               p["edit_to_lake_ms"][q], p["sent_to_lake_ms"][q],
+                               "zero-linger floor", size, higher_is_better=False,
+                               note=f"edit->sent {p['edit_to_sent_ms'][q]:.0f} ms; "
+                                    f"{p['events_per_message']:.0f} ev/msg{lost}"))
+    return rows
+
+
+FIGURES: dict[str, Callable[[dict[str, Any], str], list[Figure]]] = {
+    "translate": _translate, "bridge": _bridge, "ship": _ship, "consumer": _consumer,
+    "compact": _compact, "lake": _lake, "freshness": _freshness,
+}
+
+
+def cost_figures(out_dir: Path) -> tuple[list[Figure], str]:
+    """The cost model's totals from this run's JSON (every input bench must have passed)."""
+    from bench import cost_model
+
+    rows = []
+    for mode in ("all", "summary"):
+        try:
+            o, b, _ = cost_model.designs(out_dir, mode)
+        except (SystemExit, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            return rows, f"{type(exc).__name__}: {exc}"
+        rows.append(Figure(f"AWS bill per billion events, log {mode}", "USD",
+                           cost_model.total(cost_model.bill(o)),
+                           cost_model.total(cost_model.bill(b)), "inotify-example",
+                           "20% indexed; us-east-1 prices", higher_is_better=False,
+                           note="python -m bench.cost_model for the items"))
+    return rows, ""
+
+
+def figures_of(run: BenchRun, bench: Bench) -> tuple[list[Figure], str]:
+    """The bench's rows, or none and the reason its JSON could not be read."""
+    if run.status != "ok":
+        return [], ""
+    try:
+        return FIGURES[bench.name](run.result, bench.size), ""
+    except (KeyError, TypeError, ValueError, StopIteration) as exc:
+        return [], f"unreadable {bench.output}: {type(exc).__name__}: {exc}"
+
+
+# --- the table -------------------------------------------------------------------------------------
+
+def fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def ratio(f: Figure) -> str:
+    """How many times better ours is than the baseline (>1 is better, either direction)."""
+    if f.ours is None or f.baseline is None or not f.ours or not f.baseline:
+        return "-"
+    if any(isinstance(v, float) and math.isnan(v) for v in (f.ours, f.baseline)):
+        return "-"
+    r = f.ours / f.baseline if f.higher_is_better else f.baseline / f.ours
+    return f"{r:.2f}x"
+
+
+def format_table(figures: Sequence[Figure], failures: Sequence[tuple[str, str]] = ()) -> str:
+    """The one table: figure, ours, baseline, ratio (ours better when > 1), size, note."""
+    head = ("figure", "unit", "ours", "baseline", "vs", "better x", "size / note")
+    rows = [(f.figure, f.unit, fmt(f.ours), fmt(f.baseline), f.baseline_name or "-",
+             ratio(f), "; ".join(x for x in (f.size, f.note) if x)) for f in figures]
+    rows += [(f"{name}: FAILED", "", "-", "-", "-", "-", error) for name, error in failures]
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
+    right = {2, 3, 5}
+
+    def line(cells: Sequence[str]) -> str:
+        out = [c.rjust(w) if i in right else c.ljust(w)
+               for i, (c, w) in enumerate(zip(cells, widths, strict=False))]
+        return "  ".join([*out, cells[-1]]).rstrip()
+
+    rule = "  ".join("-" * w for w in widths) + "  " + "-" * 11
+    return "\n".join([line(head), rule, *map(line, rows)])
+
+
+def git_commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return done.stdout.strip() + ("-dirty" if dirty else "") if done.returncode == 0 else "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run_all",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated bench names (default: all)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "results.json")
+    args = parser.parse_args(argv)
+    chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
+    unknown = set(args.only.split(",")) - {b.name for b in BENCHES} if args.only else set()
+    if unknown:
+        parser.error(f"unknown bench {', '.join(sorted(unknown))}; "
+                     f"known: {', '.join(b.name for b in BENCHES)}")
+    OUT_DIR.mkdir(exist_ok=True)
+    started, load_before = time.time(), os.getloadavg()
+    runs = [run_bench(b, OUT_DIR) for b in chosen]
+    figures: list[Figure] = []
+    failures: list[tuple[str, str]] = []
+    for bench, run in zip(chosen, runs, strict=True):
+        rows, problem = figures_of(run, bench)
+        if problem:
+            run.status, run.error = "failed", problem
+        if run.status != "ok":
+            failures.append((bench.name, run.error))
+        figures += rows
+    if not args.only:
+        rows, problem = cost_figures(OUT_DIR)
+        figures += rows
+        if problem:
+            failures.append(("cost_model", problem))
+    load_after = os.getloadavg()
+    total = time.time() - started
+    print(f"\nbench: {len(runs)} benches in {total:.0f} s on {os.cpu_count()} cores; load "
+          f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after (a shared machine: "
+          f"compare the ratios, each measured against its baseline in the same run)\n")
+    print(format_table(figures, failures))
+    args.out.write_text(json.dumps({
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "git_commit": git_commit(), "cpus": os.cpu_count(),
+        "load_average_before": load_before, "load_average_after": load_after,
+        "seconds": round(total, 1),
+        "figures": [{**asdict(f), "ratio": ratio(f)} for f in figures],
+        "benches": {r.name: {"status": r.status, "seconds": round(r.seconds, 1),
+                             "error": r.error, "args": list(b.args), "size": b.size,
+                             "result": r.result} for b, r in zip(chosen, runs, strict=True)},
+    }, indent=1) + "\n")
+    print(f"\nwrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

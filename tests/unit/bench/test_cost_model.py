@@ -1,0 +1,93 @@
+"""The cost model's arithmetic on hand-computed inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cost_model import BILLION, Design, Prices, Q, Setting, bill, total
+
+
+def _q(value: float) -> Q:
+    return Q(value, "test")
+
+
+def design(**overrides: float) -> Design:
+    values = dict(events_per_message=1000, send_requests_per_event=0.001, message_bytes=60_000,
+                  lambda_ms_per_event=0.01, index_ms_per_indexed_event=0.1,
+                  ddb_calls_per_indexed_event=2, puts_per_message=1, raw_bytes_per_event=20,
+                  parquet_bytes_per_event=10, ddb_writes_per_indexed_event=1.5,
+                  ddb_reads_per_indexed_event=0.5, log_bytes_per_event=300,
+                  glue_rows_per_worker_s=100_000)
+    values.update(overrides)
+    return Design(name="t", **{k: _q(v) for k, v in values.items()})
+
+
+PRICES = Prices(sqs_fifo_per_million=0.5, lambda_per_million=0.2, lambda_gb_second_arm=1e-5,
+                s3_put_per_thousand=0.005, s3_get_per_thousand=0.0004, s3_gb_month=0.02,
+                ddb_write_per_million=1.0, ddb_read_per_million=0.25, glue_dpu_hour=0.5,
+                logs_ingest_gb=0.5, metric_month=0.3)
+
+
+def lines(d: Design, s: Setting | None = None) -> dict[str, tuple[float, float]]:
+    s = s or Setting(coverage=0.2)
+    return {f"{x.service}: {x.item}": (x.quantity, x.usd) for x in bill(d, s, PRICES)}
+
+
+def test_sqs_requests_of_packed_messages():
+    got = lines(design())
+    # 1e9 events / 1000 per message = 1e6 messages; 1e6 send chunks.
+    assert got["SQS: SendMessageBatch (64 KiB chunks)"] == pytest.approx((1e6, 0.5))
+    # 1e5 receives of 10 x 60,000 bytes = 600,000 bytes = ceil(9.16) = 10 chunks each.
+    assert got["SQS: ReceiveMessage (64 KiB chunks)"] == pytest.approx((1e6, 0.5))
+    assert got["SQS: DeleteMessageBatch"] == pytest.approx((1e5, 0.05))
+
+
+def test_one_event_per_message_pays_per_event():
+    got = lines(design(events_per_message=1, send_requests_per_event=0.1, message_bytes=400,
+                       puts_per_message=1))
+    assert got["SQS: SendMessageBatch (64 KiB chunks)"] == pytest.approx((1e8, 50.0))
+    # 10 x 400 bytes fit one chunk: one billed request per receive of 10.
+    assert got["SQS: ReceiveMessage (64 KiB chunks)"] == pytest.approx((1e8, 50.0))
+    assert got["Lambda: invocations"] == pytest.approx((1e8, 20.0))
+    assert got["S3: PutObject raw/ (one per message-hour)"] == pytest.approx((1e9, 5000.0))
+
+
+def test_lambda_duration_counts_cpu_index_calls_and_puts():
+    got = lines(design(), Setting(coverage=0.2, s3_put_ms=25, ddb_call_ms=5))
+    # 1e9 events x 0.01 ms CPU = 1e7 ms; 2e8 indexed x (0.1 ms + 2 calls x 5 ms) = 2.02e9 ms;
+    # 1e6 messages x 1 put x 25 ms = 2.5e7 ms. 2.055e9 ms = 2.055e6 GB-s at 1 GB.
+    assert got["Lambda: duration"] == pytest.approx((2.055e6, 20.55))
+    assert got["Lambda: invocations"] == pytest.approx((1e5, 0.02))
+
+
+def test_storage_index_glue_and_logs():
+    got = lines(design())
+    gib = 1024 ** 3
+    assert got["S3: storage raw gzip, 1 month"] == pytest.approx((20e9 / gib, 20e9 / gib * 0.02))
+    assert got["S3: storage curated Parquet, 1 month"][0] == pytest.approx(10e9 / gib)
+    # 2e8 indexed events x 1.5 writes = 3e8 WRU at USD 1 per million.
+    assert got["DynamoDB: index writes (20% indexed)"] == pytest.approx((3e8, 300.0))
+    assert got["DynamoDB: index reads (20% indexed)"] == pytest.approx((1e8, 25.0))
+    # 1e9 rows / 1e5 rows/s = 1e4 s = 2.777 DPU-hours.
+    assert got["Glue: compaction"] == pytest.approx((1e4 / 3600, 1e4 / 3600 * 0.5))
+    assert got["CloudWatch: Logs ingestion"] == pytest.approx((300e9 / gib, 300e9 / gib * 0.5))
+    assert got["CloudWatch: custom metrics"] == pytest.approx((24, 7.2))
+
+
+def test_no_index_coverage_costs_no_dynamodb():
+    got = lines(design(), Setting(coverage=0.0))
+    assert got["DynamoDB: index writes (0% indexed)"] == (0.0, 0.0)
+
+
+def test_total_is_the_sum_of_lines_and_scales_with_events():
+    d = design()
+    one = bill(d, Setting(), PRICES)
+    assert total(one) == pytest.approx(sum(x.usd for x in one))
+    # Twice the events at the same monthly rate: twice every line, metrics included.
+    two = bill(d, Setting(), PRICES, events=2 * BILLION)
+    assert total(two) == pytest.approx(2 * total(one))
+
+
+def test_assumed_counts_are_labelled():
+    assert Q(1, "ASSUMED: same consumer").assumed
+    assert not Q(1, "freshness.json: puts").assumed
