@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "demo-out")
-    parser.add_argument("--ops", type=int, default=60_000, help="ops in the generated edit log")
-    parser.add_argument("--mass-delete", type=int, default=1_500)
+    parser.add_argument("--ops", type=int, default=30_000, help="ops in the generated edit log")
+    parser.add_argument("--mass-delete", type=int, default=800)
     parser.add_argument("--kills", type=int, default=1, help="SIGKILLs of the agent mid-replay")
     parser.add_argument("--fail-share", type=float, default=0.1,
                         help="share of messages whose first delivery meets S3 throttling")
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   "agent killed with SIGKILL; restarted by its supervisor"))
         say(f"agent done in {time.monotonic() - t0:.1f} s (exits {run.exits}); draining the queue")
         while (depth := chain.queue_depth()) > 0:
-            say(f"  {depth} message(s) still on the queue")
-            time.sleep(3)
+            say(f"  {depth} message(s) on the queue, {chain.count_objects('raw/')} objects in raw/")
+            time.sleep(10)
         stats = chain.stop_consumer(consumer)
         dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
         say(f"consumer: {stats['invocations']} invocations, {stats['records']} records, "
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                                   log=glue_log)
         say("computing activity rollups (glue_jobs.activity_rollups)")
         rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
-                               log=glue_log)
+                               "--mass_delete_threshold", "500", log=glue_log)
         uploaded = chain.upload(lake / "curated", "curated/")
         say(f"published {uploaded} curated objects back to the lake bucket")
 

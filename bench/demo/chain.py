@@ -124,12 +124,15 @@ class Chain:
         return path
 
     def replay(self, edits: Sequence[Path], *, kills: int = 0, seed: int = 0,
-               kill_window_s: tuple[float, float] = (1.5, 4.0), log: Path | None = None,
+               kill_within_s: float = 0.6, log: Path | None = None,
                on_start: Callable[[int], None] | None = None,
                max_message_bytes: int = 65536) -> AgentRun:
         """Runs `hdfs-events-agent replay` to completion, killing it with SIGKILL `kills` times
-        at random moments and restarting it each time, as systemd would."""
+        and restarting it each time, as systemd would. Each kill comes at a random moment within
+        `kill_within_s` after the agent's checkpoint first moves: mid-flight, with events sent
+        but not yet checkpointed, so the restart re-sends some."""
         config = self.agent_config(max_message_bytes=max_message_bytes)
+        checkpoint = self.work / "agent.checkpoint.json"
         cmd = [sys.executable, "-m", "onprem_agent.cli", "replay", "--config", str(config),
                "--edits", *map(str, edits)]
         rng, run = random.Random(seed), AgentRun()
@@ -139,10 +142,10 @@ class Chain:
                 proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO)
                 if on_start:
                     on_start(len(run.exits))
-                if run.kills < kills:
-                    try:
-                        proc.wait(timeout=rng.uniform(*kill_window_s))
-                    except subprocess.TimeoutExpired:
+                if run.kills < kills and self._shipping(proc, checkpoint, 60):
+                    # Mid-flight: the agent has had events acknowledged and has more in flight.
+                    time.sleep(rng.uniform(0, kill_within_s))
+                    if proc.poll() is None:
                         proc.send_signal(signal.SIGKILL)
                         proc.wait()
                         run.kills += 1
@@ -155,6 +158,19 @@ class Chain:
                 return run
         finally:
             log_file.close()
+
+    @staticmethod
+    def _shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
+        """Waits until the agent's checkpoint moves (SQS acknowledged some of its events)."""
+        def stamp() -> str:
+            return checkpoint.read_text() if checkpoint.exists() else ""
+
+        before, deadline = stamp(), time.monotonic() + timeout_s
+        while time.monotonic() < deadline and proc.poll() is None:
+            if stamp() != before:
+                return True
+            time.sleep(0.05)
+        return False
 
     # --- the consumer ---------------------------------------------------------------------
     def start_consumer(self, *, fail_share: float = 0.0) -> subprocess.Popen:
@@ -194,6 +210,11 @@ class Chain:
                              MessageDeduplicationId=f"poison-{i}-{time.time_ns()}")
 
     # --- the lake -------------------------------------------------------------------------
+    def count_objects(self, prefix: str) -> int:
+        pages = self.client("s3").get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix)
+        return sum(page.get("KeyCount", 0) for page in pages)
+
     def download(self, prefix: str, target: Path) -> int:
         """Copies every object under `prefix` of the lake bucket to `target`; returns the count."""
         s3, count = self.client("s3"), 0

@@ -85,7 +85,7 @@ def _log_lines(log_path: Path, limit: int = 12) -> list[str]:
         except json.JSONDecodeError:
             continue
         kind = f"{doc.get('message')}:{doc.get('type', '')}"
-        if kinds[kind] < 2:
+        if kinds[kind] < 1:
             kinds[kind] += 1
             picked.append(line)
         if len(picked) >= limit:

@@ -47,8 +47,7 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         chain.send_poison(POISON_BODIES)
         # Smaller messages than the 64 KiB default make the replay long enough to be killed
         # several times mid-flight.
-        run = chain.replay(edits, kills=KILLS, seed=5, kill_window_s=(1.0, 2.2),
-                           max_message_bytes=12_288)
+        run = chain.replay(edits, kills=KILLS, seed=5, max_message_bytes=12_288)
         stats = chain.stop_consumer(consumer, timeout_s=1200)
         dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
         lake = work / "lake"
