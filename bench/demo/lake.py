@@ -93,6 +93,19 @@ def _log_lines(log_path: Path, limit: int = 12) -> list[str]:
     return picked
 
 
+def _activity(timestamps: list[int], buckets: int = 40) -> list[tuple[str, int]]:
+    """Events per time bucket, the bucket sized so the span shows as about `buckets` points
+    (a generated workload spans seconds; a real day spans hours)."""
+    if not timestamps:
+        return []
+    start, end = min(timestamps), max(timestamps)
+    width = max(1000, -(-(end - start + 1) // buckets))
+    counts = Counter((t - start) // width for t in timestamps)
+    fmt = "%H:%M:%S" if width < 60_000 else "%m-%d %H:%M"
+    return [(datetime.fromtimestamp((start + i * width) / 1000, UTC).strftime(fmt), counts.get(i, 0))
+            for i in range(max(counts) + 1)]
+
+
 def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: dict[str, Any],
                  log_path: Path, compaction: dict[str, Any], rollups: dict[str, Any],
                  agent_kills: int, dlq_depth: int) -> DemoReport:
@@ -100,11 +113,8 @@ def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: 
     rows = table.select(["txid", "index", "type", "timestamp"]).to_pylist() if table.num_rows else []
     lake_keys = sorted((r["txid"], r["index"], r["type"]) for r in rows)
     exact = lake_keys == sorted(expected)
-    per_minute: Counter[str] = Counter()
-    for r in rows:
-        if r["timestamp"] and r["timestamp"] > 1_600_000_000_000:  # the generated workload's clock
-            minute = datetime.fromtimestamp(r["timestamp"] / 1000, UTC).strftime("%m-%d %H:%M")
-            per_minute[minute] += 1
+    activity = _activity([r["timestamp"] for r in rows
+                          if r["timestamp"] and r["timestamp"] > 1_600_000_000_000])
     by_dir: Counter[str] = Counter()
     for row in _rows(lake, "activity_daily"):
         by_dir[row["prefix"]] += max(int(row.get("bytes_written") or 0), 0)
@@ -121,7 +131,7 @@ def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: 
         quarantined=len(reasons),
         quarantine_reasons=reasons,
         lag_ms=consumer.get("latency_ms", []),
-        activity=sorted(per_minute.items()),
+        activity=activity,
         top_dirs_by_bytes=by_dir.most_common(10),
         mass_deletes=sorted(mass, key=lambda m: -m[2]),
         log_lines=_log_lines(log_path),

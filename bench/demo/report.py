@@ -75,7 +75,7 @@ def text_summary(r: DemoReport) -> str:
 def write_html(r: DemoReport, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     charts = [
-        ("Activity over time (events per minute, NameNode time)",
+        ("Activity over time (events per interval, NameNode time, UTC)",
          line_chart(r.activity), "chart-activity"),
         ("Events by type", bar_chart(sorted(r.events_by_type.items(), key=lambda kv: -kv[1])),
          "chart-types"),
@@ -100,7 +100,7 @@ def write_html(r: DemoReport, out_dir: Path) -> Path:
     chart_html = "".join(
         f'<section class="chart" id="{cid}"><h2>{html.escape(title)}</h2>{svg}</section>'
         for title, svg, cid in charts)
-    logs = html.escape("\n".join(r.log_lines[:20]))
+    logs = html.escape("\n".join(_brief(line) for line in r.log_lines[:20]))
     reasons = "".join(f"<li>{html.escape(x)}</li>" for x in r.quarantine_reasons[:20])
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>hdfs-events demo report</title>
