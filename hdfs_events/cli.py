@@ -7,10 +7,10 @@ One module per subcommand under hdfs_events.commands, imported only when chosen.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+
+from hdfs_events.subcommands import dispatch
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("hdfs_events.commands.index",
@@ -21,22 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="hdfs-events",
-                                     description="hdfs-events cloud-side tools.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (_, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
-    if not argv or argv[0] not in COMMANDS:
-        parser.parse_args(argv)
-        return 2
-    name = argv[0]
-    module = importlib.import_module(COMMANDS[name][0])
-    command_parser = argparse.ArgumentParser(prog=f"hdfs-events {name}",
-                                             description=COMMANDS[name][1])
-    module.add_arguments(command_parser)
-    args = command_parser.parse_args(argv[1:])
-    return int(module.run(args))
+    return dispatch("hdfs-events", "hdfs-events cloud-side tools.",
+                    COMMANDS, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":
