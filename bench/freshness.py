@@ -5,13 +5,23 @@
 The chain, all real parts on one machine: moto server (bench.demo.chain.local_aws), the CDK
 `local` environment deployed into moto's CloudFormation (Chain.deploy), the agent's live
 pipeline (onprem_agent.pipeline.Pipeline + SqsSender, `[packing] linger_ms` = 200 ms, the live
-linger, not replay's), and the consumer Lambda handler in its own process behind
-lambdas.local_runner (one poller, batch size 10, as one FIFO event source mapping worker).
+linger, not replay's), and the consumer Lambda handler behind lambdas.local_runner in
+`--consumers` processes (default 1, batch size 10; more pollers on 2 cores only slow moto down,
+and an invocation slower than the runner's 5 s visibility timeout is then redelivered to
+another poller: duplicates in raw/, as SQS would deliver them).
 
 The source is paced in-process: every 10 ms it hands the pipeline the TxBatches due by then
-(CREATE, CLOSE, RENAME, UNLINK over five top-level directories, one of them the index prefix
-/data/finance of the local environment: 20% index coverage), each event stamped with the
-current wall clock as its NameNode timestamp, as HDFS stamps an edit when it is logged.
+(CREATE, CLOSE, RENAME, UNLINK over top-level directories: one message group each), each
+event stamped with the current wall clock as its NameNode timestamp, as HDFS stamps an edit
+when it is logged.
+
+Phases: the freshness phases (default 200 and 1000 events/s, log mode all, two message groups)
+keep every path outside the deployed function's INDEX_PREFIXES: through moto,
+each DynamoDB call takes ~10-40 ms and grows with the table, which caps the local consumer near
+200 events/s at a 20% index share and would make the freshness figure moto's. A short index
+phase (50 events/s over five groups, 20% of the events under the first prefix) then counts the
+index's DynamoDB calls per indexed event, and a short summary phase (log mode summary) measures
+that mode's log bytes; their latencies are printed but are not the freshness figures.
 
 What is measured, per event: the consumer process notes the wall clock when the handler
 returned success for a record (the lake object is written by then: the handler puts it before
@@ -48,15 +58,33 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench-out" / "freshness.json"
-DIRS = ("/data/finance", "/data/ads", "/data/logs", "/user/etl", "/tmp/staging")
-INDEXED = "/data/finance"
+# Top-level directories outside the index prefixes of the deployed function are picked from
+# these (the `local` environment's index_prefixes in cdk.json change as the demo evolves).
+CANDIDATE_DIRS = ("/data/ads", "/data/logs", "/tmp/staging", "/apps/hive", "/data/raw",
+                  "/warehouse/sales")
+
+
+def directories(index_prefixes: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(index phase: one indexed directory + four others = 20% indexed; freshness phases: two
+    directories, none indexed). The local consumer is bound by messages per second (one
+    PutObject to moto each, ~20 ms), and with a 200 ms linger every message group seals ~5
+    messages/s at any load: two groups stay within what one local poller carries."""
+    from lambdas.ingest.settings import is_under
+
+    prefixes = tuple(p for p in index_prefixes.split(",") if p)
+    plain = tuple(d for d in CANDIDATE_DIRS if not is_under(d, prefixes)
+                  and not any(is_under(p, (d,)) for p in prefixes))
+    if len(plain) < 4 or not prefixes:
+        raise SystemExit(f"bench.freshness: index prefixes {index_prefixes!r} leave too few "
+                         f"unindexed directories among {CANDIDATE_DIRS}")
+    return (prefixes[0].rstrip("/") or "/index", *plain[:4]), plain[:2]
 TICK_S = 0.01
 
 
 # --- the paced source ----------------------------------------------------------------------------
 
-def paced_source(rate: float, seconds: float, cluster: str, first_txid: int = 1
-                 ) -> Iterator[Any]:
+def paced_source(rate: float, seconds: float, cluster: str, first_txid: int,
+                 dirs: tuple[str, ...]) -> Iterator[Any]:
     """TxBatches at `rate` events/s for `seconds`, one event per txid, timestamped now."""
     from hdfs_events.event import EventType, HdfsEvent, INodeType
     from onprem_agent.source import TxBatch
@@ -68,8 +96,8 @@ def paced_source(rate: float, seconds: float, cluster: str, first_txid: int = 1
         due = min(total, int((time.monotonic() - start) * rate) + 1)
         while sent < due:
             now_ms = int(time.time() * 1000)
-            path = f"{DIRS[sent % len(DIRS)]}/d{sent // 1000 % 100}/part-{sent:08d}"
-            kind = sent // len(DIRS) % 4
+            path = f"{dirs[sent % len(dirs)]}/d{sent // 1000 % 100}/part-{sent:08d}"
+            kind = sent // len(dirs) % 4
             if kind == 0:
                 event = HdfsEvent(cluster, txid, 0, EventType.CREATE, path, timestamp=now_ms,
                                   inode_type=INodeType.FILE, ctime=now_ms, replication=3,
@@ -98,8 +126,8 @@ class _MemoryCheckpoint:
         return None
 
 
-def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_txid: int
-              ) -> dict[str, Any]:
+def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_txid: int,
+              dirs: tuple[str, ...]) -> dict[str, Any]:
     from bench.ship import agent_config
     from onprem_agent.config import parse_config
     from onprem_agent.pipeline import Pipeline
@@ -111,7 +139,7 @@ def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_t
     sender = SqsSender.from_config(config)
     pipeline = Pipeline(config, sender=sender, checkpoint=_MemoryCheckpoint())
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = pipeline.run(paced_source(rate, seconds, cluster, first_txid))
+    result = pipeline.run(paced_source(rate, seconds, cluster, first_txid, dirs))
     return {"events": result.events_sent, "messages": result.messages,
             "send_message_batch_calls": sender.stats.batches,
             "billed_requests": sender.stats.billed_requests,
@@ -194,45 +222,60 @@ def lake_objects(s3: Any, bucket: str, prefix: str = "raw/") -> tuple[int, int]:
     return count, size
 
 
-def phase(chain: Any, rate: float, seconds: float, log_mode: str, first_txid: int,
-          work: Path) -> dict[str, Any]:
+def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
+          first_txid: int, work: Path, consumers: int) -> dict[str, Any]:
     from hdfs_events import names
 
     s3 = chain.client("s3")
     objects0, bytes0 = lake_objects(s3, chain.bucket)
-    tag = f"{int(rate)}-{log_mode}"
-    stop, stats = work / f"stop-{tag}", work / f"stats-{tag}.json"
-    log = work / f"ingest-{tag}.log"
+    tag = f"{int(rate)}-{log_mode}-{'index' if index else 'plain'}"
+    indexed_dirs, plain_dirs = directories(chain.lambda_env.get(names.ENV_INDEX_PREFIXES, ""))
+    dirs = indexed_dirs if index else plain_dirs
+    stop = work / f"stop-{tag}"
     env = {**os.environ, **chain.lambda_env, names.ENV_LOG_MODE: log_mode}
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "bench.freshness", "--consumer",
-                                 chain.queue_url, "--stop-file", str(stop), "--stats",
-                                 str(stats)], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                env=env)
-        try:
-            time.sleep(2)  # the handler's imports, before the clock starts
-            agent = run_agent(chain.queue_url, chain.cluster, rate, seconds, first_txid)
-            stop.touch()
-            code = proc.wait(timeout=300)
-        finally:
+    procs: list[tuple[subprocess.Popen, Path, Path]] = []
+    try:
+        for i in range(consumers):
+            stats, log = work / f"stats-{tag}-{i}.json", work / f"ingest-{tag}-{i}.log"
+            with open(log, "w", encoding="utf-8") as out:
+                procs.append((subprocess.Popen(
+                    [sys.executable, "-m", "bench.freshness", "--consumer", chain.queue_url,
+                     "--stop-file", str(stop), "--stats", str(stats)],
+                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env), stats, log))
+        time.sleep(2)  # the handler's imports, before the clock starts
+        agent = run_agent(chain.queue_url, chain.cluster, rate, seconds, first_txid, dirs)
+        stop.touch()
+        for proc, _, log in procs:
+            if proc.wait(timeout=300) != 0:
+                raise RuntimeError(f"consumer exited {proc.returncode}: "
+                                   f"{log.read_text()[-2000:]}")
+    finally:
+        for proc, _, _ in procs:
             if proc.poll() is None:
                 proc.kill()
-    if code != 0:
-        raise RuntimeError(f"consumer exited {code}: {log.read_text()[-2000:]}")
-    got = json.loads(stats.read_text())
+    got: dict[str, Any] = {"calls": Counter()}
+    log_lines: list[str] = []
+    for _, stats, log in procs:
+        one = json.loads(stats.read_text())
+        for key, value in one.items():
+            if key == "calls":
+                got["calls"].update(value)
+            else:
+                got[key] = got.get(key, 0 if isinstance(value, int) else []) + value
+        log_lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
     objects1, bytes1 = lake_objects(s3, chain.bucket)
-    log_lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     json_lines = [line for line in log_lines if line.startswith("{")]
     lake, to_sent = got["edit_to_lake_ms"], got["edit_to_sent_ms"]
     sent_to_lake = [a - b for a, b in zip(lake, to_sent, strict=True)]
     events = got["events"]
-    indexed = sum(1 for i in range(first_txid, first_txid + agent["events"])
-                  if DIRS[(i - first_txid) % len(DIRS)] == INDEXED)
+    indexed = sum(1 for i in range(agent["events"]) if index and i % len(dirs) == 0)
     ddb_writes = sum(n for op, n in got["calls"].items()
                      if op in ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem",
                                "TransactWriteItems"))
     return {
         "rate_events_per_s": rate, "seconds": seconds, "log_mode": log_mode,
+        "purpose": "index" if index else ("log bytes" if log_mode != "all" else "freshness"),
+        "index_share": indexed / max(1, agent["events"]), "directories": list(dirs),
         "agent": agent, "consumer_invocations": got["invocations"],
         "consumer_failures": got["failures"], "events_in_lake": events,
         "lost": agent["events"] - events,
@@ -244,7 +287,7 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, first_txid: in
                           "mean": 1000 * statistics.fmean(got["invocation_s"])},
         "events_per_invocation": events / max(1, got["invocations"]),
         "events_per_message": events / max(1, agent["messages"]),
-        "aws_calls": got["calls"],
+        "consumers": consumers, "aws_calls": dict(got["calls"]),
         "s3_put_objects": got["calls"].get("PutObject", 0),
         "raw_objects": objects1 - objects0, "raw_bytes": bytes1 - bytes0,
         "raw_bytes_per_event": (bytes1 - bytes0) / max(1, events),
@@ -262,8 +305,12 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="200,1000", help="events/s, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="per rate")
-    parser.add_argument("--summary-seconds", type=float, default=5.0,
-                        help="extra phase in log mode `summary` for its log bytes (0: skip)")
+    parser.add_argument("--index-seconds", type=float, default=6.0,
+                        help="phase at 100 events/s, 20%% indexed, for DynamoDB counts (0: skip)")
+    parser.add_argument("--summary-seconds", type=float, default=3.0,
+                        help="phase in log mode `summary` for its log bytes (0: skip)")
+    parser.add_argument("--consumers", type=int, default=1,
+                        help="consumer processes polling the queue (default %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
     parser.add_argument("--stop-file", type=Path, help=argparse.SUPPRESS)
@@ -275,9 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     from bench.demo.chain import Chain, local_aws
 
     rates = [float(r) for r in args.rates.split(",") if r]
-    plan = [(r, args.seconds, "all") for r in rates]
+    plan = [(r, args.seconds, "all", False) for r in rates]
+    if args.index_seconds > 0:
+        plan.append((50.0, args.index_seconds, "all", True))
     if args.summary_seconds > 0:
-        plan.append((rates[0], args.summary_seconds, "summary"))
+        plan.append((rates[0], args.summary_seconds, "summary", False))
     phases = []
     with tempfile.TemporaryDirectory(prefix="freshness-") as tmp, local_aws() as endpoint:
         work = Path(tmp)
@@ -285,25 +334,26 @@ def main(argv: list[str] | None = None) -> int:
         chain = Chain.deploy(endpoint, work)
         deploy_s = time.perf_counter() - t
         txid = 1
-        for rate, seconds, mode in plan:
-            result = phase(chain, rate, seconds, mode, txid, work)
+        for rate, seconds, mode, index in plan:
+            result = phase(chain, rate, seconds, mode, index, txid, work, args.consumers)
             txid += result["agent"]["events"] + 1
             phases.append(result)
     load = os.getloadavg()[0]
     print(f"freshness through moto server + local Lambda runner (deploy {deploy_s:.0f} s), "
           f"load average {load:.1f}")
-    print(f"{'offered ev/s':>12} {'log':>8} {'events':>7} {'lost':>5} {'ev/msg':>7} "
+    print(f"{'phase':>10} {'offered ev/s':>12} {'log':>8} {'events':>7} {'lost':>5} {'ev/msg':>7} "
           f"{'edit->lake p50':>15} {'p99':>7} {'edit->sent p50':>15} {'p99':>7} "
           f"{'sent->lake p50':>15} {'p99':>7}")
     for p in phases:
-        print(f"{p['rate_events_per_s']:>12.0f} {p['log_mode']:>8} {p['events_in_lake']:>7} "
+        print(f"{p['purpose']:>10} {p['rate_events_per_s']:>12.0f} {p['log_mode']:>8} "
+              f"{p['events_in_lake']:>7} "
               f"{p['lost']:>5} {p['events_per_message']:>7.1f} "
               f"{p['edit_to_lake_ms']['p50']:>13.0f}ms {p['edit_to_lake_ms']['p99']:>5.0f}ms "
               f"{p['edit_to_sent_ms']['p50']:>13.0f}ms {p['edit_to_sent_ms']['p99']:>5.0f}ms "
               f"{p['sent_to_lake_ms']['p50']:>13.0f}ms {p['sent_to_lake_ms']['p99']:>5.0f}ms")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"deploy_s": deploy_s, "load_average": load,
-                                    "index_coverage": 1 / len(DIRS), "phases": phases},
+                                    "phases": phases},
                                    indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0 if all(p["lost"] == 0 for p in phases) else 1
