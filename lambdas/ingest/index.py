@@ -230,20 +230,23 @@ class NamespaceIndex:
         while stack:
             rel, after = stack[-1]
             parent = op.src + rel if rel else op.src
-            page = view.children(parent, after=after, limit=max(1, min(budget, 100)))
-            if not page:
-                stack.pop()
-                continue
+            limit = max(1, min(budget, 100))
+            page = view.children(parent, after=after, limit=limit)
+            descended = False
             for child in page:
                 if budget <= 0:
                     return op.advanced(stack)
                 budget -= 1
+                descend = self._descend(op, child)
                 self._walk_child(view, op, child)
                 stack[-1] = (rel, name_of(child.path))
-                if self._descend(op, view.get(child.path)):
+                if descend:
                     stack.append((child.path[len(op.src):], None))
+                    descended = True
                     break
-            if budget <= 0 and stack:
+            if not descended and len(page) < limit:
+                stack.pop()  # a short page: the partition has nothing more
+            elif budget <= 0:
                 return op.advanced(stack)
         self._clear_markers(view, op)
         return None
@@ -265,10 +268,14 @@ class NamespaceIndex:
 
     @staticmethod
     def _descend(op: SubtreeOp, child: Entry) -> bool:
-        if child.type == DIRECTORY:
+        """Into directories this op moves (or moved: a restarted walk), not into ones that
+        ended before it: their own walk covers them, and re-created paths (a job's
+        `_temporary`) would otherwise make every walk visit all their past lives."""
+        if child.type == DIRECTORY and (child.alive_at(op.src_at) or (
+                child.end is not None and child.end.at == op.src_at)):
             return True
-        # A directory replaced (after the op) by a file of the same name: its old children
-        # are still in the partition.
+        # Moved ahead of the walk ("help along") and perhaps re-created since: its old
+        # children are still in the partition.
         return any(e.type == DIRECTORY and e.at == op.src_at for e in child.prev_ends)
 
     def _clear_markers(self, view: IndexView, op: SubtreeOp) -> None:
