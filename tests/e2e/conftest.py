@@ -41,13 +41,14 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
     with local_aws() as endpoint:
         chain = Chain.deploy(endpoint, work)
         generated = work / "edits-generated.xml"
-        write_edit_log(generated, ops=24_000, seed=11, start_txid=89, mass_delete=300)
+        write_edit_log(generated, ops=36_000, seed=11, start_txid=89, mass_delete=300)
         edits = [SAMPLE_EDITS, generated]
         consumer = chain.start_consumer(fail_share=FAIL_SHARE)
         chain.send_poison(POISON_BODIES)
         # Smaller messages than the 64 KiB default make the replay long enough to be killed
         # several times mid-flight.
-        run = chain.replay(edits, kills=KILLS, seed=5, max_message_bytes=12_288)
+        run = chain.replay(edits, kills=KILLS, seed=5, max_message_bytes=12_288,
+                           kill_within_s=0.15)
         stats = chain.stop_consumer(consumer, timeout_s=1200)
         dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
         lake = work / "lake"
