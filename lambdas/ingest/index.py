@@ -89,7 +89,7 @@ class NamespaceIndex:
         version: Version = (event.txid, event.index)
         if event.type == EventType.RENAME:
             return self._rename(view, event, version)
-        landed = self._land(view, event.path, version)
+        landed = self._land_again(view, event.path, version)
         if landed is None:
             return None
         path, at = landed
@@ -121,8 +121,9 @@ class NamespaceIndex:
 
     def _rename(self, view: IndexView, event: HdfsEvent, version: Version) -> SubtreeOp | None:
         assert event.dst_path is not None
-        src = self._land(view, event.path, version) if self.indexed(event.path) else None
-        dst = self._land(view, event.dst_path, version) if self.indexed(event.dst_path) else None
+        src = self._land_again(view, event.path, version) if self.indexed(event.path) else None
+        dst = (self._land_again(view, event.dst_path, version)
+               if self.indexed(event.dst_path) else None)
         values: dict = {}
         versions: dict = {}
         src_entry = None
@@ -196,6 +197,17 @@ class NamespaceIndex:
             entry = view.get(parent)
             if entry.born is None and entry.end is None and not entry.values:
                 view.save(entry, m.set_values(entry, {"type": DIRECTORY}, PLACEHOLDER, at))
+
+    def _land_again(self, view: IndexView, path: str,
+                    version: Version) -> tuple[str, Version] | None:
+        """Like _land, but a redelivered event that already changed this path's life (its
+        birth or end carries the event's own version) stays where it was first applied, so
+        its subtree walk resumes there even if a later move of a parent arrived since."""
+        entry = view.get(path)
+        if entry.born == version or any(e.at == version for e in (
+                *entry.prev_ends, *([entry.end] if entry.end else []))):
+            return path, version
+        return self._land(view, path, version)
 
     def _help_along(self, view: IndexView, entry: Entry, at: Version, depth: int = 0) -> Entry:
         """Before the path changes life at `at`: if a parent's move or delete that started

@@ -104,3 +104,24 @@ def test_concurrent_write_makes_the_message_apply_again_from_fresh_reads() -> No
     index.apply(events[2:])
     assert store.raced
     assert store.live("prod") == in_order_state(events, "/data")
+
+
+def test_redelivered_directory_delete_resumes_where_it_first_applied() -> None:
+    """The first delivery deleted /data/h/c (walk unfinished) and moved /data/h; its
+    continuations were never sent. The redelivery must restart the walk at /data/h/c, not
+    treat the delete as a late event under the moved /data/x."""
+    events = [mkdir(1, "/data"), mkdir(2, "/data/h"), mkdir(3, "/data/h/c"),
+              mkfile(4, "/data/h/c/a"), mkfile(5, "/data/h/c/b"), mkdir(6, "/data/h/c/d"),
+              mkfile(7, "/data/h/c/d/e"),
+              ev(8, EventType.UNLINK, "/data/h/c"),
+              ev(9, EventType.RENAME, "/data/h", dst_path="/data/x")]
+    store = MemoryIndexStore()
+    index = NamespaceIndex(store, ["/data"], subtree_budget=1)
+    index.apply(events[:7])
+    index.apply(events[7:])  # continuations lost: the record failed after this
+    pending = index.apply(events[7:])  # SQS delivers it again
+    while pending:
+        op = index.resume(pending.pop(0))
+        if op is not None:
+            pending.append(op)
+    assert store.live("prod") == in_order_state(events, "/data")
