@@ -126,6 +126,12 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
             raise JvmError("the JVM is already running with another classpath "
                            f"({_started.source}); JPype cannot restart it in one process")
         return
+    import jpype.config
+
+    # Tearing the JVM down at interpreter exit can crash the process (a segfault after all work
+    # is done, seen here at the end of a test session) while Hadoop's IPC and lease threads are
+    # still alive. The process is ending anyway: let it end without destroying the JVM.
+    jpype.config.destroy_jvm = False
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
