@@ -405,30 +405,9 @@ _FLAT_OPCODES = frozenset({"OP_ADD", "OP_CLOSE", "OP_APPEND", "OP_RENAME_OLD", "
                            "OP_TIMES", "OP_TRUNCATE"})
 
 
-def translate_ops(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
-                  from_txid: int | None = None, to_txid: int | None = None,
-                  stats: TranslationStats | None = None) -> Iterator[HdfsEvent]:
-    """Events of ops with from_txid < txid <= to_txid (inotify's "after txid N" convention)."""
-    # translate_batches without a TxBatch per op: most ops are block bookkeeping with no event.
-    stats = stats if stats is not None else TranslationStats()
-    for op in ops:
-        if from_txid is not None and op.txid <= from_txid:
-            continue
-        if to_txid is not None and op.txid > to_txid:
-            break
-        stats.ops += 1
-        events = translate_op(op, cluster, source=source, stats=stats)
-        if events:
-            stats.events += len(events)
-            yield from events
-
-
-def translate_batches(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
-                      from_txid: int | None = None, to_txid: int | None = None,
-                      stats: TranslationStats | None = None) -> Iterator[TxBatch]:
-    """One TxBatch per op in range, empty for ops without events, so a checkpoint can move past
-    the no-event ops (block allocations dominate real logs) at the end of a file."""
-    stats = stats if stats is not None else TranslationStats()
+def _translated(ops: Iterable[EditOp], cluster: str, source: str, from_txid: int | None,
+                to_txid: int | None, stats: TranslationStats) -> Iterator[tuple[int, list[HdfsEvent]]]:
+    """(txid, events) of every op with from_txid < txid <= to_txid, counted in `stats`."""
     for op in ops:
         if from_txid is not None and op.txid <= from_txid:
             continue
@@ -437,4 +416,24 @@ def translate_batches(ops: Iterable[EditOp], cluster: str, *, source: str = "<ed
         stats.ops += 1
         events = translate_op(op, cluster, source=source, stats=stats)
         stats.events += len(events)
-        yield TxBatch(txid=op.txid, events=tuple(events))
+        yield op.txid, events
+
+
+def translate_ops(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
+                  from_txid: int | None = None, to_txid: int | None = None,
+                  stats: TranslationStats | None = None) -> Iterator[HdfsEvent]:
+    """Events of ops with from_txid < txid <= to_txid (inotify's "after txid N" convention)."""
+    # No TxBatch per op here: most ops are block bookkeeping with no event.
+    stats = stats if stats is not None else TranslationStats()
+    for _, events in _translated(ops, cluster, source, from_txid, to_txid, stats):
+        yield from events
+
+
+def translate_batches(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
+                      from_txid: int | None = None, to_txid: int | None = None,
+                      stats: TranslationStats | None = None) -> Iterator[TxBatch]:
+    """One TxBatch per op in range, empty for ops without events, so a checkpoint can move past
+    the no-event ops (block allocations dominate real logs) at the end of a file."""
+    stats = stats if stats is not None else TranslationStats()
+    for txid, events in _translated(ops, cluster, source, from_txid, to_txid, stats):
+        yield TxBatch(txid=txid, events=tuple(events))
