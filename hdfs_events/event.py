@@ -27,6 +27,12 @@ class EventType(StrEnum):
     METADATA = "METADATA"
     UNLINK = "UNLINK"
     TRUNCATE = "TRUNCATE"
+    # Not Hadoop inotify types: records the agent adds to the stream itself.
+    # GAP: edits the NameNode purged before the agent read them, txids [txid, gap_end_txid).
+    GAP = "GAP"
+    # SNAPSHOT: the state of one path as listed after a GAP, at the NameNode txid taken before
+    # the listing began (every change after it follows in the stream).
+    SNAPSHOT = "SNAPSHOT"
 
 
 class INodeType(StrEnum):
@@ -84,6 +90,8 @@ class HdfsEvent:
     acls: tuple[str, ...] | None = None  # Hadoop's AclEntry strings, e.g. "user:alice:rw-"
     xattrs: tuple[XAttr, ...] | None = None
     xattrs_removed: bool | None = None
+    # GAP: the first txid the NameNode still had; txids txid .. gap_end_txid-1 are lost.
+    gap_end_txid: int | None = None
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -125,9 +133,14 @@ class HdfsEvent:
             value = kw.get(name)
             if value is not None and not _is_instance(value, typ):
                 raise EventFormatError(f"field '{name}' must be {typ.__name__}, got {value!r}")
-        for name in ("txid", "index"):
-            if kw[name] < 0:
+        for name in ("txid", "index", "gap_end_txid"):
+            if kw.get(name, 0) < 0:
                 raise EventFormatError(f"field '{name}' must be >= 0, got {kw[name]}")
+        if kw["type"] == EventType.GAP and not kw.get("gap_end_txid", -1) > kw["txid"]:
+            raise EventFormatError(
+                f"a GAP needs 'gap_end_txid' > txid {kw['txid']}, got {kw.get('gap_end_txid')!r}")
+        if kw["type"] == EventType.SNAPSHOT and "inode_type" not in kw:
+            raise EventFormatError("a SNAPSHOT needs 'inode_type'")
         if "perms" in kw and not _PERMS.fullmatch(kw["perms"]):
             raise EventFormatError(f"field 'perms' must be 4 octal digits, got {kw['perms']!r}")
         if "acls" in kw:
@@ -186,7 +199,7 @@ _SCALARS: dict[str, type] = {
     "timestamp": int, "ctime": int, "replication": int, "owner": str, "group": str,
     "perms": str, "symlink_target": str, "overwrite": bool, "block_size": int,
     "erasure_coded": bool, "size": int, "new_block": bool, "mtime": int, "atime": int,
-    "xattrs_removed": bool,
+    "xattrs_removed": bool, "gap_end_txid": int,
 }
 
 

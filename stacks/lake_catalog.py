@@ -53,6 +53,7 @@ EVENT_FIELD_TYPES: dict[str, glue.Type] = {
     "acls": glue.Schema.array(glue.Schema.STRING),
     "xattrs": glue.Schema.array(_XATTR),
     "xattrs_removed": glue.Schema.BOOLEAN,
+    "gap_end_txid": glue.Schema.BIG_INT,
 }
 EVENT_PARTITION_KEYS = ("cluster", "dt")
 

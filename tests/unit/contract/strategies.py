@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAttr
@@ -35,11 +37,23 @@ events = st.builds(
     metadata_type=st.none() | st.sampled_from(MetadataType), mtime=maybe_int, atime=maybe_int,
     acls=st.none() | st.lists(acl_entry, max_size=4).map(tuple),
     xattrs=st.none() | st.lists(xattr, max_size=3).map(tuple), xattrs_removed=maybe_bool,
-)
+    gap_end_txid=st.none() | st.integers(0, 2**63 - 1),
+).map(lambda e: _valid_agent_record(e))
+
+
+def _valid_agent_record(e: HdfsEvent) -> HdfsEvent:
+    """GAP and SNAPSHOT have required fields of their own (from_dict checks them)."""
+    if e.type == EventType.GAP:
+        # txid + 1 stays within int64 (the lake's column type): step back from the top.
+        txid = min(e.txid, 2**63 - 1001)
+        return replace(e, txid=txid, gap_end_txid=txid + 1 + (e.gap_end_txid or 0) % 1000)
+    if e.type == EventType.SNAPSHOT and e.inode_type is None:
+        return replace(e, inode_type=INodeType.FILE)
+    return e
 
 
 def ordered_run(cluster: str = "c1") -> st.SearchStrategy[list[HdfsEvent]]:
     """Events of one cluster in strictly increasing (txid, index) order, as a message holds."""
     return st.lists(events, min_size=1, max_size=30).map(lambda evs: [
-        HdfsEvent.from_dict({**e.to_dict(), "cluster": cluster, "txid": 100 + i // 3,
-                             "index": i % 3}) for i, e in enumerate(evs)])
+        _valid_agent_record(replace(e, cluster=cluster, txid=100 + i // 3, index=i % 3))
+        for i, e in enumerate(evs)])

@@ -99,7 +99,8 @@ INVALID = [
     "set:perms=420", 'set:acls="user::rw-"', "set:acls=[1]", 'set:acls=["user:rw-"]',
     'set:acls=["admin::rwx"]', 'set:xattrs={"namespace":"USER"}', "set:xattrs=[1]",
     'set:xattrs.namespace="user"', "set:xattrs.name=null", "set:xattrs.value=5",
-    'set:xattrs.extra="x"', "set:replication=3.5",
+    'set:xattrs.extra="x"', "set:replication=3.5", "set:gap_end_txid=-1",
+    'set:gap_end_txid="9"',
 ]
 
 
@@ -109,6 +110,28 @@ def test_invalid_objects_are_rejected_by_schema_and_code(change: str) -> None:
     assert list(EVENT.iter_errors(doc)), f"schema accepted {change}"
     with pytest.raises(EventFormatError):
         HdfsEvent.from_dict(copy.deepcopy(doc))
+
+
+@pytest.mark.parametrize(("record", "schema_sees_it"), [
+    ({"type": "GAP"}, True),
+    ({"type": "GAP", "gap_end_txid": None}, True),
+    ({"type": "SNAPSHOT", "inode_type": None}, True),
+    ({"type": "GAP", "gap_end_txid": 7}, False),  # not after txid 7: only the code can tell
+])
+def test_agent_records_without_their_own_fields_are_rejected(record, schema_sees_it) -> None:
+    doc = {**valid_event(), "gap_end_txid": None, **record}
+    assert bool(list(EVENT.iter_errors(doc))) is schema_sees_it
+    with pytest.raises(EventFormatError, match=r"GAP|SNAPSHOT"):
+        HdfsEvent.from_dict(doc)
+
+
+def test_a_gap_and_a_snapshot_round_trip() -> None:
+    gap = {**valid_event(), "type": "GAP", "path": "/", "inode_type": None, "perms": None,
+           "acls": None, "xattrs": None, "gap_end_txid": 90}
+    snap = {**valid_event(), "type": "SNAPSHOT", "size": 12, "mtime": 5, "atime": 4}
+    for doc in (gap, snap):
+        EVENT.validate(doc)
+        assert HdfsEvent.from_dict(doc).to_dict() == doc
 
 
 def test_the_one_documented_difference_is_leniency_about_omitted_nulls() -> None:
