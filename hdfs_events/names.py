@@ -13,6 +13,11 @@ METRIC_MESSAGES = "Messages"
 METRIC_BYTES = "Bytes"
 METRIC_INGEST_LAG_MS = "IngestLagMs"  # consumer: now - NameNode timestamp
 METRIC_QUARANTINED = "QuarantinedMessages"
+# consumer: GAP records in the stream (edits the NameNode purged before the agent read them)
+# and the txids they lost; the consumer-side twin of the agent's InotifyGap, alarmed on
+# because it arrives even when the agent's own PutMetricData call failed.
+METRIC_STREAM_GAPS = "StreamGaps"
+METRIC_LOST_TXIDS = "LostTxids"
 METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
 METRIC_AGENT_LAG_TXIDS = "AgentLagTxids"  # agent: getTxidsBehindEstimate()
 METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"

@@ -19,7 +19,7 @@ from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
 from lambdas.ingest.dal import CONTINUATION_ATTRIBUTE
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
-from lambdas.ingest.logging_modes import log_records
+from lambdas.ingest.logging_modes import gap_lines, log_records
 from lambdas.ingest.quarantine import quarantine_record
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.subtree import SubtreeOp
@@ -38,6 +38,8 @@ class Continuations(Protocol):
 
 class EventLogger(Protocol):
     def info(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
+
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,8 @@ class MessageConsumer:
         if self.index is not None:
             for op in self.index.apply(events):
                 self._send(op, message)
+        for msg, fields in gap_lines(events, message_id=message.message_id):
+            self.logger.error(msg, extra=fields)
         for msg, fields in log_records(events, self.log_mode, message_id=message.message_id):
             self.logger.info(msg, extra=fields)
         self.telemetry.message(events, len(message.body.encode("utf-8")), self.clock_ms())

@@ -8,6 +8,12 @@ Ingest lag: EMF has no percentile statistic of its own; CloudWatch computes p99 
 published. An EMF metric takes at most 100 values per document, so an invocation's lags are
 reduced to LAG_POINTS evenly spaced quantiles whose last point is the true maximum: Maximum is
 exact and p99 is the batch's p99 to within 1/LAG_POINTS of rank.
+
+Records the agent adds: Events counts them like any record (per Type too: SNAPSHOT, GAP), so
+Events still equals the lake's row count. They stay out of IngestLagMs: their `timestamp` is the
+agent's clock (when a listing began, when a gap was found), not a NameNode change time, and a
+snapshot of a million paths would pour a million listing-duration lags into the p99. A GAP is
+also counted in StreamGaps and its lost txids in LostTxids, the metrics the gap alarm watches.
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hdfs_events import names
-from hdfs_events.event import HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent
+from lambdas.ingest.logging_modes import lost_txids
 
 # 99, not 100: powertools flushes a document by itself when a metric reaches 100 values.
 LAG_POINTS = 99
 TYPE_DIMENSION = "Type"
+# Not Hadoop's: their timestamps are the agent's clock (see the module docstring).
+AGENT_RECORD_TYPES = frozenset({EventType.GAP, EventType.SNAPSHOT})
 
 
 @dataclass(slots=True)
@@ -31,6 +40,8 @@ class ClusterTotals:
     events: int = 0
     bytes: int = 0
     quarantined: int = 0
+    gaps: int = 0
+    lost_txids: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     lags_ms: list[int] = field(default_factory=list)
 
@@ -48,7 +59,11 @@ class BatchTelemetry:
         totals.events += len(events)
         totals.bytes += body_bytes
         totals.by_type.update(str(e.type) for e in events)
-        totals.lags_ms.extend(now_ms - e.timestamp for e in events if e.timestamp is not None)
+        totals.lags_ms.extend(now_ms - e.timestamp for e in events
+                              if e.timestamp is not None and e.type not in AGENT_RECORD_TYPES)
+        for gap in (e for e in events if e.type == EventType.GAP):
+            totals.gaps += 1
+            totals.lost_txids += lost_txids(gap)
 
     def quarantined(self, cluster: str) -> None:
         self._of(cluster).quarantined += 1
@@ -63,6 +78,8 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_EVENTS, "Count", t.events)
             metrics.add_metric(names.METRIC_BYTES, "Bytes", t.bytes)
             metrics.add_metric(names.METRIC_QUARANTINED, "Count", t.quarantined)
+            metrics.add_metric(names.METRIC_STREAM_GAPS, "Count", t.gaps)
+            metrics.add_metric(names.METRIC_LOST_TXIDS, "Count", t.lost_txids)
             for lag in lag_points(t.lags_ms):
                 metrics.add_metric(names.METRIC_INGEST_LAG_MS, "Milliseconds", lag)
             metrics.flush_metrics()
