@@ -2,13 +2,22 @@
 (~1000 events each), against moto server, with the time split by part.
 
     python -m bench.consumer [--invocations 3] [--events-per-message 1000] [--ops 60000]
+                             [--ddb-latency-ms 0] [--no-serial]
 
 Parts timed inside the real handler (powertools batch processor included): decode (envelope
 decode + checks), logging (powertools Logger lines, to /dev/null), metrics (EMF aggregation and
 flush), S3 (PutObject of the lake objects), DynamoDB (the index store's calls), and the rest
 (index logic, batch processor, key derivation). Configurations: index off / on, log mode all
 and summary. The baseline, measured in the same run, is decode alone: what any consumer must
-spend to read the messages at all. Writes bench-out/consumer.json.
+spend to read the messages at all. "index on, serial" is the index's DynamoDB traffic as it
+was before (SerialIndexView: one conditional PutItem at a time, and the writes so far flushed
+before every partition a subtree walk reads), the baseline for the index's own figures.
+DynamoDB requests are counted on the wire (API calls, retries not counted), per event.
+
+Moto server runs in this process and answers in CPU time alone, so requests issued at once
+barely overlap here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
+for real DynamoDB's round trip (single-digit milliseconds): that is what concurrent writes
+hide. Writes bench-out/consumer.json.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import json
 import logging
 import os
 import statistics
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -27,8 +37,54 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lambdas.ingest.index_view import ConcurrentUpdate, IndexView
+
 OUT = Path("bench-out/consumer.json")
 PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
+
+
+class SerialIndexView(IndexView):
+    """The baseline: the view's DynamoDB traffic as it was before the index's writes went out
+    together (commit d7eb32a): every changed entry one conditional PutItem after another, and
+    everything changed so far written before each partition a walk reads."""
+
+    def flush(self) -> None:
+        for path, base in list(self._dirty.items()):
+            self.writes += 1
+            if self.store.put_many([(self._cache[path], base)]):
+                self.forget()
+                raise ConcurrentUpdate(f"index entry {self.cluster}:{path} changed meanwhile")
+            del self._dirty[path]
+        self._dirty_names.clear()
+
+    def children(self, parent: str, *, after: str | None, limit: int) -> list[Any]:
+        self.flush()
+        return super().children(parent, after=after, limit=limit)
+
+
+class DynamoRequests:
+    """Counts the index client's API calls by operation, and adds `latency_s` to each, as a
+    stand-in for real DynamoDB's round trip (a sleep: concurrent requests overlap)."""
+
+    def __init__(self, ddb: Any, latency_s: float) -> None:
+        self.by_op: dict[str, int] = defaultdict(int)
+        self.latency_s = latency_s
+        self._lock = threading.Lock()
+        ddb.meta.events.register("before-call.dynamodb", self._count)
+        if latency_s:
+            ddb.meta.events.register("before-send.dynamodb", self._wait)
+
+    def _count(self, event_name: str, **_: Any) -> None:
+        with self._lock:
+            self.by_op[event_name.rsplit(".", 1)[1]] += 1
+
+    def _wait(self, **_: Any) -> None:
+        time.sleep(self.latency_s)
+
+    def take(self) -> dict[str, int]:
+        with self._lock:
+            counts, self.by_op = dict(self.by_op), defaultdict(int)
+        return counts
 
 
 class Timer:
@@ -93,13 +149,14 @@ def lambda_events(events: list[Any], per_message: int, batch: int = 10) -> list[
 
 
 def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
-               log_mode: str) -> dict[str, Any]:
+               log_mode: str, serial: bool = False, latency_s: float = 0.0) -> dict[str, Any]:
     import boto3
     from aws_lambda_powertools import Logger
 
     from hdfs_events import names
     from lambdas.ingest import consumer as consumer_module
     from lambdas.ingest import handler
+    from lambdas.ingest import index as index_module
     from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
     from tests.unit.ingest.lambda_events import Context
 
@@ -117,16 +174,22 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
     consumer.lake = TimedProxy(consumer.lake, "s3", timer)
     consumer.logger = TimedProxy(consumer.logger, "logging", timer)
     consumer.telemetry = TimedProxy(consumer.telemetry, "metrics", timer)
+    requests = None
     if consumer.index is not None:
+        requests = DynamoRequests(consumer.index.store.ddb, latency_s)
         consumer.index.store = TimedProxy(consumer.index.store, "dynamodb", timer)
     decode, check = consumer_module.decode_message, consumer_module.check_events
     consumer_module.decode_message = timer.wrap("decode", decode)
     consumer_module.check_events = timer.wrap("decode", check)
+    if serial:
+        index_module.IndexView = SerialIndexView  # type: ignore[misc]
     rows = []
     try:
         for batch in batches:
             timer.spent.clear()
             timer.calls.clear()
+            if requests is not None:
+                requests.take()
             events = sum(json.loads(_plain(r["body"]))["events"].__len__()
                          for r in batch["Records"])
             start = time.perf_counter()
@@ -134,10 +197,13 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
                 response = handler.handler(batch, Context())
             total = time.perf_counter() - start
             assert response == {"batchItemFailures": []}, response
+            by_op = requests.take() if requests is not None else {}
             rows.append({"events": events, "total_s": total, **dict(timer.spent),
-                         "s3_calls": timer.calls["s3"], "ddb_calls": timer.calls["dynamodb"]})
+                         "s3_calls": timer.calls["s3"], "ddb_calls": sum(by_op.values()),
+                         "ddb_by_op": by_op})
     finally:
         consumer_module.decode_message, consumer_module.check_events = decode, check
+        index_module.IndexView = IndexView  # type: ignore[misc]
         handler.consumer.cache_clear()
     return summarise(name, rows)
 
@@ -157,7 +223,13 @@ def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
             "parts_ms": {p: v * 1000 for p, v in parts.items()},
             "other_ms": (total - sum(parts.values())) * 1000,
             "s3_calls": statistics.median(r.get("s3_calls", 0) for r in rows),
-            "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows)}
+            "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows),
+            "dynamodb_calls_per_event": statistics.median(
+                r.get("ddb_calls", 0) / r["events"] for r in rows),
+            "dynamodb_by_op": {op: statistics.median(r.get("ddb_by_op", {}).get(op, 0)
+                                                     for r in rows)
+                               for op in sorted({o for r in rows
+                                                 for o in r.get("ddb_by_op", {})})}}
 
 
 def baseline_decode(batches: list[dict]) -> dict[str, Any]:
@@ -175,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--invocations", type=int, default=3)
     parser.add_argument("--events-per-message", type=int, default=1000)
     parser.add_argument("--ops", type=int, default=0, help="edit-log records to generate")
+    parser.add_argument("--ddb-latency-ms", type=float, default=0.0,
+                        help="added to every DynamoDB request (real DynamoDB: ~5)")
+    parser.add_argument("--no-serial", action="store_true",
+                        help="skip the serial-index baseline (the slowest configuration)")
     args = parser.parse_args(argv)
+    latency_s = args.ddb_latency_ms / 1000
     for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1"}.items():
         os.environ.setdefault(key, value)
@@ -194,18 +271,24 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
         results = [baseline_decode(batches)]
-        for name, index, mode in [("index off, log all", False, "all"),
-                                  ("index off, log summary", False, "summary"),
-                                  ("index on, log all", True, "all"),
-                                  ("index on, log summary", True, "summary")]:
-            results.append(run_config(name, endpoint, batches, index=index, log_mode=mode))
+        configs = [("index off, log all", False, "all", False),
+                   ("index off, log summary", False, "summary", False),
+                   ("index on, log all", True, "all", False),
+                   ("index on, log summary", True, "summary", False)]
+        if not args.no_serial:
+            configs.append(("index on, summ., serial", True, "summary", True))
+        for name, index, mode, serial in configs:
+            results.append(run_config(name, endpoint, batches, index=index, log_mode=mode,
+                                      serial=serial, latency_s=latency_s))
     finally:
         server.stop()
     base = results[0]["total_ms"]
     print(f"consumer: batch of 10 messages x {args.events_per_message} events, median of "
-          f"{args.invocations} invocations, moto server on {endpoint}")
+          f"{args.invocations} invocations, moto server on {endpoint}, DynamoDB latency "
+          f"added {args.ddb_latency_ms:g} ms")
     head = f"{'config':<24}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
     head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
+    head += f"{'DDB/ev':>8}"
     print(head)
     for r in results:
         parts = r.get("parts_ms", {})
@@ -214,10 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
         line += f"{r.get('other_ms', 0.0):>10.1f}"
         line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
+        line += f"{r.get('dynamodb_calls_per_event', 0):>8.2f}"
         print(line)
+    serial = next((r for r in results if r["config"].endswith("serial")), None)
+    if serial is not None:
+        now = next(r for r in results if r["config"] == "index on, log summary")
+        print(f"index on, log summary vs serial: {now['events_per_s'] / serial['events_per_s']:.1f}x"
+              f" events/s; DynamoDB requests {serial['dynamodb_by_op']} -> "
+              f"{now['dynamodb_by_op']}")
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"batch_size": 10, "events_per_message": args.events_per_message,
-                               "results": results}, indent=2))
+                               "ddb_latency_ms": args.ddb_latency_ms, "results": results},
+                              indent=2))
     print(f"wrote {OUT}")
     return 0
 

@@ -9,7 +9,8 @@ it. Only a failed write condition is an expected outcome here, returned as False
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from decimal import Decimal
 from typing import Any
 
@@ -22,11 +23,18 @@ from hdfs_events import names
 from lambdas.ingest.index_model import ATTRIBUTES, End, Entry, Life, Version
 from lambdas.ingest.subtree import SubtreeOp
 
-# botocore standard mode: exponential backoff with jitter on throttling and 5xx, 3 attempts.
+# botocore standard mode: exponential backoff with jitter on throttling and 5xx; max_attempts
+# counts retries, so a request is tried 4 times in all.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3})
 INDEX_RADIX = 1_000_000  # seq = txid * radix + index: an EventBatch never holds 10^6 events
 DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
 BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
+# Conditional PutItems in flight at once. Not TransactWriteItems: a transaction costs 2 WCU per
+# item instead of 1 (index writes are most of the table's bill) and one failed condition cancels
+# all 100, while separate puts land what they can and the retry rewrites only the refused. An
+# entry's partition is its parent directory, and one partition key takes at most 1,000 WCU/s,
+# so more threads than this buy little on the usual directory-heavy workload.
+WRITE_CONCURRENCY = 16
 CONTINUATION_ATTRIBUTE = "continuation"  # message attribute marking a subtree continuation
 
 
@@ -152,12 +160,18 @@ def _plain(value: Any) -> Any:
 
 class DynamoIndexStore:
     """IndexStore on the index table. Reads are strongly consistent: a subtree walk must see
-    the entries it has just written."""
+    the entries it has just written. A message's writes go out on a small thread pool (boto3
+    clients are thread-safe; the pool lives as long as the store, i.e. across warm
+    invocations), as many at once as the client has connections."""
 
     def __init__(self, table: str, dynamodb: Any | None = None,
                  clock: Any = time.time) -> None:
-        self.table, self.ddb, self.clock = table, dynamodb or client("dynamodb"), clock
+        self.table, self.clock = table, clock
+        self.ddb = dynamodb or boto3.client(  # type: ignore[call-overload]
+            "dynamodb", config=CLIENT_CONFIG.merge(
+                Config(max_pool_connections=WRITE_CONCURRENCY)))
         self._ser, self._de = TypeSerializer(), TypeDeserializer()
+        self._pool: ThreadPoolExecutor | None = None
 
     def _to_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
         return {k: self._ser.serialize(v) for k, v in item.items()}
@@ -204,16 +218,40 @@ class DynamoIndexStore:
             raise
         return True
 
+    def put_many(self, writes: Sequence[tuple[Entry, int]]) -> list[str]:
+        if len(writes) <= 1:
+            return [e.path for e, rev in writes if not self.put(e, expected_rev=rev)]
+        if self._pool is None:
+            workers = min(WRITE_CONCURRENCY, self.ddb.meta.config.max_pool_connections)
+            self._pool = ThreadPoolExecutor(max_workers=workers,
+                                            thread_name_prefix="index-put")
+        futures = [self._pool.submit(self.put, e, expected_rev=rev) for e, rev in writes]
+        wait(futures)  # every write has finished (or failed) before anything is raised
+        errors = [exc for f in futures if (exc := f.exception()) is not None]
+        if errors:
+            raise errors[0]
+        return [e.path for (e, _), f in zip(writes, futures, strict=True) if not f.result()]
+
     def children(self, cluster: str, parent: str, *, after: str | None,
                  limit: int) -> list[Entry]:
-        expr = "#pk = :pk" + (" AND #sk > :after" if after is not None else "")
-        values = {":pk": {"S": names.index_partition(cluster, parent)}}
+        names_ = {"#pk": names.INDEX_PK, "#sk": names.INDEX_SK}
+        values: dict[str, Any] = {":pk": {"S": names.index_partition(cluster, parent)}}
         if after is not None:
             values[":after"] = {"S": after}
-        response = self.ddb.query(
-            TableName=self.table, KeyConditionExpression=expr, ConsistentRead=True,
-            ExpressionAttributeNames={"#pk": names.INDEX_PK,
-                                      **({"#sk": names.INDEX_SK} if after is not None else {})},
-            ExpressionAttributeValues=values, Limit=limit,
-        )
-        return [item_to_entry(self._from_wire(raw)) for raw in response.get("Items", [])]
+        else:
+            del names_["#sk"]
+        request: dict[str, Any] = {
+            "TableName": self.table, "ConsistentRead": True,
+            "KeyConditionExpression": "#pk = :pk" + (" AND #sk > :after" if after is not None else ""),
+            "ExpressionAttributeNames": names_, "ExpressionAttributeValues": values}
+        entries: list[Entry] = []
+        # A Query page also stops at 1 MB: with large items (long `older` histories, up to
+        # DynamoDB's 400 KB each) it holds fewer than `limit` although more follow, and the
+        # walk takes a short page for the partition's end. Read on until `limit` or the end.
+        while len(entries) < limit:
+            response = self.ddb.query(**request, Limit=limit - len(entries))
+            entries += [item_to_entry(self._from_wire(raw)) for raw in response["Items"]]
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return entries

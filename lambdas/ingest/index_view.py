@@ -2,15 +2,18 @@
 
 The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the logic's tests.
 Writes are deferred and coalesced: an entry changed by several events of a message (CREATE then
-CLOSE, say) is written once, when the message is done or before a subtree walk reads a
-partition. Each write is compare-and-set on the entry's `rev`: a concurrent invocation that
-changed the same entry since it was read makes the flush fail with ConcurrentUpdate, and the
-message's events are applied again from fresh reads (every merge is idempotent).
+CLOSE, say), or by a subtree walk and the events after it, is written once, when the message is
+done. A subtree walk reads the table's partitions with this invocation's unwritten changes laid
+over them, so it sees what the table will hold without a write per partition it visits. Each
+write is compare-and-set on the entry's `rev` and a message's writes are issued together
+(store.put_many): a concurrent invocation that changed any entry since it was read makes the
+flush fail with ConcurrentUpdate, and the message's events are applied again from fresh reads
+(every merge is idempotent, so the writes that did land are harmless).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -27,8 +30,10 @@ class IndexStore(Protocol):
         """Stored entries among `paths` (absent ones are left out)."""
         ...
 
-    def put(self, entry: Entry, *, expected_rev: int) -> bool:
-        """Writes `entry` if the stored rev is `expected_rev` (0: not stored); False if not."""
+    def put_many(self, writes: Sequence[tuple[Entry, int]]) -> list[str]:
+        """Writes each entry if its stored rev is the expected one (0: not stored); returns the
+        paths whose condition failed. Every write is attempted whatever happens to the others;
+        any other error is raised once all have finished."""
         ...
 
     def children(self, cluster: str, parent: str, *, after: str | None,
@@ -52,6 +57,7 @@ class IndexView:
         self.store, self.cluster = store, cluster
         self._cache: dict[str, Entry] = {}
         self._dirty: dict[str, int] = {}  # path -> rev stored in the table (0: not stored)
+        self._dirty_names: dict[str, set[str]] = {}  # parent -> names of its dirty children
         self.reads = self.writes = 0
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -71,28 +77,58 @@ class IndexView:
     def save(self, old: Entry, new: Entry) -> Entry:
         if new.same_state(old):
             return old
-        base = self._dirty.setdefault(old.path, old.rev)
-        saved = replace(new, rev=base + 1)
+        if old.path not in self._dirty:
+            self._dirty[old.path] = old.rev
+            parent, name = names.split_path(old.path)
+            self._dirty_names.setdefault(parent, set()).add(name)
+        saved = replace(new, rev=self._dirty[old.path] + 1)
         self._cache[old.path] = saved
         return saved
 
     def flush(self) -> None:
-        for path, base in list(self._dirty.items()):
-            self.writes += 1
-            if not self.store.put(self._cache[path], expected_rev=base):
-                self.forget()
-                raise ConcurrentUpdate(f"index entry {self.cluster}:{path} changed meanwhile")
-            del self._dirty[path]
+        if not self._dirty:
+            return
+        writes = [(self._cache[path], base) for path, base in self._dirty.items()]
+        self.writes += len(writes)
+        try:
+            refused = self.store.put_many(writes)
+        except Exception:
+            # Some writes may have landed: what the table holds is no longer what we cached.
+            self.forget()
+            raise
+        if refused:
+            self.forget()
+            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+            raise ConcurrentUpdate(
+                f"index entry {self.cluster}:{refused[0]}{more} changed meanwhile")
+        self._dirty.clear()
+        self._dirty_names.clear()
 
     def children(self, parent: str, *, after: str | None, limit: int) -> list[Entry]:
-        self.flush()  # the table must hold what this invocation changed before it is read
         self.reads += 1
         page = self.store.children(self.cluster, parent, after=after, limit=limit)
         for entry in page:
             if entry.path not in self._dirty:
                 self._cache[entry.path] = entry
-        return page
+        return self._with_unwritten(parent, page, after=after, limit=limit)
+
+    def _with_unwritten(self, parent: str, page: list[Entry], *, after: str | None,
+                        limit: int) -> list[Entry]:
+        """The page as the table will hold it once this invocation's changes are written:
+        changed entries replace their stored version, new ones join in name order. A full page
+        ends at its last name (the table may hold more between there and a new name of ours);
+        a short one means the partition has nothing more, so all our later names belong."""
+        mine = self._dirty_names.get(parent)
+        if not mine:
+            return page
+        last = name_of(page[-1].path) if len(page) >= limit else None
+        by_name = {name_of(e.path): e for e in page}
+        for name in mine:
+            if (after is None or name > after) and (last is None or name <= last):
+                by_name[name] = self._cache[child_path(parent, name)]
+        return [by_name[name] for name in sorted(by_name)][:limit]
 
     def forget(self) -> None:
         self._cache.clear()
         self._dirty.clear()
+        self._dirty_names.clear()

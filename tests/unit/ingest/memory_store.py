@@ -3,7 +3,7 @@ items sorted by name within it, compare-and-set on rev."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hdfs_events import names
 from lambdas.ingest.index_model import Entry
@@ -12,7 +12,7 @@ from lambdas.ingest.index_model import Entry
 class MemoryIndexStore:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], Entry] = {}
-        self.puts = 0
+        self.puts = self.flushes = 0
 
     @staticmethod
     def key(cluster: str, path: str) -> tuple[str, str]:
@@ -35,6 +35,10 @@ class MemoryIndexStore:
         self.items[key] = entry
         self.puts += 1
         return True
+
+    def put_many(self, writes: Sequence[tuple[Entry, int]]) -> list[str]:
+        self.flushes += 1
+        return [e.path for e, rev in writes if not self.put(e, expected_rev=rev)]
 
     def children(self, cluster: str, parent: str, *, after: str | None,
                  limit: int) -> list[Entry]:
