@@ -8,6 +8,10 @@ A RENAME is kept when either side passes: moving a file into a covered directory
 or finishing an upload (`x._COPYING_` -> `x`, where the source is ignored) are all changes to the
 covered namespace that a reader must see. Defaults such as ignoring `_COPYING_` live in the
 example config, never here.
+
+A GAP record always passes: its path "/" stands for the whole stream (edits the NameNode purged,
+whatever paths they touched), and dropping it would hide the gap. SNAPSHOT records are paths
+like any other.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ class PathFilter:
     def keeps(self, event: HdfsEvent) -> bool:
         if self.passes(event.path):
             return True
-        return (event.type is EventType.RENAME and event.dst_path is not None
-                and self.passes(event.dst_path))
+        if event.type is EventType.RENAME:
+            return event.dst_path is not None and self.passes(event.dst_path)
+        return event.type is EventType.GAP
 
     @property
     def keeps_everything(self) -> bool:

@@ -16,6 +16,11 @@ seconds only.
 Shutdown (the `stop` event, end of input, or a source error): seal what is open, wait for the
 sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), save the checkpoint.
 Whatever was not acknowledged stays above the checkpoint and is re-sent on restart.
+
+A GAP record (purged edits, see onprem_agent/live/stream.py) ships like any event, but the
+checkpoint never rests on its txid E: it is saved as E - 1 until a later txid (the snapshot's)
+is acknowledged. A restart in between, or after gap_policy = "stop", then meets the same gap
+and writes the same GAP key instead of silently starting past it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from hdfs_events.event import EventType
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
 from onprem_agent.config import AgentConfig
 from onprem_agent.filters import PathFilter
@@ -77,6 +83,7 @@ class Pipeline:
         self._messages = self._batches = 0
         self._last_txid: int | None = None
         self._deferred_txid: int | None = None
+        self._gap_txid: int | None = None  # the last GAP record's txid (see the module doc)
         self._started = clock()
         self._background_error: BaseException | None = None
 
@@ -149,6 +156,8 @@ class Pipeline:
             sender.wait_for_capacity(stop)
             kept = events if keeps is None else [e for e in events if keeps(e)]
             with lock:
+                if events[0].type is EventType.GAP:
+                    self._gap_txid = txid
                 self._register_deferred()
                 tracker.register(txid, len(kept))
                 self._events_read += len(events)
@@ -246,6 +255,8 @@ class Pipeline:
             self._apply_acks()
             self._register_deferred()
             txid = self._tracker.safe_txid
+            if txid is not None and txid == self._gap_txid:
+                txid -= 1
         if txid is not None and (self._saved is None or txid > self._saved):
             self._store.save(txid)
             self._saved = txid

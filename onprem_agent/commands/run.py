@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # type: ignore[no-untyped-def]
     from onprem_agent.checkpoint import open_checkpoint_store
-    from onprem_agent.lease import Lease, LeaseKeeper, wait_until_leader
-    from onprem_agent.live.agent import AgentState, gap_reporter, readings, run_term
+    from onprem_agent.lease import Lease, LeaseKeeper
+    from onprem_agent.live.agent import AgentState, gap_reporter, readings, run_term, serve
     from onprem_agent.live.convert import JavaBatchConverter
     from onprem_agent.live.hadoop import HadoopClient, KerberosLogin, hadoop_configuration
     from onprem_agent.live.jvm import resolve_classpath, start_jvm
@@ -87,36 +87,23 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
     lease = None
     if settings.lease.enabled:
         lease = Lease(settings.lease.table, config.cluster, duration_s=settings.lease.duration_s)
+
+    def term(keeper: LeaseKeeper | None) -> None:
+        sender = NoopSender() if dry_run else SqsSender.from_config(config)
+        run_term(config, settings, state, stream_source=client.stream_source(),
+                 converter=converter, lister=client.lister(), sender=sender,
+                 checkpoint=open_checkpoint_store(config), stop=stop,
+                 on_gap=gap_reporter(config.cluster, alerts), keeper=keeper)
+
     try:
-        while not stop.is_set():
-            keeper = None
-            if lease is not None:
-                log.info("standby: waiting for the lease of cluster %s as %s", config.cluster,
-                         lease.holder_id)
-                if not wait_until_leader(lease, stop, interval_s=settings.lease.renew_interval_s):
-                    break
-                keeper = LeaseKeeper(lease, interval_s=settings.lease.renew_interval_s).start()
-            sender = NoopSender() if dry_run else SqsSender.from_config(config)
-            try:
-                run_term(config, settings, state, stream_source=client.stream_source(),
-                         converter=converter, lister=client.lister(), sender=sender,
-                         checkpoint=open_checkpoint_store(config), stop=stop,
-                         on_gap=gap_reporter(config.cluster, alerts), keeper=keeper)
-            except InotifyGapError as exc:
-                alerts.send(f"hdfs-events {config.cluster}: agent stopped", str(exc))
-                print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
-                return EXIT_GAP
-            finally:
-                if keeper is not None:
-                    keeper.stop()
-            if lease is None:
-                break
-            if keeper is not None and keeper.lost.is_set():
-                log.warning("lost the lease: back to standby")
-                continue
+        serve(lease, stop, renew_interval_s=settings.lease.renew_interval_s, term=term)
+    except InotifyGapError as exc:
+        # The GAP record went out with the pipeline's shutdown; the checkpoint stays below
+        # it, so a restart meets the same gap (and the same GAP key) again.
+        alerts.send(f"hdfs-events {config.cluster}: agent stopped", str(exc))
+        print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
+        return EXIT_GAP
     finally:
-        if lease is not None and lease.held:
-            lease.release()
         if heartbeat is not None:
             heartbeat.stop()
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 from hdfs_events import names
 from onprem_agent.checkpoint import CheckpointStore
 from onprem_agent.config import AgentConfig
-from onprem_agent.lease import LeaseKeeper
+from onprem_agent.lease import Lease, LeaseKeeper, wait_until_leader
 from onprem_agent.live.settings import LiveSettings
 from onprem_agent.live.snapshot import NamespaceLister, namespace_snapshot
 from onprem_agent.live.stream import BatchConverter, Gap, LiveSource, LiveStats, StreamSource
@@ -92,7 +92,8 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
     pipeline = Pipeline(config, sender=sender, checkpoint=checkpoint)
     state.pipeline, state.sender, state.leader = pipeline, sender, True
     source = LiveSource(
-        stream_source, converter, start_txid=pipeline.resume_after, stop=term_stop,
+        stream_source, converter, cluster=config.cluster, start_txid=pipeline.resume_after,
+        stop=term_stop,
         gap_policy=inotify.gap_policy,
         snapshot=namespace_snapshot(config.cluster, lister, inotify.snapshot_paths,
                                     workers=inotify.snapshot_workers),
@@ -115,3 +116,32 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
         term_stop.set()
         watcher.join()
         state.leader = False
+
+
+def serve(lease: Lease | None, stop: threading.Event, *, renew_interval_s: float,
+          term: Callable[[LeaseKeeper | None], object]) -> None:
+    """Runs terms until `stop`. Without a lease, one term. With one: standby until this agent
+    holds the lease, then a term while a keeper renews it; a lost lease ends the term and
+    sends the agent back to standby. A term's error (InotifyGapError, ...) ends serving; on
+    the way out the lease is released, so the standby need not wait for it to expire."""
+    try:
+        while not stop.is_set():
+            keeper = None
+            if lease is not None:
+                log.info("standby: waiting for the lease of cluster %s as %s", lease.cluster,
+                         lease.holder_id)
+                if not wait_until_leader(lease, stop, interval_s=renew_interval_s):
+                    return
+                keeper = LeaseKeeper(lease, interval_s=renew_interval_s).start()
+            try:
+                term(keeper)
+            finally:
+                if keeper is not None:
+                    keeper.stop()
+            if keeper is None:
+                return
+            if keeper.lost.is_set():
+                log.warning("lost the lease: back to standby")
+    finally:
+        if lease is not None and lease.held:
+            lease.release()

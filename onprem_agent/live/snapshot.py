@@ -1,16 +1,16 @@
 """The namespace state of the covered directories, listed in parallel, as contract records.
 
-Used after purged edits (gap_policy = "snapshot") and by `verify`. Until the contract has a
-SNAPSHOT event type, the state travels as the events that would have created it, all at the
-snapshot's txid T (indexes 0..n-1, so the exactly-once key stays unique; no real event has txid
-T on our stream, which resumes after T): CREATE for every directory, file and symlink, then for
-a file a CLOSE with its length. A consumer that upserts on CREATE/CLOSE rebuilds the state.
-What it cannot learn this way is what vanished during the gap: see the report's proposal for a
-SNAPSHOT type that marks the listed directories complete.
+Used after purged edits (gap_policy = "snapshot") and by `verify`. The state travels as the
+contract's SNAPSHOT records (docs/contract.md, "Records the agent adds"): one per listed path,
+all at txid T, the NameNode txid taken before the listing began, index 0..n-1 in path order
+(a parent sorts before its children), timestamp = when the listing began. The stream resumes
+after T, so no real event shares their keys, and a consumer applies the snapshot, then the
+stream. A path that vanished during the gap is simply not listed.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -86,27 +86,35 @@ def _outermost(roots: Iterable[str]) -> list[str]:
     return out
 
 
-def snapshot_batch(cluster: str, txid: int, entries: Iterable[NamespaceEntry]) -> TxBatch:
+def snapshot_batch(cluster: str, txid: int, entries: Iterable[NamespaceEntry], *,
+                   listed_ms: int) -> TxBatch:
+    """SNAPSHOT records of `entries` (in path order) at txid T, as FileStatus gives them:
+    size, replication, block size and erasure coding only for files (a directory's
+    FileStatus carries zeros there, not values), symlink_target only for symlinks."""
     events: list[HdfsEvent] = []
     for e in entries:
         is_file = e.inode_type is INodeType.FILE
         events.append(HdfsEvent(
-            cluster, txid, len(events), EventType.CREATE, e.path, timestamp=e.mtime,
-            inode_type=e.inode_type, ctime=e.mtime, owner=e.owner, group=e.group,
-            perms=e.perms, replication=e.replication if is_file else None,
-            block_size=e.block_size if is_file else None, symlink_target=e.symlink_target,
-            erasure_coded=e.erasure_coded if is_file else None))
-        if is_file:
-            events.append(HdfsEvent(cluster, txid, len(events), EventType.CLOSE, e.path,
-                                    size=e.size, timestamp=e.mtime))
+            cluster, txid, len(events), EventType.SNAPSHOT, e.path, timestamp=listed_ms,
+            inode_type=e.inode_type, owner=e.owner, group=e.group, perms=e.perms,
+            mtime=e.mtime, atime=e.atime,
+            size=e.size if is_file else None,
+            replication=e.replication if is_file else None,
+            block_size=e.block_size if is_file else None,
+            erasure_coded=e.erasure_coded if is_file else None,
+            symlink_target=e.symlink_target if e.inode_type is INodeType.SYMLINK else None))
     return TxBatch(txid=txid, events=tuple(events))
 
 
 def namespace_snapshot(cluster: str, lister: NamespaceLister, roots: Sequence[str], *,
-                       workers: int = 8) -> Callable[[int], TxBatch]:
+                       workers: int = 8,
+                       clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
+                       ) -> Callable[[int], TxBatch]:
     """The `snapshot` function LiveSource calls with the txid taken before listing."""
 
     def take(txid: int) -> TxBatch:
-        return snapshot_batch(cluster, txid, walk(lister, roots, workers=workers))
+        listed_ms = clock_ms()
+        return snapshot_batch(cluster, txid, walk(lister, roots, workers=workers),
+                              listed_ms=listed_ms)
 
     return take

@@ -10,10 +10,16 @@
 - Purged edits: poll() raises MissingEventsException(expected, actual) when the NameNode no
   longer has the txid we need (a checkpoint older than dfs.namenode.num.extra.edits.retained
   allows). Never skipped silently: the gap is reported (error log, InotifyGap metric, alert)
-  and then the policy applies. `stop` raises InotifyGapError (the agent exits non-zero).
-  `snapshot` takes the NameNode's current txid T, lists the covered directories, emits the
-  namespace state as a batch at txid T, and reopens the stream after T: a change made while
-  the listing ran has txid > T and is read afterwards, so nothing in between is missed.
+  and goes into the stream itself as one GAP record, key (cluster, expected, 0), path "/",
+  gap_end_txid = the first available txid, timestamp = when the agent found it. Then the
+  policy applies. `stop` raises InotifyGapError once the pipeline has taken the GAP batch (the
+  pipeline's shutdown sends it before the agent exits non-zero). `snapshot` takes the
+  NameNode's current txid T, lists the covered directories, emits the namespace state as
+  SNAPSHOT records at txid T, and reopens the stream after T: a change made while the listing
+  ran has txid > T and is read afterwards, so nothing in between is missed.
+  The pipeline never saves a checkpoint that rests on a GAP's txid (it saves expected - 1), so
+  a restart before the snapshot is acknowledged, or after a `stop`, meets the same gap again
+  and writes the same GAP key.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.source import TxBatch
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,11 @@ class Gap:
 
     expected_txid: int
     available_txid: int
+
+    def record(self, cluster: str, found_ms: int) -> HdfsEvent:
+        """The GAP record of the contract: it takes the key of the first txid never read."""
+        return HdfsEvent(cluster, self.expected_txid, 0, EventType.GAP, "/",
+                         timestamp=found_ms, gap_end_txid=self.available_txid)
 
     def describe(self) -> str:
         return (f"inotify gap: needed txid {self.expected_txid} but the NameNode's first "
@@ -102,16 +114,18 @@ def _milliseconds() -> Any:
 class LiveSource:
     """Iterates TxBatch objects after `start_txid` until `stop` is set (see module doc)."""
 
-    def __init__(self, source: StreamSource, converter: BatchConverter, *,
+    def __init__(self, source: StreamSource, converter: BatchConverter, *, cluster: str,
                  start_txid: int | None, stop: threading.Event, gap_policy: str = "snapshot",
                  snapshot: Snapshot | None = None, on_gap: Callable[[Gap], None] | None = None,
                  poll_timeout_ms: int = 1000, max_batches_per_drain: int = 1000,
                  stats: LiveStats | None = None, on_idle: Callable[[], None] | None = None,
                  missing_events: type[BaseException] | None = None,
-                 time_unit: Any = None) -> None:
+                 time_unit: Any = None,
+                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
         if gap_policy == "snapshot" and snapshot is None:
             raise ValueError("gap_policy 'snapshot' needs a snapshot function")
-        self._source, self._converter = source, converter
+        self._source, self._converter, self._cluster = source, converter, cluster
+        self._clock_ms = clock_ms
         self._start, self._stop = start_txid, stop
         self._policy, self._snapshot, self._on_gap = gap_policy, snapshot, on_gap
         self._timeout_ms, self._max_drain = poll_timeout_ms, max_batches_per_drain
@@ -159,10 +173,17 @@ class LiveSource:
     def _recover(self, gap: Gap) -> Iterator[TxBatch]:
         self.stats.gaps.append(gap)
         log.error("%s; gap_policy = %s", gap.describe(), self._policy)
+        found_ms = self._clock_ms()
         if self._on_gap is not None:
             self._on_gap(gap)
+        gap_batch = TxBatch(txid=gap.expected_txid,
+                            events=(gap.record(self._cluster, found_ms),))
+        self._count(gap_batch, namenode_times=False)
+        yield gap_batch
         if self._policy == "stop" or self._snapshot is None:
             raise InotifyGapError(gap)
+        # Taken before the listing starts: whatever changes while it runs has a larger txid
+        # and comes from the stream afterwards.
         txid = int(self._source.current_txid())
         started = time.monotonic()
         batch = self._snapshot(txid)
@@ -170,15 +191,17 @@ class LiveSource:
         log.warning("snapshot of the covered namespace at txid %d: %d records in %.1f s; "
                     "resuming after txid %d", txid, len(batch.events),
                     time.monotonic() - started, txid)
-        self._count(batch)
+        self._count(batch, namenode_times=False)
         yield batch
         return txid
 
-    def _count(self, batch: TxBatch) -> None:
+    def _count(self, batch: TxBatch, *, namenode_times: bool = True) -> None:
         stats = self.stats
         stats.batches_read += 1
         stats.events_read += len(batch.events)
         stats.last_txid = batch.txid
+        if not namenode_times:
+            return  # GAP and SNAPSHOT times are the agent's clock: no measure of the lag
         for event in reversed(batch.events):
             if event.timestamp is not None:
                 stats.last_event_ms = event.timestamp

@@ -3,14 +3,16 @@ that hands out real Hadoop EventBatch objects and raises Hadoop's MissingEventsE
 
 from __future__ import annotations
 
+import json
 import threading
 from itertools import islice
 
 import pytest
 
-from hdfs_events.event import EventType, INodeType
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.schema import validator
 from onprem_agent.live.convert import JavaBatchConverter
-from onprem_agent.live.snapshot import namespace_snapshot, walk
+from onprem_agent.live.snapshot import NamespaceEntry, namespace_snapshot, walk
 from onprem_agent.live.stream import Gap, InotifyGapError, LiveSource
 from tests.unit.live.doubles import (
     ListingDouble,
@@ -32,7 +34,7 @@ def converter(inotify_messages) -> JavaBatchConverter:
 def live(nn: NameNodeDouble, converter, *, start: int | None, stop: threading.Event | None = None,
          **kw) -> LiveSource:
     kw.setdefault("gap_policy", "stop")
-    return LiveSource(nn.source(), converter, start_txid=start,
+    return LiveSource(nn.source(), converter, cluster=C, start_txid=start,
                       stop=stop or threading.Event(), poll_timeout_ms=kw.pop("timeout", 50), **kw)
 
 
@@ -76,8 +78,8 @@ def test_drain_stops_at_its_limit(converter):
             return converter.convert(batches)
 
     stop = threading.Event()
-    got = list(LiveSource(nn.source(), Counting(), start_txid=0, stop=stop, gap_policy="stop",
-                          poll_timeout_ms=10, max_batches_per_drain=3, on_idle=stop.set))
+    got = list(LiveSource(nn.source(), Counting(), cluster=C, start_txid=0, stop=stop,
+                          gap_policy="stop", poll_timeout_ms=10, max_batches_per_drain=3, on_idle=stop.set))
     assert len(got) == 7 and calls == [3, 3, 1]
 
 
@@ -103,17 +105,38 @@ def test_stop_ends_an_idle_stream(converter):
     assert nn.opened == [None]  # no checkpoint: from the NameNode's current txid
 
 
-def test_purged_edits_with_policy_stop_report_the_gap_and_fail(converter):
+def test_purged_edits_with_policy_stop_yield_the_gap_record_then_fail(converter):
     nn = NameNodeDouble()
     for i in range(20):
         nn.log(unlink(f"/{i}"))
     nn.purge_before(15)
     gaps: list[Gap] = []
-    source = live(nn, converter, start=3, on_gap=gaps.append)
+    source = live(nn, converter, start=3, on_gap=gaps.append, clock_ms=lambda: 1_700_000_000_123)
+    it = iter(source)
+    batch = next(it)
+    assert batch.txid == 4 and len(batch.events) == 1
+    gap = batch.events[0]
+    assert (gap.cluster, gap.txid, gap.index, gap.type, gap.path) == (C, 4, 0, EventType.GAP, "/")
+    assert gap.gap_end_txid == 15 and gap.timestamp == 1_700_000_000_123
+    assert HdfsEvent.from_dict(json.loads(gap.to_json())) == gap  # the contract reads it back
+    assert not list(validator("event").iter_errors(json.loads(gap.to_json())))
     with pytest.raises(InotifyGapError, match=r"needed txid 4 .* first available txid is 15"):
-        list(source)
+        next(it)
     assert gaps == [Gap(expected_txid=4, available_txid=15)]
     assert source.stats.gaps == gaps
+    assert source.stats.last_event_ms is None  # the agent's clock is no measure of the lag
+
+
+def test_a_restart_that_meets_the_same_gap_writes_the_same_gap_key(converter):
+    nn = NameNodeDouble()
+    for i in range(20):
+        nn.log(unlink(f"/{i}"))
+    nn.purge_before(15)
+    keys = []
+    for found_ms in (1000, 2000):  # the agent, then the agent restarted from the same checkpoint
+        it = iter(live(nn, converter, start=3, clock_ms=lambda t=found_ms: t))
+        keys.append(next(it).events[0].key)
+    assert keys == [(C, 4, 0), (C, 4, 0)]
 
 
 def test_purged_edits_never_skip_silently_even_mid_drain(converter):
@@ -127,17 +150,23 @@ def test_purged_edits_never_skip_silently_even_mid_drain(converter):
     nn.skip(5)
     nn.log(unlink("/late"))
     nn.purge_before(9)  # txids 4..8 are gone before the stream read past 3
+    gap = next(it).events[0]
+    assert (gap.type, gap.txid, gap.gap_end_txid) == (EventType.GAP, 4, 9)
     with pytest.raises(InotifyGapError):
         next(it)
 
 
-def test_snapshot_policy_emits_the_namespace_then_resumes_after_its_txid(converter):
+def test_snapshot_policy_emits_gap_then_snapshot_records_then_resumes_after_its_txid(converter):
     nn = NameNodeDouble()
     for i in range(10):
         nn.log(unlink(f"/data/{i}"))
     nn.purge_before(8)
-    namespace = [dir_entry("/data"), dir_entry("/data/a"), file_entry("/data/a/f1", size=7),
-                 file_entry("/data/b.txt", size=3), dir_entry("/other")]
+    namespace = [dir_entry("/data", mtime=50), dir_entry("/data/a"),
+                 file_entry("/data/a/f1", size=7, mtime=60), file_entry("/data/b.txt", size=3),
+                 NamespaceEntry("/data/link", INodeType.SYMLINK, size=0, mtime=70, atime=71,
+                                owner="etl", group="hadoop", perms="0777",
+                                symlink_target="/data/a/f1"),
+                 dir_entry("/other")]
 
     def changes_during_listing(path: str) -> None:
         if path == "/data":  # written while the walk runs: after T, so read from the stream
@@ -146,24 +175,47 @@ def test_snapshot_policy_emits_the_namespace_then_resumes_after_its_txid(convert
     listing = ListingDouble(namespace, on_list=changes_during_listing)
     gaps: list[Gap] = []
     stop = threading.Event()
+    clock = iter([1000, 2000])  # the gap is found at 1000, the listing starts at 2000
     source = live(nn, converter, start=2, stop=stop, on_idle=stop.set, gap_policy="snapshot",
-                  on_gap=gaps.append, snapshot=namespace_snapshot(C, listing, ["/data"]))
+                  on_gap=gaps.append, clock_ms=lambda: next(clock),
+                  snapshot=namespace_snapshot(C, listing, ["/data"], clock_ms=lambda: next(clock)))
     got = list(source)
     assert gaps == [Gap(3, 8)]
-    snapshot, *after = got
+    gap_batch, snapshot, *after = got
+    assert [(e.txid, e.type, e.gap_end_txid, e.timestamp) for e in gap_batch.events] == [
+        (3, EventType.GAP, 8, 1000)]
     assert snapshot.txid == 10  # the NameNode's txid before the listing
-    assert [(e.index, e.type, e.path) for e in snapshot.events] == [
-        (0, EventType.CREATE, "/data"),
-        (1, EventType.CREATE, "/data/a"),
-        (2, EventType.CREATE, "/data/a/f1"),
-        (3, EventType.CLOSE, "/data/a/f1"),
-        (4, EventType.CREATE, "/data/b.txt"),
-        (5, EventType.CLOSE, "/data/b.txt"),
+    assert [(e.index, e.type, e.path, e.inode_type) for e in snapshot.events] == [
+        (0, EventType.SNAPSHOT, "/data", INodeType.DIRECTORY),
+        (1, EventType.SNAPSHOT, "/data/a", INodeType.DIRECTORY),
+        (2, EventType.SNAPSHOT, "/data/a/f1", INodeType.FILE),
+        (3, EventType.SNAPSHOT, "/data/b.txt", INodeType.FILE),
+        (4, EventType.SNAPSHOT, "/data/link", INodeType.SYMLINK),
     ]
-    assert snapshot.events[3].size == 7 and snapshot.events[1].inode_type is INodeType.DIRECTORY
+    assert {e.timestamp for e in snapshot.events} == {2000}  # when the listing began
+    data, _, f1, _, link = snapshot.events
+    assert (f1.size, f1.mtime, f1.replication, f1.block_size, f1.erasure_coded) == (
+        7, 60, 3, 134217728, False)
+    assert (data.mtime, data.owner, data.perms, data.size, data.replication) == (
+        50, "etl", "0755", None, None)
+    assert (link.symlink_target, link.atime, link.size, link.block_size) == (
+        "/data/a/f1", 71, None, None)
+    assert all(e.ctime is None for e in snapshot.events)
     assert [(b.txid, b.events[0].path) for b in after] == [(11, "/data/new")]
     assert nn.opened == [2, 10]
     assert source.stats.snapshots == 1
+
+
+def test_snapshot_records_follow_the_contract_schema():
+    listing = ListingDouble([dir_entry("/d"), file_entry("/d/f"), NamespaceEntry(
+        "/d/l", INodeType.SYMLINK, owner="o", group="g", perms="0777", symlink_target="/d/f")])
+    batch = namespace_snapshot(C, listing, ["/"], clock_ms=lambda: 5)(42)
+    check = validator("event")
+    for event in batch.events:
+        doc = json.loads(event.to_json())
+        assert not list(check.iter_errors(doc)), event
+        assert HdfsEvent.from_dict(doc) == event
+    assert [e.path for e in batch.events] == ["/d", "/d/f", "/d/l"]
 
 
 def test_snapshot_policy_needs_a_snapshot_function(converter):
