@@ -3,8 +3,10 @@ curated events table (read only at its catalog's current locations).
 
     python -m glue_jobs.activity_rollups --source file:///lake --target file:///lake
 
-Writes curated/activity_daily/dt=<d>/ and curated/mass_deletes/dt=<d>/, replacing only the dts
-it computed (dynamic partition overwrite), so re-running a day gives the same rows.
+Writes curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/ and curated/gaps_daily/dt=<d>/
+(edits purged before the agent read them: how far activity_daily undercounts), replacing only
+the dts it computed (dynamic partition overwrite), so re-running a day gives the same rows.
+GAP and SNAPSHOT records (the live agent's) are never activity; SNAPSHOTs still name owners.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from glue_jobs import rollups as R
 from glue_jobs.catalog import PartitionCatalog
 from glue_jobs.compact_events import catalog_for
 from glue_jobs.curated_io import read_curated
-from glue_jobs.layout import ACTIVITY_PREFIX, MASS_DELETE_PREFIX
+from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import store_for
 
 JOB_NAME = "activity_rollups"
 SPEC = (
     Arg("source", "lake URI whose curated events table is rolled up"),
-    Arg("target", "lake URI for curated/activity_daily/ and curated/mass_deletes/"),
+    Arg("target", "lake URI for curated/activity_daily/, mass_deletes/ and gaps_daily/"),
     Arg("from_dt", "first day to roll up, YYYY-MM-DD; empty: the first in the catalog", ""),
     Arg("to_dt", "last day to roll up, YYYY-MM-DD; empty: the last in the catalog", ""),
     Arg("prefix_depth", "directory components that make a prefix", "2"),
@@ -56,6 +58,7 @@ class RollupSettings:
 class Rollups:
     activity: DataFrame
     mass_deletes: DataFrame
+    gaps: DataFrame
     days: tuple[str, ...]
 
 
@@ -67,13 +70,15 @@ def rollups(spark: SparkSession, catalog: PartitionCatalog, s: RollupSettings) -
     # Owners come from CREATEs of any earlier day too: the history runs up to the last day.
     history = read_curated(spark, locations, [d for d in all_days if d <= (days or ("",))[-1]]) \
         .select(*R.INPUT_COLUMNS)
-    events = (history.where(F.col("dt").isin(*days))
+    in_days = history.where(F.col("dt").isin(*days))
+    events = (in_days.transform(R.hadoop_events)
               .transform(R.attribute_owners(history))
               .transform(R.with_prefix(s.prefix_depth)))
     return Rollups(
         activity=events.transform(R.daily_activity(s.small_file_bytes)),
         mass_deletes=events.transform(R.mass_deletes(s.window_minutes, s.threshold))
         .where(F.col("dt").isin(*days)),
+        gaps=in_days.transform(R.daily_gaps),
         days=days,
     )
 
@@ -106,9 +111,14 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         if result.days:
             write_by_day(result.activity, target.root_uri + ACTIVITY_PREFIX)
             write_by_day(result.mass_deletes, target.root_uri + MASS_DELETE_PREFIX)
+            write_by_day(result.gaps, target.root_uri + GAPS_PREFIX)
         flagged = result.mass_deletes.count() if result.days else 0
+        gaps = result.gaps.agg(F.sum("gaps"), F.sum("lost_txids")).first() \
+            if result.days else None
     print(json.dumps({"job": JOB_NAME, "days": list(result.days),
-                      "mass_delete_windows": flagged}))
+                      "mass_delete_windows": flagged,
+                      "gaps": int((gaps and gaps[0]) or 0),
+                      "lost_txids": int((gaps and gaps[1]) or 0)}))
     return 0
 
 

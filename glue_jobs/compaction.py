@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from glue_jobs.schema import CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
+from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS, REQUIRED, EventType, INodeType, MetadataType
 
 PartitionKey = tuple[str, str]
@@ -91,35 +91,44 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     Keeps `value` only on bad lines, so a cached frame does not hold every line twice.
     """
     keys = F.json_object_keys("value")
-    expected = F.array(*[F.lit(n) for n in FIELDS])
     parsed = (
         lines.where(F.trim("value") != "")
         .withColumn("event", F.from_json("value", RAW_LINE_SCHEMA, {
             "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
         .withColumn("_keys", keys)
     )
-    reason = _first_problem(expected)
+    reason = _first_problem()
     return (parsed.withColumn("reason", reason)
             .withColumn("value", F.when(F.col("reason").isNotNull(), F.col("value")))
             .drop("_keys"))
 
 
-def _first_problem(expected: Column) -> Column:
-    """The first contract check a parsed line fails, as text; null when it passes all."""
+def _first_problem() -> Column:
+    """The first contract check a parsed line fails, as text; null when it passes all.
+
+    Every key must be present (canonical JSON), except the ADDED_FIELDS: a line the consumer
+    wrote before the contract gained them reads them as null instead of being quarantined."""
     e, k = F.col("event"), F.col("_keys")
+    expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
+    known = F.array(*[F.lit(n) for n in FIELDS])
     checks: list[tuple[Column, Column]] = [
         (k.isNull(), F.lit("line is not a JSON object")),
         (e[CORRUPT_RECORD].isNotNull(),
          F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
         (F.size(F.array_except(expected, k)) > 0,
          F.concat(F.lit("missing key(s) "), F.array_join(F.array_except(expected, k), ", "))),
-        (F.size(F.array_except(k, expected)) > 0,
-         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(k, expected), ", "))),
+        (F.size(F.array_except(k, known)) > 0,
+         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(k, known), ", "))),
     ]
     checks += [(e[name].isNull(), F.lit(f"required field '{name}' is null")) for name in REQUIRED]
     for name, allowed in _ENUM_COLUMNS.items():
         checks.append((e[name].isNotNull() & ~e[name].isin(*allowed),
                        F.concat(F.lit(f"unknown {name} value '"), e[name], F.lit("'"))))
+    # The agent's own records, as HdfsEvent.from_dict checks them (docs/contract.md).
+    checks.append(((e["type"] == "GAP") & ~F.coalesce(e["gap_end_txid"] > e["txid"], F.lit(False)),
+                   F.lit("a GAP needs 'gap_end_txid' > txid")))
+    checks.append(((e["type"] == "SNAPSHOT") & e["inode_type"].isNull(),
+                   F.lit("a SNAPSHOT needs 'inode_type'")))
     checks.append((e["cluster"] != F.col("raw_cluster"),
                    F.concat(F.lit("event of cluster '"), e["cluster"],
                             F.lit("' in the partition of cluster '"), F.col("raw_cluster"),

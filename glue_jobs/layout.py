@@ -3,6 +3,7 @@
 raw/cluster=<c>/dt=<YYYY-MM-DD>/hour=<HH>/<name>.jsonl.gz        written by the consumer Lambda
 curated/events/cluster=<c>/dt=<d>/run=<run id>/part-*.parquet    compact_events, one run each
 curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/     activity_rollups
+curated/gaps_daily/dt=<d>/                                       activity_rollups
 curated/_catalog/events.json                                    local partition catalog
 curated/_state/compact_events/raw/cluster=<c>/dt=<d>.json         compaction watermark
 quarantine/glue/compact_events/...                               what compaction refused
@@ -20,10 +21,12 @@ from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
 EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
 MASS_DELETE_TABLE = "mass_deletes"
+GAPS_TABLE = "gaps_daily"
 
 EVENTS_PREFIX = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
 ACTIVITY_PREFIX = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
 MASS_DELETE_PREFIX = f"{CURATED_PREFIX}{MASS_DELETE_TABLE}/"
+GAPS_PREFIX = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{EVENTS_TABLE}.json"
 STATE_PREFIX = f"{CURATED_PREFIX}_state/compact_events/raw/"
 QUARANTINE_GLUE_PREFIX = f"{QUARANTINE_PREFIX}glue/compact_events/"

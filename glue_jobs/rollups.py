@@ -6,6 +6,12 @@ changes); CLOSE, RENAME, UNLINK, TRUNCATE carry none. Each event gets the owner 
 CREATE or METADATA OWNER of its path at or before its (txid, index), following one RENAME: the
 destination of a rename inherits the owner its source had. Longer rename chains, and paths whose
 CREATE predates the lake, keep UNKNOWN_OWNER, so their figures still count, under that name.
+
+Records the live agent adds (docs/contract.md, "GAP and SNAPSHOT") are never activity: a
+snapshot of a million paths is the state of a million paths, not a million creates, and a GAP
+is the absence of events. A SNAPSHOT is an owner fact, though (owner and inode type of its path
+at its txid): after purged edits it is the only record naming the owner of a file whose CREATE
+was lost. GAPs go to their own small output, gaps_daily (see daily_gaps).
 """
 
 from __future__ import annotations
@@ -15,20 +21,25 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from glue_jobs.schema import AGENT_RECORD_TYPES
+
 UNKNOWN_OWNER = "(unknown)"
 # Columns the rollups read from the curated table: Parquet reads only these.
 INPUT_COLUMNS = ("cluster", "txid", "index", "type", "path", "dst_path", "timestamp",
-                 "inode_type", "owner", "metadata_type", "size", "dt")
+                 "inode_type", "owner", "metadata_type", "size", "gap_end_txid", "dt")
 ACTIVITY_COLUMNS = ("cluster", "prefix", "owner", "files_created", "files_deleted",
                     "files_renamed", "bytes_written", "small_files_created",
                     "net_file_count_change", "dt")
 MASS_DELETE_COLUMNS = ("cluster", "scope", "subject", "window_start", "window_end", "unlinks",
                        "first_txid", "last_txid", "dt")
+GAP_COLUMNS = ("cluster", "gaps", "lost_txids", "first_lost_txid", "last_lost_txid",
+               "snapshot_records", "dt")
 
 
 def _owner_fact() -> Column:
     is_owner_change = (F.col("type") == "METADATA") & (F.col("metadata_type") == "OWNER")
-    return F.when((F.col("type") == "CREATE") | is_owner_change, F.col("owner"))
+    states_owner = F.col("type").isin("CREATE", "SNAPSHOT")
+    return F.when(states_owner | is_owner_change, F.col("owner"))
 
 
 def _as_of(events: DataFrame, facts: DataFrame) -> DataFrame:
@@ -68,6 +79,33 @@ def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
         return attributed.withColumn("owner", F.coalesce("known_owner", F.lit(UNKNOWN_OWNER))) \
             .drop("known_owner")
     return transform
+
+
+def hadoop_events(events: DataFrame) -> DataFrame:
+    """The events Hadoop's inotify reports: without the GAP and SNAPSHOT records of the agent."""
+    return events.where(~F.col("type").isin(*AGENT_RECORD_TYPES))
+
+
+def daily_gaps(events: DataFrame) -> DataFrame:
+    """Curated events -> one row per (dt, cluster) with GAP or SNAPSHOT records that day: the
+    gaps, the txids lost and their range, and the SNAPSHOT records that followed (none on a gap's
+    row: the agent's policy was `stop`, or its listing began after midnight; a day of only
+    SNAPSHOT records has 0 gaps and null txid range).
+
+    dt is the day the agent found the gap (its `timestamp`); the lost edits happened before,
+    on days nobody can name any more, so activity_daily of that cluster up to dt undercounts by
+    at most lost_txids transactions. A table of its own, not columns of activity_daily: a gap
+    belongs to a whole cluster, and repeated on every (prefix, owner) row it would be summed
+    many times over by the first GROUP BY that touches it."""
+    gap, snap = F.col("type") == "GAP", F.col("type") == "SNAPSHOT"
+    lost = F.col("gap_end_txid") - F.col("txid")
+    return (events.where(gap | snap).groupBy("dt", "cluster").agg(
+        F.sum(F.when(gap, 1).otherwise(0)).cast("long").alias("gaps"),
+        F.coalesce(F.sum(F.when(gap, lost)), F.lit(0)).cast("long").alias("lost_txids"),
+        F.min(F.when(gap, F.col("txid"))).alias("first_lost_txid"),
+        F.max(F.when(gap, F.col("gap_end_txid") - 1)).alias("last_lost_txid"),
+        F.sum(F.when(snap, 1).otherwise(0)).cast("long").alias("snapshot_records"))
+        .select(*GAP_COLUMNS))
 
 
 def with_prefix(depth: int) -> Callable[[DataFrame], DataFrame]:

@@ -22,6 +22,11 @@ CORRUPT_RECORD = "_corrupt_record"
 # Partition columns of the curated table: in the path (cluster=<c>/dt=<d>/), not in the files.
 PARTITION_COLUMNS = ("cluster", "dt")
 KEY_COLUMNS = ("cluster", "txid", "index")
+# Fields the contract gained after lake data already existed, always appended at the end: a raw
+# line or a curated Parquet file written before may lack them, and reads them as null.
+ADDED_FIELDS = ("gap_end_txid",)
+# Types the live agent adds to the stream (not Hadoop's): kept in the lake, never activity.
+AGENT_RECORD_TYPES = ("GAP", "SNAPSHOT")
 
 _SCALARS: dict[type, T.DataType] = {
     str: T.StringType(),
@@ -69,6 +74,9 @@ EVENT_SCHEMA: T.StructType = _event_schema()
 XATTR_SCHEMA: T.StructType = _struct_of(XAttr)
 
 # What the raw reader parses each JSON line with: the event plus the corrupt-record column.
+if FIELDS[len(FIELDS) - len(ADDED_FIELDS):] != ADDED_FIELDS:
+    raise TypeError(f"contract fields added later must stay at the end: {ADDED_FIELDS}")
+
 RAW_LINE_SCHEMA: T.StructType = T.StructType(
     [T.StructField(f.name, f.dataType, nullable=True) for f in EVENT_SCHEMA.fields]
     + [T.StructField(CORRUPT_RECORD, T.StringType(), nullable=True)]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from glue_jobs.schema import CORRUPT_RECORD, EVENT_SCHEMA, FILE_COLUMNS, RAW_LINE_SCHEMA, spark_type
+from glue_jobs.schema import (
+    ADDED_FIELDS,
+    CORRUPT_RECORD,
+    EVENT_SCHEMA,
+    FILE_COLUMNS,
+    RAW_LINE_SCHEMA,
+    spark_type,
+)
 from hdfs_events.event import FIELDS, REQUIRED
 
 
@@ -37,3 +44,11 @@ def test_an_unknown_field_type_is_refused():
         spark_type(complex)
     with pytest.raises(TypeError, match="union"):
         spark_type(int | str | None)
+
+
+def test_fields_the_contract_added_later_are_the_last_columns():
+    # Parquet files and raw lines written before them lack these columns and read them as null;
+    # a reader matching columns by position (not name) still lines the old ones up.
+    assert FIELDS[-len(ADDED_FIELDS):] == ADDED_FIELDS == ("gap_end_txid",)
+    assert FILE_COLUMNS[-1] == "gap_end_txid"
+    assert {f.name: f.dataType for f in EVENT_SCHEMA.fields}["gap_end_txid"] == T.LongType()
