@@ -42,6 +42,12 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
         parse_statements=["path /^(?<dir>\\/[^\\/]+\\/[^\\/]+)/"],
         stats="count(*) as changes by cluster, dir",
         sort="changes desc", limit=50),
+    # The consumer's ERROR line of each GAP record (lambdas/ingest/logging_modes.py).
+    "inotify-gaps": logs.QueryString(
+        fields=["@timestamp", "cluster", "txid", "gap_end_txid", "lost_txids", "detected_ms",
+                "message_id"],
+        filter_statements=["type = 'GAP'"],
+        sort="@timestamp desc", limit=1000),
 }
 
 
@@ -115,6 +121,28 @@ class MonitoringStack(Stack):
                   missing=cw.TreatMissingData.BREACHING,
                   description=f"No heartbeat from the {cluster} agent for "
                   f"{settings.heartbeat_missing_minutes} minutes")
+            # Two routes for edits purged before the agent read them. The consumer counts the
+            # GAP record that travels the stream with the events (it alarms even when the
+            # agent's own PutMetricData failed); the agent's InotifyGap comes straight from the
+            # edge node (it alarms even when the stream is stuck). Both are rare and both mean
+            # lost history, so both page.
+            gap_rule = ("edits purged before the agent read them: history between the txids "
+                        "is lost (see the 'inotify-gaps' Logs Insights query and docs/consumer.md)")
+            alarm(f"stream-gap-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_STREAM_GAPS,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="Sum", period=five_min),
+                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"A GAP record from the {cluster} agent reached the consumer: "
+                  + gap_rule)
+            alarm(f"agent-inotify-gap-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_INOTIFY_GAP,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="SampleCount", period=five_min),
+                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"The {cluster} agent reported an inotify gap: " + gap_rule)
 
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,

@@ -1,4 +1,4 @@
-"""The dashboard's rows: stream in, queue health, consumer, agents, Glue, lake."""
+"""The dashboard's rows: stream in, queue health, consumer, agents, gaps, Glue, lake."""
 
 from __future__ import annotations
 
@@ -30,6 +30,13 @@ def _agent(metric_name: str, cluster: str, statistic: str) -> cw.Metric:
     return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
                      dimensions_map={names.DIMENSION_CLUSTER: cluster}, statistic=statistic,
                      period=Duration.minutes(1), label=cluster)
+
+
+def _consumer(metric_name: str, cluster: str, statistic: str, **dims: str) -> cw.Metric:
+    """A consumer EMF metric by its bare [Cluster] (or [Cluster, Type]) dimension set."""
+    return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
+                     dimensions_map={names.DIMENSION_CLUSTER: cluster, **dims},
+                     statistic=statistic, period=FIVE_MIN, label=cluster)
 
 
 def _glue(job_name: str, metric_name: str) -> cw.Metric:
@@ -98,6 +105,21 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                                  for c in clusters],
                            right=[_agent(names.METRIC_AGENT_SEND_ERRORS, c, "Sum")
                                   for c in clusters]),
+        ],
+        [
+            cw.GraphWidget(title="Inotify gaps: GAP records (consumer), reports (agent); "
+                                 "lost txids", width=12,
+                           left=[m for c in clusters for m in (
+                               _consumer(names.METRIC_STREAM_GAPS, c, "Sum")
+                               .with_(label=f"{c} GAP records"),
+                               _agent(names.METRIC_INOTIFY_GAP, c, "SampleCount")
+                               .with_(label=f"{c} agent reports", period=FIVE_MIN))],
+                           right=[_consumer(names.METRIC_LOST_TXIDS, c, "Sum")
+                                  .with_(label=f"{c} lost txids") for c in clusters],
+                           left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),
+            cw.GraphWidget(title="SNAPSHOT records (namespace listed after a gap)", width=12,
+                           left=[_consumer(names.METRIC_EVENTS, c, "Sum", Type="SNAPSHOT")
+                                 for c in clusters]),
         ],
         [
             cw.GraphWidget(title="Glue job outcome (runs)", width=width,
