@@ -1,5 +1,6 @@
 """One term of the live agent: the inotify source feeding the shipping pipeline, with its
-metrics, gap alerts and (when HA) the lease that allows it to ship.
+metrics, gap alerts and (when HA) the lease that allows it to ship; and `serve`, the loop of
+terms an agent runs (standby, lead, back to standby on a lost lease).
 
 Nothing here starts a JVM or reads a config file: `commands/run.py` builds the real parts
 (Hadoop client, SQS sender, DynamoDB checkpoint) and hands them in; tests hand in doubles.
@@ -93,8 +94,7 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
     state.pipeline, state.sender, state.leader = pipeline, sender, True
     source = LiveSource(
         stream_source, converter, cluster=config.cluster, start_txid=pipeline.resume_after,
-        stop=term_stop,
-        gap_policy=inotify.gap_policy,
+        stop=term_stop, gap_policy=inotify.gap_policy,
         snapshot=namespace_snapshot(config.cluster, lister, inotify.snapshot_paths,
                                     workers=inotify.snapshot_workers),
         on_gap=on_gap, poll_timeout_ms=inotify.poll_timeout_ms,
