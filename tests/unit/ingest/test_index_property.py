@@ -80,6 +80,7 @@ def test_directory_moves_converge_while_later_events_overtake_their_continuation
 
 
 def test_continuation_round_trips_through_json() -> None:
-    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a", src_at=(5, 1),
-                   dst="/data/b", dst_at=(5, 1), cursor=(("", "x"), ("/x", None)), step=2)
+    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
+                   src_at=((7, 0), (5, 1)), dst="/data/b", dst_at=((5, 1),),
+                   cursor=(("", "x"), ("/x", None)), step=2, dst_origin="/data/c")
     assert SubtreeOp.from_json(op.to_json()) == op
