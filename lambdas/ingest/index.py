@@ -188,13 +188,16 @@ class NamespaceIndex:
                 # The path was re-created before the parent moved: the change stays with the
                 # older incarnation here (its own RENAME or UNLINK will carry it).
                 return path, at
+            if end.moved_to is None and end.at[-1] == AFTER_ALL:
+                return path, at  # already in a dead incarnation (below): it stays there
             if end.moved_to is None:
-                # Deleted later (the path, or a parent). Not dropped: the change lands here in
-                # a dead incarnation, so that a RENAME of the path from before the delete,
-                # still to arrive, can carry it away.
+                # Deleted later (the path, or a parent). Not dropped: the change stays here in
+                # a dead incarnation (a frame after the delete that ends after everything), so
+                # a RENAME from before the delete, still to arrive, can carry it away.
                 dead = _arrival(end)
                 self._bury(view, path, (*dead, AFTER_ALL))
-                return path, dead + at
+                at = dead + at
+                continue
             path, at = _relocate(path, ancestor, end.moved_to), _arrival(end) + at
         raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")
 
