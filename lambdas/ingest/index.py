@@ -168,8 +168,9 @@ class NamespaceIndex:
 
     def _land(self, view: IndexView, path: str, at: At) -> tuple[str, At] | None:
         """Where a change made to `path` at `at` sits in the index now: follows the earliest
-        later move of the path or an ancestor; None if a later delete (or a move out of the
-        indexed prefixes) removed it."""
+        later move of the path or an ancestor, and past a later delete into a dead incarnation
+        of the path; None if a move out of the indexed prefixes took it away."""
+        buried = False
         for _ in range(MAX_HOPS):
             if not self.indexed(path):
                 return None
@@ -188,7 +189,7 @@ class NamespaceIndex:
                 # The path was re-created before the parent moved: the change stays with the
                 # older incarnation here (its own RENAME or UNLINK will carry it).
                 return path, at
-            if end.moved_to is None and end.at[-1] == AFTER_ALL:
+            if end.moved_to is None and (buried or end.at[-1] == AFTER_ALL):
                 return path, at  # already in a dead incarnation (below): it stays there
             if end.moved_to is None:
                 # Deleted later (the path, or a parent). Not dropped: the change stays here in
@@ -196,7 +197,7 @@ class NamespaceIndex:
                 # a RENAME from before the delete, still to arrive, can carry it away.
                 dead = _arrival(end)
                 self._bury(view, path, (*dead, AFTER_ALL))
-                at = dead + at
+                at, buried = dead + at, True
                 continue
             path, at = _relocate(path, ancestor, end.moved_to), _arrival(end) + at
         raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")

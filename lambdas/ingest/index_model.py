@@ -289,7 +289,6 @@ class Carried:
     values: Mapping[str, Any] = field(default_factory=dict)
     versions: Mapping[str, Version] = field(default_factory=dict)
     landed: Mapping[str, At] = field(default_factory=dict)
-    born: At | None = None  # the carried incarnation's birth at the source, if known
 
 
 def type_at(entry: Entry, at: At) -> str | None:
@@ -313,7 +312,7 @@ def values_as_of(entry: Entry, at: At) -> Carried:
         regs = entry.older[i]
     names = [k for k in regs.versions if regs.landed_at(k) < at]
     return Carried({k: regs.values[k] for k in names}, {k: regs.versions[k] for k in names},
-                   {k: regs.landed_at(k) for k in names}, regs.born)
+                   {k: regs.landed_at(k) for k in names})
 
 
 def move_in(entry: Entry, at: At, carried: Carried) -> Entry:
@@ -321,14 +320,13 @@ def move_in(entry: Entry, at: At, carried: Carried) -> Entry:
     registers with their own versions, so later-forwarded older changes still apply. Each
     register lands at (at, *when it had reached the source*): a change the source got later
     than another keeps that order here, whichever move brought it."""
-    born = at
-    moved = begin(entry, born)
+    moved = begin(entry, at)
     if not carried.values:
         return moved
     reg_at = {k: at + carried.landed[k] for k in carried.values}
-    if moved.born is not None and born < moved.born:
-        return _merge_older(moved, carried.values, carried.versions, born, reg_at)
-    return _merge(moved, carried.values, carried.versions, born, reg_at)
+    if moved.born is not None and at < moved.born:
+        return _merge_older(moved, carried.values, carried.versions, at, reg_at)
+    return _merge(moved, carried.values, carried.versions, at, reg_at)
 
 
 def with_marker(entry: Entry, marker: Mapping[str, Any] | None) -> Entry:
