@@ -177,7 +177,7 @@ class NamespaceIndex:
             chain = self._chain(path)
             view.prefetch(chain)
             best: tuple[str, m.End] | None = None
-            for ancestor in chain:
+            for ancestor in reversed(chain):  # on a tie the path's own end wins
                 end = view.get(ancestor).end_after(at)
                 if end is not None and (best is None or end.at < best[1].at):
                     best = (ancestor, end)
@@ -191,6 +191,10 @@ class NamespaceIndex:
                 return path, at
             if end.moved_to is None and (buried or end.at[-1] == AFTER_ALL):
                 return path, at  # already in a dead incarnation (below): it stays there
+            if end.moved_to is None and ancestor == path and end.born is not None:
+                # A known incarnation of the path, deleted since: it holds its state already,
+                # and nothing can carry it anywhere else (a RENAME would have ended it first).
+                return path, at
             if end.moved_to is None:
                 # Deleted later (the path, or a parent). Not dropped: the change stays here in
                 # a dead incarnation (a frame after the delete that ends after everything), so

@@ -156,6 +156,8 @@ def set_values(entry: Entry, values: Mapping[str, Any], version: Version, at: At
 def _merge_older(entry: Entry, values: Mapping[str, Any], versions: Mapping[str, Version],
                  at: At, reg_at: Mapping[str, At] | None = None) -> Entry:
     i = _older_at(entry, at)
+    if i is None and _ended_by_then(entry, at):
+        return entry  # its incarnation has ended already (a redelivery): nothing to keep
     life = entry.older[i] if i is not None else Life(born=None)
     regs = _merged_registers(life.values, life.versions, life.landed, values, versions, at,
                              reg_at)
@@ -197,6 +199,9 @@ def begin(entry: Entry, at: At) -> Entry:
     """A new incarnation of the path starts at `at` (CREATE, or a RENAME into it)."""
     if entry.born is not None and at == entry.born:
         return entry
+    if any(end.born is not None and (end.born == at or _same_arrival(end.born, at))
+           for end in entry.prev_ends):
+        return entry  # the birth of an incarnation that has ended already: a redelivery
     if entry.born is not None and _same_arrival(entry.born, at):
         # One move, seen twice: the walk carried the entry at (move,), and its CREATE, late at
         # the source, was forwarded through the same move to (move, create). One incarnation.
@@ -222,6 +227,12 @@ def begin(entry: Entry, at: At) -> Entry:
         landed={k: entry.landed[k] for k in kept if k in entry.landed},
         last=_bump(entry, at),
     )
+
+
+def _ended_by_then(entry: Entry, at: At) -> bool:
+    """`at` falls in a known incarnation that has ended since."""
+    return any(e.born is not None and (e.born <= at or _same_arrival(e.born, at)) and at < e.at
+               for e in entry.prev_ends)
 
 
 def _same_arrival(a: At, b: At) -> bool:
