@@ -20,7 +20,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
-from lambdas.ingest.index_model import ATTRIBUTES, End, Entry, Life, Version
+from lambdas.ingest.index_model import ATTRIBUTES, At, End, Entry, Life, Version
 from lambdas.ingest.subtree import SubtreeOp
 
 # botocore standard mode: exponential backoff with jitter on throttling and 5xx; max_attempts
@@ -74,6 +74,14 @@ def unseq(value: Any) -> Version:
     return n // INDEX_RADIX, n % INDEX_RADIX
 
 
+def seq_at(at: At) -> list[int]:
+    return [seq(v) for v in at]
+
+
+def unseq_at(value: Any) -> At:
+    return tuple(unseq(v) for v in value)
+
+
 def index_key(cluster: str, path: str) -> dict[str, str]:
     parent, name = names.split_path(path)
     return {names.INDEX_PK: names.index_partition(cluster, parent), names.INDEX_SK: name}
@@ -87,9 +95,9 @@ def entry_to_item(entry: Entry, *, now_s: int) -> dict[str, Any]:
     item.update({k: v for k, v in entry.values.items()})
     item["versions"] = {k: seq(v) for k, v in entry.versions.items()}
     if entry.landed:
-        item["landed"] = {k: seq(v) for k, v in entry.landed.items()}
+        item["landed"] = {k: seq_at(v) for k, v in entry.landed.items()}
     if entry.born is not None:
-        item["born"] = seq(entry.born)
+        item["born"] = seq_at(entry.born)
     if entry.end is not None:
         item["end"] = _end_to_map(entry.end)
         item[names.TTL_ATTRIBUTE] = now_s + DELETE_MARKER_TTL_SECONDS
@@ -108,8 +116,8 @@ def item_to_entry(item: Mapping[str, Any]) -> Entry:
         cluster=item["cluster"], path=item["path"],
         values={k: _plain(item.get(k)) for k in versions if k in ATTRIBUTES},
         versions=versions,
-        landed={k: unseq(v) for k, v in item.get("landed", {}).items()},
-        born=unseq(item["born"]) if "born" in item else None,
+        landed={k: unseq_at(v) for k, v in item.get("landed", {}).items()},
+        born=unseq_at(item["born"]) if "born" in item else None,
         end=_map_to_end(item["end"]) if "end" in item else None,
         prev_ends=tuple(_map_to_end(e) for e in item.get("prev_ends", [])),
         older=tuple(_map_to_life(x) for x in item.get("older", [])),
@@ -120,31 +128,32 @@ def item_to_entry(item: Mapping[str, Any]) -> Entry:
 
 
 def _end_to_map(end: End) -> dict[str, Any]:
-    d: dict[str, Any] = {"at": seq(end.at), "moved_to": end.moved_to, "type": end.type}
+    d: dict[str, Any] = {"at": seq_at(end.at), "moved_to": end.moved_to, "type": end.type}
     if end.born is not None:
-        d["born"] = seq(end.born)
+        d["born"] = seq_at(end.born)
     return d
 
 
 def _map_to_end(d: Mapping[str, Any]) -> End:
-    return End(born=unseq(d["born"]) if d.get("born") is not None else None, at=unseq(d["at"]),
+    return End(born=unseq_at(d["born"]) if d.get("born") is not None else None,
+               at=unseq_at(d["at"]),
                moved_to=d.get("moved_to"), type=d.get("type"))
 
 
 def _life_to_map(life: Life) -> dict[str, Any]:
     d: dict[str, Any] = {"values": dict(life.values),
                          "versions": {k: seq(v) for k, v in life.versions.items()},
-                         "landed": {k: seq(v) for k, v in life.landed.items()}}
+                         "landed": {k: seq_at(v) for k, v in life.landed.items()}}
     if life.born is not None:
-        d["born"] = seq(life.born)
+        d["born"] = seq_at(life.born)
     return d
 
 
 def _map_to_life(d: Mapping[str, Any]) -> Life:
-    return Life(born=unseq(d["born"]) if d.get("born") is not None else None,
+    return Life(born=unseq_at(d["born"]) if d.get("born") is not None else None,
                 values={k: _plain(v) for k, v in d.get("values", {}).items()},
                 versions={k: unseq(v) for k, v in d.get("versions", {}).items()},
-                landed={k: unseq(v) for k, v in d.get("landed", {}).items()})
+                landed={k: unseq_at(v) for k, v in d.get("landed", {}).items()})
 
 
 def _plain(value: Any) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import index_model as m
 from lambdas.ingest.index_effects import create_values, update_values
-from lambdas.ingest.index_model import Entry, Version
+from lambdas.ingest.index_model import At, Entry, Version
 from lambdas.ingest.index_view import ConcurrentUpdate, IndexStore, IndexView, name_of
 from lambdas.ingest.settings import is_under
 from lambdas.ingest.subtree import RENAME, UNLINK, SubtreeOp
@@ -19,6 +19,7 @@ DEFAULT_SUBTREE_BUDGET = 500  # children per invocation: ~4 DynamoDB calls each,
 MAX_HOPS = 64  # forwarding steps through later moves; a chain this long is a bug
 MAX_ATTEMPTS = 3  # re-applications after a concurrent write before the record fails
 DIRECTORY = str(INodeType.DIRECTORY)
+AFTER_ALL: Version = (2**63 - 1, 0)  # after any real event: where a dead incarnation ends
 PLACEHOLDER: Version = (0, 0)  # the version of a parent's inferred type: any real event wins
 
 
@@ -108,11 +109,11 @@ class NamespaceIndex:
                 view.save(entry, m.set_values(entry, values, version, at))
         return None
 
-    def _unlink(self, view: IndexView, path: str, at: Version,
+    def _unlink(self, view: IndexView, path: str, at: At,
                 version: Version) -> SubtreeOp | None:
         entry = self._help_along(view, view.get(path), at)
         op = None
-        if not _walk_done(entry, at) and self._is_directory(view, entry):
+        if not _walk_done(entry, at) and self._is_directory(view, entry, at):
             op = SubtreeOp(kind=UNLINK, cluster=view.cluster, version=version, src=path,
                            src_at=at)
         ended = m.finish(entry, at, None)
@@ -124,23 +125,23 @@ class NamespaceIndex:
         src = self._land_again(view, event.path, version) if self.indexed(event.path) else None
         dst = (self._land_again(view, event.dst_path, version)
                if self.indexed(event.dst_path) else None)
-        values: dict = {}
-        versions: dict = {}
+        carried = m.Carried()
         src_entry = None
         if src is not None:
             src_entry = self._help_along(view, view.get(src[0]), src[1])
             if src_entry.alive_at(src[1]):
-                values, versions = m.values_as_of(src_entry, src[1])
+                carried = m.values_as_of(src_entry, src[1])
         op = None
         if (src is not None and src_entry is not None and not _walk_done(src_entry, src[1])
-                and self._is_directory(view, src_entry)):
+                and self._is_directory(view, src_entry, src[1])):
             op = SubtreeOp(kind=RENAME if dst else UNLINK, cluster=view.cluster,
                            version=version, src=src[0], src_at=src[1],
-                           dst=dst[0] if dst else None, dst_at=dst[1] if dst else None)
+                           dst=dst[0] if dst else None, dst_at=dst[1] if dst else None,
+                           dst_origin=event.dst_path if dst else None)
         if dst is not None:
             self._ensure_parents(view, dst[0], dst[1])
             dst_entry = self._help_along(view, view.get(dst[0]), dst[1])
-            moved = m.move_in(dst_entry, dst[1], values, versions)
+            moved = m.move_in(dst_entry, dst[1], carried)
             view.save(dst_entry, m.with_marker(moved, op.marker()) if op else moved)
         if src is not None and src_entry is not None:
             src_entry = view.get(src[0])
@@ -148,9 +149,12 @@ class NamespaceIndex:
             view.save(src_entry, m.with_marker(ended, op.marker()) if op else ended)
         return self._run(view, op) if op else None
 
-    def _is_directory(self, view: IndexView, entry: Entry) -> bool:
-        if entry.type is not None:
-            return entry.type == DIRECTORY
+    def _is_directory(self, view: IndexView, entry: Entry, at: At) -> bool:
+        """Whether the incarnation alive at `at` is a directory (a redelivered UNLINK may find
+        the path re-created since, as a file)."""
+        kind = m.type_at(entry, at)
+        if kind is not None:
+            return kind == DIRECTORY
         # Unknown to the index (created before indexing began): look for children.
         return bool(view.children(entry.path, after=None, limit=1))
 
@@ -162,17 +166,18 @@ class NamespaceIndex:
         chain = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
         return [p for p in chain if self.indexed(p)]
 
-    def _land(self, view: IndexView, path: str, at: Version) -> tuple[str, Version] | None:
+    def _land(self, view: IndexView, path: str, at: At) -> tuple[str, At] | None:
         """Where a change made to `path` at `at` sits in the index now: follows the earliest
-        later move of the path or an ancestor; None if a later delete (or a move out of the
-        indexed prefixes) removed it."""
+        later move of the path or an ancestor, and past a later delete into a dead incarnation
+        of the path; None if a move out of the indexed prefixes took it away."""
+        buried = False
         for _ in range(MAX_HOPS):
             if not self.indexed(path):
                 return None
             chain = self._chain(path)
             view.prefetch(chain)
             best: tuple[str, m.End] | None = None
-            for ancestor in chain:
+            for ancestor in reversed(chain):  # on a tie the path's own end wins
                 end = view.get(ancestor).end_after(at)
                 if end is not None and (best is None or end.at < best[1].at):
                     best = (ancestor, end)
@@ -184,12 +189,29 @@ class NamespaceIndex:
                 # The path was re-created before the parent moved: the change stays with the
                 # older incarnation here (its own RENAME or UNLINK will carry it).
                 return path, at
+            if end.moved_to is None and (buried or end.at[-1] == AFTER_ALL):
+                return path, at  # already in a dead incarnation (below): it stays there
+            if end.moved_to is None and ancestor == path and end.born is not None:
+                # A known incarnation of the path, deleted since: it holds its state already,
+                # and nothing can carry it anywhere else (a RENAME would have ended it first).
+                return path, at
             if end.moved_to is None:
-                return None
-            path, at = _relocate(path, ancestor, end.moved_to), end.at
+                # Deleted later (the path, or a parent). Not dropped: the change stays here in
+                # a dead incarnation (a frame after the delete that ends after everything), so
+                # a RENAME from before the delete, still to arrive, can carry it away.
+                dead = _arrival(end)
+                self._bury(view, path, (*dead, AFTER_ALL))
+                at, buried = dead + at, True
+                continue
+            path, at = _relocate(path, ancestor, end.moved_to), _arrival(end) + at
         raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")
 
-    def _ensure_parents(self, view: IndexView, path: str, at: Version) -> None:
+    @staticmethod
+    def _bury(view: IndexView, path: str, at: At) -> None:
+        entry = view.get(path)
+        view.save(entry, m.finish(entry, at, None))
+
+    def _ensure_parents(self, view: IndexView, path: str, at: At) -> None:
         """Out-of-order arrival can put an entry under a directory the index has not heard of
         yet. A subtree walk finds children only through their parent's entry, so give the
         parent one: a directory of unknown origin, which its own CREATE or move completes."""
@@ -199,17 +221,18 @@ class NamespaceIndex:
                 view.save(entry, m.set_values(entry, {"type": DIRECTORY}, PLACEHOLDER, at))
 
     def _land_again(self, view: IndexView, path: str,
-                    version: Version) -> tuple[str, Version] | None:
+                    version: Version) -> tuple[str, At] | None:
         """Like _land, but a redelivered event that already changed this path's life (its
         birth or end carries the event's own version) stays where it was first applied, so
         its subtree walk resumes there even if a later move of a parent arrived since."""
         entry = view.get(path)
-        if entry.born == version or any(e.at == version for e in (
+        if entry.born == (version,) or any(e.at == (version,) for e in (
                 *entry.prev_ends, *([entry.end] if entry.end else []))):
-            return path, version
-        return self._land(view, path, version)
+            return path, (version,)
+        return self._land(view, path, (version,))
 
-    def _help_along(self, view: IndexView, entry: Entry, at: Version, depth: int = 0) -> Entry:
+    def _help_along(self, view: IndexView, entry: Entry, at: At, depth: int = 0, *,
+                    before: bool = False) -> Entry:
         """Before the path changes life at `at`: if a parent's move or delete that started
         before `at` has not reached this entry yet (its walk is still in progress), apply it to
         this entry first, so the new incarnation does not overwrite data still to be moved."""
@@ -219,19 +242,20 @@ class NamespaceIndex:
         for ancestor in self._chain(entry.path)[:-1]:
             a = view.get(ancestor)
             for end in (*a.prev_ends, *([a.end] if a.end else [])):
-                if entry.born < end.at <= at and (due is None or end.at < due[1].at):
+                if (entry.born < end.at and (end.at < at if before else end.at <= at)
+                        and (due is None or end.at < due[1].at)):
                     due = (ancestor, end)
         if due is None:
             return entry
         ancestor, end = due
-        values = m.values_as_of(entry, end.at)
+        carried = m.values_as_of(entry, end.at)
         target = _relocate(entry.path, ancestor, end.moved_to) if end.moved_to else None
         view.save(entry, m.finish(entry, end.at, target))
         if target is not None:
-            landed = self._land(view, target, end.at)
+            landed = self._land(view, target, _arrival(end))
             if landed is not None:
                 dst = self._help_along(view, view.get(landed[0]), landed[1], depth + 1)
-                view.save(dst, m.move_in(dst, landed[1], *values))
+                view.save(dst, m.move_in(dst, landed[1], carried))
         return view.get(entry.path)
 
     # --- subtree walk ---------------------------------------------------------------------
@@ -264,17 +288,27 @@ class NamespaceIndex:
         return None
 
     def _walk_child(self, view: IndexView, op: SubtreeOp, child: Entry) -> None:
+        # A parent's earlier move or delete whose own walk has not reached this child yet
+        # (the path was re-created since, and this walk overtook that one): apply it first.
+        child = self._help_along(view, child, op.src_at, before=True)
         if not child.alive_at(op.src_at):
             return
         if op.kind == RENAME and op.dst is not None and op.dst_at is not None:
-            target = op.dst + child.path[len(op.src):]
-            landed = self._land(view, target, op.dst_at)
-            values = m.values_as_of(child, op.src_at)
+            rel = child.path[len(op.src):]
+            # Land from the RENAME's own destination at its version, not from where dst was
+            # forwarded: the child's path may have ended in between (deleted, moved away).
+            target = (op.dst_origin or op.dst) + rel
+            landed = self._land(view, target, (op.version,))
+            carried = m.values_as_of(child, op.src_at)
             child = view.save(child, m.finish(child, op.src_at, target))
+            if child.born is None and not carried.values:
+                # Only an end is known here (a RENAME or UNLINK of the path arrived before its
+                # birth): there is no state to carry, and a move would invent a live entry.
+                return
             if landed is not None:
                 self._ensure_parents(view, landed[0], landed[1])
                 dst = self._help_along(view, view.get(landed[0]), landed[1])
-                view.save(dst, m.move_in(dst, landed[1], *values))
+                view.save(dst, m.move_in(dst, landed[1], carried))
             return
         view.save(child, m.finish(child, op.src_at, None))
 
@@ -300,10 +334,16 @@ class NamespaceIndex:
                 view.save(entry, m.with_marker(entry, None))
 
 
-def _walk_done(root: Entry, at: Version) -> bool:
+def _walk_done(root: Entry, at: At) -> bool:
     """The root already ended at `at` and carries no marker: its walk finished before (this is
     a redelivery), or a parent's walk ended it and covers its children."""
     return root.end is not None and root.end.at == at and root.subtree_op is None
+
+
+def _arrival(end: m.End) -> At:
+    """When what an end moved away reaches its destination: at the moving event's own version
+    (the last element of the end's `at`), in the destination's own history."""
+    return (end.at[-1],)
 
 
 def _relocate(path: str, ancestor: str, moved_to: str) -> str:

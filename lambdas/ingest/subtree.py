@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hdfs_events.ids import sqs_safe_id
-from lambdas.ingest.index_model import Version
+from lambdas.ingest.index_model import At, Version
 
 RENAME = "RENAME"
 UNLINK = "UNLINK"
-CONTINUATION_VERSION = 1
+CONTINUATION_VERSION = 2  # 2: src_at and dst_at are lists of versions (index_model.At)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,12 @@ class SubtreeOp:
     cluster: str
     version: Version  # the (txid, index) of the RENAME or UNLINK event
     src: str  # where the subtree is (after any forwarding)
-    src_at: Version  # the version at which it leaves src
+    src_at: At  # when it leaves src (see index_model.At)
     dst: str | None = None  # where it goes (RENAME into the indexed prefixes only)
-    dst_at: Version | None = None
+    dst_at: At | None = None
+    # The RENAME's own destination: each child lands from there at the RENAME's version, so
+    # a later end of the child's own path (not only of dst) is followed.
+    dst_origin: str | None = None
     cursor: tuple[tuple[str, str | None], ...] = (("", None),)
     step: int = 0  # continuations sent so far
 
@@ -48,8 +51,9 @@ class SubtreeOp:
     def to_json(self) -> str:
         return json.dumps({
             "continuation": CONTINUATION_VERSION, "kind": self.kind, "cluster": self.cluster,
-            "version": list(self.version), "src": self.src, "src_at": list(self.src_at),
-            "dst": self.dst, "dst_at": list(self.dst_at) if self.dst_at else None,
+            "version": list(self.version), "src": self.src, "src_at": _at_json(self.src_at),
+            "dst": self.dst, "dst_at": _at_json(self.dst_at) if self.dst_at else None,
+            "dst_origin": self.dst_origin,
             "cursor": [list(frame) for frame in self.cursor], "step": self.step,
         }, separators=(",", ":"))
 
@@ -64,8 +68,9 @@ class SubtreeOp:
                 raise ValueError(f"unknown subtree operation {d['kind']!r}")
             return cls(
                 kind=d["kind"], cluster=str(d["cluster"]), version=_version(d["version"]),
-                src=str(d["src"]), src_at=_version(d["src_at"]), dst=d.get("dst"),
-                dst_at=_version(d["dst_at"]) if d.get("dst_at") else None,
+                src=str(d["src"]), src_at=_at(d["src_at"]), dst=d.get("dst"),
+                dst_at=_at(d["dst_at"]) if d.get("dst_at") else None,
+                dst_origin=d.get("dst_origin"),
                 cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
                 step=int(d["step"]),
             )
@@ -80,3 +85,13 @@ class SubtreeOp:
 def _version(value: Any) -> Version:
     txid, index = value
     return int(txid), int(index)
+
+
+def _at_json(at: At) -> list[list[int]]:
+    return [list(v) for v in at]
+
+
+def _at(value: Any) -> At:
+    if not value or not all(isinstance(v, list) for v in value):
+        raise ValueError(f"not a list of [txid, index] pairs: {value!r}")
+    return tuple(_version(v) for v in value)

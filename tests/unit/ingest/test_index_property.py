@@ -7,6 +7,7 @@ import itertools
 import random
 from collections import defaultdict, deque
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +80,48 @@ def test_directory_moves_converge_while_later_events_overtake_their_continuation
     _converges(seed, steps, "prefix:1", budget, dir_op_depth=1, data=data)
 
 
+# Cross-group directory moves and deletes, each case a workload and an interleaving that once
+# left the index wrong (found by fuzzing; the fixes are in lambdas/ingest/index.py):
+# (workload seed, steps, group strategy, subtree budget).
+CROSS_GROUP_CASES = [
+    (610, 4, "path", 3),  # a forwarded RENAME keeps the order of what was forwarded before it
+    (772, 5, "prefix:2", 3),  # a child lands from the RENAME's own destination, not dst's
+    (563, 7, "prefix:2", 3),
+    (48, 11, "prefix:1", 1),  # what a later move carried sorts by when it reached the source
+    (132, 8, "prefix:1", 1),
+    (41, 23, "prefix:1", 1),  # a redelivered UNLINK of a directory since re-created as a file
+    (8, 29, "prefix:1", 1),  # a walk overtaking an earlier walk of a re-created directory
+    (137, 5, "path", 3),  # a RENAME from before a parent's delete arriving after it
+    (836, 7, "path", 3),  # ... and the moves inside the deleted directory before it
+    (145, 8, "path", 3),  # a delete inside a deleted directory
+]
+
+
+@pytest.mark.parametrize(("seed", "steps", "strategy", "budget"), CROSS_GROUP_CASES)
+def test_cross_group_directory_moves_found_by_fuzzing_converge(seed, steps, strategy,
+                                                              budget) -> None:
+    rng = random.Random(seed)
+    events = Workload(rng, dir_op_depth=1).run(steps)
+    queues = _groups(events, strategy, rng)
+    store = MemoryIndexStore()
+    index = NamespaceIndex(store, ["/data"], subtree_budget=budget)
+    while ready := sorted(g for g, q in queues.items() if q):
+        group = rng.choice(ready)
+        kind, payload = queues[group][0]
+        if kind == "events":
+            pending = index.apply(payload)
+        else:
+            left = index.resume(payload)
+            pending = [left] if left else []
+        if rng.randrange(10) == 0:
+            continue  # processed, but not acknowledged: SQS delivers it again
+        queues[group].popleft()
+        queues[group].extend(("continuation", op) for op in pending)
+    assert store.live(CLUSTER) == in_order_state(events, "/data")
+
+
 def test_continuation_round_trips_through_json() -> None:
-    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a", src_at=(5, 1),
-                   dst="/data/b", dst_at=(5, 1), cursor=(("", "x"), ("/x", None)), step=2)
+    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
+                   src_at=((7, 0), (5, 1)), dst="/data/b", dst_at=((5, 1),),
+                   cursor=(("", "x"), ("/x", None)), step=2, dst_origin="/data/c")
     assert SubtreeOp.from_json(op.to_json()) == op

@@ -129,9 +129,11 @@ def test_index_entry_round_trips_through_a_dynamodb_item(aws) -> None:
     entry = Entry(cluster="prod", path="/data/x", values={"type": "FILE", "size": None,
                                                          "owner": "etl"},
                   versions={"type": (5, 0), "size": (7, 1), "owner": (5, 0)},
-                  landed={"owner": (9, 0)}, born=(5, 0), end=End(None, (9, 0), "/data/y"),
-                  prev_ends=(End((1, 0), (2, 0), None, "FILE"),),
-                  older=(Life(born=(3, 0), values={"size": 4}, versions={"size": (4, 0)}),),
+                  landed={"owner": ((9, 0), (8, 2))}, born=((5, 0),),
+                  end=End(None, ((9, 0),), "/data/y"),
+                  prev_ends=(End(((1, 0),), ((2, 0),), None, "FILE"),),
+                  older=(Life(born=((3, 0),), values={"size": 4}, versions={"size": (4, 0)},
+                              landed={"size": ((4, 0), (3, 5))}),),
                   last=(9, 0), rev=3, subtree_op={"op": "RENAME", "txid": 9, "index": 0})
     assert item_to_entry(entry_to_item(entry, now_s=0)) == entry
     store = DynamoIndexStore(TABLE, aws.ddb)
