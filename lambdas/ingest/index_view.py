@@ -4,7 +4,8 @@ The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the log
 Writes are deferred and coalesced: an entry changed by several events of a message (CREATE then
 CLOSE, say), or by a subtree walk and the events after it, is written once, when the message is
 done. A subtree walk reads the table's partitions with this invocation's unwritten changes laid
-over them, so it sees what the table will hold without a write per partition it visits. Each
+over them, so it sees what the table will hold without a write per partition it visits; and a
+page it comes back to after descending into a child is served from the page read before. Each
 write is compare-and-set on the entry's `rev` and a message's writes are issued together
 (store.put_many): a concurrent invocation that changed any entry since it was read makes the
 flush fail with ConcurrentUpdate, and the message's events are applied again from fresh reads
@@ -13,8 +14,9 @@ flush fail with ConcurrentUpdate, and the message's events are applied again fro
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from hdfs_events import names
@@ -50,6 +52,12 @@ def name_of(path: str) -> str:
     return names.split_path(path)[1]
 
 
+def ancestors(path: str) -> list[str]:
+    """"/a/b/c" -> ["/", "/a", "/a/b"]."""
+    parts = path.strip("/").split("/") if path != "/" else []
+    return ["/", *("/" + "/".join(parts[:i]) for i in range(1, len(parts)))][:len(parts)]
+
+
 class IndexView:
     """Entries of one cluster read at most once per invocation, and written only on change."""
 
@@ -58,6 +66,7 @@ class IndexView:
         self._cache: dict[str, Entry] = {}
         self._dirty: dict[str, int] = {}  # path -> rev stored in the table (0: not stored)
         self._dirty_names: dict[str, set[str]] = {}  # parent -> names of its dirty children
+        self._pages: dict[str, _StoredPage] = {}  # parent -> the last page read from the table
         self.reads = self.writes = 0
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -71,7 +80,9 @@ class IndexView:
 
     def get(self, path: str) -> Entry:
         if path not in self._cache:
-            self.prefetch([path])
+            # With its ancestors: where an event lands depends on them (a RENAME's
+            # destination is read alone, then its parents), so one request instead of two.
+            self.prefetch([*ancestors(path), path])
         return self._cache[path]
 
     def save(self, old: Entry, new: Entry) -> Entry:
@@ -103,13 +114,17 @@ class IndexView:
                 f"index entry {self.cluster}:{refused[0]}{more} changed meanwhile")
         self._dirty.clear()
         self._dirty_names.clear()
+        self._pages.clear()  # they lack what was just written
 
     def children(self, parent: str, *, after: str | None, limit: int) -> list[Entry]:
-        self.reads += 1
-        page = self.store.children(self.cluster, parent, after=after, limit=limit)
-        for entry in page:
-            if entry.path not in self._dirty:
-                self._cache[entry.path] = entry
+        page = self._pages[parent].rest(after, limit) if parent in self._pages else None
+        if page is None:
+            self.reads += 1
+            page = self.store.children(self.cluster, parent, after=after, limit=limit)
+            self._pages[parent] = _StoredPage(after, page, complete=len(page) < limit)
+            for entry in page:
+                if entry.path not in self._dirty:
+                    self._cache[entry.path] = entry
         return self._with_unwritten(parent, page, after=after, limit=limit)
 
     def _with_unwritten(self, parent: str, page: list[Entry], *, after: str | None,
@@ -132,3 +147,28 @@ class IndexView:
         self._cache.clear()
         self._dirty.clear()
         self._dirty_names.clear()
+        self._pages.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredPage:
+    """A page of a partition as the table held it. A walk that descends into a child asks for
+    the parent's page again after that child, when it comes back: most often the rest of this
+    one (a Query per directory instead of about two)."""
+
+    after: str | None
+    entries: list[Entry]
+    complete: bool  # a short page: nothing more in the partition
+
+    def rest(self, after: str | None, limit: int) -> list[Entry] | None:
+        """The page after `after` if this one answers it, else None."""
+        if after is None:
+            start = 0 if self.after is None else -1
+        elif self.after is None or after >= self.after:
+            start = bisect_right(self.entries, after, key=lambda e: name_of(e.path))
+        else:
+            start = -1
+        if start < 0:
+            return None
+        rest = self.entries[start:start + limit]
+        return rest if self.complete or len(rest) == limit else None

@@ -240,3 +240,50 @@ def test_pages_merge_unwritten_children_in_name_order_at_every_page_size() -> No
 def _with_type(entry: Entry, type_: str = "FILE") -> Entry:
     from lambdas.ingest import index_model as m
     return m.set_values(entry, {"type": type_}, (entry.rev + 1, 0), (entry.rev + 1, 0))
+
+
+class CountingStore(MemoryIndexStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: Counter[str] = Counter()
+        self.gets = 0
+
+    def children(self, cluster: str, parent: str, *, after: str | None,
+                 limit: int) -> list[Entry]:
+        self.queries[parent] += 1
+        return super().children(cluster, parent, after=after, limit=limit)
+
+    def get_many(self, cluster: str, paths: Any) -> dict[str, Entry]:
+        self.gets += 1
+        return super().get_many(cluster, paths)
+
+
+def test_a_directory_delete_queries_each_partition_once() -> None:
+    """Coming back from a subdirectory, the walk continues the parent's page it read before."""
+    tree = [mkdir(1, "/data"), mkdir(2, "/data/d")]
+    for i in range(4):
+        tree += [mkdir(10 + 10 * i, f"/data/d/s{i}"),
+                 *(mkfile(11 + 10 * i + j, f"/data/d/s{i}/f{j}") for j in range(3))]
+    unlink = [ev(100, EventType.UNLINK, "/data/d")]
+    store = CountingStore()
+    index = NamespaceIndex(store, ["/data"])
+    index.apply(tree)
+
+    assert index.apply(unlink) == []
+
+    assert store.queries == {"/data/d": 1, **{f"/data/d/s{i}": 1 for i in range(4)}}
+    assert store.live("prod") == reference(tree + unlink)
+
+
+def test_a_rename_reads_its_destination_with_the_parents_it_lands_under() -> None:
+    tree = [mkdir(1, "/data"), mkfile(2, "/data/f")]
+    move = [ev(3, EventType.RENAME, "/data/f", dst_path="/data/new/deep/f")]
+    store = CountingStore()
+    index = NamespaceIndex(store, ["/data"])
+    index.apply(tree)
+    store.gets = 0
+
+    index.apply(move)
+
+    assert store.gets == 2  # the message's paths, then the destination and its parents
+    assert store.live("prod") == reference(tree + move)
