@@ -1,6 +1,12 @@
 """The namespace index: applies HDFS events to one entry per path (see index_model for the
 merge rules, subtree for directory operations). Only paths under the configured prefixes are
 indexed; a RENAME out of them counts as a delete, one into them as a create of unknown type.
+
+After purged edits the agent sends SNAPSHOT records (hdfs_events contract): each one starts a
+new incarnation of its path holding the listed state, and a listed directory also ends every
+entry beneath it that predates the listing (a subtree walk, as for UNLINK, sparing the
+directory itself). Its children's own SNAPSHOT records, later in the same snapshot, bring back
+what still exists; what vanished during the gap stays gone. GAP records change nothing here.
 """
 
 from __future__ import annotations
@@ -9,17 +15,21 @@ from collections.abc import Sequence
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import index_model as m
-from lambdas.ingest.index_effects import create_values, update_values
+from lambdas.ingest.index_effects import create_values, snapshot_values, update_values
 from lambdas.ingest.index_model import At, Entry, Version
 from lambdas.ingest.index_view import ConcurrentUpdate, IndexStore, IndexView, name_of
 from lambdas.ingest.settings import is_under
-from lambdas.ingest.subtree import RENAME, UNLINK, SubtreeOp
+from lambdas.ingest.subtree import RENAME, SNAPSHOT, UNLINK, SubtreeOp
 
 DEFAULT_SUBTREE_BUDGET = 500  # children per invocation: ~4 DynamoDB calls each, well in 15 min
 MAX_HOPS = 64  # forwarding steps through later moves; a chain this long is a bug
 MAX_ATTEMPTS = 3  # re-applications after a concurrent write before the record fails
 DIRECTORY = str(INodeType.DIRECTORY)
 AFTER_ALL: Version = (2**63 - 1, 0)  # after any real event: where a dead incarnation ends
+# Below any real version (txids start at 1), so within the frame of one event's version: first
+# the dead incarnations that event's delete left behind, then what a SNAPSHOT lists there.
+DEAD: Version = (0, 0)
+LISTED: Version = (0, 1)
 PLACEHOLDER: Version = (0, 0)  # the version of a parent's inferred type: any real event wins
 
 
@@ -36,8 +46,8 @@ class NamespaceIndex:
     def apply(self, events: Sequence[HdfsEvent]) -> list[SubtreeOp]:
         """Applies the events in order; returns the subtree operations left unfinished, each to
         be continued by a later invocation."""
-        relevant = [e for e in events if self.indexed(e.path)
-                    or (e.dst_path is not None and self.indexed(e.dst_path))]
+        relevant = [e for e in events if e.type != EventType.GAP and (
+            self.indexed(e.path) or (e.dst_path is not None and self.indexed(e.dst_path)))]
         pending: list[SubtreeOp] = []
         for cluster in dict.fromkeys(e.cluster for e in relevant):
             mine = [e for e in relevant if e.cluster == cluster]
@@ -102,6 +112,8 @@ class NamespaceIndex:
             view.save(entry, entry_new)
         elif event.type == EventType.UNLINK:
             return self._unlink(view, path, at, version)
+        elif event.type == EventType.SNAPSHOT:
+            return self._snapshot(view, event, path, at, version)
         else:
             values = update_values(event)
             if values:
@@ -118,6 +130,24 @@ class NamespaceIndex:
                            src_at=at)
         ended = m.finish(entry, at, None)
         view.save(entry, m.with_marker(ended, op.marker()) if op else ended)
+        return self._run(view, op) if op else None
+
+    def _snapshot(self, view: IndexView, event: HdfsEvent, path: str, at: At,
+                  version: Version) -> SubtreeOp | None:
+        """The listing supersedes the path's past: whatever was there ends at `at` (so changes
+        from before the gap, arriving late, land in a dead incarnation), and the listed state
+        begins just after, at (at, LISTED)."""
+        entry = self._help_along(view, view.get(path), at)
+        reborn = (*at, LISTED)
+        op = None
+        # A redelivery after the walk finished finds the snapshot's incarnation unmarked.
+        walked = entry.born == reborn and entry.subtree_op is None
+        if event.inode_type == INodeType.DIRECTORY and not walked:
+            op = SubtreeOp(kind=SNAPSHOT, cluster=view.cluster, version=version, src=path,
+                           src_at=at)
+        listed = m.set_values(m.begin(m.finish(entry, at, None), reborn),
+                              snapshot_values(event), version, reborn)
+        view.save(entry, m.with_marker(listed, op.marker()) if op else listed)
         return self._run(view, op) if op else None
 
     def _rename(self, view: IndexView, event: HdfsEvent, version: Version) -> SubtreeOp | None:
@@ -199,7 +229,7 @@ class NamespaceIndex:
                 # Deleted later (the path, or a parent). Not dropped: the change stays here in
                 # a dead incarnation (a frame after the delete that ends after everything), so
                 # a RENAME from before the delete, still to arrive, can carry it away.
-                dead = _arrival(end)
+                dead = (*_arrival(end), DEAD)
                 self._bury(view, path, (*dead, AFTER_ALL))
                 at, buried = dead + at, True
                 continue

@@ -19,6 +19,17 @@ def create_values(event: HdfsEvent) -> dict[str, Any]:
     }
 
 
+def snapshot_values(event: HdfsEvent) -> dict[str, Any]:
+    """Everything the index keeps, as the listing gave it (FileSystem.listStatus; the agent
+    sends size and replication for files only)."""
+    return {
+        "type": str(event.inode_type) if event.inode_type else None,
+        "size": event.size, "mtime": event.mtime, "atime": event.atime,
+        "owner": event.owner, "group": event.group, "perms": event.perms,
+        "replication": event.replication, "symlink_target": event.symlink_target,
+    }
+
+
 def update_values(event: HdfsEvent) -> dict[str, Any]:
     """Registers set by CLOSE, TRUNCATE and METADATA; {} for events the index ignores."""
     if event.type == EventType.CLOSE:

@@ -23,12 +23,13 @@ from lambdas.ingest.index_model import At, Version
 
 RENAME = "RENAME"
 UNLINK = "UNLINK"
+SNAPSHOT = "SNAPSHOT"  # a listed directory: what it held before the listing goes (see index)
 CONTINUATION_VERSION = 2  # 2: src_at and dst_at are lists of versions (index_model.At)
 
 
 @dataclass(frozen=True, slots=True)
 class SubtreeOp:
-    kind: str  # RENAME | UNLINK
+    kind: str  # RENAME | UNLINK | SNAPSHOT (children end as for UNLINK; the root stays)
     cluster: str
     version: Version  # the (txid, index) of the RENAME or UNLINK event
     src: str  # where the subtree is (after any forwarding)
@@ -64,7 +65,7 @@ class SubtreeOp:
             d = json.loads(text)
             if d.get("continuation") != CONTINUATION_VERSION:
                 raise ValueError(f"unknown continuation version {d.get('continuation')!r}")
-            if d["kind"] not in (RENAME, UNLINK):
+            if d["kind"] not in (RENAME, UNLINK, SNAPSHOT):
                 raise ValueError(f"unknown subtree operation {d['kind']!r}")
             return cls(
                 kind=d["kind"], cluster=str(d["cluster"]), version=_version(d["version"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hdfs_events.event import EventType, HdfsEvent
-from lambdas.ingest.index_effects import create_values, update_values
+from lambdas.ingest.index_effects import create_values, snapshot_values, update_values
 
 
 def in_order_state(events: Iterable[HdfsEvent], prefix: str) -> dict[str, dict]:
@@ -16,6 +16,12 @@ def in_order_state(events: Iterable[HdfsEvent], prefix: str) -> dict[str, dict]:
         elif e.type == EventType.UNLINK:
             for p in _subtree(ns, e.path):
                 del ns[p]
+        elif e.type == EventType.SNAPSHOT:
+            # The listed state replaces what was there; a listed directory's old content goes
+            # (what still exists is listed after it).
+            for p in _subtree(ns, e.path):
+                del ns[p]
+            ns[e.path] = snapshot_values(e)
         elif e.type == EventType.RENAME:
             assert e.dst_path is not None
             for p in _subtree(ns, e.dst_path):

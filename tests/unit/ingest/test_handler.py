@@ -111,3 +111,37 @@ def test_index_holds_the_sample_namespace(aws) -> None:
     source = reader.stat("/file_concat_0")
     assert source is not None and source.deleted
     assert reader.stat("/never_there") is None
+
+
+def test_a_snapshot_after_a_gap_repairs_the_index(aws) -> None:
+    """The real edit log, then edits purged before the agent read them (a GAP) and the
+    agent's SNAPSHOT of the namespace: what vanished during the gap is gone from the index,
+    what the listing shows is there as listed, and later changes apply on top."""
+    from hdfs_events.event import EventType, HdfsEvent, INodeType
+
+    events = sample_events()
+    last = events[-1].txid
+    gap = HdfsEvent("prod", last + 1, 0, EventType.GAP, "/", gap_end_txid=last + 50)
+    t = last + 60  # the txid taken before the listing
+
+    def listed(i: int, path: str, kind: INodeType, **kw) -> HdfsEvent:
+        return HdfsEvent("prod", t, i, EventType.SNAPSHOT, path, inode_type=kind,
+                         owner="etl", group="etl", perms="0755", mtime=5, atime=5, **kw)
+
+    snapshot = [
+        listed(0, "/", INodeType.DIRECTORY),
+        listed(1, "/directory_mkdir", INodeType.DIRECTORY),
+        listed(2, "/directory_mkdir/new_during_gap", INodeType.FILE, size=77, replication=2),
+        listed(3, "/file_create", INodeType.FILE, size=4096, replication=3),
+    ]
+    after = HdfsEvent("prod", t + 1, 0, EventType.CLOSE, "/file_create", size=8192,
+                      timestamp=9)
+    handler.handler(event(*pack(events, per_message=10)), Context())
+    reader = IndexReader(TABLE, "prod")
+    assert {e.name for e in reader.ls("/")} >= {"file_moved", "file_symlink"}
+    handler.handler(event(*pack([gap, *snapshot, after], per_message=10)), Context())
+    assert {e.name for e in reader.ls("/")} == {"directory_mkdir", "file_create"}
+    assert reader.stat("/file_moved").deleted  # vanished during the gap
+    new = reader.stat("/directory_mkdir/new_during_gap")
+    assert (new.type, new.size, new.replication, new.owner) == ("FILE", 77, 2, "etl")
+    assert reader.stat("/file_create").size == 8192  # the CLOSE after the listing wins
