@@ -303,7 +303,7 @@ class NamespaceIndex:
                 if budget <= 0:
                     return op.advanced(stack)
                 budget -= 1
-                descend = self._descend(op, child)
+                descend = self._descend(view, op, child)
                 self._walk_child(view, op, child)
                 stack[-1] = (rel, name_of(child.path))
                 if descend:
@@ -342,14 +342,15 @@ class NamespaceIndex:
             return
         view.save(child, m.finish(child, op.src_at, None))
 
-    @staticmethod
-    def _descend(op: SubtreeOp, child: Entry) -> bool:
+    def _descend(self, view: IndexView, op: SubtreeOp, child: Entry) -> bool:
         """Into directories this op moves (or moved: a restarted walk), not into ones that
         ended before it: their own walk covers them, and re-created paths (a job's
         `_temporary`) would otherwise make every walk visit all their past lives."""
-        if child.type == DIRECTORY and (child.alive_at(op.src_at) or (
-                child.end is not None and child.end.at == op.src_at)):
-            return True
+        if child.alive_at(op.src_at) or (child.end is not None and child.end.at == op.src_at):
+            if child.type == DIRECTORY:
+                return True
+            if child.type is None:  # moved in before its CREATE arrived: has it children?
+                return bool(view.children(child.path, after=None, limit=1))
         # Moved ahead of the walk ("help along") and perhaps re-created since: its old
         # children are still in the partition.
         return any(e.type == DIRECTORY and e.at == op.src_at for e in child.prev_ends)
