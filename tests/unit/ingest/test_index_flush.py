@@ -285,5 +285,7 @@ def test_a_rename_reads_its_destination_with_the_parents_it_lands_under() -> Non
 
     index.apply(move)
 
-    assert store.gets == 2  # the message's paths, then the destination and its parents
+    # The message's paths, then the destination with its parents (one read, were the
+    # destination prefetched with the message's paths).
+    assert store.gets <= 2
     assert store.live("prod") == reference(tree + move)
