@@ -48,6 +48,12 @@ class AnalyticsStack(Stack):
             storage=in_lake, s3_prefix=catalog.CURATED_MASS_DELETES,
             data_format=glue.DataFormat.PARQUET, columns=catalog.mass_delete_columns(),
             partition_keys=catalog.dt_partition())
+        self.gaps_table = glue.S3Table(
+            self, "GapsTable", table_name=catalog.GAPS_TABLE, database=self.database,
+            description="Edits purged before the agent read them, per cluster and day",
+            storage=in_lake, s3_prefix=catalog.CURATED_GAPS,
+            data_format=glue.DataFormat.PARQUET, columns=catalog.gap_columns(),
+            partition_keys=catalog.dt_partition())
 
         self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
                                 description="hdfs-events Glue job logs and bookmarks",
@@ -83,7 +89,8 @@ class AnalyticsStack(Stack):
             sid="EncryptedJobLogs", actions=["logs:AssociateKmsKey"],
             resources=[f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}"
                        ":log-group:/aws-glue/*"]))
-        for table in (self.events_table, self.activity_table, self.mass_deletes_table):
+        for table in (self.events_table, self.activity_table, self.mass_deletes_table,
+                      self.gaps_table):
             table.grant_read_write(self.role)
 
         library = glue.Code.from_asset(str(glue_library_zip()))

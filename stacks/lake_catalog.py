@@ -15,10 +15,12 @@ from hdfs_events.names import CURATED_PREFIX
 EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
 MASS_DELETES_TABLE = "mass_deletes"
+GAPS_TABLE = "gaps_daily"
 # The layout of glue_jobs/layout.py: curated/<table>/, raw/ and quarantine/glue/.
 CURATED_EVENTS = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
 CURATED_ACTIVITY = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
 CURATED_MASS_DELETES = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
+CURATED_GAPS = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),
@@ -92,6 +94,13 @@ def mass_delete_columns() -> list[glue.Column]:
                     ("unlinks", s.BIG_INT), ("first_txid", s.BIG_INT), ("last_txid", s.BIG_INT))
 
 
+def gap_columns() -> list[glue.Column]:
+    s = glue.Schema
+    return _columns(("cluster", s.STRING), ("gaps", s.BIG_INT), ("lost_txids", s.BIG_INT),
+                    ("first_lost_txid", s.BIG_INT), ("last_lost_txid", s.BIG_INT),
+                    ("snapshot_records", s.BIG_INT))
+
+
 def dt_partition() -> list[glue.Column]:
     return [glue.Column(name="dt", type=glue.Schema.STRING, comment="YYYY-MM-DD (UTC)")]
 
@@ -117,6 +126,12 @@ NAMED_QUERIES: dict[str, tuple[str, str]] = {
         f"       round(100.0 * sum(small_files_created) / nullif(sum(files_created), 0), 1)"
         f" AS small_pct\nFROM {ACTIVITY_TABLE}\nWHERE dt >= {_LAST_7_DAYS}\n"
         f"GROUP BY cluster, prefix\nORDER BY small_files DESC\nLIMIT 50"),
+    "inotify-gaps-last-30-days": (
+        "Days whose activity figures miss purged edits (GAP records), most recent first",
+        f"SELECT dt, cluster, gaps, lost_txids, first_lost_txid, last_lost_txid,\n"
+        f"       snapshot_records\nFROM {GAPS_TABLE}\n"
+        f"WHERE dt >= cast(date_add('day', -30, current_date) AS varchar)\n"
+        f"ORDER BY dt DESC, cluster"),
     "history-of-one-path": (
         "Every change of one path (edit the path), oldest first",
         f"SELECT cluster, txid, \"index\", type, path, dst_path, timestamp, size, owner, perms\n"

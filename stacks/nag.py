@@ -86,7 +86,8 @@ def acknowledge_findings(product: Product, settings: Settings) -> None:
                                   "kms:ReEncrypt*"])
     _ack_prefixes(analytics.role, lake, [
         names.RAW_PREFIX, names.CURATED_PREFIX, catalog.CURATED_EVENTS,
-        catalog.CURATED_ACTIVITY, catalog.CURATED_MASS_DELETES, GLUE_QUARANTINE])
+        catalog.CURATED_ACTIVITY, catalog.CURATED_MASS_DELETES, catalog.CURATED_GAPS,
+        GLUE_QUARANTINE])
     ack(analytics.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
         "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
         "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")

@@ -66,7 +66,7 @@ def test_events_table_has_every_contract_field_and_cluster_dt_partitions(
     assert types["xattrs"] == "array<struct<namespace:string,name:string,value:string>>"
     assert "Parquet" in events["StorageDescriptor"]["InputFormat"]
     assert json.dumps(events["StorageDescriptor"]["Location"]).endswith('/curated/events/"]]}')
-    for rollup in ("activity_daily", "mass_deletes"):
+    for rollup in ("activity_daily", "mass_deletes", "gaps_daily"):
         assert [k["Name"] for k in tables[rollup]["PartitionKeys"]] == ["dt"]
         assert json.dumps(tables[rollup]["StorageDescriptor"]["Location"]).endswith(
             f'/curated/{rollup}/"]]}}')
