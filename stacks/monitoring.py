@@ -17,7 +17,7 @@ from hdfs_events import names
 from stacks.analytics import AnalyticsStack
 from stacks.consumer import SERVICE_NAME
 from stacks.ingest import IngestStack
-from stacks.onprem_principal import output_suffix
+from stacks.onprem_principal import alert_statements, output_suffix
 from stacks.settings import Settings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
 from stacks.widgets import dashboard_rows
@@ -69,6 +69,19 @@ class MonitoringStack(Stack):
         if settings.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
         action = cw_actions.SnsAction(self.topic)
+
+        # The agents publish their own alerts here too (inotify gap, `verify` drift). The grant
+        # is made from this stack: Ingest, where the principals live, referencing this topic
+        # would be a cycle (this stack reads Ingest's queues and function).
+        self.agent_alert_policies: list[iam.ManagedPolicy] = []
+        for principal in ingest.principals:
+            policy = iam.ManagedPolicy(
+                self, f"AgentAlerts-{principal.cluster}",
+                managed_policy_name=f"{settings.prefix}-onprem-{principal.cluster}-alerts",
+                description=f"hdfs-events agent of cluster {principal.cluster}: publish alerts",
+                statements=alert_statements(self.topic, key))
+            principal.attach(policy)
+            self.agent_alert_policies.append(policy)
 
         events, copy = ingest.events, ingest.copy_requests
         fn = ingest.consumer.function

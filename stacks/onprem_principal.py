@@ -20,6 +20,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rolesanywhere as rolesanywhere
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -93,6 +94,27 @@ def onprem_statements(cluster: str, settings: Settings,
     return statements
 
 
+def alert_statements(topic: sns.ITopic, key: kms.IKey) -> list[iam.PolicyStatement]:
+    """What an agent needs to publish its own alerts (inotify gap, `verify` drift) to the
+    KMS-encrypted alert topic: that topic, that key, through SNS only.
+
+    Written out rather than `topic.grant_publish()`, whose key grant is `kms:GenerateDataKey*`
+    with no condition: SNS calls GenerateDataKey and Decrypt with the publisher's credentials
+    and names the topic in the encryption context (`aws:sns:topicArn`), as AWS's own key
+    policies for services publishing to encrypted topics grant it.
+    """
+    return [
+        iam.PolicyStatement(sid="PublishAlerts", actions=["sns:Publish"],
+                            resources=[topic.topic_arn]),
+        iam.PolicyStatement(
+            sid="EncryptAlerts", actions=["kms:GenerateDataKey", "kms:Decrypt"],
+            resources=[key.key_arn],
+            conditions={"StringEquals": {
+                "kms:ViaService": f"sns.{Aws.REGION}.amazonaws.com",
+                "kms:EncryptionContext:aws:sns:topicArn": topic.topic_arn}}),
+    ]
+
+
 class RolesAnywhereAnchor(Construct):
     """The trust anchor (the site's CA) shared by every cluster's Roles Anywhere role."""
 
@@ -142,6 +164,13 @@ class OnPremPrincipal(Construct):
         self.profile: rolesanywhere.CfnProfile | None = None
         if anchor is not None:
             self._add_roles_anywhere(cluster, settings, anchor)
+
+    def attach(self, policy: iam.ManagedPolicy) -> None:
+        """Attaches a policy of another stack to the user and the role (from the policy's side,
+        so this stack does not reference the other one)."""
+        policy.attach_to_user(self.user)
+        if self.role is not None:
+            policy.attach_to_role(self.role)
 
     def _add_roles_anywhere(self, cluster: str, settings: Settings,
                             anchor: RolesAnywhereAnchor) -> None:

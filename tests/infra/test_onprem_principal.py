@@ -1,5 +1,5 @@
-"""The on-prem principal: exactly its permissions, its own cluster's items, no long-lived secret
-in an output, and Roles Anywhere beside the IAM user."""
+"""The on-prem principal: exactly its permissions, its own cluster's items, its own alerts to the
+alert topic, no long-lived secret in an output, and Roles Anywhere beside the IAM user."""
 
 from __future__ import annotations
 
@@ -91,18 +91,103 @@ def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{cluster}#*"]}}
 
 
-def test_user_and_roles_anywhere_role_hold_only_this_policy(deployed_env: Synthesized) -> None:
+def _identity(s: Synthesized, ref: object, concern: str) -> tuple[str, str]:
+    """(concern, logical id) of the IAM identity a Users/Roles entry of a policy in stack
+    `concern` names, following a cross-stack import to the resource the exporting stack
+    refers to."""
+    if isinstance(ref, dict) and "Fn::ImportValue" in ref:
+        for exporter, template in s.templates.items():
+            for output in template.get("Outputs", {}).values():
+                if output.get("Export", {}).get("Name") == ref["Fn::ImportValue"]:
+                    return exporter, output["Value"]["Ref"]
+        raise AssertionError(f"no export {ref}")
+    assert isinstance(ref, dict) and set(ref) == {"Ref"}, ref
+    return concern, ref["Ref"]
+
+
+def _policies_attached(s: Synthesized, identity: tuple[str, str]) -> set[tuple[str, str]]:
+    """Every policy of any stack that the user or role `identity` holds."""
+    held = set()
+    for concern, template in s.templates.items():
+        for logical_id, resource in template["Resources"].items():
+            props = resource["Properties"]
+            if resource["Type"] in ("AWS::IAM::User", "AWS::IAM::Role"):
+                if (concern, logical_id) == identity:
+                    held |= {(concern, arn["Ref"]) for arn in props.get("ManagedPolicyArns", [])}
+                    assert "Policies" not in props
+            elif resource["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+                attached = props.get("Users", []) + props.get("Roles", [])
+                if identity in (_identity(s, ref, concern) for ref in attached):
+                    held.add((concern, logical_id))
+    return held
+
+
+def _alert_policy(s: Synthesized, cluster: str) -> tuple[str, dict]:
+    (found,) = [(k, r["Properties"]) for k, r in
+                s.resources("Monitoring", "AWS::IAM::ManagedPolicy").items()
+                if r["Properties"]["ManagedPolicyName"]
+                == f"hdfs-events-{s.env}-onprem-{cluster}-alerts"]
+    return found
+
+
+def test_user_and_roles_anywhere_role_hold_only_the_principal_and_alert_policies(
+        deployed_env: Synthesized) -> None:
+    cluster = deployed_env.env  # cdk.json's clusters: dev -> dev, prod -> prod
     (policy_id,) = _principal_policies(deployed_env)
-    (user,) = deployed_env.resources("Ingest", "AWS::IAM::User").values()
-    assert user["Properties"]["ManagedPolicyArns"] == [{"Ref": policy_id}]
-    roles = [r for r in deployed_env.resources("Ingest", "AWS::IAM::Role").values()
+    alert_policy_id, _ = _alert_policy(deployed_env, cluster)
+    (user_id,) = deployed_env.resources("Ingest", "AWS::IAM::User")
+    roles = [k for k, r in deployed_env.resources("Ingest", "AWS::IAM::Role").items()
              if "rolesanywhere" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])]
     assert len(roles) == 1
-    assert roles[0]["Properties"]["ManagedPolicyArns"] == [{"Ref": policy_id}]
-    # No inline policy is attached to the user or the role.
-    for inline in deployed_env.resources("Ingest", "AWS::IAM::Policy").values():
-        assert "Users" not in inline["Properties"]
-        assert "Roles Anywhere" not in json.dumps(inline)
+    for identity in (user_id, roles[0]):
+        assert _policies_attached(deployed_env, ("Ingest", identity)) == {
+            ("Ingest", policy_id), ("Monitoring", alert_policy_id)}, identity
+
+
+def test_agent_may_publish_to_the_alert_topic_and_use_only_its_key_through_sns(
+        deployed_env: Synthesized, local: Synthesized) -> None:
+    for s, cluster in ((deployed_env, deployed_env.env), (local, "demo")):
+        (topic_id, topic), = s.resources("Monitoring", "AWS::SNS::Topic").items()
+        key_arn = topic["Properties"]["KmsMasterKeyId"]
+        assert set(s.resources("Monitoring", "AWS::KMS::Key")) == {key_arn["Fn::GetAtt"][0]}
+        _, policy = _alert_policy(s, cluster)
+        document = policy["PolicyDocument"]
+        by_sid = {st["Sid"]: st for st in document["Statement"]}
+        assert set(by_sid) == {"PublishAlerts", "EncryptAlerts"}
+        assert all(st["Effect"] == "Allow" for st in by_sid.values())
+        publish = by_sid["PublishAlerts"]
+        assert _actions(publish) == ["sns:Publish"]
+        assert _resources(publish) == [{"Ref": topic_id}]
+        assert "Condition" not in publish
+        encrypt = by_sid["EncryptAlerts"]
+        # Exactly what SNS asks KMS for on a publish; no GenerateDataKey* wildcard.
+        assert sorted(_actions(encrypt)) == ["kms:Decrypt", "kms:GenerateDataKey"]
+        assert _resources(encrypt) == [key_arn]
+        conditions = encrypt["Condition"]["StringEquals"]
+        assert conditions["kms:EncryptionContext:aws:sns:topicArn"] == {"Ref": topic_id}
+        assert conditions["kms:ViaService"] == {"Fn::Join": ["", [
+            "sns.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}
+        assert '"*"' not in json.dumps(document) and ":*" not in json.dumps(document)
+
+
+def test_each_clusters_alert_policy_goes_to_that_clusters_user_and_role(
+        deployed_env: Synthesized, local: Synthesized) -> None:
+    for s, cluster, has_role in ((deployed_env, deployed_env.env, True),
+                                 (local, "demo", False)):
+        _, policy = _alert_policy(s, cluster)
+        (user_ref,) = policy["Users"]
+        concern, user_id = _identity(s, user_ref, "Monitoring")
+        user = s.templates[concern]["Resources"][user_id]
+        assert (concern, user["Type"]) == ("Ingest", "AWS::IAM::User")
+        assert user["Properties"]["UserName"] == f"hdfs-events-{s.env}-agent-{cluster}"
+        if not has_role:  # local: no Roles Anywhere (moto does not model it)
+            assert "Roles" not in policy
+            continue
+        (role_ref,) = policy["Roles"]
+        concern, role_id = _identity(s, role_ref, "Monitoring")
+        role = s.templates[concern]["Resources"][role_id]
+        assert role["Properties"]["RoleName"] == f"hdfs-events-{s.env}-agent-{cluster}"
+        assert "rolesanywhere" in json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
 
 
 def test_roles_anywhere_trusts_only_the_anchor_and_the_clusters_cn(dev: Synthesized) -> None:
