@@ -272,6 +272,15 @@ def finish(entry: Entry, at: At, moved_to: str | None) -> Entry:
         ended = End(life.born, at, moved_to, life.values.get("type"))
         return _remember(_with_older(entry, i, None, at), ended)
     if entry.end is None:
+        later = [k for k in entry.versions if entry.landed_at(k) > at]
+        if entry.born is None and later:
+            # Birth unknown, and changes that reached the path after `at`: they belong to a
+            # later incarnation (its birth, a move into the path, has not arrived), which
+            # stays; the one that ends here keeps only what reached the path before.
+            kept = replace(entry, values={k: entry.values[k] for k in later},
+                           versions={k: entry.versions[k] for k in later},
+                           landed={k: entry.landed[k] for k in later if k in entry.landed})
+            return _remember(kept, new_end)
         return replace(entry, end=new_end, last=_bump(entry, at))
     if entry.end.at == at:
         return entry
