@@ -200,7 +200,6 @@ class NamespaceIndex:
         """Where a change made to `path` at `at` sits in the index now: follows the earliest
         later move of the path or an ancestor, and past a later delete into a dead incarnation
         of the path; None if a move out of the indexed prefixes took it away."""
-        buried = False
         for _ in range(MAX_HOPS):
             if not self.indexed(path):
                 return None
@@ -219,7 +218,7 @@ class NamespaceIndex:
                 # The path was re-created before the parent moved: the change stays with the
                 # older incarnation here (its own RENAME or UNLINK will carry it).
                 return path, at
-            if end.moved_to is None and (buried or end.at[-1] == AFTER_ALL):
+            if end.moved_to is None and end.at[-1] == AFTER_ALL:
                 return path, at  # already in a dead incarnation (below): it stays there
             if end.moved_to is None and ancestor == path and end.born is not None:
                 # A known incarnation of the path, deleted since: it holds its state already,
@@ -231,7 +230,7 @@ class NamespaceIndex:
                 # a RENAME from before the delete, still to arrive, can carry it away.
                 dead = (*_arrival(end), DEAD)
                 self._bury(view, path, (*dead, AFTER_ALL))
-                at, buried = dead + at, True
+                at = dead + at
                 continue
             path, at = _relocate(path, ancestor, end.moved_to), _arrival(end) + at
         raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")
@@ -321,7 +320,8 @@ class NamespaceIndex:
         # A parent's earlier move or delete whose own walk has not reached this child yet
         # (the path was re-created since, and this walk overtook that one): apply it first.
         child = self._help_along(view, child, op.src_at, before=True)
-        if not child.alive_at(op.src_at):
+        src_at = _child_frame(child, op)
+        if src_at is None:
             return
         if op.kind == RENAME and op.dst is not None and op.dst_at is not None:
             rel = child.path[len(op.src):]
@@ -329,8 +329,8 @@ class NamespaceIndex:
             # forwarded: the child's path may have ended in between (deleted, moved away).
             target = (op.dst_origin or op.dst) + rel
             landed = self._land(view, target, (op.version,))
-            carried = m.values_as_of(child, op.src_at)
-            child = view.save(child, m.finish(child, op.src_at, target))
+            carried = m.values_as_of(child, src_at)
+            child = view.save(child, m.finish(child, src_at, target))
             if child.born is None and not carried.values:
                 # Only an end is known here (a RENAME or UNLINK of the path arrived before its
                 # birth): there is no state to carry, and a move would invent a live entry.
@@ -340,13 +340,14 @@ class NamespaceIndex:
                 dst = self._help_along(view, view.get(landed[0]), landed[1])
                 view.save(dst, m.move_in(dst, landed[1], carried))
             return
-        view.save(child, m.finish(child, op.src_at, None))
+        view.save(child, m.finish(child, src_at, None))
 
     def _descend(self, view: IndexView, op: SubtreeOp, child: Entry) -> bool:
         """Into directories this op moves (or moved: a restarted walk), not into ones that
         ended before it: their own walk covers them, and re-created paths (a job's
         `_temporary`) would otherwise make every walk visit all their past lives."""
-        if child.alive_at(op.src_at) or (child.end is not None and child.end.at == op.src_at):
+        if _child_frame(child, op) is not None or (child.end is not None
+                                                   and child.end.at == op.src_at):
             if child.type == DIRECTORY:
                 return True
             if child.type is None:  # moved in before its CREATE arrived: has it children?
@@ -363,6 +364,19 @@ class NamespaceIndex:
             entry = view.get(path)
             if entry.subtree_op == op.marker():
                 view.save(entry, m.with_marker(entry, None))
+
+
+def _child_frame(child: Entry, op: SubtreeOp) -> At | None:
+    """When the op takes `child`, if it was alive then. An op on a directory deleted after it
+    (a RENAME arriving after the parent's UNLINK) runs in the dead incarnation's frame, but a
+    child whose own events came before that delete is in the plain one: the delete's walk
+    ended it, at a version after this op's, so at the op's own version it was still there."""
+    if child.alive_at(op.src_at):
+        return op.src_at
+    plain: At = (op.version,)
+    if DEAD in op.src_at and child.alive_at(plain):
+        return plain
+    return None
 
 
 def _walk_done(root: Entry, at: At) -> bool:
