@@ -228,9 +228,8 @@ class NamespaceIndex:
                 # Deleted later (the path, or a parent). Not dropped: the change stays here in
                 # a dead incarnation (a frame after the delete that ends after everything), so
                 # a RENAME from before the delete, still to arrive, can carry it away.
-                dead = (*_arrival(end), DEAD)
-                self._bury(view, path, (*dead, AFTER_ALL))
-                at = dead + at
+                self._bury(view, path, (*end.at, DEAD, AFTER_ALL))
+                at = _dead_frame(end.at, at)
                 continue
             path, at = _relocate(path, ancestor, end.moved_to), _arrival(end) + at
         raise RuntimeError(f"{view.cluster}:{path}: more than {MAX_HOPS} forwarding moves")
@@ -364,6 +363,17 @@ class NamespaceIndex:
             entry = view.get(path)
             if entry.subtree_op == op.marker():
                 view.save(entry, m.with_marker(entry, None))
+
+
+def _dead_frame(end_at: At, at: At) -> At:
+    """Where a change at `at` goes when its path was deleted at `end_at` after it: just after
+    the delete, (*end_at, DEAD, ...), and in its own order there. A change already in the
+    delete's frame (a move or a delete forwarded there) keeps only what follows the shared
+    part, so a delete inside a deleted directory nests instead of starting over."""
+    shared = 0
+    while shared < len(end_at) - 1 and shared < len(at) and at[shared] == end_at[shared]:
+        shared += 1
+    return (*end_at, DEAD, *at[shared:])
 
 
 def _child_frame(child: Entry, op: SubtreeOp) -> At | None:
