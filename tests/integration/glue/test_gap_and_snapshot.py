@@ -27,6 +27,7 @@ from glue_jobs.storage import store_for
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
+from tests.integration.glue.test_activity_rollups import ACTIVITY_SCHEMA
 from tests.integration.glue.workload import generated_events
 
 pytestmark = pytest.mark.slow
@@ -214,14 +215,6 @@ ROLLUP_EVENTS = [
     create(153, "/data/c/new", "carol", at(27)),
     close(154, "/data/c/new", 2000, at(28)),
 ]
-ACTIVITY_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType()), T.StructField("prefix", T.StringType()),
-    T.StructField("owner", T.StringType()),
-    *[T.StructField(n, T.LongType()) for n in (
-        "files_created", "files_deleted", "files_renamed", "bytes_written",
-        "small_files_created", "net_file_count_change")],
-    T.StructField("dt", T.StringType()),
-])
 GAPS_SCHEMA = T.StructType([
     T.StructField("cluster", T.StringType()),
     *[T.StructField(n, T.LongType()) for n in (

@@ -14,34 +14,9 @@ from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.config import parse_config
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
-from onprem_agent.sender import NoopSender, PermanentSendError
+from onprem_agent.sender import PermanentSendError
 from onprem_agent.source import TxBatch
-
-
-class MemoryStore:
-    def __init__(self, txid: int | None = None) -> None:
-        self.txid, self.saves = txid, []
-
-    def load(self) -> int | None:
-        return self.txid
-
-    def save(self, txid: int) -> None:
-        self.saves.append(txid)
-        self.txid = txid
-
-
-class RecordingSender(NoopSender):
-    """Acknowledges at once, like the no-op sender, and keeps what it was given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent: list[PackedMessage] = []
-        self.arrived = threading.Event()
-
-    def enqueue(self, message: PackedMessage) -> None:
-        self.sent.append(message)
-        self.arrived.set()
-        super().enqueue(message)
+from tests.unit.agent.doubles import MemoryStore, RecordingSender
 
 
 class HoldingSender(RecordingSender):

@@ -3,9 +3,9 @@ subtree walks split across continuations) leaves the index in the in-order state
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import defaultdict, deque
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,24 +39,30 @@ def _converges(seed: int, steps: int, strategy: str, budget: int, dir_op_depth: 
     truth = in_order_state(events, "/data")
     delivered = _with_a_gap(events, rng) if gap else events
     queues = _groups(delivered, strategy, rng)
+    live = _deliver(queues, budget, lambda ready: data.draw(st.sampled_from(ready), label="group"),
+                    lambda: data.draw(st.integers(0, 9), label="redeliver") == 0)
+    assert live == truth
+
+
+def _deliver(queues: dict[str, deque], budget: int, pick: Callable[[list[str]], str],
+             redeliver: Callable[[], bool]) -> dict[str, dict]:
+    """Consumes the groups' queues in the order `pick` chooses (each group in order), the
+    consumer sometimes failing to acknowledge (`redeliver`); returns what readers see."""
     store = MemoryIndexStore()
     index = NamespaceIndex(store, ["/data"], subtree_budget=budget)
-    for _ in itertools.count():
-        ready = sorted(g for g, q in queues.items() if q)
-        if not ready:
-            break
-        group = data.draw(st.sampled_from(ready), label="group")
+    while ready := sorted(g for g, q in queues.items() if q):
+        group = pick(ready)
         kind, payload = queues[group][0]
         if kind == "events":
             pending = index.apply(payload)
         else:
             left = index.resume(payload)
             pending = [left] if left else []
-        if data.draw(st.integers(0, 9), label="redeliver") == 0:
+        if redeliver():
             continue  # processed, but not acknowledged: SQS delivers it again
         queues[group].popleft()
         queues[group].extend(("continuation", op) for op in pending)
-    assert store.live(CLUSTER) == truth
+    return store.live(CLUSTER)
 
 
 def _with_a_gap(events: list[HdfsEvent], rng: random.Random) -> list[HdfsEvent]:
@@ -125,21 +131,8 @@ def test_cross_group_directory_moves_found_by_fuzzing_converge(seed, steps, stra
     rng = random.Random(seed)
     events = Workload(rng, dir_op_depth=1).run(steps)
     queues = _groups(events, strategy, rng)
-    store = MemoryIndexStore()
-    index = NamespaceIndex(store, ["/data"], subtree_budget=budget)
-    while ready := sorted(g for g, q in queues.items() if q):
-        group = rng.choice(ready)
-        kind, payload = queues[group][0]
-        if kind == "events":
-            pending = index.apply(payload)
-        else:
-            left = index.resume(payload)
-            pending = [left] if left else []
-        if rng.randrange(10) == 0:
-            continue  # processed, but not acknowledged: SQS delivers it again
-        queues[group].popleft()
-        queues[group].extend(("continuation", op) for op in pending)
-    assert store.live(CLUSTER) == in_order_state(events, "/data")
+    live = _deliver(queues, budget, rng.choice, lambda: rng.randrange(10) == 0)
+    assert live == in_order_state(events, "/data")
 
 
 # Derandomized: the same examples on every run. Across message groups a rare chain of

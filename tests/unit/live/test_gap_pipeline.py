@@ -16,32 +16,10 @@ from onprem_agent.config import parse_config
 from onprem_agent.filters import PathFilter
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
-from onprem_agent.sender import NoopSender
 from onprem_agent.source import TxBatch
+from tests.unit.agent.doubles import MemoryStore, RecordingSender
 
 C = "prod"
-
-
-class MemoryStore:
-    def __init__(self, txid: int | None = None) -> None:
-        self.txid, self.saves = txid, []
-
-    def load(self) -> int | None:
-        return self.txid
-
-    def save(self, txid: int) -> None:
-        self.saves.append(txid)
-        self.txid = txid
-
-
-class RecordingSender(NoopSender):
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent: list[PackedMessage] = []
-
-    def enqueue(self, message: PackedMessage) -> None:
-        self.sent.append(message)
-        super().enqueue(message)
 
 
 class HoldingSender(RecordingSender):
