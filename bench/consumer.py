@@ -73,6 +73,32 @@ class SerialIndexView(IndexView):
         return page
 
 
+class RoundTrips:
+    """How many DynamoDB round trips the index waits for, one after another: a read is one, a
+    flush one per WRITE_CONCURRENCY writes. Moto answers in CPU time shared with this process,
+    so concurrency shows in this count rather than in moto's wall time."""
+
+    def __init__(self, store: Any) -> None:
+        self._store, self.waits = store, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def get_many(self, cluster: str, paths: Any) -> Any:
+        paths = list(paths)
+        self.waits += -(-len(paths) // 100)
+        return self._store.get_many(cluster, paths)
+
+    def children(self, *args: Any, **kwargs: Any) -> Any:
+        self.waits += 1
+        return self._store.children(*args, **kwargs)
+
+    def put_many(self, writes: Any) -> Any:
+        from lambdas.ingest.dal import WRITE_CONCURRENCY
+        self.waits += -(-len(writes) // WRITE_CONCURRENCY)
+        return self._store.put_many(writes)
+
+
 class DynamoRequests:
     """Counts the index client's API calls by operation, and adds `latency_s` to each, as a
     stand-in for real DynamoDB's round trip (a sleep: concurrent requests overlap)."""
@@ -185,10 +211,11 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
     consumer.lake = TimedProxy(consumer.lake, "s3", timer)
     consumer.logger = TimedProxy(consumer.logger, "logging", timer)
     consumer.telemetry = TimedProxy(consumer.telemetry, "metrics", timer)
-    requests = None
+    requests = trips = None
     if consumer.index is not None:
         requests = DynamoRequests(consumer.index.store.ddb, latency_s)
-        consumer.index.store = TimedProxy(consumer.index.store, "dynamodb", timer)
+        trips = RoundTrips(consumer.index.store)
+        consumer.index.store = TimedProxy(trips, "dynamodb", timer)
     decode, check = consumer_module.decode_message, consumer_module.check_events
     consumer_module.decode_message = timer.wrap("decode", decode)
     consumer_module.check_events = timer.wrap("decode", check)
@@ -199,8 +226,9 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
         for batch in batches:
             timer.spent.clear()
             timer.calls.clear()
-            if requests is not None:
+            if requests is not None and trips is not None:
                 requests.take()
+                trips.waits = 0
             events = sum(json.loads(_plain(r["body"]))["events"].__len__()
                          for r in batch["Records"])
             start = time.perf_counter()
@@ -211,7 +239,7 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
             by_op = requests.take() if requests is not None else {}
             rows.append({"events": events, "total_s": total, **dict(timer.spent),
                          "s3_calls": timer.calls["s3"], "ddb_calls": sum(by_op.values()),
-                         "ddb_by_op": by_op})
+                         "ddb_by_op": by_op, "ddb_waits": trips.waits if trips else 0})
     finally:
         consumer_module.decode_message, consumer_module.check_events = decode, check
         index_module.IndexView = IndexView  # type: ignore[misc]
@@ -237,6 +265,8 @@ def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
             "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows),
             "dynamodb_calls_per_event": statistics.median(
                 r.get("ddb_calls", 0) / r["events"] for r in rows),
+            "dynamodb_waits_per_event": statistics.median(
+                r.get("ddb_waits", 0) / r["events"] for r in rows),
             "dynamodb_by_op": {op: statistics.median(r.get("ddb_by_op", {}).get(op, 0)
                                                      for r in rows)
                                for op in sorted({o for r in rows
@@ -299,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
           f"added {args.ddb_latency_ms:g} ms")
     head = f"{'config':<24}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
     head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
-    head += f"{'DDB/ev':>8}"
+    head += f"{'DDB/ev':>8}{'waits/ev':>9}"
     print(head)
     for r in results:
         parts = r.get("parts_ms", {})
@@ -309,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         line += f"{r.get('other_ms', 0.0):>10.1f}"
         line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
         line += f"{r.get('dynamodb_calls_per_event', 0):>8.2f}"
+        line += f"{r.get('dynamodb_waits_per_event', 0):>9.3f}"
         print(line)
     serial = next((r for r in results if r["config"].endswith("serial")), None)
     if serial is not None:
@@ -316,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"index on, log summary vs serial: {now['events_per_s'] / serial['events_per_s']:.1f}x"
               f" events/s; DynamoDB requests {serial['dynamodb_by_op']} -> "
               f"{now['dynamodb_by_op']}")
+        for r in (serial, now):  # what the round trips alone allow at DynamoDB's ~5 ms
+            ceiling = 1 / (r["dynamodb_waits_per_event"] * 0.005)
+            print(f"  {r['config']}: {r['dynamodb_waits_per_event']:.3f} round trips waited "
+                  f"for per event: at most {ceiling:.0f} events/s at 5 ms a round trip")
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"batch_size": 10, "events_per_message": args.events_per_message,
                                "ddb_latency_ms": args.ddb_latency_ms, "results": results},
