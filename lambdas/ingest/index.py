@@ -54,7 +54,9 @@ class NamespaceIndex:
             view = IndexView(self.store, cluster)
 
             def step(v: IndexView, mine: list[HdfsEvent] = mine) -> list[SubtreeOp]:
-                v.prefetch(p for e in mine for p in self._chain(e.path))
+                # Sources and RENAME destinations with their parents, in one read.
+                v.prefetch(p for e in mine for q in (e.path, e.dst_path) if q
+                           for p in self._chain(q))
                 ops = [op for e in mine if (op := self._apply_event(v, e)) is not None]
                 v.flush()
                 return ops
