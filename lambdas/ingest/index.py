@@ -244,7 +244,11 @@ class NamespaceIndex:
     def _ensure_parents(self, view: IndexView, path: str, at: At) -> None:
         """Out-of-order arrival can put an entry under a directory the index has not heard of
         yet. A subtree walk finds children only through their parent's entry, so give the
-        parent one: a directory of unknown origin, which its own CREATE or move completes."""
+        parent one: a directory of unknown origin, which its own CREATE or move completes.
+        Not for an entry in a dead incarnation: nothing shows it, and a placeholder parent
+        would be a live directory the namespace never had."""
+        if DEAD in at:
+            return
         for parent in self._chain(path)[:-1]:
             entry = view.get(parent)
             if entry.born is None and entry.end is None and not entry.values:

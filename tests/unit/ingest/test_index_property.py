@@ -122,6 +122,7 @@ CROSS_GROUP_CASES = [
     (137, 5, "path", 3),  # a RENAME from before a parent's delete arriving after it
     (836, 7, "path", 3),  # ... and the moves inside the deleted directory before it
     (145, 8, "path", 3),  # a delete inside a deleted directory
+    (1080, 11, "prefix:2", 3),  # no placeholder parent for a change that lands dead
 ]
 
 
