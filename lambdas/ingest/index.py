@@ -163,6 +163,10 @@ class NamespaceIndex:
             src_entry = self._help_along(view, view.get(src[0]), src[1])
             if src_entry.alive_at(src[1]):
                 carried = m.values_as_of(src_entry, src[1])
+            elif src_entry.end is not None and src_entry.end.at < src[1]:
+                # An incarnation between the last end and this RENAME whose birth (a CREATE
+                # or a move into the path) has not arrived: carry what reached it meanwhile.
+                carried = m.values_between(src_entry, src_entry.end.at, src[1])
         op = None
         if (src is not None and src_entry is not None and not _walk_done(src_entry, src[1])
                 and self._is_directory(view, src_entry, src[1])):

@@ -335,6 +335,13 @@ def values_as_of(entry: Entry, at: At) -> Carried:
                    {k: regs.landed_at(k) for k in names})
 
 
+def values_between(entry: Entry, after: At, before: At) -> Carried:
+    """The current registers that reached the path between two of its ends."""
+    names = [k for k in entry.versions if after < entry.landed_at(k) < before]
+    return Carried({k: entry.values[k] for k in names}, {k: entry.versions[k] for k in names},
+                   {k: entry.landed_at(k) for k in names})
+
+
 def move_in(entry: Entry, at: At, carried: Carried) -> Entry:
     """The path receives a moved entry at `at`: a new incarnation holding the source's
     registers with their own versions, so later-forwarded older changes still apply. Each

@@ -123,6 +123,7 @@ CROSS_GROUP_CASES = [
     (836, 7, "path", 3),  # ... and the moves inside the deleted directory before it
     (145, 8, "path", 3),  # a delete inside a deleted directory
     (1080, 11, "prefix:2", 3),  # no placeholder parent for a change that lands dead
+    (1943, 10, "path", 3),  # a RENAME carries what reached a path whose birth is still to come
 ]
 
 
