@@ -17,7 +17,13 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import index_model as m
 from lambdas.ingest.index_effects import create_values, snapshot_values, update_values
 from lambdas.ingest.index_model import At, Entry, Version
-from lambdas.ingest.index_view import ConcurrentUpdate, IndexStore, IndexView, name_of
+from lambdas.ingest.index_view import (
+    ConcurrentUpdate,
+    IndexStore,
+    IndexView,
+    ancestors,
+    name_of,
+)
 from lambdas.ingest.settings import is_under
 from lambdas.ingest.subtree import RENAME, SNAPSHOT, UNLINK, SubtreeOp
 
@@ -172,7 +178,7 @@ class NamespaceIndex:
                 and self._is_directory(view, src_entry, src[1])):
             op = SubtreeOp(kind=RENAME if dst else UNLINK, cluster=view.cluster,
                            version=version, src=src[0], src_at=src[1],
-                           dst=dst[0] if dst else None, dst_at=dst[1] if dst else None,
+                           dst=dst[0] if dst else None,
                            dst_origin=event.dst_path if dst else None)
         if dst is not None:
             self._ensure_parents(view, dst[0], dst[1])
@@ -198,9 +204,7 @@ class NamespaceIndex:
 
     def _chain(self, path: str) -> list[str]:
         """Indexed ancestors of `path`, top down, then the path itself."""
-        parts = path.strip("/").split("/") if path != "/" else []
-        chain = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-        return [p for p in chain if self.indexed(p)]
+        return [p for p in (*ancestors(path), path) if self.indexed(p)]
 
     def _land(self, view: IndexView, path: str, at: At) -> tuple[str, At] | None:
         """Where a change made to `path` at `at` sits in the index now: follows the earliest
@@ -332,7 +336,7 @@ class NamespaceIndex:
         src_at = _child_frame(child, op)
         if src_at is None:
             return
-        if op.kind == RENAME and op.dst is not None and op.dst_at is not None:
+        if op.kind == RENAME and op.dst is not None:
             rel = child.path[len(op.src):]
             # Land from the RENAME's own destination at its version, not from where dst was
             # forwarded: the child's path may have ended in between (deleted, moved away).

@@ -24,7 +24,7 @@ from lambdas.ingest.index_model import At, Version
 RENAME = "RENAME"
 UNLINK = "UNLINK"
 SNAPSHOT = "SNAPSHOT"  # a listed directory: what it held before the listing goes (see index)
-CONTINUATION_VERSION = 2  # 2: src_at and dst_at are lists of versions (index_model.At)
+CONTINUATION_VERSION = 2  # 2: src_at is a list of versions (index_model.At), dst_origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,6 @@ class SubtreeOp:
     src: str  # where the subtree is (after any forwarding)
     src_at: At  # when it leaves src (see index_model.At)
     dst: str | None = None  # where it goes (RENAME into the indexed prefixes only)
-    dst_at: At | None = None
     # The RENAME's own destination: each child lands from there at the RENAME's version, so
     # a later end of the child's own path (not only of dst) is followed.
     dst_origin: str | None = None
@@ -53,7 +52,7 @@ class SubtreeOp:
         return json.dumps({
             "continuation": CONTINUATION_VERSION, "kind": self.kind, "cluster": self.cluster,
             "version": list(self.version), "src": self.src, "src_at": _at_json(self.src_at),
-            "dst": self.dst, "dst_at": _at_json(self.dst_at) if self.dst_at else None,
+            "dst": self.dst,
             "dst_origin": self.dst_origin,
             "cursor": [list(frame) for frame in self.cursor], "step": self.step,
         }, separators=(",", ":"))
@@ -70,7 +69,6 @@ class SubtreeOp:
             return cls(
                 kind=d["kind"], cluster=str(d["cluster"]), version=_version(d["version"]),
                 src=str(d["src"]), src_at=_at(d["src_at"]), dst=d.get("dst"),
-                dst_at=_at(d["dst_at"]) if d.get("dst_at") else None,
                 dst_origin=d.get("dst_origin"),
                 cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
                 step=int(d["step"]),

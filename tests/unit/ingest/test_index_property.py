@@ -164,6 +164,6 @@ def test_snapshot_walks_split_across_continuations_converge(seed, steps, budget,
 
 def test_continuation_round_trips_through_json() -> None:
     op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
-                   src_at=((7, 0), (5, 1)), dst="/data/b", dst_at=((5, 1),),
+                   src_at=((7, 0), (5, 1)), dst="/data/b",
                    cursor=(("", "x"), ("/x", None)), step=2, dst_origin="/data/c")
     assert SubtreeOp.from_json(op.to_json()) == op
