@@ -141,21 +141,18 @@ class MonitoringStack(Stack):
             # lost history, so both page.
             gap_rule = ("edits purged before the agent read them: history between the txids "
                         "is lost (see the 'inotify-gaps' Logs Insights query and docs/consumer.md)")
-            alarm(f"stream-gap-{cluster}",
-                  cw.Metric(namespace=names.METRICS_NAMESPACE,
-                            metric_name=names.METRIC_STREAM_GAPS,
-                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                            statistic="Sum", period=five_min),
-                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                  description=f"A GAP record from the {cluster} agent reached the consumer: "
-                  + gap_rule)
-            alarm(f"agent-inotify-gap-{cluster}",
-                  cw.Metric(namespace=names.METRICS_NAMESPACE,
-                            metric_name=names.METRIC_INOTIFY_GAP,
-                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                            statistic="SampleCount", period=five_min),
-                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                  description=f"The {cluster} agent reported an inotify gap: " + gap_rule)
+            for name, metric_name, statistic, who in (
+                    (f"stream-gap-{cluster}", names.METRIC_STREAM_GAPS, "Sum",
+                     f"A GAP record from the {cluster} agent reached the consumer"),
+                    (f"agent-inotify-gap-{cluster}", names.METRIC_INOTIFY_GAP, "SampleCount",
+                     f"The {cluster} agent reported an inotify gap")):
+                alarm(name,
+                      cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
+                                dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                                statistic=statistic, period=five_min),
+                      threshold=1,
+                      comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                      description=f"{who}: {gap_rule}")
 
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,
