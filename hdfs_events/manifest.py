@@ -12,7 +12,7 @@ sorted by (txid, index), and moves on to the next range.
 Body (plain JSON; a manifest is a few KiB of ids):
 
     {"v": 1, "cluster": "prod", "after": 1200, "end": 1450, "part": 0, "parts": 1,
-     "messages": ["prod-1201.0-1207.2-9", ...]}
+     "range": "5ccb5f677c3e", "messages": ["prod-1201.0-1207.2-9", ...]}
 
 `after` is null for the first range an agent sends with no checkpoint (from the beginning of
 the stream). Ranges of one agent are contiguous: the agent saves its checkpoint at a manifest's
@@ -54,6 +54,7 @@ class Manifest:
     messages: tuple[str, ...]  # deduplication ids of the messages holding the range's events
     part: int = 0  # a range naming more than MAX_MESSAGES_PER_MANIFEST messages comes in parts
     parts: int = 1
+    range_id: str = ""  # the same on every part of one range (a digest of all its ids)
 
     def __post_init__(self) -> None:
         validate_cluster_name(self.cluster)
@@ -77,7 +78,7 @@ class Manifest:
         """Same range and same messages, same id: a resend after a restart is dropped by SQS.
         A standby's manifest for the same range names other (re-packed) messages and is kept;
         either one is complete."""
-        digest = hashlib.blake2b("\n".join(self.messages).encode(), digest_size=6).hexdigest()
+        digest = _digest(self.messages)
         after = "start" if self.after is None else self.after
         return sqs_safe_id(
             f"{self.cluster}-manifest-{after}-{self.end}-{self.part}.{self.parts}-{digest}")
@@ -85,7 +86,7 @@ class Manifest:
     def to_json(self) -> str:
         return json.dumps({"v": MANIFEST_VERSION, "cluster": self.cluster, "after": self.after,
                            "end": self.end, "part": self.part, "parts": self.parts,
-                           "messages": list(self.messages)},
+                           "range": self.range_id, "messages": list(self.messages)},
                           separators=(",", ":"))
 
     def message_attributes(self) -> dict[str, dict[str, str]]:
@@ -116,7 +117,8 @@ def decode_manifest(body: str) -> Manifest:
     if doc.get("v") != MANIFEST_VERSION or isinstance(doc.get("v"), bool):
         raise ManifestError(f"unsupported manifest version {doc.get('v')!r}; this reader knows "
                             f"[{MANIFEST_VERSION}]")
-    unknown = doc.keys() - {"v", "cluster", "after", "end", "part", "parts", "messages"}
+    unknown = doc.keys() - {"v", "cluster", "after", "end", "part", "parts", "range",
+                          "messages"}
     if unknown:
         raise ManifestError(f"unknown manifest field(s) {sorted(unknown)}")
     after, end, messages = doc.get("after"), doc.get("end"), doc.get("messages")
@@ -124,7 +126,9 @@ def decode_manifest(body: str) -> Manifest:
         raise ManifestError(f"manifest 'after' must be a txid or null, got {after!r}")
     if not _is_txid(end):
         raise ManifestError(f"manifest 'end' must be a txid, got {end!r}")
-    part, parts = doc.get("part", 0), doc.get("parts", 1)
+    part, parts, range_id = doc.get("part", 0), doc.get("parts", 1), doc.get("range", "")
+    if not isinstance(range_id, str) or len(range_id) > 64:
+        raise ManifestError(f"manifest 'range' must be a short string, got {range_id!r}")
     if not _is_txid(part) or not _is_txid(parts):
         raise ManifestError(f"manifest 'part' and 'parts' must be whole numbers, got {part!r}, "
                             f"{parts!r}")
@@ -133,7 +137,8 @@ def decode_manifest(body: str) -> Manifest:
         raise ManifestError("manifest 'messages' must be a list of deduplication ids")
     try:
         return Manifest(cluster=doc.get("cluster"), after=after, end=end,  # type: ignore[arg-type]
-                        messages=tuple(messages), part=part, parts=parts)
+                        messages=tuple(messages), part=part, parts=parts,
+                        range_id=range_id)
     except (TypeError, ValueError) as exc:
         raise ManifestError(f"manifest: {exc}") from exc
 
@@ -147,8 +152,13 @@ def manifests_for(cluster: str, after: int | None, end: int,
     ids = sorted(set(messages))
     chunks = [tuple(ids[i:i + MAX_MESSAGES_PER_MANIFEST])
               for i in range(0, len(ids), MAX_MESSAGES_PER_MANIFEST)] or [()]
-    return [Manifest(cluster, after, end, chunk, part=i, parts=len(chunks))
+    range_id = _digest(ids)
+    return [Manifest(cluster, after, end, chunk, part=i, parts=len(chunks), range_id=range_id)
             for i, chunk in enumerate(chunks)]
+
+
+def _digest(ids: Sequence[str]) -> str:
+    return hashlib.blake2b("\n".join(ids).encode(), digest_size=6).hexdigest()
 
 
 def _is_txid(value: Any) -> bool:

@@ -8,7 +8,6 @@ import pytest
 
 from hdfs_events.manifest import (
     MAX_MESSAGES_PER_MANIFEST,
-    Manifest,
     ManifestError,
     decode_manifest,
     is_manifest,
@@ -33,7 +32,8 @@ def test_the_first_range_has_no_start() -> None:
 
 def test_a_range_without_messages_still_gets_a_manifest() -> None:
     # The consumer moves past a range only when its manifest arrives, events or not.
-    assert manifests_for("prod", 3, 9, []) == [Manifest("prod", 3, 9, ())]
+    (manifest,) = manifests_for("prod", 3, 9, [])
+    assert (manifest.after, manifest.end, manifest.messages) == (3, 9, ())
 
 
 def test_many_messages_come_in_parts_of_one_range() -> None:
@@ -43,6 +43,8 @@ def test_many_messages_come_in_parts_of_one_range() -> None:
         (0, 3, 10, 900), (1, 3, 10, 900), (2, 3, 10, 900)]
     assert sorted(i for p in parts for i in p.messages) == sorted(ids)
     assert len({p.dedup_id for p in parts}) == 3
+    assert len({p.range_id for p in parts}) == 1  # how the consumer knows the parts belong
+    assert manifests_for("prod", 10, 900, ids[1:])[0].range_id != parts[0].range_id
     assert all(len(p.to_json()) < 65_536 for p in parts)  # one SQS billing chunk each
 
 
