@@ -25,6 +25,7 @@ from functools import partial
 from hdfs_events.envelope import WireMessage, encode_message
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import group_key, sqs_safe_id
+from hdfs_events.manifest import Manifest
 from onprem_agent.event_json import event_json
 
 # Fill to this share of the limit: a little headroom keeps re-splits rare when the compression
@@ -44,6 +45,7 @@ class PackedMessage:
 
     wire: WireMessage
     parts: tuple[tuple[int, int], ...]  # (txid, number of its events in this message)
+    manifest: Manifest | None = None  # set on a manifest (parts empty): see pipeline.py
 
 
 class _OpenMessage:

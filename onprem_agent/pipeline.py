@@ -1,4 +1,5 @@
-"""The shipping pipeline every source uses: source -> path filter -> packer -> sender -> checkpoint.
+"""The shipping pipeline every source uses: source -> path filter -> packer -> sender ->
+manifests -> checkpoint.
 
 A source is any iterator of TxBatch (txids increasing); the replay hands the translated edit
 log, the live source the inotify stream. The source may block for a long time (a quiet
@@ -13,14 +14,24 @@ A replay passes `linger_ms=[packing] replay_linger_ms` (default 2 s): history ha
 to protect, so messages fill at backfill rates, while a quiet group holds the checkpoint back by
 seconds only.
 
+Manifests (hdfs_events/manifest.py, onprem_agent/manifests.py). At every checkpoint interval
+the flusher closes the txid range up to the tracker's safe txid and sends its manifest through
+the same sender, in the cluster's manifest group. The checkpoint saved is the end of the last
+range whose manifest SQS acknowledged, never the bare safe txid: a restart (or a standby)
+resumes at a range boundary, and its first range starts there, so the consumer's chain of
+ranges has no hole. Cost: at most one small message per interval, while txids advance.
+
 Shutdown (the `stop` event, end of input, or a source error): seal what is open, wait for the
-sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), save the checkpoint.
-Whatever was not acknowledged stays above the checkpoint and is re-sent on restart.
+sender to get it acknowledged (up to `[sending] shutdown_timeout_ms`), then send the last
+range's manifest and wait for it within what is left of that timeout (at the end of input, as
+long as it takes), save the checkpoint. Whatever was not acknowledged stays above the
+checkpoint and is re-sent on restart.
 
 A GAP record (purged edits, see onprem_agent/live/stream.py) ships like any event, but the
-checkpoint never rests on its txid E: it is saved as E - 1 until a later txid (the snapshot's)
-is acknowledged. A restart in between, or after gap_policy = "stop", then meets the same gap
-and writes the same GAP key instead of silently starting past it.
+checkpoint never rests on its txid E: while E is the safe txid, ranges close at E - 1, so the
+checkpoint is saved as E - 1 until a later txid (the snapshot's) is acknowledged. A restart in
+between, or after gap_policy = "stop", then meets the same gap and writes the same GAP key
+instead of silently starting past it.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from hdfs_events.event import EventType
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
 from onprem_agent.config import AgentConfig
 from onprem_agent.filters import PathFilter
+from onprem_agent.manifests import ManifestBuilder, manifest_message
 from onprem_agent.packer import EventPacker, PackedMessage
 from onprem_agent.progress import ProgressReporter, ProgressSnapshot
 from onprem_agent.sender import PermanentSendError, Sender
@@ -49,7 +61,8 @@ class PipelineResult:
     events_read: int
     events_filtered: int  # dropped by the path filter (acknowledged for the checkpoint)
     events_sent: int  # acknowledged by SQS
-    messages: int
+    messages: int  # event messages acknowledged by SQS
+    manifests: int  # manifests acknowledged by SQS
     batches: int  # TxBatches taken from the source
     checkpoint_txid: int | None
     billed_requests: int  # 64 KiB chunks of the messages packed
@@ -73,6 +86,7 @@ class Pipeline:
         self._filter = PathFilter(config.filter.cover_dirs, config.filter.ignore_patterns)
         self.resume_after: int | None = checkpoint.load()
         self._tracker = CheckpointTracker(self.resume_after)
+        self._manifests = ManifestBuilder(config.cluster, self.resume_after)
         self._saved = self.resume_after
         # The packer, the tracker and the counters. Acknowledgements arrive on sender threads
         # (or inside enqueue, for the no-op sender) and wait in a deque, which appends without
@@ -80,7 +94,7 @@ class Pipeline:
         self._lock = threading.Lock()
         self._acks: deque[PackedMessage] = deque()
         self._events_read = self._events_filtered = self._events_sent = 0
-        self._messages = self._batches = 0
+        self._messages = self._batches = self._manifests_acked = 0
         self._last_txid: int | None = None
         self._deferred_txid: int | None = None
         self._gap_txid: int | None = None  # the last GAP record's txid (see the module doc)
@@ -108,19 +122,25 @@ class Pipeline:
         except BaseException as exc:  # re-raised below, after the checkpoint is safe
             error = exc
         drained = False
+        # At the end of the input wait as long as it takes; when told to stop or after an
+        # error, only as long as configured, for the events and the last manifest together.
+        wait = _ShutdownWait(self._sender, stop, self.config.sending.shutdown_timeout_ms / 1000,
+                             unbounded=error is None and not stop.is_set())
         try:
+            try:
+                if not isinstance(error, PermanentSendError):
+                    drained = self._drain(wait)
+            finally:
+                done.set()
+                flusher.join()
             if not isinstance(error, PermanentSendError):
-                # At the end of the input wait as long as it takes; when told to stop or after
-                # an error, only as long as configured.
-                drained = self._drain(stop, wait_for_all=error is None and not stop.is_set())
+                drained = self._send_last_manifest(wait) and drained
         except PermanentSendError as exc:
             error = error or exc
         finally:
-            done.set()
-            flusher.join()
             self._sender.close()
         try:
-            self._save()
+            self._save(send_manifests=False)
         except Exception as exc:
             error = error or exc
         error = error or self._background_error
@@ -172,22 +192,43 @@ class Pipeline:
                 if acks:
                     self._apply_acks()
 
-    def _drain(self, stop: threading.Event, *, wait_for_all: bool) -> bool:
+    def _drain(self, wait: _ShutdownWait) -> bool:
         with self._lock:
             for message in self.packer.drain():
                 self._sender.enqueue(message)
-        timeout = self.config.sending.shutdown_timeout_ms / 1000
-        if wait_for_all:
-            # A signal during this wait turns it into the bounded shutdown wait.
-            while not stop.is_set():
-                if self._sender.flush(0.5):
-                    return True
-        drained = self._sender.flush(timeout)
+        drained = wait.flush()
         if not drained:
             log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
                         "checkpoint stays below them and they are sent again on restart",
-                        timeout or 0)
+                        wait.timeout_s)
         return drained
+
+    def _send_last_manifest(self, wait: _ShutdownWait) -> bool:
+        """After the events were drained and the flusher stopped: closes the range up to the
+        safe txid and waits for its manifest. True when SQS acknowledged it."""
+        # A range the flusher cut may still be outstanding: wait for it, then cut the last one.
+        # Nothing else moves the safe txid any more, so the third round finds nothing to do.
+        for _ in range(3):
+            with self._lock:
+                self._apply_acks()
+                self._register_deferred()
+                for message in self._due_manifests():
+                    self._sender.enqueue(message)
+                self._apply_acks()  # a sender that acknowledges at once (NoopSender) did
+                if not self._manifests.outstanding:
+                    return True
+            if not wait.flush():
+                log.warning("stopping before SQS acknowledged the last manifest; the "
+                            "checkpoint stays at the end of the range before it")
+                return False
+        return False
+
+    def _due_manifests(self) -> list[PackedMessage]:
+        """Under self._lock: the manifests due at the tracker's safe txid, as messages."""
+        safe = self._tracker.safe_txid
+        if safe is not None and safe == self._gap_txid:
+            safe = safe - 1 if safe > 0 else None  # never close a range on a GAP's txid
+        return [manifest_message(m) for m in self._manifests.due(safe)]
 
     def _register_deferred(self) -> None:
         """Under self._lock: registers the newest txid without events the source handed out."""
@@ -203,10 +244,17 @@ class Pipeline:
 
     def _apply_acks(self) -> None:
         """Under self._lock."""
-        acks, tracker = self._acks, self._tracker
+        acks, tracker, manifests = self._acks, self._tracker, self._manifests
         while acks:
             message = acks.popleft()
+            if message.manifest is not None:
+                manifests.manifest_acknowledged(message.manifest)
+                self._manifests_acked += 1
+                continue
             tracker.acknowledge(message.parts)
+            parts = message.parts
+            manifests.acknowledged(message.wire.dedup_id, parts[0][0], parts[-1][0],
+                                   txids=[txid for txid, _ in parts])
             self._events_sent += message.wire.event_count
             self._messages += 1
 
@@ -250,13 +298,16 @@ class Pipeline:
             log.exception("pipeline background thread failed")
             self._background_error = exc
 
-    def _save(self) -> None:
+    def _save(self, *, send_manifests: bool = True) -> None:
         with self._lock:
             self._apply_acks()
             self._register_deferred()
-            txid = self._tracker.safe_txid
-            if txid is not None and txid == self._gap_txid:
-                txid -= 1
+            if send_manifests:
+                for message in self._due_manifests():
+                    self._sender.enqueue(message)
+                self._apply_acks()  # a sender that acknowledges at once (NoopSender) did
+            # The checkpoint rests on a range boundary only (see the module doc).
+            txid = self._manifests.acknowledged_end
         if txid is not None and (self._saved is None or txid > self._saved):
             self._store.save(txid)
             self._saved = txid
@@ -270,7 +321,7 @@ class Pipeline:
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
                 last_txid=self._last_txid, checkpoint_txid=self._saved,
-                elapsed_s=self._clock() - self._started)
+                elapsed_s=self._clock() - self._started, manifests=self._manifests_acked)
 
     def result(self, drained: bool) -> PipelineResult:
         with self._lock:
@@ -278,5 +329,25 @@ class Pipeline:
             return PipelineResult(
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
-                batches=self._batches, checkpoint_txid=self._saved,
+                manifests=self._manifests_acked, batches=self._batches, checkpoint_txid=self._saved,
                 billed_requests=self.packer.stats.billed_requests, drained=drained)
+
+
+class _ShutdownWait:
+    """Waits for the sender to get everything acknowledged: at the end of the input until
+    done or `stop` is set, then (or at once, when stopping) until one deadline shared by the
+    events and the last manifest."""
+
+    def __init__(self, sender: Sender, stop: threading.Event, timeout_s: float, *,
+                 unbounded: bool) -> None:
+        self._sender, self._stop, self.timeout_s = sender, stop, timeout_s
+        self._deadline = None if unbounded else time.monotonic() + timeout_s
+
+    def flush(self) -> bool:
+        if self._deadline is None:
+            # A signal during this wait turns it into the bounded shutdown wait.
+            while not self._stop.is_set():
+                if self._sender.flush(0.5):
+                    return True
+            self._deadline = time.monotonic() + self.timeout_s
+        return self._sender.flush(max(0.0, self._deadline - time.monotonic()))

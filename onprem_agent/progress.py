@@ -22,6 +22,7 @@ class ProgressSnapshot:
     last_txid: int | None  # the newest txid read from the source
     checkpoint_txid: int | None
     elapsed_s: float
+    manifests: int = 0  # manifests acknowledged by SQS (not counted in `messages`)
 
 
 class ProgressReporter:

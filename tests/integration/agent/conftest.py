@@ -1,5 +1,6 @@
 """Helpers for the agent's tests against moto server: FIFO queues, a concurrent drainer, and
-checks of what arrived against the source edit log."""
+checks of what arrived against the source edit log (event messages; manifests are checked
+with tests/unit/agent/chain.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from hdfs_events.envelope import decode_message
 from hdfs_events.event import HdfsEvent
+from hdfs_events.manifest import Manifest, decode_manifest, is_manifest
 from onprem_agent.editlog import read_ops
 from onprem_agent.filters import PathFilter
 from onprem_agent.translate import translate_ops
@@ -30,7 +32,24 @@ def create_fifo_queue(name: str = "hdfs-events.fifo") -> str:
 class Received:
     group_id: str
     dedup_id: str
-    events: tuple[HdfsEvent, ...]
+    events: tuple[HdfsEvent, ...]  # () for a manifest
+    manifest: Manifest | None = None
+
+
+def event_messages(received: list[Received]) -> list[Received]:
+    return [r for r in received if r.manifest is None]
+
+
+def manifests(received: list[Received]) -> list[Manifest]:
+    return [r.manifest for r in received if r.manifest is not None]
+
+
+def event_keys_by_message(received: list[Received]) -> dict[str, list[tuple[str, int, int]]]:
+    return {r.dedup_id: [e.key for e in r.events] for r in event_messages(received)}
+
+
+def event_txids_by_message(received: list[Received]) -> dict[str, list[int]]:
+    return {r.dedup_id: [e.txid for e in r.events] for r in event_messages(received)}
 
 
 class Drainer:
@@ -65,9 +84,12 @@ class Drainer:
         messages = response.get("Messages", [])
         for m in messages:
             attrs = m["Attributes"]
-            self.received.append(Received(
-                attrs["MessageGroupId"], attrs["MessageDeduplicationId"],
-                tuple(decode_message(m["Body"], m.get("MessageAttributes")))))
+            group, dedup = attrs["MessageGroupId"], attrs["MessageDeduplicationId"]
+            if is_manifest(m.get("MessageAttributes")):
+                self.received.append(Received(group, dedup, (), decode_manifest(m["Body"])))
+            else:
+                self.received.append(Received(
+                    group, dedup, tuple(decode_message(m["Body"], m.get("MessageAttributes")))))
         if messages:
             self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=[
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
@@ -100,7 +122,7 @@ def check_delivery(received: list[Received], expected: list[HdfsEvent], group_of
     seen: set[tuple[str, int, int]] = set()
     last_new: dict[str, int] = {}
     duplicates = 0
-    for message in received:
+    for message in event_messages(received):
         keys = [e.key for e in message.events]
         places = [position.get(k) for k in keys]
         assert None not in places, f"message {message.dedup_id} holds events not in the source"

@@ -17,8 +17,18 @@ import pytest
 
 from bench.workload import write_edit_log
 from hdfs_events.ids import message_group_id
+from tests.unit.agent.chain import check_covered
 
-from .conftest import REPO, Drainer, check_delivery, create_fifo_queue, source_events
+from .conftest import (
+    REPO,
+    Drainer,
+    check_delivery,
+    create_fifo_queue,
+    event_keys_by_message,
+    event_messages,
+    manifests,
+    source_events,
+)
 
 KILLS = 10
 OPS = 300_000  # ~107k events with the workload's mix
@@ -77,5 +87,10 @@ def test_sigkill_at_random_moments_loses_nothing(moto_endpoint: str, tmp_path: P
     expected = source_events(edits, "c1", ignore_patterns=[r"\._COPYING_$"])
     duplicates = check_delivery(received, expected,
                                 lambda e: message_group_id("c1", e.path, "prefix:2"))
-    print(f"{len(expected)} events, {len(received)} messages, {duplicates} duplicate events "
-          f"after {kills} SIGKILLs; checkpoints {checkpoints}")
+    # Each run's ranges start at the checkpoint it resumed from: overlaps, never a hole, and
+    # every event is named by a range covering its txid.
+    ranges = check_covered(manifests(received), event_keys_by_message(received),
+                           [e.key for e in expected], start=None, end=summary.last_txid)
+    print(f"{len(expected)} events, {len(event_messages(received))} messages, {duplicates} "
+          f"duplicate events, {len(ranges)} manifest ranges after {kills} SIGKILLs; "
+          f"checkpoints {checkpoints}")

@@ -23,8 +23,16 @@ from hdfs_events.ids import message_group_id
 from onprem_agent.commands.replay import replay
 from onprem_agent.config import load_config
 from onprem_agent.sender import SqsSender
+from tests.unit.agent.chain import check_covered
 
-from .conftest import Drainer, check_delivery, create_fifo_queue, source_events
+from .conftest import (
+    Drainer,
+    check_delivery,
+    create_fifo_queue,
+    event_keys_by_message,
+    manifests,
+    source_events,
+)
 
 
 class _Raw:
@@ -109,6 +117,9 @@ def test_throttling_5xx_partial_failures_and_lost_responses_lose_nothing(
         received = drainer.finish()
     counts = faults.counts
     assert min(counts["throttled"], counts["5xx"], counts["failed_entries"], counts["lost"]) > 0
-    check_delivery(received, source_events(edits, "c1"),
-                   lambda e: message_group_id("c1", e.path, "prefix:2"))
+    expected = source_events(edits, "c1")
+    check_delivery(received, expected, lambda e: message_group_id("c1", e.path, "prefix:2"))
     assert json.loads((tmp_path / "checkpoint.json").read_text())["txid"] == 12_000
+    # Manifests went through the same faults: a re-sent one arrives twice, none is missing.
+    check_covered(manifests(received), event_keys_by_message(received),
+                  [e.key for e in expected], start=None, end=12_000)

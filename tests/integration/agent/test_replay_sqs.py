@@ -16,8 +16,19 @@ from bench.workload import write_edit_log
 from hdfs_events.ids import message_group_id
 from onprem_agent.commands.replay import replay
 from onprem_agent.config import load_config
+from tests.unit.agent.chain import check_chain, check_covered
 
-from .conftest import REPO, Drainer, check_delivery, create_fifo_queue, source_events
+from .conftest import (
+    REPO,
+    Drainer,
+    check_delivery,
+    create_fifo_queue,
+    event_keys_by_message,
+    event_messages,
+    event_txids_by_message,
+    manifests,
+    source_events,
+)
 
 AGENT = [sys.executable, "-m", "onprem_agent.cli", "replay"]
 
@@ -37,12 +48,38 @@ def test_every_event_arrives_once_in_group_order(moto_endpoint: str, tmp_path: P
         assert replay(config, [edits], stop=threading.Event()) == 0
         received = drainer.finish()
     expected = source_events(edits, "c1")
-    assert len(received) > 50
+    assert len(event_messages(received)) > 50
     dups = check_delivery(received, expected,
                           lambda e: message_group_id("c1", e.path, "prefix:2"))
     assert dups == 0
     saved = json.loads((tmp_path / "checkpoint.json").read_text())["txid"]
     assert saved == 8000  # the last op of the log, though it yields no event
+    check_chain(manifests(received), event_txids_by_message(received), start=None, end=8000)
+
+
+def test_the_manifest_chain_names_every_message_of_the_real_edit_log(
+        moto_endpoint: str, tmp_path: Path, agent_toml, edits_sample: Path) -> None:
+    url = create_fifo_queue()
+    # Small messages in one group per path, a range closed every 10 ms: messages straddle
+    # range ends.
+    toml = agent_toml(url, max_message_bytes=1024, linger_ms=20, group_by="path")
+    toml.write_text(toml.read_text().replace("interval_ms = 200", "interval_ms = 10"))
+    with Drainer(url) as drainer:
+        assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+        received = drainer.finish()
+    expected = source_events(edits_sample, "c1")
+    assert check_delivery(received, expected, lambda e: message_group_id("c1", e.path, "path")) == 0
+    ranges = check_chain(manifests(received), event_txids_by_message(received), start=None,
+                         end=88)
+    assert all(r.group_id == "c1:#manifest" for r in received if r.manifest is not None)
+    # A restart with the checkpoint at the end has nothing to close; one from an older
+    # checkpoint continues the chain from there.
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    assert Drainer(url).finish() == []
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"txid": ranges[0].end}))
+    assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
+    again = Drainer(url).finish()
+    check_chain(manifests(again), event_txids_by_message(again), start=ranges[0].end, end=88)
 
 
 def test_a_resent_message_keeps_its_dedup_id_across_a_restart(
@@ -58,11 +95,13 @@ def test_a_resent_message_keeps_its_dedup_id_across_a_restart(
     assert replay(load_config(toml), [edits_sample], stop=threading.Event()) == 0
     drainer = Drainer(url)
     received = drainer.finish()
-    # Same events, same messages, same ids: SQS dropped every re-sent copy.
-    assert len(received) == count > 5
-    assert len({r.dedup_id for r in received}) == count
-    check_delivery(received, source_events(edits_sample, "c1"),
-                   lambda e: message_group_id("c1", e.path, "prefix:2"))
+    # Same events, same messages, same ids: SQS dropped every re-sent copy. (The manifests of
+    # the two runs may close other ranges, so only the event messages are counted.)
+    events = event_messages(received)
+    assert count >= len(events) > 5
+    assert len({r.dedup_id for r in events}) == len(events)
+    assert check_delivery(received, source_events(edits_sample, "c1"),
+                          lambda e: message_group_id("c1", e.path, "prefix:2")) == 0
 
 
 def test_sigterm_flushes_saves_and_exits_0_then_restart_finishes(
@@ -90,8 +129,13 @@ def test_sigterm_flushes_saves_and_exits_0_then_restart_finishes(
         assert f"after txid {first}" in restart.stderr
         received = drainer.finish()
     assert json.loads(checkpoint.read_text())["txid"] == 60_000
-    check_delivery(received, source_events(edits, "c1"),
-                   lambda e: message_group_id("c1", e.path, "prefix:2"))
+    expected = source_events(edits, "c1")
+    check_delivery(received, expected, lambda e: message_group_id("c1", e.path, "prefix:2"))
+    # The restart's ranges start at the checkpoint: no hole for the consumer.
+    ranges = check_covered(manifests(received), event_keys_by_message(received),
+                           [e.key for e in expected], start=None, end=60_000)
+    assert first in {r.end for r in ranges}
+    assert first == 60_000 or any(r.after == first for r in ranges)
 
 
 def test_a_missing_queue_stops_with_one_clear_line_and_exit_1(

@@ -32,8 +32,15 @@ from onprem_agent.live.settings import load_live_settings
 from onprem_agent.live.stream import LiveStats, StreamSource
 from onprem_agent.opsmetrics import Alerts
 from onprem_agent.sender import SqsSender
-from tests.integration.agent.conftest import Drainer, check_delivery, create_fifo_queue
+from tests.integration.agent.conftest import (
+    Drainer,
+    check_delivery,
+    create_fifo_queue,
+    event_keys_by_message,
+    manifests,
+)
 from tests.integration.live.conftest import STATE_TABLE
+from tests.unit.agent.chain import check_covered
 from tests.unit.live.doubles import ListingDouble, NameNodeDouble, unlink
 
 CLUSTER = "prod"
@@ -286,3 +293,9 @@ def test_the_standby_takes_over_a_crashed_leader_and_every_event_arrives(state_t
     counts = Counter(e.key for m in received for e in m.events)
     duplicated = sorted(k for k, n in counts.items() if n > 1)
     assert all(txid > at_takeover for _, txid, _ in duplicated), duplicated[:5]
+    # B's ranges start at the shared checkpoint (the end of one of A's acknowledged ranges),
+    # overlapping what A had sent after it: no hole for the consumer.
+    ranges = check_covered(manifests(received), event_keys_by_message(received),
+                           [e.key for e in expected], start=0, end=nn.last_txid)
+    assert at_takeover in {r.end for r in ranges}
+    assert any(r.after == at_takeover for r in ranges)

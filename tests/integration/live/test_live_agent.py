@@ -9,12 +9,14 @@ import base64
 import gzip
 import json
 import threading
+from itertools import pairwise
 from pathlib import Path
 
 import boto3
 import pytest
 
 from hdfs_events.event import HdfsEvent, INodeType
+from hdfs_events.manifest import Manifest, decode_manifest, is_manifest
 from hdfs_events.schema import validator
 from onprem_agent.checkpoint import DynamoCheckpointStore
 from onprem_agent.cli import main
@@ -49,17 +51,24 @@ def queue(state_table) -> str:
         QueueName="events.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
 
 
-def received_paths(queue_url: str) -> list[tuple[int, int, str]]:
-    sqs, out = boto3.client("sqs"), []
+def receive_all(queue_url: str) -> tuple[list[dict], list[Manifest]]:
+    """Every event (as the JSON the consumer reads) and every manifest in the queue."""
+    sqs, events, manifests = boto3.client("sqs"), [], []
     while True:
         msgs = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
                                    MessageAttributeNames=["All"]).get("Messages", [])
         if not msgs:
-            return sorted(out)
+            return sorted(events, key=lambda e: (e["txid"], e["index"])), manifests
         for m in msgs:
-            body = json.loads(gzip.decompress(base64.b64decode(m["Body"])))
-            out += [(e["txid"], e["index"], e["path"]) for e in body["events"]]
+            if is_manifest(m.get("MessageAttributes")):
+                manifests.append(decode_manifest(m["Body"]))
+            else:
+                events += json.loads(gzip.decompress(base64.b64decode(m["Body"])))["events"]
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+
+def received_events(queue_url: str) -> list[dict]:
+    return receive_all(queue_url)[0]
 
 
 def run_until(nn, config, settings, *, listing=None, until, alerts=None):
@@ -94,21 +103,15 @@ def test_live_events_reach_the_queue_and_the_checkpoint_follows(queue, jvm):
                               until=lambda s: s.stats.last_txid == 30 and s.pipeline is not None
                               and s.pipeline.snapshot().checkpoint_txid == 30)
     assert result.events_sent == 20 and result.checkpoint_txid == 30
-    assert received_paths(queue) == [(t, 0, f"/data/{t - 1:02d}") for t in range(11, 31)]
+    events, manifests = receive_all(queue)
+    assert [(e["txid"], e["index"], e["path"]) for e in events] == [
+        (t, 0, f"/data/{t - 1:02d}") for t in range(11, 31)]
+    # The manifests' ranges run from the checkpoint it resumed from to the one it saved.
+    assert manifests[0].after == 10 and manifests[-1].end == 30
+    assert all(b.after == a.end for a, b in pairwise(manifests))
     assert DynamoCheckpointStore(STATE_TABLE, CLUSTER).load() == 30
     r = readings(state)
     assert r.events_read() == 20 and r.txid_lag() == 0 and r.leader() == 0.0
-
-
-def received_events(queue_url: str) -> list[dict]:
-    sqs, out = boto3.client("sqs"), []
-    while True:
-        msgs = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
-        if not msgs:
-            return sorted(out, key=lambda e: (e["txid"], e["index"]))
-        for m in msgs:
-            out += json.loads(gzip.decompress(base64.b64decode(m["Body"])))["events"]
-            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
 
 
 def test_purged_edits_reach_the_queue_as_a_gap_then_a_snapshot_then_the_stream(queue, jvm):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from hdfs_events.envelope import decode_message
+from hdfs_events.manifest import Manifest, decode_manifest, is_manifest
 from onprem_agent.packer import PackedMessage
 from onprem_agent.sender import NoopSender
 
@@ -34,3 +36,20 @@ class RecordingSender(NoopSender):
         self.sent.append(message)
         self.arrived.set()
         super().enqueue(message)
+
+
+def event_messages(messages: list[PackedMessage]) -> list[PackedMessage]:
+    """The event messages among what a sender was given (manifests left out, by the `kind`
+    attribute the consumer reads)."""
+    return [m for m in messages if not is_manifest(m.wire.attributes)]
+
+
+def manifests_sent(messages: list[PackedMessage]) -> list[Manifest]:
+    """The manifests among what a sender was given, decoded from their bodies."""
+    return [decode_manifest(m.wire.body) for m in messages if is_manifest(m.wire.attributes)]
+
+
+def sent_keys(messages: list[PackedMessage]) -> list[tuple[str, int, int]]:
+    """The (cluster, txid, index) keys of every event in the event messages, sorted."""
+    return sorted(e.key for m in event_messages(messages)
+                  for e in decode_message(m.wire.body, m.wire.attributes))

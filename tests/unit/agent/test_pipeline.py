@@ -16,19 +16,29 @@ from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import PermanentSendError
 from onprem_agent.source import TxBatch
-from tests.unit.agent.doubles import MemoryStore, RecordingSender
+from tests.unit.agent.doubles import (
+    MemoryStore,
+    RecordingSender,
+    event_messages,
+    manifests_sent,
+    sent_keys,
+)
 
 
 class HoldingSender(RecordingSender):
-    """Acknowledges only when told, in any order."""
+    """Acknowledges event messages only when told, in any order; manifests at once unless
+    `hold_manifests`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold_manifests: bool = False) -> None:
         super().__init__()
         self.acked: list[PackedMessage] = []
+        self.hold_manifests = hold_manifests
 
     def enqueue(self, message: PackedMessage) -> None:
         self.sent.append(message)
         self.arrived.set()
+        if message.manifest is not None and not self.hold_manifests:
+            self.ack(message)
 
     def ack(self, message: PackedMessage) -> None:
         assert self._on_ack is not None
@@ -36,7 +46,7 @@ class HoldingSender(RecordingSender):
         self._on_ack(message)
 
     def flush(self, timeout: float | None = None) -> bool:
-        deadline = time.monotonic() + (timeout or 10)
+        deadline = time.monotonic() + (10 if timeout is None else timeout)
         while len(self.acked) < len(self.sent):
             if time.monotonic() > deadline:
                 return False
@@ -64,9 +74,10 @@ def test_everything_is_sent_and_the_checkpoint_reaches_the_last_txid() -> None:
     result = Pipeline(config(), sender=sender, checkpoint=store).run(source)
     assert result.events_sent == result.events_read == 3
     assert store.txid == 4 and result.checkpoint_txid == 4 and result.drained
-    got = sorted(e.key for m in sender.sent for e in decode_message(m.wire.body,
-                                                                     m.wire.attributes))
-    assert got == [("c1", 1, 0), ("c1", 3, 0), ("c1", 3, 1)]
+    assert sent_keys(sender.sent) == [("c1", 1, 0), ("c1", 3, 0), ("c1", 3, 1)]
+    assert result.messages == len(event_messages(sender.sent))
+    assert result.manifests == len(manifests_sent(sender.sent)) >= 1
+    assert manifests_sent(sender.sent)[-1].end == 4
 
 
 def test_linger_flushes_while_the_source_is_blocked() -> None:
@@ -77,12 +88,12 @@ def test_linger_flushes_while_the_source_is_blocked() -> None:
         yield batch(1, "/d/a/x")
         # The source blocks (a quiet cluster); the message must still go out after linger.
         sender.arrived.wait(timeout=10)
-        seen_during_block.append(len(sender.sent))
+        seen_during_block.append(len(event_messages(sender.sent)))
         yield batch(2, "/d/a/y")
 
     Pipeline(config(linger_ms=20), sender=sender, checkpoint=MemoryStore()).run(slow_source())
     assert seen_during_block == [1]
-    assert [m.wire.event_count for m in sender.sent] == [1, 1]
+    assert [m.wire.event_count for m in event_messages(sender.sent)] == [1, 1]
 
 
 def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
@@ -93,10 +104,11 @@ def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
     source = [batch(1, "/d/a/x", "/d/b/y"), batch(2, "/d/c/z")]
     runner = threading.Thread(target=pipeline.run, args=(source, stop))
     runner.start()
-    while len(sender.sent) < 3:
+    while len(event_messages(sender.sent)) < 3:
         sender.arrived.wait(1)
         sender.arrived.clear()
-    by_path = {decode_message(m.wire.body, m.wire.attributes)[0].path: m for m in sender.sent}
+    by_path = {decode_message(m.wire.body, m.wire.attributes)[0].path: m
+               for m in event_messages(sender.sent)}
     sender.ack(by_path["/d/c/z"])
     sender.ack(by_path["/d/b/y"])
     time.sleep(0.1)  # ten checkpoint intervals: none may pass txid 1 yet
@@ -117,10 +129,10 @@ def test_unacknowledged_events_hold_the_checkpoint_back_on_shutdown() -> None:
     pipeline = Pipeline(config(200, group_by="path"), sender=sender, checkpoint=store)
     thread = threading.Thread(target=pipeline.run, args=(source(), stop))
     thread.start()
-    while len(sender.sent) < 2:
+    while len(event_messages(sender.sent)) < 2:
         sender.arrived.wait(1)
         sender.arrived.clear()
-    sender.ack(sender.sent[0])  # /d/a/x; /d/b/y never: the flush times out
+    sender.ack(event_messages(sender.sent)[0])  # /d/a/x; /d/b/y never: the flush times out
     thread.join(10)
     assert store.txid == 12
 
@@ -129,8 +141,10 @@ def test_filtered_out_events_count_as_acknowledged() -> None:
     sender, store = RecordingSender(), MemoryStore()
     result = Pipeline(config(), sender=sender, checkpoint=store).run(
         [batch(1, "/d/a/f._COPYING_"), batch(2, "/d/a/f._COPYING_")])
-    assert sender.sent == [] and result.events_filtered == 2
+    assert event_messages(sender.sent) == [] and result.events_filtered == 2
     assert store.txid == 2
+    # The range still gets its manifest, naming no message: the consumer moves past it.
+    assert [(m.after, m.end, m.messages) for m in manifests_sent(sender.sent)] == [(None, 2, ())]
 
 
 def test_restart_skips_txids_at_or_below_the_checkpoint() -> None:
@@ -138,7 +152,10 @@ def test_restart_skips_txids_at_or_below_the_checkpoint() -> None:
     result = Pipeline(config(), sender=sender, checkpoint=MemoryStore(2)).run(
         [batch(1, "/a"), batch(2, "/a"), batch(3, "/a")])
     assert result.events_read == 1
-    assert decode_message(sender.sent[0].wire.body, sender.sent[0].wire.attributes)[0].txid == 3
+    [message] = event_messages(sender.sent)
+    assert decode_message(message.wire.body, message.wire.attributes)[0].txid == 3
+    [manifest] = manifests_sent(sender.sent)
+    assert (manifest.after, manifest.end, manifest.messages) == (2, 3, (message.wire.dedup_id,))
 
 
 def test_stop_seals_what_is_open_and_saves() -> None:

@@ -10,20 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from hdfs_events.envelope import decode_message
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from onprem_agent.config import parse_config
 from onprem_agent.filters import PathFilter
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.source import TxBatch
-from tests.unit.agent.doubles import MemoryStore, RecordingSender
+from tests.unit.agent.doubles import MemoryStore, RecordingSender, manifests_sent, sent_keys
 
 C = "prod"
 
 
 class HoldingSender(RecordingSender):
-    """Acknowledges only when the test says so."""
+    """Acknowledges event messages only when the test says so, manifests at once."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -31,6 +30,8 @@ class HoldingSender(RecordingSender):
 
     def enqueue(self, message: PackedMessage) -> None:
         self.sent.append(message)
+        if message.manifest is not None:
+            self.ack(lambda m: m is message)
 
     def ack(self, accept: Callable[[PackedMessage], bool]) -> None:
         assert self._on_ack is not None
@@ -69,10 +70,6 @@ def snapshot(txid: int, *paths: str) -> TxBatch:
                                for i, p in enumerate(paths)))
 
 
-def sent_keys(messages: list[PackedMessage]) -> list[tuple[str, int, int]]:
-    return sorted(e.key for m in messages for e in decode_message(m.wire.body, m.wire.attributes))
-
-
 def until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + 30  # generous: the flusher looks every 10 ms
     while not condition():
@@ -104,6 +101,8 @@ def test_policy_stop_ships_the_gap_and_the_checkpoint_stays_just_below_it():
     # Everything below the gap is acknowledged, the gap itself never counts as passed: a
     # restart reads after txid 4, meets the same purge and writes the same GAP key (C, 5, 0).
     assert store.txid == 4 and 5 not in store.saves
+    # No range closes on the GAP's txid either: the restart's first range starts at 4.
+    assert [(m.after, m.end) for m in manifests_sent(sender.sent)][-1][1] == 4
 
 
 def test_the_checkpoint_passes_the_gap_only_with_the_acknowledged_snapshot():
@@ -121,7 +120,8 @@ def test_the_checkpoint_passes_the_gap_only_with_the_acknowledged_snapshot():
     runner.start()
     try:
         until(lambda: len(sent_keys(sender.sent)) == 4, "the unlink, GAP and SNAPSHOTs sent")
-        sender.ack(lambda m: m.parts[-1][0] < 10)  # the unlink and the GAP, not the snapshot
+        # the unlink and the GAP, not the snapshot
+        sender.ack(lambda m: m.manifest is None and m.parts[-1][0] < 10)
         until(lambda: store.txid == 2, "the checkpoint below the gap")
         time.sleep(0.1)  # ten checkpoint intervals: it must not move onto the GAP's txid
         assert store.saves == [2]
@@ -132,3 +132,4 @@ def test_the_checkpoint_passes_the_gap_only_with_the_acknowledged_snapshot():
         sender.ack(lambda m: True)  # lets the run end whatever failed above
         runner.join(30)
     assert store.saves == [2, 10]
+    assert [(m.after, m.end) for m in manifests_sent(sender.sent)] == [(1, 2), (2, 10)]

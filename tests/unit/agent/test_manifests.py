@@ -1,0 +1,133 @@
+"""ManifestBuilder: the chain of txid ranges and the messages each one names."""
+
+from __future__ import annotations
+
+import pytest
+
+from hdfs_events.manifest import MAX_MESSAGES_PER_MANIFEST, decode_manifest, is_manifest
+from onprem_agent.manifests import ManifestBuilder, manifest_message
+
+C = "prod"
+
+
+def ack_all(builder: ManifestBuilder, manifests) -> None:
+    for m in manifests:
+        builder.manifest_acknowledged(m)
+
+
+def test_nothing_is_due_before_a_safe_txid() -> None:
+    builder = ManifestBuilder(C)
+    assert builder.due(None) == [] and builder.acknowledged_end is None
+
+
+def test_ranges_follow_each_other_and_the_checkpoint_follows_their_acknowledgement() -> None:
+    builder = ManifestBuilder(C)
+    builder.acknowledged("m1", 1, 3)
+    [first] = builder.due(3)
+    assert (first.after, first.end, first.messages) == (None, 3, ("m1",))
+    assert builder.acknowledged_end is None  # sent, not acknowledged
+    builder.manifest_acknowledged(first)
+    assert builder.acknowledged_end == 3
+    builder.acknowledged("m2", 5, 5)
+    [second] = builder.due(7)
+    assert (second.after, second.end, second.messages) == (3, 7, ("m2",))
+    builder.manifest_acknowledged(second)
+    assert builder.acknowledged_end == 7
+
+
+def test_a_message_straddling_the_end_is_named_by_both_ranges_and_then_dropped() -> None:
+    builder = ManifestBuilder(C)
+    builder.acknowledged("a", 2, 9, txids=[2, 9])  # its group's events at txids 2 and 9
+    builder.acknowledged("b", 3, 4)
+    [first] = builder.due(5)  # txid 6..8 of other groups not acknowledged yet
+    assert first.messages == ("a", "b")
+    ack_all(builder, [first])
+    assert builder.held_messages == 1  # "a" holds txid 9, past the end
+    builder.acknowledged("c", 6, 8)
+    [second] = builder.due(9)
+    assert (second.after, second.end, second.messages) == (5, 9, ("a", "c"))
+    ack_all(builder, [second])
+    assert builder.held_messages == 0
+    [third] = builder.due(10)
+    assert third.messages == ()
+
+
+def test_a_range_between_two_txids_of_a_message_does_not_name_it() -> None:
+    builder = ManifestBuilder(C)
+    builder.acknowledged("a", 2, 20, txids=[2, 20])
+    ack_all(builder, builder.due(5))
+    [between] = builder.due(12)
+    assert between.messages == ()
+    ack_all(builder, [between])
+    [last] = builder.due(20)
+    assert last.messages == ("a",)
+
+
+def test_without_txids_a_message_is_named_by_every_range_its_span_overlaps() -> None:
+    builder = ManifestBuilder(C)
+    builder.acknowledged("a", 2, 20)
+    names = []
+    for safe in (5, 12, 20):
+        [m] = builder.due(safe)
+        names.append(m.messages)
+        ack_all(builder, [m])
+    assert names == [("a",), ("a",), ("a",)]
+
+
+def test_an_empty_range_still_gets_a_manifest() -> None:
+    builder = ManifestBuilder(C, after=40)
+    [m] = builder.due(45)  # txids 41..45 held no events (block allocations)
+    assert (m.after, m.end, m.messages, m.parts) == (40, 45, (), 1)
+
+
+def test_a_resumed_chain_starts_at_the_checkpoint() -> None:
+    builder = ManifestBuilder(C, after=100)
+    assert builder.acknowledged_end == 100
+    assert builder.due(100) == [] and builder.due(99) == []
+    builder.acknowledged("x", 101, 101)
+    [m] = builder.due(101)
+    assert (m.after, m.end, m.messages) == (100, 101, ("x",))
+
+
+def test_only_one_range_is_outstanding_until_all_its_parts_are_acknowledged() -> None:
+    builder = ManifestBuilder(C)
+    ids = [f"m{i:04d}" for i in range(MAX_MESSAGES_PER_MANIFEST + 5)]
+    for i, dedup_id in enumerate(ids):
+        builder.acknowledged(dedup_id, i + 1, i + 1)
+    parts = builder.due(len(ids))
+    assert [(p.part, p.parts) for p in parts] == [(0, 2), (1, 2)]
+    assert sorted(i for p in parts for i in p.messages) == ids  # each named once
+    assert len({p.range_id for p in parts}) == 1
+    builder.acknowledged("late", len(ids) + 1, len(ids) + 1)
+    assert builder.due(len(ids) + 1) == []  # the previous range is outstanding
+    builder.manifest_acknowledged(parts[1])
+    assert builder.due(len(ids) + 1) == [] and builder.acknowledged_end is None
+    builder.manifest_acknowledged(parts[0])
+    assert builder.acknowledged_end == len(ids)
+    [nxt] = builder.due(len(ids) + 1)
+    assert (nxt.after, nxt.messages) == (len(ids), ("late",))
+
+
+def test_nothing_new_to_close_gives_nothing() -> None:
+    builder = ManifestBuilder(C)
+    ack_all(builder, builder.due(7))
+    assert builder.due(7) == []
+
+
+def test_an_acknowledgement_of_a_manifest_not_outstanding_is_refused() -> None:
+    builder = ManifestBuilder(C)
+    [m] = builder.due(3)
+    builder.manifest_acknowledged(m)
+    with pytest.raises(ValueError, match=r"\(None, 3\] part 0, which is not outstanding"):
+        builder.manifest_acknowledged(m)
+
+
+def test_a_manifest_message_carries_the_manifest_in_its_own_group() -> None:
+    builder = ManifestBuilder(C, after=10)
+    builder.acknowledged("prod-11.0-12.1-3", 11, 12)
+    [m] = builder.due(12)
+    message = manifest_message(m)
+    assert message.parts == () and message.manifest == m and message.wire.event_count == 0
+    assert is_manifest(message.wire.attributes)
+    assert message.wire.group_id == "prod:#manifest" and message.wire.dedup_id == m.dedup_id
+    assert decode_manifest(message.wire.body) == m
