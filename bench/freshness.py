@@ -141,6 +141,7 @@ def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_t
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = pipeline.run(paced_source(rate, seconds, cluster, first_txid, dirs))
     return {"events": result.events_sent, "messages": result.messages,
+            "manifests": result.manifests,
             "send_message_batch_calls": sender.stats.batches,
             "billed_requests": sender.stats.billed_requests,
             "wall_s": round(time.perf_counter() - wall0, 2),
@@ -155,6 +156,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     import boto3
 
     from hdfs_events.envelope import decode_message
+    from hdfs_events.manifest import is_manifest
     from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
 
     calls: Counter[str] = Counter()
@@ -170,10 +172,10 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     edit_to_lake: list[int] = []
     edit_to_sent: list[int] = []
     durations: list[float] = []
-    events_total = 0
+    events_total = manifests = 0
 
     def timed(event: dict[str, Any], context: Any) -> Any:
-        nonlocal events_total
+        nonlocal events_total, manifests
         start = time.perf_counter()
         response = real(event, context)
         done = int(time.time() * 1000)
@@ -181,6 +183,9 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         for record in event["Records"]:
             if record["messageId"] in failed:
+                continue
+            if is_manifest(record["messageAttributes"]):
+                manifests += 1  # the agent's statement of a txid range: no events in it
                 continue
             sent = int(record["attributes"]["SentTimestamp"])
             for e in decode_message(record["body"], record["messageAttributes"]):
@@ -199,7 +204,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     stats_file.write_text(json.dumps({
         "invocations": runner.invocations, "records": runner.records,
         "failures": runner.failures, "batch_errors": runner.batch_errors,
-        "events": events_total, "calls": dict(calls), "invocation_s": durations,
+        "events": events_total, "manifests": manifests, "calls": dict(calls), "invocation_s": durations,
         "edit_to_lake_ms": edit_to_lake, "edit_to_sent_ms": edit_to_sent}))
     return 0
 
@@ -296,7 +301,8 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         "log_lines": len(json_lines), "log_bytes": sum(len(x.encode()) + 1 for x in json_lines),
         "log_bytes_per_event": sum(len(x.encode()) + 1 for x in json_lines) / max(1, events),
         "log_bytes_per_message": (sum(len(x.encode()) + 1 for x in json_lines)
-                                  / max(1, got["records"])),
+                                  / max(1, got["records"] - got["manifests"])),
+        "manifests_received": got["manifests"],
     }
 
 
