@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hdfs_events.manifest import MAX_MESSAGES_PER_MANIFEST, decode_manifest, is_manifest
+from onprem_agent.checkpoint import CheckpointTracker
 from onprem_agent.manifests import ManifestBuilder, manifest_message
+from tests.unit.agent.chain import check_chain
 
 C = "prod"
 
@@ -131,3 +135,42 @@ def test_a_manifest_message_carries_the_manifest_in_its_own_group() -> None:
     assert is_manifest(message.wire.attributes)
     assert message.wire.group_id == "prod:#manifest" and message.wire.dedup_id == m.dedup_id
     assert decode_manifest(message.wire.body) == m
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_any_order_of_acknowledgements_gives_a_chain_naming_exactly_each_ranges_messages(
+        data) -> None:
+    """Messages of a few groups (each a run of increasing txids) acknowledged in any order,
+    manifests due and acknowledged at any moment: the ranges still chain from the start to
+    the last txid and name exactly the messages with an event in each."""
+    last = data.draw(st.integers(1, 24))
+    groups = data.draw(st.lists(st.lists(st.integers(1, last), min_size=1, max_size=10,
+                                         unique=True), min_size=1, max_size=6))
+    messages: dict[str, list[int]] = {}
+    for g, txids in enumerate(groups):
+        txids.sort()
+        cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(txids) - 1)), max_size=3)))
+        for i, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(txids)], strict=True)):
+            if txids[a:b]:
+                messages[f"g{g}-m{i}"] = txids[a:b]
+    tracker = CheckpointTracker()
+    for txid in range(1, last + 1):
+        tracker.register(txid, sum(txids.count(txid) for txids in messages.values()))
+    builder, sent, outstanding = ManifestBuilder(C), [], []
+    for dedup_id in data.draw(st.permutations(sorted(messages))):
+        txids = messages[dedup_id]
+        tracker.acknowledge([(t, 1) for t in txids])
+        builder.acknowledged(dedup_id, txids[0], txids[-1], txids=txids)
+        if data.draw(st.booleans()):
+            ack_all(builder, outstanding)
+            outstanding = []
+        if data.draw(st.integers(0, 3)):  # mostly: ranges closed often, many boundaries
+            due = builder.due(tracker.safe_txid)
+            sent += due
+            outstanding += due
+    while builder.acknowledged_end != last:
+        ack_all(builder, outstanding)
+        outstanding = builder.due(tracker.safe_txid)
+        sent += outstanding
+    check_chain(sent, messages, start=None, end=last)
