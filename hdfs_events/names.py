@@ -18,6 +18,12 @@ METRIC_QUARANTINED = "QuarantinedMessages"
 # because it arrives even when the agent's own PutMetricData call failed.
 METRIC_STREAM_GAPS = "StreamGaps"
 METRIC_LOST_TXIDS = "LostTxids"
+# consumer: the index applies txid ranges in order (lambdas/ingest/sequencer.py). How long the
+# next range has waited for its messages (0 when none waits), drains that failed, and
+# quarantined messages a range went on without.
+METRIC_INDEX_WAIT_MS = "IndexWaitMs"
+METRIC_INDEX_DRAIN_FAILURES = "IndexDrainFailures"
+METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
 METRIC_AGENT_LAG_TXIDS = "AgentLagTxids"  # agent: getTxidsBehindEstimate()
 METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"

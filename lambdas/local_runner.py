@@ -88,13 +88,14 @@ def load_handler(spec: str) -> Handler:
 class LocalSqsLambdaRunner:
     def __init__(self, queue_url: str, handler: Handler | str = "lambdas.ingest.handler:handler",
                  *, batch_size: int = 10, wait_seconds: int = 1, visibility_timeout: int = 5,
-                 sqs: Any | None = None) -> None:
+                 timeout_ms: int = 900_000, sqs: Any | None = None) -> None:
         if not 1 <= batch_size <= 10:
             raise ValueError("SQS FIFO event source mappings take batch sizes 1-10")
         self.queue_url = queue_url
         self.handler = load_handler(handler) if isinstance(handler, str) else handler
         self.batch_size, self.wait_seconds = batch_size, wait_seconds
         self.visibility_timeout = visibility_timeout
+        self.timeout_ms = timeout_ms  # the function's timeout, as the stack sets it
         self.sqs = sqs or boto3.client("sqs")
         self.region = self.sqs.meta.region_name
         self.queue_arn = self.sqs.get_queue_attributes(
@@ -128,7 +129,7 @@ class LocalSqsLambdaRunner:
     def _invoke(self, event: dict[str, Any]) -> set[str]:
         ids = {r["messageId"] for r in event["Records"]}
         try:
-            response = self.handler(event, FakeLambdaContext())
+            response = self.handler(event, FakeLambdaContext(timeout_ms=self.timeout_ms))
         except Exception:
             log.exception("handler raised: the whole batch of %d fails", len(ids))
             self.batch_errors += 1

@@ -1,13 +1,18 @@
 """One message in, its effects out: decode, lake, index, log, count. No SQS record here.
 
-Order matters for retries: the lake object (keyed by the dedup id) and the index merges are
+Order matters for retries: the lake object (keyed by the dedup id) and the arrival record are
 idempotent, so a message that fails half-way is simply processed again; log lines and metrics
 are emitted only after both succeeded, so a redelivery does not count twice what it repeats.
+
+The index is fed in txid order by the sequencer (lambdas/ingest/sequencer.py): a message only
+records its arrival, a manifest its range, and `drain_index` at the end of the invocation
+applies whatever ranges became complete.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,12 +21,14 @@ from typing import Any, Protocol
 from hdfs_events.envelope import EnvelopeError, decode_message
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
-from lambdas.ingest.dal import CONTINUATION_ATTRIBUTE
+from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
+from lambdas.ingest.dal import CONTINUATION_ATTRIBUTE, KIND_DRAIN
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
 from lambdas.ingest.quarantine import quarantine_record
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.sequencer import DrainReport, IndexSequencer, Position
 from lambdas.ingest.subtree import SubtreeOp
 from lambdas.ingest.telemetry import BatchTelemetry
 
@@ -35,45 +42,63 @@ class Lake(Protocol):
 class Continuations(Protocol):
     def send(self, op: SubtreeOp, group_id: str) -> None: ...
 
+    def send_drain(self, cluster: str, *, key: str) -> None: ...
+
 
 class EventLogger(Protocol):
     def info(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
 
     def error(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
 
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
+
+    def exception(self, msg: str, *args: Any, **kwargs: Any) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: str  # ingested | quarantined | continued
+    status: str  # ingested | quarantined | continued | manifest | drain
     events: int = 0
     reason: str | None = None
 
 
 class MessageConsumer:
-    def __init__(self, *, lake: Lake, index: NamespaceIndex | None,
+    def __init__(self, *, lake: Lake, sequencer: IndexSequencer | None,
                  continuations: Continuations | None, log_mode: str, logger: EventLogger,
                  telemetry: BatchTelemetry | None = None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
-        self.lake, self.index, self.continuations = lake, index, continuations
+        self.lake, self.sequencer, self.continuations = lake, sequencer, continuations
         self.log_mode, self.logger = log_mode, logger
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
+        self.to_drain: set[str] = set()  # clusters whose index may have a range to apply
+
+    @property
+    def index(self) -> NamespaceIndex | None:
+        return self.sequencer.index if self.sequencer is not None else None
 
     def process(self, message: QueueMessage) -> Outcome:
         if message.string_attribute(CONTINUATION_ATTRIBUTE) is not None:
             return self._continue(message)
+        kind = message.string_attribute(KIND_ATTRIBUTE)
+        if kind == KIND_MANIFEST:
+            return self._manifest(message)
+        if kind == KIND_DRAIN:
+            return self._drain_request(message)
         try:
             events = decode_message(message.body, message.message_attributes)
             check_events(events)
         except EnvelopeError as exc:
             return self._quarantine(message, str(exc))
         event_json = [e.to_json() for e in events]
+        keys = []
         for obj in lake_objects(events, event_json, dedup_id=message.dedup_id,
                                 sent_timestamp_ms=message.sent_timestamp_ms):
             self.lake.put(obj.key, obj.body, "application/x-ndjson")
-        if self.index is not None:
-            for op in self.index.apply(events):
-                self._send(op, message)
+            keys.append(obj.key)
+        if self.sequencer is not None:
+            self.sequencer.arrived(message.dedup_id or message.message_id, events, keys)
+            self.to_drain.add(events[0].cluster)
         for msg, fields in gap_lines(events, message_id=message.message_id):
             self.logger.error(msg, extra=fields)
         for msg, fields in log_records(events, self.log_mode, message_id=message.message_id):
@@ -97,6 +122,52 @@ class MessageConsumer:
             "done": left is None})
         return Outcome("continued")
 
+    def _manifest(self, message: QueueMessage) -> Outcome:
+        try:
+            manifest = decode_manifest(message.body)
+        except ManifestError as exc:
+            return self._quarantine(message, str(exc))
+        if self.sequencer is not None:
+            self.sequencer.manifest(manifest)
+            self.to_drain.add(manifest.cluster)
+        return Outcome("manifest")
+
+    def _drain_request(self, message: QueueMessage) -> Outcome:
+        try:
+            cluster = validate_cluster_name(json.loads(message.body)["cluster"])
+        except (ValueError, TypeError, KeyError) as exc:
+            return self._quarantine(message, f"bad index drain request: {exc!r}")
+        if self.sequencer is not None:
+            self.to_drain.add(cluster)
+        return Outcome("drain")
+
+    def drain_index(self, deadline_ms: int) -> dict[str, DrainReport]:
+        """Applies the ranges that became complete, for each cluster this invocation touched.
+
+        A failure is logged and counted, not raised: the messages were processed, and the next
+        arrival, manifest or drain request for the cluster tries again. Out of time with ranges
+        left, it asks for a later invocation to go on (a drain request to the event queue)."""
+        reports: dict[str, DrainReport] = {}
+        if self.sequencer is None:
+            return reports
+        for cluster in sorted(self.to_drain):
+            try:
+                report = reports[cluster] = self.sequencer.drain(cluster, deadline_ms)
+                if report.more and self.continuations is not None:
+                    self.continuations.send_drain(cluster, key=_progress_key(report.position))
+            except Exception:
+                self.logger.exception("index drain failed; the next message for the cluster "
+                                      "tries again", extra={"cluster": cluster})
+                self.telemetry.drain_failed(cluster)
+                continue
+            self.telemetry.drained(cluster, report, self.clock_ms())
+            if report.skipped_messages:
+                self.logger.warning("index skipped quarantined messages named by a manifest",
+                                    extra={"cluster": cluster,
+                                           "messages": report.skipped_messages})
+        self.to_drain.clear()
+        return reports
+
     def _send(self, op: SubtreeOp, message: QueueMessage) -> None:
         if self.continuations is None or not message.group_id:
             raise RuntimeError(f"subtree {op.kind} of {op.src} needs a continuation, but no "
@@ -106,11 +177,24 @@ class MessageConsumer:
     def _quarantine(self, message: QueueMessage, reason: str) -> Outcome:
         record = quarantine_record(message, reason, now_ms=self.clock_ms())
         self.lake.put(record.key, record.body, "application/json")
+        cluster = cluster_hint(message)
+        if self.sequencer is not None and cluster != UNKNOWN_CLUSTER and message.dedup_id:
+            # A manifest may name it: its range goes on without it (counted), not stuck.
+            self.sequencer.quarantined(cluster, message.dedup_id, reason)
+            self.to_drain.add(cluster)
         self.logger.info("message quarantined", extra={
             "message_id": message.message_id, "reason": reason, "quarantine_key": record.key,
             "group_id": message.group_id})
         self.telemetry.quarantined(cluster_hint(message))
         return Outcome("quarantined", reason=reason)
+
+
+def _progress_key(position: Position | None) -> str:
+    """Where a drain stopped, down to the step of a walk: a request per point reached."""
+    if position is None or position.txid is None:
+        return "start"
+    step = "" if position.walk is None else f".{position.walk.step}"
+    return f"{position.txid}.{position.index}{step}"
 
 
 def check_events(events: Sequence[HdfsEvent]) -> None:

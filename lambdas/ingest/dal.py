@@ -8,6 +8,8 @@ it. Only a failed write condition is an expected outcome here, returned as False
 
 from __future__ import annotations
 
+import gzip
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -20,6 +22,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.event import HdfsEvent
+from hdfs_events.ids import sqs_safe_id
+from hdfs_events.manifest import KIND_ATTRIBUTE
 from lambdas.ingest.index_model import ATTRIBUTES, At, End, Entry, Life, Version
 from lambdas.ingest.subtree import SubtreeOp
 
@@ -36,6 +41,9 @@ BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
 # so more threads than this buy little on the usual directory-heavy workload.
 WRITE_CONCURRENCY = 16
 CONTINUATION_ATTRIBUTE = "continuation"  # message attribute marking a subtree continuation
+KIND_DRAIN = "drain"  # `kind` of a request to go on applying a cluster's ranges to the index
+# Lake objects a drain reads at once: messages it did not receive itself, ~10-60 KB each.
+READ_CONCURRENCY = 8
 
 
 def client(service: str) -> Any:
@@ -45,9 +53,20 @@ def client(service: str) -> Any:
 class S3Lake:
     def __init__(self, bucket: str, s3: Any | None = None) -> None:
         self.bucket, self.s3 = bucket, s3 or client("s3")
+        self._pool: ThreadPoolExecutor | None = None
 
     def put(self, key: str, body: bytes, content_type: str) -> None:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+
+    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
+        """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=READ_CONCURRENCY,
+                                            thread_name_prefix="lake-get")
+        bodies = self._pool.map(
+            lambda key: self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
+        return [HdfsEvent.from_dict(json.loads(line))
+                for body in bodies for line in gzip.decompress(body).splitlines() if line]
 
 
 class SqsContinuations:
@@ -60,6 +79,16 @@ class SqsContinuations:
             MessageDeduplicationId=op.dedup_id(),
             MessageAttributes={CONTINUATION_ATTRIBUTE: {"DataType": "String",
                                                         "StringValue": "subtree"}},
+        )
+
+    def send_drain(self, cluster: str, *, key: str) -> None:
+        """Asks a later invocation to go on draining `cluster`'s index (`key` tells requests
+        apart; the same key within SQS's 5-minute deduplication window is sent once)."""
+        self.sqs.send_message(
+            QueueUrl=self.queue_url, MessageBody=json.dumps({"cluster": cluster}),
+            MessageGroupId=sqs_safe_id(f"{cluster}:#drain"),
+            MessageDeduplicationId=sqs_safe_id(f"{cluster}-drain-{key}"),
+            MessageAttributes={KIND_ATTRIBUTE: {"DataType": "String", "StringValue": KIND_DRAIN}},
         )
 
 

@@ -3,6 +3,8 @@
 Logger, Metrics, Tracer and the batch processor are module singletons. SqsFifoPartialProcessor
 with skip_group_on_error: a failed message fails only the later messages of its own group
 (they come back in order); other groups go on. Quarantined messages count as processed.
+After the batch, the index applies the txid ranges that became complete (the sequencer), with
+DRAIN_MARGIN_MS of the invocation's time kept back.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from lambdas.ingest import dal
 from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.sequence_store import DynamoSequenceStore
+from lambdas.ingest.sequencer import IndexSequencer
 from lambdas.ingest.settings import Settings
+
+# Kept back from the drain: a chunk of the index (CHUNK_EVENTS) that started just before the
+# deadline must finish, and the metrics must still be published, before Lambda's timeout.
+DRAIN_MARGIN_MS = 10_000
 
 logger = Logger()
 metrics = Metrics(namespace=names.METRICS_NAMESPACE)
@@ -31,16 +39,17 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
     settings = Settings.from_env()
-    index = None
+    lake = dal.S3Lake(settings.lake_bucket)
+    continuations = (dal.SqsContinuations(settings.event_queue_url)
+                     if settings.event_queue_url else None)
+    sequencer = None
     if settings.index_enabled:
         assert settings.index_table is not None
         index = NamespaceIndex(dal.DynamoIndexStore(settings.index_table),
                                settings.index_prefixes)
-    continuations = (dal.SqsContinuations(settings.event_queue_url)
-                     if settings.event_queue_url else None)
-    return MessageConsumer(lake=dal.S3Lake(settings.lake_bucket), index=index,
-                           continuations=continuations, log_mode=settings.log_mode,
-                           logger=logger)
+        sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
+    return MessageConsumer(lake=lake, sequencer=sequencer, continuations=continuations,
+                           log_mode=settings.log_mode, logger=logger)
 
 
 @tracer.capture_method
@@ -52,7 +61,10 @@ def record_handler(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
-        return process_partial_response(event=event, record_handler=record_handler,
-                                        processor=processor, context=context)
+        response = process_partial_response(event=event, record_handler=record_handler,
+                                            processor=processor, context=context)
+        remaining = context.get_remaining_time_in_millis() - DRAIN_MARGIN_MS
+        consumer().drain_index(consumer().clock_ms() + max(0, remaining))
+        return response
     finally:
         consumer().telemetry.emit(metrics)  # what succeeded is counted even if the batch fails

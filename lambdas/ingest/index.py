@@ -49,11 +49,15 @@ class NamespaceIndex:
     def indexed(self, path: str) -> bool:
         return is_under(path, self.prefixes)
 
+    def relevant(self, event: HdfsEvent) -> bool:
+        """Whether the event changes the index: it touches an indexed path (a GAP does not)."""
+        return event.type != EventType.GAP and (self.indexed(event.path) or (
+            event.dst_path is not None and self.indexed(event.dst_path)))
+
     def apply(self, events: Sequence[HdfsEvent]) -> list[SubtreeOp]:
         """Applies the events in order; returns the subtree operations left unfinished, each to
         be continued by a later invocation."""
-        relevant = [e for e in events if e.type != EventType.GAP and (
-            self.indexed(e.path) or (e.dst_path is not None and self.indexed(e.dst_path)))]
+        relevant = [e for e in events if self.relevant(e)]
         pending: list[SubtreeOp] = []
         for cluster in dict.fromkeys(e.cluster for e in relevant):
             mine = [e for e in relevant if e.cluster == cluster]
@@ -72,6 +76,29 @@ class NamespaceIndex:
             finally:
                 self._count([view])
         return pending
+
+    def apply_until_walk(self, events: Sequence[HdfsEvent]) -> tuple[int, SubtreeOp | None]:
+        """Applies events of one cluster in order until one leaves a subtree walk unfinished;
+        returns how many were taken (that one included) and the walk, which the caller finishes
+        (`resume`) before applying anything later: in-order application (the sequencer)."""
+        if not events:
+            return 0, None
+        view = IndexView(self.store, events[0].cluster)
+
+        def step(v: IndexView) -> tuple[int, SubtreeOp | None]:
+            v.prefetch(p for e in events for q in (e.path, e.dst_path) if q
+                       for p in self._chain(q))
+            for taken, event in enumerate(events, start=1):
+                if self.relevant(event) and (op := self._apply_event(v, event)) is not None:
+                    v.flush()
+                    return taken, op
+            v.flush()
+            return len(events), None
+
+        try:
+            return self._with_retries(step, view)  # type: ignore[no-any-return]
+        finally:
+            self._count([view])
 
     def resume(self, op: SubtreeOp) -> SubtreeOp | None:
         view = IndexView(self.store, op.cluster)

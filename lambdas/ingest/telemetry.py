@@ -26,6 +26,7 @@ from typing import Any
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
 from lambdas.ingest.logging_modes import lost_txids
+from lambdas.ingest.sequencer import DrainReport
 
 # 99, not 100: powertools flushes a document by itself when a metric reaches 100 values.
 LAG_POINTS = 99
@@ -44,6 +45,9 @@ class ClusterTotals:
     lost_txids: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     lags_ms: list[int] = field(default_factory=list)
+    index_wait_ms: int | None = None  # None: no drain this invocation
+    drain_failures: int = 0
+    skipped: int = 0
 
 
 @dataclass(slots=True)
@@ -68,6 +72,16 @@ class BatchTelemetry:
     def quarantined(self, cluster: str) -> None:
         self._of(cluster).quarantined += 1
 
+    def drained(self, cluster: str, report: DrainReport, now_ms: int) -> None:
+        totals = self._of(cluster)
+        since = report.waiting_since_ms
+        wait = 0 if since is None else max(0, now_ms - since)
+        totals.index_wait_ms = max(totals.index_wait_ms or 0, wait)
+        totals.skipped += report.skipped_messages
+
+    def drain_failed(self, cluster: str) -> None:
+        self._of(cluster).drain_failures += 1
+
     def emit(self, metrics: Any) -> None:
         """Publishes and resets. `metrics` is a powertools Metrics (the handler's singleton)."""
         for cluster, t in sorted(self.clusters.items()):
@@ -80,6 +94,10 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_QUARANTINED, "Count", t.quarantined)
             metrics.add_metric(names.METRIC_STREAM_GAPS, "Count", t.gaps)
             metrics.add_metric(names.METRIC_LOST_TXIDS, "Count", t.lost_txids)
+            metrics.add_metric(names.METRIC_INDEX_DRAIN_FAILURES, "Count", t.drain_failures)
+            metrics.add_metric(names.METRIC_INDEX_SKIPPED, "Count", t.skipped)
+            if t.index_wait_ms is not None:
+                metrics.add_metric(names.METRIC_INDEX_WAIT_MS, "Milliseconds", t.index_wait_ms)
             for lag in lag_points(t.lags_ms):
                 metrics.add_metric(names.METRIC_INGEST_LAG_MS, "Milliseconds", lag)
             metrics.flush_metrics()

@@ -11,9 +11,10 @@ import pytest
 from hdfs_events import cli, names
 from hdfs_events.event import EventType
 from lambdas.ingest import handler
+from lambdas.ingest.handler import DRAIN_MARGIN_MS
 from lambdas.local_runner import LocalSqsLambdaRunner
 from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
-from tests.unit.ingest.helpers import lake_events, pack, sample_events
+from tests.unit.ingest.helpers import lake_events, pack, sample_events, with_manifests
 from tests.unit.ingest.test_subtree import tree
 
 RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
@@ -41,6 +42,8 @@ class Aws:
         attrs = {}
         if sent.encoding:
             attrs["encoding"] = {"DataType": "String", "StringValue": sent.encoding}
+        if sent.kind:
+            attrs["kind"] = {"DataType": "String", "StringValue": sent.kind}
         self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=sent.body,
                               MessageGroupId=sent.group_id,
                               MessageDeduplicationId=sent.dedup_id, MessageAttributes=attrs)
@@ -125,14 +128,16 @@ def test_handler_exception_fails_the_whole_batch(aws) -> None:
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "3"
 
 
-def test_subtree_continuations_flow_through_the_queue(aws, capsys) -> None:
+def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, capsys) -> None:
     log = tree()
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
-    for s in pack(log.events, per_message=100):
+    for s in with_manifests(pack(log.events, per_message=100)):
         aws.send(s)
     handler.consumer().index.subtree_budget = 3
+    # An invocation with no time left for the index after its records: each drain takes one
+    # step (3 children), then asks for another invocation on the queue.
     runner = LocalSqsLambdaRunner(aws.queue_url, "lambdas.ingest.handler:handler",
-                                  wait_seconds=0)
+                                  wait_seconds=0, timeout_ms=DRAIN_MARGIN_MS)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,))
     thread.start()
@@ -141,7 +146,9 @@ def test_subtree_continuations_flow_through_the_queue(aws, capsys) -> None:
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert runner_done and runner.invocations >= 7  # 1 + 19 children / 3 per invocation
+    # The events and the manifest, then the walk of 19 children 3 at a time: 7 steps, of which
+    # the first invocation takes 2 (with the RENAME, and one more), each drain request one.
+    assert runner_done and runner.records == 2 + 5
     capsys.readouterr()
     assert cli.main(["index", "ls", "/data/e", "--cluster", "prod", "--table", TABLE]) == 0
     lines = capsys.readouterr().out.splitlines()

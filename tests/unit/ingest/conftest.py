@@ -37,6 +37,11 @@ class Aws:
         return self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
 
     def index_items(self) -> list[dict]:
+        """The namespace entries (not the sequencer's items beside them)."""
+        return [i for i in self.table_items()
+                if "!" not in i[names.INDEX_PK]["S"].partition("#")[0]]
+
+    def table_items(self) -> list[dict]:
         pages = self.ddb.get_paginator("scan").paginate(TableName=TABLE)
         return [i for page in pages for i in page["Items"]]
 

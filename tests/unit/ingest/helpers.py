@@ -6,9 +6,10 @@ import gzip
 import json
 from collections.abc import Sequence
 
-from hdfs_events.envelope import encode_message
+from hdfs_events.envelope import decode_message, encode_message
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import message_group_id
+from hdfs_events.manifest import manifests_for
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.conftest import EDITS_SAMPLE
@@ -37,6 +38,21 @@ def pack(events: Sequence[HdfsEvent], *, per_message: int = 1000, compress: bool
         out.append(from_wire(encode_message(run, group_id=group, compress=compress),
                              sent_ms=sent_ms))
     return out
+
+
+def manifests(sent: Sequence[Sent], *, after: int | None = None,
+              sent_ms: int = 1_421_135_900_000) -> list[Sent]:
+    """The agent's manifest(s) for event messages `sent`: the range (after, their last txid]
+    naming them all (every event of the range must be in `sent`)."""
+    events = [e for s in sent for e in decode_message(s.body, {"encoding": s.encoding})]
+    end = max(e.txid for e in events)
+    return [Sent(body=m.to_json(), encoding=None, group_id=m.group_id, dedup_id=m.dedup_id,
+                 sent_ms=sent_ms, kind="manifest")
+            for m in manifests_for(events[0].cluster, after, end, [s.dedup_id for s in sent])]
+
+
+def with_manifests(sent: Sequence[Sent], **kw: object) -> list[Sent]:
+    return [*sent, *manifests(sent, **kw)]  # type: ignore[arg-type]
 
 
 def lake_lines(body: bytes) -> list[str]:

@@ -22,6 +22,7 @@ class Sent:
     dedup_id: str
     sent_ms: int = 1_700_000_000_000
     message_id: str | None = None
+    kind: str | None = None  # message attribute `kind` (manifests)
 
 
 def from_wire(wire, sent_ms: int = 1_700_000_000_000, message_id: str | None = None) -> Sent:
@@ -35,6 +36,9 @@ def record(sent: Sent, *, receive_count: int = 1) -> dict:
     if sent.encoding is not None:
         attrs["encoding"] = {"stringValue": sent.encoding, "stringListValues": [],
                              "binaryListValues": [], "dataType": "String"}
+    if sent.kind is not None:
+        attrs["kind"] = {"stringValue": sent.kind, "stringListValues": [],
+                         "binaryListValues": [], "dataType": "String"}
     return {
         "messageId": sent.message_id or str(uuid.uuid5(uuid.NAMESPACE_URL, sent.dedup_id)),
         "receiptHandle": "AQEB" + uuid.uuid4().hex,

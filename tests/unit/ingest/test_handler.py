@@ -9,7 +9,7 @@ from hdfs_events import names
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
 from tests.unit.ingest.conftest import TABLE, emf_documents, log_lines
-from tests.unit.ingest.helpers import lake_events, lake_lines, pack, sample_events
+from tests.unit.ingest.helpers import lake_events, lake_lines, pack, sample_events, with_manifests
 from tests.unit.ingest.lambda_events import Context, event
 
 
@@ -86,17 +86,18 @@ def test_log_mode_mutations_drops_times_and_summary_logs_one_line(aws, capsys, l
 
 
 def test_redelivery_overwrites_the_same_object_and_leaves_the_index_unchanged(aws) -> None:
-    sent = pack(sample_events(), per_message=8)
+    sent = with_manifests(pack(sample_events(), per_message=8))
     handler.handler(event(*sent), Context())
     objects = {k: aws.get(k) for k in aws.lake_keys()}
     items = sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"]))
+    assert len(items) >= 8  # the sample namespace, delete markers included
     handler.handler(event(*sent, receive_count=2), Context())
     assert {k: aws.get(k) for k in aws.lake_keys()} == objects
     assert sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"])) == items
 
 
 def test_index_holds_the_sample_namespace(aws) -> None:
-    handler.handler(event(*pack(sample_events(), per_message=10)), Context())
+    handler.handler(event(*with_manifests(pack(sample_events(), per_message=10))), Context())
     reader = IndexReader(TABLE, "prod")
     listing = {e.name: e for e in reader.ls("/")}
     # Renamed twice to /file_moved (deleted in between), created again, concat sources gone.
@@ -136,10 +137,11 @@ def test_a_snapshot_after_a_gap_repairs_the_index(aws) -> None:
     ]
     after = HdfsEvent("prod", t + 1, 0, EventType.CLOSE, "/file_create", size=8192,
                       timestamp=9)
-    handler.handler(event(*pack(events, per_message=10)), Context())
+    handler.handler(event(*with_manifests(pack(events, per_message=10))), Context())
     reader = IndexReader(TABLE, "prod")
     assert {e.name for e in reader.ls("/")} >= {"file_moved", "file_symlink"}
-    handler.handler(event(*pack([gap, *snapshot, after], per_message=10)), Context())
+    handler.handler(event(*with_manifests(pack([gap, *snapshot, after], per_message=10),
+                                          after=last)), Context())
     assert {e.name for e in reader.ls("/")} == {"directory_mkdir", "file_create"}
     assert reader.stat("/file_moved").deleted  # vanished during the gap
     new = reader.stat("/directory_mkdir/new_during_gap")

@@ -107,10 +107,16 @@ def ddb() -> Iterator[Any]:
         yield client
 
 
+def is_entry(item: dict) -> bool:
+    """An entry's partition is "<cluster>#<parent>"; the sequencer's beside them "<cluster>!..."."""
+    return "!" not in item["parent"]["S"].partition("#")[0]
+
+
 def live(ddb: Any) -> dict[str, dict]:
     pages = ddb.get_paginator("scan").paginate(TableName=TABLE)
     store = DynamoIndexStore(TABLE, ddb)
-    entries = [item_to_entry(store._from_wire(i)) for page in pages for i in page["Items"]]
+    entries = [item_to_entry(store._from_wire(i)) for page in pages for i in page["Items"]
+               if is_entry(i)]
     return {e.path: dict(e.values) for e in entries if e.alive}
 
 

@@ -49,12 +49,13 @@ def test_transient_error_fails_its_record_and_the_rest_of_its_group(aws, error) 
         consumer.lake.s3.meta.events.register("before-parameter-build.s3.PutObject",
                                               _throttle_s3(a1.dedup_id))
     elif error == "ddb-throttle":
-        def hook(params, **_):
-            if params["Item"]["path"]["S"].startswith("/a/"):
+        def hook(params, **_):  # the record's own write: its arrival for the index
+            if params["Item"]["parent"]["S"] == f"prod!arrived#{a1.dedup_id}":
                 raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException",
                                              "Message": "Rate exceeded"},
                                    "ResponseMetadata": {"HTTPStatusCode": 400}}, "PutItem")
-        consumer.index.store.ddb.meta.events.register("before-parameter-build.dynamodb.PutItem", hook)
+        consumer.sequencer.store.ddb.meta.events.register(
+            "before-parameter-build.dynamodb.PutItem", hook)
     else:
         def hook(params, **_):
             if a1.dedup_id in params["Key"]:

@@ -1,5 +1,6 @@
 """Directory RENAME and UNLINK on DynamoDB (moto): whole subtrees, larger than one invocation,
-continued through messages on the FIFO queue, marked in progress until done."""
+continued by drain requests on the FIFO queue, marked in progress until done, and nothing
+later applied before the walk ends."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
+from lambdas.ingest.handler import DRAIN_MARGIN_MS
 from lambdas.ingest.index_model import End, Entry, Life
 from lambdas.local_runner import lambda_record
 from tests.unit.ingest.conftest import TABLE
-from tests.unit.ingest.helpers import pack
+from tests.unit.ingest.helpers import pack, with_manifests
 from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
 
 T0 = 1_700_000_000_000
@@ -47,8 +49,30 @@ def tree() -> Log:
     return log
 
 
-def drain(aws, budget: int, max_rounds: int = 100) -> int:
-    """Delivers the continuation messages the handler sent, as Lambda would, until none."""
+class Clock:
+    """Milliseconds that pass one second per look: a drain given a few seconds takes a few
+    steps of a walk, then asks for another invocation."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+def short_invocations(seconds: int) -> Context:
+    clock = Clock()
+    handler.consumer().clock_ms = clock
+    handler.consumer().sequencer.clock_ms = clock
+    context = Context()
+    context.get_remaining_time_in_millis = lambda: DRAIN_MARGIN_MS + seconds * 1000
+    return context
+
+
+def drain(aws, budget: int, context: Context | None = None, max_rounds: int = 100) -> int:
+    """Delivers what the handler sent to the queue (drain requests), as Lambda would, until
+    none is left; returns how many invocations that took."""
     rounds = 0
     for rounds in range(1, max_rounds + 1):
         got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10,
@@ -58,31 +82,34 @@ def drain(aws, budget: int, max_rounds: int = 100) -> int:
             return rounds - 1
         records = [lambda_record(m, queue_arn=QUEUE_ARN, region="eu-west-1") for m in got]
         handler.consumer().index.subtree_budget = budget
-        assert handler.handler({"Records": records}, Context()) == {"batchItemFailures": []}
+        assert handler.handler({"Records": records}, context or Context()) == {
+            "batchItemFailures": []}
         aws.sqs.delete_message_batch(QueueUrl=aws.queue_url, Entries=[
             {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)])
     raise AssertionError("continuations did not finish")
 
 
-def ingest(*logs: list[HdfsEvent], budget: int) -> None:
+def ingest(events: list[HdfsEvent], budget: int, context: Context | None = None) -> None:
+    """The events' messages and the manifest of their txids (consecutive in a Log)."""
     handler.consumer().index.subtree_budget = budget
-    sent = [s for events in logs for s in pack(events, per_message=50)]
-    assert handler.handler(event(*sent), Context()) == {"batchItemFailures": []}
+    sent = with_manifests(pack(events, per_message=50), after=events[0].txid - 1)
+    assert handler.handler(event(*sent), context or Context()) == {"batchItemFailures": []}
 
 
 def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -> None:
     log = tree()
     ingest(log.events, budget=1000)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
-    ingest(log.events[-1:], budget=4)
+    context = short_invocations(seconds=3)
+    ingest(log.events[-1:], budget=4, context=context)
     reader = IndexReader(TABLE, "prod")
     moving = reader.stat("/data/e")
     assert moving is not None and moving.in_progress  # marked while half-moved
     assert moving.in_progress[0]["op"] == "RENAME"
     assert reader.stat("/data/e/f00").in_progress
     assert reader.ls("/data/d")  # what has not moved yet is still at the source
-    rounds = drain(aws, budget=4)
-    assert rounds >= 3  # 19 children at 4 per invocation
+    rounds = drain(aws, budget=4, context=context)
+    assert rounds >= 1  # 19 children, 4 per step, a few steps per invocation
     assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(12)] + ["sub"]
     assert {e.name: e.size for e in reader.ls("/data/e/sub")} == {
         f"g{i}": 200 + i for i in range(5)}
@@ -96,8 +123,10 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     log = tree()
     ingest(log.events, budget=1000)
     log.add(EventType.UNLINK, "/data/d")
-    ingest(log.events[-1:], budget=5)
-    drain(aws, budget=5)
+    context = short_invocations(seconds=2)
+    ingest(log.events[-1:], budget=5, context=context)
+    assert IndexReader(TABLE, "prod").stat("/data/d").in_progress
+    assert drain(aws, budget=5, context=context) >= 1
     reader = IndexReader(TABLE, "prod")
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
     markers = reader.ls("/data/d", include_deleted=True)
@@ -107,7 +136,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     assert all("expires_at" in i for i in items if i["deleted"]["BOOL"])
 
 
-def test_create_under_renamed_directory_before_the_continuation_finishes(aws) -> None:
+def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     log = tree()
     ingest(log.events, budget=1000)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
@@ -116,9 +145,12 @@ def test_create_under_renamed_directory_before_the_continuation_finishes(aws) ->
     log.file("/data/e/new", 7)
     log.add(EventType.UNLINK, "/data/e/f05")
     later = log.events[-5:]
-    ingest(rename, budget=2)
-    ingest(later, budget=2)  # another group, processed before the continuations
-    drain(aws, budget=2)
+    context = short_invocations(seconds=2)
+    ingest(rename, budget=2, context=context)
+    ingest(later, budget=2, context=context)  # arrived while the walk is unfinished
+    reader = IndexReader(TABLE, "prod")
+    assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
+    drain(aws, budget=2, context=context)
     sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
     expected = {f"f{i:02d}": 100 + i for i in range(12) if i != 5} | {"f03": 999, "new": 7,
                                                                       "sub": None}

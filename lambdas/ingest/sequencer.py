@@ -1,0 +1,310 @@
+"""Applies a cluster's events to the namespace index in txid order, range by range.
+
+SQS FIFO delivers message groups in parallel, so a cluster's events arrive out of txid order
+across groups, and the namespace index is not a commutative thing: a directory rename in one
+group and a create beneath it in another give different namespaces in different orders. So the
+index is not fed on arrival. Each event message only records that it arrived (an *arrival*:
+its lake objects, or that it was quarantined); the agent's manifests (hdfs_events.manifest) say
+which messages hold the txid range (after, end]; and once a range's manifest and all the
+messages it names are here, one invocation at a time (a lease on the cluster's *position*)
+applies exactly those events, sorted by (txid, index), and moves the position to the range's
+end. That is in-order application by construction; the index's merge rules keep what they add
+besides (redelivery, a drain resumed mid-range).
+
+The position advances after every chunk of events, so a drain that runs out of time resumes
+mid-range; its lease expires with the invocation's deadline, so a crashed drainer holds the
+index up by that long at most. A directory RENAME or UNLINK walks its subtree before anything
+later is applied, `subtree_budget` children per step; a walk that outlives the drain is saved
+in the position (a "subtree in progress" marker stays on its roots) and finished first by the
+next one, which the drain asks for with a drain request on the event queue.
+
+Who drains: every invocation that stored an arrival or a manifest, at its end. One that finds
+the lease held leaves the work to the holder, which looks again after releasing it: either the
+holder sees the new arrival, or the arrival's invocation gets the lease (an arrival is stored
+before its invocation asks for the lease, and the holder looks only after releasing).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hdfs_events.event import HdfsEvent
+from hdfs_events.manifest import Manifest
+from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.subtree import SubtreeOp
+
+TXID_DONE = 2**31 - 1  # position index meaning "every event of this txid is applied"
+CHUNK_EVENTS = 200  # events applied between two position saves (~1 s on DynamoDB)
+LEASE_MARGIN_MS = 5_000  # the lease outlives the drain's deadline by this much
+MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    dedup_id: str
+    lake_keys: tuple[str, ...]  # the objects holding its indexed events; () when none
+    quarantined: str | None = None  # the reason, when the message could not be read
+
+
+@dataclass(frozen=True, slots=True)
+class StoredManifest:
+    manifest: Manifest
+    received_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Every event up to and including (txid, index) is applied, but for `walk`, the subtree
+    walk of the last one if it is unfinished; txid None: nothing applied yet."""
+
+    txid: int | None
+    index: int = TXID_DONE
+    walk: SubtreeOp | None = None
+
+    @property
+    def next_txid(self) -> int | None:
+        """The first txid that may still have events to apply."""
+        if self.txid is None:
+            return None
+        return self.txid + 1 if self.index == TXID_DONE else self.txid
+
+    def before(self, event: HdfsEvent) -> bool:
+        return self.txid is None or (event.txid, event.index) > (self.txid, self.index)
+
+
+class SequenceStore(Protocol):
+    def put_manifest(self, manifest: Manifest, *, received_ms: int) -> None: ...
+
+    def manifests(self, cluster: str, *, ending_from: int, limit: int) -> list[StoredManifest]:
+        """Stored manifest parts whose end >= `ending_from`, by end ascending."""
+        ...
+
+    def put_arrival(self, cluster: str, arrival: Arrival) -> None: ...
+
+    def arrivals(self, cluster: str, dedup_ids: Iterable[str]) -> dict[str, Arrival]: ...
+
+    def acquire(self, cluster: str, owner: str, *, now_ms: int,
+                until_ms: int) -> Position | None:
+        """The position, if the lease is free, expired or already `owner`'s; else None."""
+        ...
+
+    def advance(self, cluster: str, owner: str, position: Position) -> None:
+        """Saves the position while `owner` holds the lease; raises LeaseLost otherwise."""
+        ...
+
+    def release(self, cluster: str, owner: str) -> None: ...
+
+
+class LeaseLost(RuntimeError):
+    """Another invocation took the cluster's lease (this one outlived its deadline)."""
+
+
+class LakeReader(Protocol):
+    def events(self, keys: Sequence[str]) -> list[HdfsEvent]: ...
+
+
+@dataclass(slots=True)
+class DrainReport:
+    ranges: int = 0
+    events: int = 0
+    skipped_messages: int = 0  # quarantined messages a manifest named: their events are lost
+    waiting_for: str | None = None  # what the next range still needs
+    waiting_since_ms: int | None = None  # when that range's manifest arrived
+    more: bool = False  # stopped by the deadline with work left
+    busy: bool = False  # another invocation holds the lease
+    position: Position | None = None
+
+
+@dataclass(slots=True)
+class _Range:
+    parts: list[StoredManifest]
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.parts[0].manifest
+
+    @property
+    def complete(self) -> bool:
+        return len({p.manifest.part for p in self.parts}) == self.manifest.parts
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted({i for p in self.parts for i in p.manifest.messages})
+
+
+@dataclass(slots=True)
+class IndexSequencer:
+    store: SequenceStore
+    index: NamespaceIndex
+    lake: LakeReader
+    clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    chunk_events: int = CHUNK_EVENTS
+    # Indexed events of the messages this invocation stored: the drain that usually follows
+    # in the same invocation reads them from here instead of from the lake.
+    recent: dict[str, list[HdfsEvent]] = field(default_factory=dict)
+
+    # --- recording -------------------------------------------------------------------------
+
+    def arrived(self, dedup_id: str, events: Sequence[HdfsEvent],
+                lake_keys: Sequence[str]) -> None:
+        indexed = [e for e in events if self.index.relevant(e)]
+        self.store.put_arrival(events[0].cluster,
+                               Arrival(dedup_id, tuple(lake_keys) if indexed else ()))
+        self.recent[dedup_id] = indexed
+
+    def quarantined(self, cluster: str, dedup_id: str, reason: str) -> None:
+        self.store.put_arrival(cluster, Arrival(dedup_id, (), quarantined=reason))
+
+    def manifest(self, manifest: Manifest) -> None:
+        self.store.put_manifest(manifest, received_ms=self.clock_ms())
+
+    # --- draining --------------------------------------------------------------------------
+
+    def drain(self, cluster: str, deadline_ms: int) -> DrainReport:
+        """Applies complete ranges until `deadline_ms`: at least one chunk or walk step, so
+        every drain moves the index on, however late it starts."""
+        report = DrainReport()
+        try:
+            while True:
+                owner = uuid.uuid4().hex
+                position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
+                                              until_ms=deadline_ms + LEASE_MARGIN_MS)
+                if position is None:
+                    report.busy = True
+                    break
+                try:
+                    position = self._drain_held(cluster, owner, position, deadline_ms, report)
+                finally:
+                    self.store.release(cluster, owner)
+                report.position = position
+                # Released: an arrival stored while the lease was held found it taken and left
+                # its range to this drain. Look once more before leaving.
+                if (report.more or report.waiting_for is None or self.clock_ms() >= deadline_ms
+                        or self._next(cluster, position, report=None) is None):
+                    break
+                report.waiting_for = report.waiting_since_ms = None
+        finally:
+            self.recent.clear()
+        if not report.more and report.waiting_for is None and not report.busy:
+            report.more = self.clock_ms() >= deadline_ms and self._next(
+                cluster, report.position or Position(None), report=None) is not None
+        return report
+
+    def _drain_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
+                    report: DrainReport) -> Position:
+        if position.walk is not None:
+            position = self._walk(cluster, owner, position, deadline_ms)
+            if position.walk is not None:
+                report.more = True
+                return position
+        while True:
+            found = self._next(cluster, position, report=report)
+            if found is None:
+                return position
+            range_, arrivals = found
+            position = self._apply(cluster, owner, position, range_, arrivals, deadline_ms,
+                                   report)
+            if (position.txid, position.index) != (range_.manifest.end, TXID_DONE):
+                report.more = True  # out of time mid-range
+                return position
+            report.ranges += 1
+            if self.clock_ms() >= deadline_ms:
+                return position
+
+    def _next(self, cluster: str, position: Position,
+              report: DrainReport | None) -> tuple[_Range, dict[str, Arrival]] | None:
+        """The complete range that continues from `position`, with its arrivals; None (and
+        what is missing, in `report`) when there is none yet."""
+        want = position.next_txid
+        stored = self.store.manifests(cluster, ending_from=want or 0, limit=MANIFEST_LOOKAHEAD)
+        ranges: dict[tuple[int | None, int, str], _Range] = {}
+        for part in stored:
+            m = part.manifest
+            if want is None or m.covers(want):
+                ranges.setdefault((m.after, m.end, m.range_id), _Range([])).parts.append(part)
+        if want is None and ranges:  # nothing applied yet: start at the first range stored
+            first = min(ranges, key=lambda k: k[1])
+            ranges = {first: ranges[first]}
+        # Caught up (nothing stored past the position) is not waiting; a later range stored
+        # while none continues from here is a hole: its manifest is late or lost.
+        waiting: tuple[str | None, int | None] = (
+            (f"the manifest of txid {want}", min(p.received_ms for p in stored))
+            if stored else (None, None))
+        for range_ in sorted(ranges.values(), key=lambda r: r.manifest.end):
+            m = range_.manifest
+            since = min(p.received_ms for p in range_.parts)
+            if not range_.complete:
+                waiting = (f"{m.parts - len(range_.parts)} manifest part(s) of txids "
+                           f"({m.after}, {m.end}]", since)
+                continue
+            ids = range_.ids
+            arrivals = self.store.arrivals(cluster, ids)
+            if len(arrivals) == len(ids):
+                return range_, arrivals
+            missing = [i for i in ids if i not in arrivals]
+            waiting = (f"{len(missing)} message(s) of txids ({m.after}, {m.end}], e.g. "
+                       f"{missing[0]}", since)
+        if report is not None:
+            report.waiting_for, report.waiting_since_ms = waiting
+        return None
+
+    def _apply(self, cluster: str, owner: str, position: Position, range_: _Range,
+               arrivals: dict[str, Arrival], deadline_ms: int,
+               report: DrainReport) -> Position:
+        manifest = range_.manifest
+        events: dict[tuple[int, int], HdfsEvent] = {}
+        to_read: list[str] = []
+        for dedup_id, arrival in sorted(arrivals.items()):
+            if arrival.quarantined is not None:
+                report.skipped_messages += 1
+            elif dedup_id in self.recent:
+                self._collect(events, self.recent[dedup_id], manifest, position)
+            else:
+                to_read += arrival.lake_keys
+        if to_read:
+            read = [e for e in self.lake.events(to_read) if self.index.relevant(e)]
+            self._collect(events, read, manifest, position)
+        ordered = [events[k] for k in sorted(events)]
+        done = 0
+        while done < len(ordered):
+            taken, walk = self.index.apply_until_walk(ordered[done:done + self.chunk_events])
+            done += taken
+            report.events += taken
+            last = ordered[done - 1]
+            position = Position(last.txid, last.index, walk)
+            if walk is not None or done < len(ordered):
+                self.store.advance(cluster, owner, position)
+            if walk is not None:
+                position = self._walk(cluster, owner, position, deadline_ms)
+                if position.walk is not None:
+                    return position
+            if done < len(ordered) and self.clock_ms() >= deadline_ms:
+                return position
+        position = Position(manifest.end, TXID_DONE)
+        self.store.advance(cluster, owner, position)
+        return position
+
+    def _walk(self, cluster: str, owner: str, position: Position,
+              deadline_ms: int) -> Position:
+        """Goes on with the position's subtree walk, step by step, until it ends or time does."""
+        walk = position.walk
+        while walk is not None:
+            walk = self.index.resume(walk)
+            position = Position(position.txid, position.index, walk)
+            self.store.advance(cluster, owner, position)
+            if walk is not None and self.clock_ms() >= deadline_ms:
+                break
+        return position
+
+    @staticmethod
+    def _collect(into: dict[tuple[int, int], HdfsEvent], events: Iterable[HdfsEvent],
+                 manifest: Manifest, position: Position) -> None:
+        # A message straddling a range's end is named by both ranges: each takes its own
+        # txids. Re-packed duplicates (a standby resending) have the same key: kept once.
+        for e in events:
+            if manifest.covers(e.txid) and position.before(e):
+                into[(e.txid, e.index)] = e
