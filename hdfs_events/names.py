@@ -37,7 +37,7 @@ ENV_LAKE_BUCKET = "LAKE_BUCKET"
 ENV_INDEX_TABLE = "INDEX_TABLE"
 ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
 ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
-ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continuation messages for large subtree changes
+ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # drain requests: the index goes on in a later invocation
 LOG_MODES = ("all", "mutations", "summary")
 
 # --- S3 lake layout -------------------------------------------------------------------------

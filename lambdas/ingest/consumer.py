@@ -22,14 +22,13 @@ from hdfs_events.envelope import EnvelopeError, decode_message
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
 from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
-from lambdas.ingest.dal import CONTINUATION_ATTRIBUTE, KIND_DRAIN
+from lambdas.ingest.dal import KIND_DRAIN
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
 from lambdas.ingest.quarantine import quarantine_record
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.sequencer import DrainReport, IndexSequencer, Position
-from lambdas.ingest.subtree import SubtreeOp
 from lambdas.ingest.telemetry import BatchTelemetry
 
 UNKNOWN_CLUSTER = "unknown"
@@ -39,9 +38,7 @@ class Lake(Protocol):
     def put(self, key: str, body: bytes, content_type: str) -> None: ...
 
 
-class Continuations(Protocol):
-    def send(self, op: SubtreeOp, group_id: str) -> None: ...
-
+class DrainRequests(Protocol):
     def send_drain(self, cluster: str, *, key: str) -> None: ...
 
 
@@ -57,17 +54,17 @@ class EventLogger(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: str  # ingested | quarantined | continued | manifest | drain
+    status: str  # ingested | quarantined | manifest | drain
     events: int = 0
     reason: str | None = None
 
 
 class MessageConsumer:
     def __init__(self, *, lake: Lake, sequencer: IndexSequencer | None,
-                 continuations: Continuations | None, log_mode: str, logger: EventLogger,
+                 drain_requests: DrainRequests | None, log_mode: str, logger: EventLogger,
                  telemetry: BatchTelemetry | None = None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
-        self.lake, self.sequencer, self.continuations = lake, sequencer, continuations
+        self.lake, self.sequencer, self.drain_requests = lake, sequencer, drain_requests
         self.log_mode, self.logger = log_mode, logger
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
@@ -78,8 +75,6 @@ class MessageConsumer:
         return self.sequencer.index if self.sequencer is not None else None
 
     def process(self, message: QueueMessage) -> Outcome:
-        if message.string_attribute(CONTINUATION_ATTRIBUTE) is not None:
-            return self._continue(message)
         kind = message.string_attribute(KIND_ATTRIBUTE)
         if kind == KIND_MANIFEST:
             return self._manifest(message)
@@ -105,22 +100,6 @@ class MessageConsumer:
             self.logger.info(msg, extra=fields)
         self.telemetry.message(events, len(message.body.encode("utf-8")), self.clock_ms())
         return Outcome("ingested", events=len(events))
-
-    def _continue(self, message: QueueMessage) -> Outcome:
-        try:
-            op = SubtreeOp.from_json(message.body)
-        except ValueError as exc:
-            return self._quarantine(message, f"bad subtree continuation: {exc}")
-        if self.index is None:
-            return self._quarantine(message, "subtree continuation, but the index is disabled")
-        left = self.index.resume(op)
-        if left is not None:
-            self._send(left, message)
-        self.logger.info("subtree continuation", extra={
-            "cluster": op.cluster, "op": op.kind, "txid": op.version[0],
-            "index": op.version[1], "path": op.src, "dst_path": op.dst, "step": op.step,
-            "done": left is None})
-        return Outcome("continued")
 
     def _manifest(self, message: QueueMessage) -> Outcome:
         try:
@@ -153,8 +132,8 @@ class MessageConsumer:
         for cluster in sorted(self.to_drain):
             try:
                 report = reports[cluster] = self.sequencer.drain(cluster, deadline_ms)
-                if report.more and self.continuations is not None:
-                    self.continuations.send_drain(cluster, key=_progress_key(report.position))
+                if report.more and self.drain_requests is not None:
+                    self.drain_requests.send_drain(cluster, key=_progress_key(report.position))
             except Exception:
                 self.logger.exception("index drain failed; the next message for the cluster "
                                       "tries again", extra={"cluster": cluster})
@@ -167,12 +146,6 @@ class MessageConsumer:
                                            "messages": report.skipped_messages})
         self.to_drain.clear()
         return reports
-
-    def _send(self, op: SubtreeOp, message: QueueMessage) -> None:
-        if self.continuations is None or not message.group_id:
-            raise RuntimeError(f"subtree {op.kind} of {op.src} needs a continuation, but no "
-                               "event queue is configured")
-        self.continuations.send(op, message.group_id)
 
     def _quarantine(self, message: QueueMessage, reason: str) -> Outcome:
         record = quarantine_record(message, reason, now_ms=self.clock_ms())

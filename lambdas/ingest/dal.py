@@ -1,4 +1,5 @@
-"""boto3 behind small interfaces: the lake bucket, the index table, the continuation queue.
+"""boto3 behind small interfaces: the lake bucket, the index table, the event queue (drain
+requests).
 
 Clients are passed in (or made plainly from the standard chain), so the same code reaches AWS,
 moto in-process and moto server. Transient failures (throttling, 5xx, connection errors) are
@@ -26,7 +27,6 @@ from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import sqs_safe_id
 from hdfs_events.manifest import KIND_ATTRIBUTE
 from lambdas.ingest.index_model import ATTRIBUTES, At, End, Entry, Life, Version
-from lambdas.ingest.subtree import SubtreeOp
 
 # botocore standard mode: exponential backoff with jitter on throttling and 5xx; max_attempts
 # counts retries, so a request is tried 4 times in all.
@@ -40,7 +40,6 @@ BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
 # entry's partition is its parent directory, and one partition key takes at most 1,000 WCU/s,
 # so more threads than this buy little on the usual directory-heavy workload.
 WRITE_CONCURRENCY = 16
-CONTINUATION_ATTRIBUTE = "continuation"  # message attribute marking a subtree continuation
 KIND_DRAIN = "drain"  # `kind` of a request to go on applying a cluster's ranges to the index
 # Lake objects a drain reads at once: messages it did not receive itself, ~10-60 KB each.
 READ_CONCURRENCY = 8
@@ -69,17 +68,9 @@ class S3Lake:
                 for body in bodies for line in gzip.decompress(body).splitlines() if line]
 
 
-class SqsContinuations:
+class SqsDrainRequests:
     def __init__(self, queue_url: str, sqs: Any | None = None) -> None:
         self.queue_url, self.sqs = queue_url, sqs or client("sqs")
-
-    def send(self, op: SubtreeOp, group_id: str) -> None:
-        self.sqs.send_message(
-            QueueUrl=self.queue_url, MessageBody=op.to_json(), MessageGroupId=group_id,
-            MessageDeduplicationId=op.dedup_id(),
-            MessageAttributes={CONTINUATION_ATTRIBUTE: {"DataType": "String",
-                                                        "StringValue": "subtree"}},
-        )
 
     def send_drain(self, cluster: str, *, key: str) -> None:
         """Asks a later invocation to go on draining `cluster`'s index (`key` tells requests

@@ -40,15 +40,15 @@ def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
     settings = Settings.from_env()
     lake = dal.S3Lake(settings.lake_bucket)
-    continuations = (dal.SqsContinuations(settings.event_queue_url)
-                     if settings.event_queue_url else None)
+    drain_requests = (dal.SqsDrainRequests(settings.event_queue_url)
+                      if settings.event_queue_url else None)
     sequencer = None
     if settings.index_enabled:
         assert settings.index_table is not None
         index = NamespaceIndex(dal.DynamoIndexStore(settings.index_table),
                                settings.index_prefixes)
         sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
-    return MessageConsumer(lake=lake, sequencer=sequencer, continuations=continuations,
+    return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=drain_requests,
                            log_mode=settings.log_mode, logger=logger)
 
 

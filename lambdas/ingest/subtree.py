@@ -3,13 +3,14 @@
 DynamoDB cannot query by key prefix, but the partition of an entry is its parent directory, so
 a subtree is a depth-first walk: Query the directory's partition, handle each child, descend
 into child directories. The walk's position is a stack of (directory relative to the subtree
-root, last child done); when an invocation's budget runs out the stack travels in a
-continuation message and the next invocation resumes exactly there. Until the walk finishes,
-the subtree's root entries carry a `subtree_op` marker that readers report as "in progress".
+root, last child done); each step handles `subtree_budget` children, and the sequencer saves
+the operation (as JSON) in its position between steps, so a drain that runs out of time is
+resumed exactly there by the next one. Until the walk finishes, the subtree's root entries carry
+a `subtree_op` marker that readers report as "in progress".
 
 A child is moved (or deleted) only if it was alive at the operation's version; children
 created later belong to the new namespace and stay. Every step is an idempotent merge, so a
-redelivered or duplicated continuation repeats no harm.
+step repeated after a failure does no harm.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hdfs_events.ids import sqs_safe_id
 from lambdas.ingest.index_model import At, Version
 
 RENAME = "RENAME"
@@ -39,7 +39,7 @@ class SubtreeOp:
     # a later end of the child's own path (not only of dst) is followed.
     dst_origin: str | None = None
     cursor: tuple[tuple[str, str | None], ...] = (("", None),)
-    step: int = 0  # continuations sent so far
+    step: int = 0  # steps taken so far
 
     def marker(self) -> dict[str, Any]:
         return {"op": self.kind, "txid": self.version[0], "index": self.version[1],
@@ -75,10 +75,6 @@ class SubtreeOp:
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a subtree continuation: {exc!r}") from exc
-
-    def dedup_id(self) -> str:
-        """Deterministic: a retried invocation re-sends the same continuation id."""
-        return sqs_safe_id(f"{self.cluster}-{self.version[0]}.{self.version[1]}-subtree-{self.step}")
 
 
 def _version(value: Any) -> Version:

@@ -25,7 +25,6 @@ from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
-from lambdas.ingest.subtree import SubtreeOp
 from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
 from tests.unit.ingest.namespace_model import in_order_state
 from tests.unit.ingest.test_index_property import CROSS_GROUP_CASES, _with_a_gap
@@ -90,9 +89,6 @@ class Queue:
             self.groups[message.group_id or ""].append(message)
 
     # what the consumer sends back to the queue
-    def send(self, op: SubtreeOp, group_id: str) -> None:
-        self.put(_message(op.to_json(), group_id, op.dedup_id(), continuation="subtree"))
-
     def send_drain(self, cluster: str, *, key: str) -> None:
         self.put(_message(json.dumps({"cluster": cluster}), f"{cluster}:#drain",
                           f"{cluster}-drain-{key}", kind="drain"))
@@ -135,7 +131,7 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=rng.randrange(1, 6))
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continuations=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
                                log_mode="summary", logger=Logger(), clock_ms=lambda: next(clock))
     messages, manifests = agent_messages(events, strategy, rng)
     for m in messages:
@@ -214,7 +210,7 @@ def test_a_range_waits_for_its_last_message_and_says_which() -> None:
     index = NamespaceIndex(MemoryIndexStore(), ["/data"])
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continuations=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
                                log_mode="summary", logger=Logger())
     messages, manifests = agent_messages(events, "path", rng)
     held_back = messages[-1]
@@ -239,7 +235,7 @@ def test_a_quarantined_message_does_not_stop_the_index_and_is_counted() -> None:
     index = NamespaceIndex(MemoryIndexStore(), ["/data"])
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continuations=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
                                log_mode="summary", logger=Logger())
     messages, manifests = agent_messages(events, "path", rng)
     broken = messages[-1]
@@ -264,7 +260,7 @@ def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=2)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continuations=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
                                log_mode="summary", logger=Logger())
     messages, manifests = agent_messages(events, "prefix:1", rng)
     for m in messages:
