@@ -1,18 +1,36 @@
-"""Consumer Lambda throughput: events/s per invocation at batch size 10, full packed messages
-(~1000 events each), against moto server, with the time split by part.
+"""Consumer Lambda throughput: events/s per invocation, a batch of 10 records (Lambda's FIFO
+maximum): 9 full packed event messages (~1000 events each) and the agent's manifest for them,
+against moto server, with the time split by part.
 
     python -m bench.consumer [--invocations 3] [--events-per-message 1000] [--ops 60000]
                              [--ddb-latency-ms 0] [--no-serial]
 
+The index is fed in txid order (lambdas/ingest/sequencer.py): a message records its arrival,
+the manifest closes its txid range, and the drain at the end of the invocation applies the
+range. So every invocation carries the manifest the agent would send for its messages: the
+range (end of the previous invocation's range, last txid of its messages], naming them
+(hdfs_events.manifest.manifests_for). Messages end at a txid's end, so a range never waits for
+a message of the next invocation; every message of a range is processed by the same
+invocation, so the drain reads its events from memory, not from the lake.
+
 Parts timed inside the real handler (powertools batch processor included): decode (envelope
 decode + checks), logging (powertools Logger lines, to /dev/null), metrics (EMF aggregation and
-flush), S3 (PutObject of the lake objects), DynamoDB (the index store's calls), and the rest
-(index logic, batch processor, key derivation). Configurations: index off / on, log mode all
-and summary. The baseline, measured in the same run, is decode alone: what any consumer must
-spend to read the messages at all. "index on, serial" is the index's DynamoDB traffic as it
-was before (SerialIndexView: one conditional PutItem at a time, and the writes so far flushed
-before every partition a subtree walk reads), the baseline for the index's own figures.
-DynamoDB requests are counted on the wire (API calls, retries not counted), per event.
+flush), S3 (PutObject of the lake objects, GetObject of any the drain reads), DynamoDB (the
+index store's and the sequence store's calls: arrivals, manifests, the position and its
+lease), and the rest (index logic, sequencer, batch processor, key derivation).
+Configurations: index off / on, log mode all and summary. The baseline, measured in the same
+run, is decode alone: what any consumer must spend to read the messages at all. Two more
+baselines for the index, log mode summary:
+- "index on, summ., on arrival": each message's events applied to the index as it arrives
+  (`NamespaceIndex.apply`, the way before the sequencer; a subtree walk left over is finished
+  at once, where it used to go to a continuation message), no arrivals, manifests or lease.
+- "index on, summ., serial": the index's DynamoDB traffic as it was before concurrent writes
+  (SerialIndexView: one conditional PutItem at a time, the writes so far flushed before every
+  partition a subtree walk reads), through the sequencer.
+DynamoDB requests are counted on the wire (API calls, retries not counted), per event, split
+into the index's entries and the sequencer's items; round trips are the requests waited for
+one after another. Every index-on run must change the index: the bench counts the entries
+afterwards and fails if a drain did not apply its invocation's events.
 
 Moto server runs in this process and answers in CPU time alone, so requests issued at once
 barely overlap here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
@@ -25,15 +43,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import logging
 import os
+import re
 import statistics
 import threading
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +61,15 @@ from lambdas.ingest.index_view import ConcurrentUpdate, IndexView
 
 OUT = Path("bench-out/consumer.json")
 PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
+CLUSTER = "bench"
+BATCH = 10  # records per invocation: SQS FIFO event source mappings deliver at most 10
+ON_ARRIVAL = "index on, summ., on arrival"
+SERIAL = "index on, summ., serial"
+# The sequencer's items sit beside the entries, "<cluster>!..." (lambdas/ingest/sequence_store);
+# an entry's partition is "<cluster>#<parent>", and a cluster name holds neither "!" nor "#".
+_SEQUENCER_PK = re.compile(r"[^#!]+!(manifests|arrived#|position)")
+_PURPOSE = {"manifests": "manifest", "arrived#": "arrival", "position": "position"}
+_runs = itertools.count()
 
 
 class SerialIndexView(IndexView):
@@ -73,6 +102,31 @@ class SerialIndexView(IndexView):
         return page
 
 
+class ArrivalIndexer:
+    """The baseline for the sequencer, in its place in the consumer: a message's events go to
+    the index as the message arrives (the way before manifests), a subtree walk left over is
+    finished at once (it used to go on in a continuation message; the work is the same)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index, self.store = index, None
+
+    def arrived(self, dedup_id: str, events: Sequence[Any], lake_keys: Sequence[str]) -> None:
+        for op in self.index.apply(events):
+            left = op
+            while left is not None:
+                left = self.index.resume(left)
+
+    def quarantined(self, cluster: str, dedup_id: str, reason: str) -> None:
+        raise AssertionError(f"bench message {dedup_id} quarantined: {reason}")
+
+    def manifest(self, manifest: Any) -> None:
+        return None  # nothing to sequence: the events were applied on arrival
+
+    def drain(self, cluster: str, deadline_ms: int) -> Any:
+        from lambdas.ingest.sequencer import DrainReport
+        return DrainReport()
+
+
 class RoundTrips:
     """How many DynamoDB round trips the index waits for, one after another: a read is one, a
     flush one per WRITE_CONCURRENCY writes. Moto answers in CPU time shared with this process,
@@ -99,21 +153,84 @@ class RoundTrips:
         return self._store.put_many(writes)
 
 
-class DynamoRequests:
-    """Counts the index client's API calls by operation, and adds `latency_s` to each, as a
-    stand-in for real DynamoDB's round trip (a sleep: concurrent requests overlap)."""
+class SequencerRoundTrips:
+    """The sequence store's round trips: every call is one request waited for, but arrivals
+    (one BatchGetItem per 100 keys)."""
 
-    def __init__(self, ddb: Any, latency_s: float) -> None:
+    def __init__(self, store: Any) -> None:
+        self._store, self.waits = store, 0
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if not callable(value):
+            return value
+
+        def waited(*args: Any, **kwargs: Any) -> Any:
+            self.waits += 1
+            return value(*args, **kwargs)
+        return waited
+
+    def arrivals(self, cluster: str, dedup_ids: Any) -> Any:
+        from lambdas.ingest.dal import BATCH_GET_LIMIT
+        ids = list(dedup_ids)
+        self.waits += -(-len(ids) // BATCH_GET_LIMIT)
+        return self._store.arrivals(cluster, ids)
+
+
+def ddb_purpose(params: Mapping[str, Any]) -> str:
+    """What a DynamoDB request (boto3 client parameters) touches in the index table: "index"
+    (namespace entries), the sequencer's "arrival", "manifest" or "position", or "other"."""
+    pk = _partition_key(params)
+    if pk is None:
+        return "other"
+    match = _SEQUENCER_PK.match(pk)
+    if match:
+        return _PURPOSE[match.group(1)]
+    return "index" if "#" in pk else "other"
+
+
+def _partition_key(params: Mapping[str, Any]) -> str | None:
+    from hdfs_events import names
+
+    def value(item: Mapping[str, Any] | None) -> str | None:
+        attr = (item or {}).get(names.INDEX_PK)
+        return attr.get("S") if isinstance(attr, Mapping) else None
+
+    if "Item" in params:
+        return value(params["Item"])
+    if "Key" in params:
+        return value(params["Key"])
+    if "KeyConditionExpression" in params:
+        attr = params.get("ExpressionAttributeValues", {}).get(":pk")
+        return attr.get("S") if isinstance(attr, Mapping) else None
+    for request in params.get("RequestItems", {}).values():
+        if isinstance(request, Mapping):  # BatchGetItem
+            return value((request.get("Keys") or [None])[0])
+        for write in request:  # BatchWriteItem
+            put = write.get("PutRequest") or write.get("DeleteRequest") or {}
+            return value(put.get("Item") or put.get("Key"))
+    return None
+
+
+class DynamoRequests:
+    """Counts the DynamoDB clients' API calls by what they touch and operation, and adds
+    `latency_s` to each, as a stand-in for real DynamoDB's round trip (a sleep: concurrent
+    requests overlap)."""
+
+    def __init__(self, clients: Sequence[Any], latency_s: float) -> None:
         self.by_op: dict[str, int] = defaultdict(int)
         self.latency_s = latency_s
         self._lock = threading.Lock()
-        ddb.meta.events.register("before-call.dynamodb", self._count)
-        if latency_s:
-            ddb.meta.events.register("before-send.dynamodb", self._wait)
+        emitters = {id(c.meta.events): c.meta.events for c in clients}  # may be shared
+        for events in emitters.values():
+            events.register("before-parameter-build.dynamodb", self._count)
+            if latency_s:
+                events.register("before-send.dynamodb", self._wait)
 
-    def _count(self, event_name: str, **_: Any) -> None:
+    def _count(self, event_name: str, params: Mapping[str, Any], **_: Any) -> None:
+        key = f"{ddb_purpose(params)}.{event_name.rsplit('.', 1)[1]}"
         with self._lock:
-            self.by_op[event_name.rsplit(".", 1)[1]] += 1
+            self.by_op[key] += 1
 
     def _wait(self, **_: Any) -> None:
         time.sleep(self.latency_s)
@@ -158,35 +275,96 @@ def make_events(ops: int) -> list[Any]:
 
     buf = io.StringIO()
     write_edit_log(buf, ops=ops, seed=1)
-    return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), "bench"))
+    return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), CLUSTER))
 
 
-def lambda_events(events: list[Any], per_message: int, batch: int = 10) -> list[dict]:
+def message_events(events: Sequence[Any], per_message: int) -> list[list[Any]]:
+    """Consecutive events, `per_message` to a message, each message ending at a txid's end
+    (one more event or a few when a txid has several), so a range ends with its messages."""
+    out: list[list[Any]] = []
+    start = 0
+    while start < len(events):
+        end = min(len(events), start + per_message)
+        while end < len(events) and events[end].txid == events[end - 1].txid:
+            end += 1
+        out.append(list(events[start:end]))
+        start = end
+    return out
+
+
+def lambda_events(events: Sequence[Any], per_message: int, batch: int = BATCH) -> list[dict]:
+    """Invocations of `batch` records: `batch - 1` event messages, then the agent's manifest
+    for them. Only whole invocations; the ranges chain from the first (after = None)."""
     from hdfs_events.envelope import encode_message
     from hdfs_events.ids import message_group_id
+    from hdfs_events.manifest import manifests_for
 
-    records = []
-    for i in range(0, len(events) - per_message + 1, per_message):
-        chunk = events[i:i + per_message]
-        wire = encode_message(chunk, group_id=message_group_id("bench", "/", "single"))
-        records.append({
-            "messageId": f"m-{i}", "receiptHandle": f"r-{i}", "body": wire.body,
+    messages = message_events(events, per_message)
+    group = message_group_id(CLUSTER, "/", "single")
+    invocations, after = [], None
+    for first in range(0, len(messages) - (batch - 1) + 1, batch - 1):
+        chunk = messages[first:first + batch - 1]
+        wires = [encode_message(m, group_id=group) for m in chunk]
+        records = [_record(w.body, w.group_id, w.dedup_id,
+                           {"encoding": {"stringValue": w.attributes["encoding"]["StringValue"],
+                                         "dataType": "String"}}, n=first + i)
+                   for i, w in enumerate(wires)]
+        end = chunk[-1][-1].txid
+        parts = manifests_for(CLUSTER, after, end, [w.dedup_id for w in wires])
+        assert len(parts) == 1, "a bench invocation names far fewer than 400 messages"
+        m = parts[0]
+        records.append(_record(m.to_json(), m.group_id, m.dedup_id,
+                               {"kind": {"stringValue": m.message_attributes()["kind"]
+                                         ["StringValue"], "dataType": "String"}},
+                               n=first + batch - 1))
+        invocations.append({"Records": records})
+        after = end
+    return invocations
+
+
+def _record(body: str, group_id: str, dedup_id: str, attributes: dict[str, Any],
+            n: int) -> dict[str, Any]:
+    return {"messageId": f"m-{n}", "receiptHandle": f"r-{n}", "body": body,
             "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1767225600000",
-                           "SenderId": "AIDAEXAMPLE", "MessageGroupId": wire.group_id,
-                           "MessageDeduplicationId": wire.dedup_id,
+                           "SenderId": "AIDAEXAMPLE", "MessageGroupId": group_id,
+                           "MessageDeduplicationId": dedup_id,
                            "ApproximateFirstReceiveTimestamp": "1767225600100",
-                           "SequenceNumber": str(10**19 + i)},
-            "messageAttributes": {"encoding": {"stringValue": "gzip+base64",
-                                               "dataType": "String"}},
-            "md5OfBody": "", "eventSource": "aws:sqs",
+                           "SequenceNumber": str(10**19 + n)},
+            "messageAttributes": attributes, "md5OfBody": "", "eventSource": "aws:sqs",
             "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:bench.fifo",
-            "awsRegion": "eu-west-1"})
-    return [{"Records": records[i:i + batch]} for i in range(0, len(records), batch)
-            if len(records[i:i + batch]) == batch]
+            "awsRegion": "eu-west-1"}
 
 
-def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
-               log_mode: str, serial: bool = False, latency_s: float = 0.0) -> dict[str, Any]:
+def batch_events(batch: dict) -> list[Any]:
+    """The events of an invocation's event messages (not its manifest)."""
+    from hdfs_events.envelope import decode_message
+    from hdfs_events.manifest import is_manifest
+    return [e for r in batch["Records"] if not is_manifest(r["messageAttributes"])
+            for e in decode_message(r["body"], r["messageAttributes"])]
+
+
+def index_entries(ddb: Any, table: str, cluster: str = CLUSTER) -> int:
+    """Namespace entries of `cluster` in the table (not the sequencer's items)."""
+    from hdfs_events import names
+    pages = ddb.get_paginator("scan").paginate(TableName=table,
+                                              ProjectionExpression="#pk",
+                                              ExpressionAttributeNames={"#pk": names.INDEX_PK})
+    return sum(1 for page in pages for item in page["Items"]
+               if item[names.INDEX_PK]["S"].startswith(f"{cluster}#"))
+
+
+def reset_moto(endpoint: str) -> Callable[[], None]:
+    def reset() -> None:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset",
+                                                      method="POST"), timeout=30).read()
+    return reset
+
+
+def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
+               serial: bool = False, on_arrival: bool = False, latency_s: float = 0.0,
+               reset: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Runs `batches` through the real handler, one invocation each, against the AWS the
+    environment points at (moto server in `main`, moto in-process in the tests)."""
     import boto3
     from aws_lambda_powertools import Logger
 
@@ -197,25 +375,46 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
     from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
     from tests.unit.ingest.lambda_events import Context
 
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset",
-                                                  method="POST"), timeout=30).read()
+    if reset is not None:
+        reset()
     url = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
     os.environ.update({names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
                        names.ENV_INDEX_PREFIXES: "/" if index else "",
                        names.ENV_LOG_MODE: log_mode, names.ENV_EVENT_QUEUE_URL: url})
     devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the run
-    handler.logger = Logger(service=f"bench-{name}", stream=devnull)
+    # powertools reuses the stream of a service name it has seen: one name per run.
+    handler_logger = handler.logger
+    handler.logger = Logger(service=f"bench-{next(_runs)}-{name}", stream=devnull)
     handler.consumer.cache_clear()
     consumer = handler.consumer()
     timer = Timer()
     consumer.lake = TimedProxy(consumer.lake, "s3", timer)
     consumer.logger = TimedProxy(consumer.logger, "logging", timer)
     consumer.telemetry = TimedProxy(consumer.telemetry, "metrics", timer)
-    requests = trips = None
-    if consumer.index is not None:
-        requests = DynamoRequests(consumer.index.store.ddb, latency_s)
-        trips = RoundTrips(consumer.index.store)
-        consumer.index.store = TimedProxy(trips, "dynamodb", timer)
+    requests = trips = seq_trips = None
+    sequencer = consumer.sequencer
+    if sequencer is not None:
+        index_store = sequencer.index.store
+        clients = [index_store.ddb]
+        trips = RoundTrips(index_store)
+        sequencer.index.store = TimedProxy(trips, "dynamodb", timer)
+        if on_arrival:
+            consumer.sequencer = ArrivalIndexer(sequencer.index)
+        else:
+            clients.append(sequencer.store.ddb)
+            seq_trips = SequencerRoundTrips(sequencer.store)
+            sequencer.store = TimedProxy(seq_trips, "dynamodb", timer)
+            sequencer.lake = consumer.lake  # the drain's lake reads count as S3
+        requests = DynamoRequests(clients, latency_s)
+    drains: list[dict[str, Any]] = []
+    drain_index = consumer.drain_index
+
+    def drain_noted(deadline_ms: int) -> dict[str, Any]:
+        reports = drain_index(deadline_ms)
+        drains.append(reports)
+        return reports
+
+    consumer.drain_index = drain_noted  # type: ignore[method-assign]
     decode, check = consumer_module.decode_message, consumer_module.check_events
     consumer_module.decode_message = timer.wrap("decode", decode)
     consumer_module.check_events = timer.wrap("decode", check)
@@ -226,47 +425,80 @@ def run_config(name: str, endpoint: str, batches: list[dict], *, index: bool,
         for batch in batches:
             timer.spent.clear()
             timer.calls.clear()
-            if requests is not None and trips is not None:
+            if requests is not None:
                 requests.take()
-                trips.waits = 0
-            events = sum(json.loads(_plain(r["body"]))["events"].__len__()
-                         for r in batch["Records"])
+            for counter in (trips, seq_trips):
+                if counter is not None:
+                    counter.waits = 0
+            events = batch_events(batch)
+            drains.clear()
             start = time.perf_counter()
             with contextlib.redirect_stdout(devnull):
                 response = handler.handler(batch, Context())
             total = time.perf_counter() - start
             assert response == {"batchItemFailures": []}, response
+            if sequencer is not None and not on_arrival:
+                _check_drain(name, drains, [e for e in events if sequencer.index.relevant(e)])
             by_op = requests.take() if requests is not None else {}
-            rows.append({"events": events, "total_s": total, **dict(timer.spent),
+            rows.append({"events": len(events), "total_s": total, **dict(timer.spent),
                          "s3_calls": timer.calls["s3"], "ddb_calls": sum(by_op.values()),
-                         "ddb_by_op": by_op, "ddb_waits": trips.waits if trips else 0})
+                         "ddb_by_op": by_op,
+                         "ddb_waits": (trips.waits if trips else 0)
+                         + (seq_trips.waits if seq_trips else 0),
+                         "ddb_sequencer_waits": seq_trips.waits if seq_trips else 0})
+        entries = index_entries(boto3.client("dynamodb"), TABLE) if index else 0
     finally:
         consumer_module.decode_message, consumer_module.check_events = decode, check
         index_module.IndexView = IndexView  # type: ignore[misc]
         handler.consumer.cache_clear()
-    return summarise(name, rows)
+        handler.logger = handler_logger
+        devnull.close()
+    if index and entries == 0:
+        raise AssertionError(f"{name}: the index holds no entry after {len(rows)} invocations")
+    return {**summarise(name, rows), "index_entries": entries}
 
 
-def _plain(body: str) -> str:
-    import base64
-    import gzip
-    return gzip.decompress(base64.b64decode(body)).decode()
+def _check_drain(name: str, drains: list[dict[str, Any]], relevant: list[Any]) -> None:
+    """The invocation's drain applied its range: every indexed event of its messages."""
+    reports = drains[-1] if drains else {}
+    report = reports.get(CLUSTER)
+    if report is None:
+        raise AssertionError(f"{name}: the index drain failed (see the handler's log)")
+    if report.waiting_for is not None or report.more or report.busy:
+        raise AssertionError(f"{name}: the drain stopped short: {report}")
+    if report.ranges != 1 or report.events != len(relevant):
+        raise AssertionError(f"{name}: the drain applied {report.ranges} range(s), "
+                             f"{report.events} events; expected 1 and {len(relevant)}")
+    last = max(e.txid for e in relevant)
+    if report.position is None or report.position.txid is None or report.position.txid < last:
+        raise AssertionError(f"{name}: position {report.position} short of txid {last}")
 
 
 def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
     total = statistics.median(r["total_s"] for r in rows)
     parts = {p: statistics.median(r.get(p, 0.0) for r in rows) for p in PARTS}
     events = rows[0]["events"]
+
+    def per_event(calls: Callable[[dict], float]) -> float:
+        return statistics.median(calls(r) / r["events"] for r in rows)
+
+    def calls_of(r: dict, purposes: tuple[str, ...]) -> int:
+        return sum(n for k, n in r.get("ddb_by_op", {}).items()
+                   if k.split(".", 1)[0] in purposes)
+
     return {"config": name, "events_per_invocation": events, "invocations": len(rows),
             "total_ms": total * 1000, "events_per_s": events / total,
             "parts_ms": {p: v * 1000 for p, v in parts.items()},
             "other_ms": (total - sum(parts.values())) * 1000,
             "s3_calls": statistics.median(r.get("s3_calls", 0) for r in rows),
             "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows),
-            "dynamodb_calls_per_event": statistics.median(
-                r.get("ddb_calls", 0) / r["events"] for r in rows),
-            "dynamodb_waits_per_event": statistics.median(
-                r.get("ddb_waits", 0) / r["events"] for r in rows),
+            "dynamodb_calls_per_event": per_event(lambda r: r.get("ddb_calls", 0)),
+            "dynamodb_index_calls_per_event": per_event(lambda r: calls_of(r, ("index",))),
+            "dynamodb_sequencer_calls_per_event": per_event(
+                lambda r: calls_of(r, ("arrival", "manifest", "position"))),
+            "dynamodb_waits_per_event": per_event(lambda r: r.get("ddb_waits", 0)),
+            "dynamodb_sequencer_waits_per_event": per_event(
+                lambda r: r.get("ddb_sequencer_waits", 0)),
             "dynamodb_by_op": {op: statistics.median(r.get("ddb_by_op", {}).get(op, 0)
                                                      for r in rows)
                                for op in sorted({o for r in rows
@@ -275,12 +507,61 @@ def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
 
 def baseline_decode(batches: list[dict]) -> dict[str, Any]:
     from hdfs_events.envelope import decode_message
+    from hdfs_events.manifest import is_manifest
     rows = []
     for batch in batches:
         start = time.perf_counter()
-        n = sum(len(decode_message(r["body"], r["messageAttributes"])) for r in batch["Records"])
+        n = sum(len(decode_message(r["body"], r["messageAttributes"])) for r in batch["Records"]
+                if not is_manifest(r["messageAttributes"]))
         rows.append({"events": n, "total_s": time.perf_counter() - start})
     return summarise("baseline: decode only", rows)
+
+
+def print_results(results: list[dict[str, Any]], *, per_message: int, invocations: int,
+                  endpoint: str, latency_ms: float) -> None:
+    base = results[0]["total_ms"]
+    print(f"consumer: batch of {BATCH - 1} messages x {per_message} events + their manifest, "
+          f"median of {invocations} invocations, moto server on {endpoint}, DynamoDB latency "
+          f"added {latency_ms:g} ms")
+    head = f"{'config':<28}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
+    head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
+    head += f"{'DDB/ev':>8}{'waits/ev':>9}{'entries':>9}"
+    print(head)
+    for r in results:
+        parts = r.get("parts_ms", {})
+        line = (f"{r['config']:<28}{r['events_per_s']:>10.0f}{r['total_ms']:>10.1f}"
+                f"{r['total_ms'] / base:>9.1f}")
+        line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
+        line += f"{r.get('other_ms', 0.0):>10.1f}"
+        line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
+        line += f"{r.get('dynamodb_calls_per_event', 0):>8.2f}"
+        line += f"{r.get('dynamodb_waits_per_event', 0):>9.3f}"
+        line += f"{r['index_entries']:>9}" if r.get("index_entries") else f"{'':>9}"
+        print(line)
+    by_name = {r["config"]: r for r in results}
+    print("DynamoDB per event, index-on rows: index entries / sequencer items (requests; round "
+          "trips), and what the round trips alone allow at DynamoDB's ~5 ms each:")
+    for r in results:
+        if not r.get("index_entries"):
+            continue
+        ceiling = 1 / (r["dynamodb_waits_per_event"] * 0.005)
+        print(f"  {r['config']:<28} requests {r['dynamodb_index_calls_per_event']:.3f} / "
+              f"{r['dynamodb_sequencer_calls_per_event']:.3f}; round trips "
+              f"{r['dynamodb_waits_per_event'] - r['dynamodb_sequencer_waits_per_event']:.3f}"
+              f" / {r['dynamodb_sequencer_waits_per_event']:.3f}: at most {ceiling:.0f} "
+              f"events/s; {r['dynamodb_by_op']}")
+    now = by_name.get("index on, log summary")
+    for other, what in ((ON_ARRIVAL, "events applied on arrival (the previous way, same run)"),
+                        (SERIAL, "serial index writes (before concurrent writes, same run)")):
+        if now is None or other not in by_name:
+            continue
+        was = by_name[other]
+        print(f"index on, log summary (sequenced) vs {what}: "
+              f"{now['events_per_s'] / was['events_per_s']:.2f}x events/s; DynamoDB requests/"
+              f"event {was['dynamodb_calls_per_event']:.3f} -> "
+              f"{now['dynamodb_calls_per_event']:.3f}, round trips/event "
+              f"{was['dynamodb_waits_per_event']:.3f} -> {now['dynamodb_waits_per_event']:.3f};"
+              f" index entries {was['index_entries']} / {now['index_entries']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,11 +578,11 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1"}.items():
         os.environ.setdefault(key, value)
-    needed = args.invocations * 10 * args.events_per_message
+    needed = args.invocations * (BATCH - 1) * args.events_per_message
     events = make_events(args.ops or needed * 4)
-    if len(events) < needed:
-        raise SystemExit(f"{len(events)} events generated, {needed} needed: raise --ops")
-    batches = lambda_events(events[:needed], args.events_per_message)
+    batches = lambda_events(events, args.events_per_message)[:args.invocations]
+    if len(batches) < args.invocations:
+        raise SystemExit(f"{len(events)} events generated, {needed}+ needed: raise --ops")
 
     from moto.server import ThreadedMotoServer
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
@@ -312,47 +593,24 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
         results = [baseline_decode(batches)]
-        configs = [("index off, log all", False, "all", False),
-                   ("index off, log summary", False, "summary", False),
-                   ("index on, log all", True, "all", False),
-                   ("index on, log summary", True, "summary", False)]
+        configs = [("index off, log all", False, "all", False, False),
+                   ("index off, log summary", False, "summary", False, False),
+                   ("index on, log all", True, "all", False, False),
+                   ("index on, log summary", True, "summary", False, False),
+                   (ON_ARRIVAL, True, "summary", False, True)]
         if not args.no_serial:
-            configs.append(("index on, summ., serial", True, "summary", True))
-        for name, index, mode, serial in configs:
-            results.append(run_config(name, endpoint, batches, index=index, log_mode=mode,
-                                      serial=serial, latency_s=latency_s))
+            configs.append((SERIAL, True, "summary", True, False))
+        for name, index, mode, serial, on_arrival in configs:
+            results.append(run_config(name, batches, index=index, log_mode=mode,
+                                      serial=serial, on_arrival=on_arrival,
+                                      latency_s=latency_s, reset=reset_moto(endpoint)))
     finally:
         server.stop()
-    base = results[0]["total_ms"]
-    print(f"consumer: batch of 10 messages x {args.events_per_message} events, median of "
-          f"{args.invocations} invocations, moto server on {endpoint}, DynamoDB latency "
-          f"added {args.ddb_latency_ms:g} ms")
-    head = f"{'config':<24}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
-    head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
-    head += f"{'DDB/ev':>8}{'waits/ev':>9}"
-    print(head)
-    for r in results:
-        parts = r.get("parts_ms", {})
-        line = (f"{r['config']:<24}{r['events_per_s']:>10.0f}{r['total_ms']:>10.1f}"
-                f"{r['total_ms'] / base:>9.1f}")
-        line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
-        line += f"{r.get('other_ms', 0.0):>10.1f}"
-        line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
-        line += f"{r.get('dynamodb_calls_per_event', 0):>8.2f}"
-        line += f"{r.get('dynamodb_waits_per_event', 0):>9.3f}"
-        print(line)
-    serial = next((r for r in results if r["config"].endswith("serial")), None)
-    if serial is not None:
-        now = next(r for r in results if r["config"] == "index on, log summary")
-        print(f"index on, log summary vs serial: {now['events_per_s'] / serial['events_per_s']:.1f}x"
-              f" events/s; DynamoDB requests {serial['dynamodb_by_op']} -> "
-              f"{now['dynamodb_by_op']}")
-        for r in (serial, now):  # what the round trips alone allow at DynamoDB's ~5 ms
-            ceiling = 1 / (r["dynamodb_waits_per_event"] * 0.005)
-            print(f"  {r['config']}: {r['dynamodb_waits_per_event']:.3f} round trips waited "
-                  f"for per event: at most {ceiling:.0f} events/s at 5 ms a round trip")
+    print_results(results, per_message=args.events_per_message, invocations=args.invocations,
+                  endpoint=endpoint, latency_ms=args.ddb_latency_ms)
     OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"batch_size": 10, "events_per_message": args.events_per_message,
+    OUT.write_text(json.dumps({"batch_size": BATCH, "event_messages_per_invocation": BATCH - 1,
+                               "events_per_message": args.events_per_message,
                                "ddb_latency_ms": args.ddb_latency_ms, "results": results},
                               indent=2))
     print(f"wrote {OUT}")

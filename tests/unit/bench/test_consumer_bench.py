@@ -1,0 +1,128 @@
+"""bench.consumer: invocations carry the agent's manifests, index-on runs really apply the
+events (the sequenced drain and the on-arrival baseline build the same index), DynamoDB calls
+are told apart by what they touch. The real handler against moto in-process."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from moto import mock_aws
+
+from bench import consumer as bench
+from hdfs_events import names
+from hdfs_events.envelope import decode_message
+from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.manifest import decode_manifest, is_manifest
+
+
+@functools.cache
+def workload() -> list[HdfsEvent]:
+    return bench.make_events(1500)
+
+
+@pytest.fixture
+def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_config sets the function's environment, as the stack would: undone after the test."""
+    for key in (names.ENV_LAKE_BUCKET, names.ENV_INDEX_TABLE, names.ENV_INDEX_PREFIXES,
+                names.ENV_LOG_MODE, names.ENV_EVENT_QUEUE_URL):
+        monkeypatch.setenv(key, "")
+
+
+def test_every_invocation_ends_with_the_manifest_of_its_messages():
+    batches = bench.lambda_events(workload(), per_message=20)
+    assert len(batches) >= 3
+    after = None
+    seen: set[int] = set()
+    for batch in batches:
+        records = batch["Records"]
+        assert len(records) == bench.BATCH  # Lambda's FIFO maximum
+        *messages, last = records
+        assert is_manifest(last["messageAttributes"])
+        assert not any(is_manifest(r["messageAttributes"]) for r in messages)
+        manifest = decode_manifest(last["body"])
+        assert last["attributes"]["MessageGroupId"] == manifest.group_id
+        assert manifest.after == after  # the ranges chain, from the start of the stream
+        assert set(manifest.messages) == {
+            r["attributes"]["MessageDeduplicationId"] for r in messages}
+        txids = {e.txid for r in messages
+                 for e in decode_message(r["body"], r["messageAttributes"])}
+        assert all(manifest.covers(t) for t in txids) and max(txids) == manifest.end
+        assert not txids & seen  # no txid's events split between two invocations
+        seen |= txids
+        after = manifest.end
+
+
+def test_messages_end_where_a_txid_ends():
+    events = [HdfsEvent("bench", txid, index, EventType.CLOSE, f"/d/f{txid}.{index}", size=1)
+              for txid, count in ((1, 1), (2, 3), (3, 1), (4, 2)) for index in range(count)]
+    messages = bench.message_events(events, per_message=2)
+    assert [[(e.txid, e.index) for e in m] for m in messages] == [
+        [(1, 0), (2, 0), (2, 1), (2, 2)], [(3, 0), (4, 0), (4, 1)]]
+
+
+@pytest.mark.parametrize(("params", "purpose"), [
+    ({"TableName": "t", "Item": {"parent": {"S": "prod!arrived#prod-1.0-9.0-x"},
+                                 "name": {"S": "-"}}}, "arrival"),
+    ({"TableName": "t", "Item": {"parent": {"S": "prod!manifests"},
+                                 "name": {"S": "00000000000000000009.-.ab.00000"}}},
+     "manifest"),
+    ({"TableName": "t", "KeyConditionExpression": "#pk = :pk AND #sk >= :from",
+      "ExpressionAttributeValues": {":pk": {"S": "prod!manifests"}, ":from": {"S": "0"}}},
+     "manifest"),
+    ({"TableName": "t", "Key": {"parent": {"S": "prod!position"}, "name": {"S": "-"}}},
+     "position"),
+    ({"RequestItems": {"t": {"Keys": [{"parent": {"S": "prod!arrived#a"},
+                                       "name": {"S": "-"}}]}}}, "arrival"),
+    # An entry's partition is its parent directory: a "!" in a path is still an entry.
+    ({"TableName": "t", "Item": {"parent": {"S": "prod#/data/x!position"},
+                                 "name": {"S": "f"}}}, "index"),
+    ({"RequestItems": {"t": {"Keys": [{"parent": {"S": "prod#/"}, "name": {"S": "data"}}]}}},
+     "index"),
+    ({"TableName": "t", "KeyConditionExpression": "#pk = :pk",
+      "ExpressionAttributeValues": {":pk": {"S": "prod#/data"}}}, "index"),
+    ({"TableName": "t"}, "other"),
+])
+def test_dynamodb_requests_are_told_apart_by_what_they_touch(params, purpose):
+    assert bench.ddb_purpose(params) == purpose
+
+
+def test_index_on_run_applies_every_range_as_the_on_arrival_baseline_does(bench_env):
+    batches = bench.lambda_events(workload(), per_message=10)[:2]
+    with mock_aws():
+        sequenced = bench.run_config("index on, log summary", batches, index=True,
+                                     log_mode="summary")
+    with mock_aws():
+        on_arrival = bench.run_config(bench.ON_ARRIVAL, batches, index=True,
+                                      log_mode="summary", on_arrival=True)
+    assert sequenced["index_entries"] > 0
+    assert sequenced["index_entries"] == on_arrival["index_entries"]
+    by_op = sequenced["dynamodb_by_op"]
+    # Per invocation: an arrival per message, the manifest, the drain's reads and writes.
+    assert by_op["arrival.PutItem"] == bench.BATCH - 1
+    assert by_op["manifest.PutItem"] == 1
+    assert by_op["arrival.BatchGetItem"] >= 1 and by_op["index.PutItem"] > 0
+    assert sequenced["dynamodb_sequencer_calls_per_event"] > 0
+    assert set(on_arrival["dynamodb_by_op"]) <= {"index.BatchGetItem", "index.PutItem",
+                                                 "index.Query"}
+    assert on_arrival["dynamodb_sequencer_calls_per_event"] == 0
+
+
+def test_bench_fails_when_a_drain_leaves_the_index_unfed(bench_env):
+    batches = bench.lambda_events(workload(), per_message=10)[:1]
+    without_manifests = [{"Records": [r for r in b["Records"]
+                                      if not is_manifest(r["messageAttributes"])]}
+                         for b in batches]
+    with mock_aws(), pytest.raises(AssertionError, match="drain applied 0 range"):
+        bench.run_config("index on, log summary", without_manifests, index=True,
+                         log_mode="summary")
+
+
+def test_index_off_run_counts_no_dynamodb(bench_env):
+    batches = bench.lambda_events(workload(), per_message=10)[:1]
+    with mock_aws():
+        off = bench.run_config("index off, log summary", batches, index=False,
+                               log_mode="summary")
+    assert off["dynamodb_calls"] == 0 and off["index_entries"] == 0
+    assert off["s3_calls"] == bench.BATCH - 1  # one lake object per event message
+    assert off["events_per_invocation"] == len(bench.batch_events(batches[0]))
