@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from lambdas.ingest.index import NamespaceIndex
 from tests.unit.ingest.memory_store import MemoryIndexStore
-from tests.unit.ingest.namespace_model import in_order_state
 
 
 def ev(txid: int, type_: EventType, path: str, **kw) -> HdfsEvent:

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.ids import message_group_id
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.subtree import SubtreeOp
 from tests.unit.ingest.memory_store import MemoryIndexStore
-from tests.unit.ingest.namespace_model import in_order_state
 from tests.unit.ingest.workload import CLUSTER, Workload, chunks
 
 STRATEGIES = ["prefix:1", "prefix:2", "prefix:3", "parent", "path"]

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.namespace_replay import in_order_state
 from hdfs_events.envelope import encode_message
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.ids import message_group_id
@@ -26,7 +27,6 @@ from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
 from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
-from tests.unit.ingest.namespace_model import in_order_state
 from tests.unit.ingest.test_index_property import CROSS_GROUP_CASES, _with_a_gap
 from tests.unit.ingest.workload import CLUSTER, Workload, chunks
 

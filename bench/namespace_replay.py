@@ -1,4 +1,8 @@
-"""The reference: HDFS namespace semantics applied in order, the state the index must reach."""
+"""The reference: HDFS namespace semantics applied in order, the state the index must reach.
+
+Written apart from the index (a dict of paths, nothing incremental), so the property tests and
+the demo hold the index to something it does not share code with but the value extraction.
+"""
 
 from __future__ import annotations
 
