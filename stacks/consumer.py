@@ -21,9 +21,12 @@ SERVICE_NAME = "hdfs-events-ingest"
 # Lambda delivers at most 10 messages per batch from a FIFO queue.
 BATCH_SIZE = 10
 POWERTOOLS_ACCOUNT = "017000801446"  # publisher of the public Powertools for AWS Lambda layers
-INDEX_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
-                 "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-                 "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem")
+# Exactly the calls lambdas/ingest makes on the index table (tests/infra check the two agree):
+# entries are read in batches, written by conditional PutItem (deletes leave a marker with a
+# TTL, never DeleteItem), children listed by Query; arrivals and manifests are PutItem, the
+# sequencer's lease and position one item moved by conditional UpdateItem.
+INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
+                 "dynamodb:UpdateItem")
 
 
 def powertools_layer_arn(stack: Stack, version: int) -> str:
@@ -84,10 +87,18 @@ class IngestConsumer(Construct):
 
         lake.grant_put(self.function, f"{names.RAW_PREFIX}*")
         lake.grant_put(self.function, f"{names.QUARANTINE_PREFIX}*")
-        index_table.grant(self.function, *INDEX_ACTIONS)
-        # Continuation messages for subtree changes too large for one invocation.
+        # A drain applies a range whose messages other invocations received: it reads their
+        # events back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
+        # s3:GetBucket*): the keys come from the arrival items, nothing is listed.
         self.role.add_to_policy(iam.PolicyStatement(
-            sid="SendContinuations", actions=["sqs:SendMessage"],
+            sid="ReadRawEvents", actions=["s3:GetObject"],
+            resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*")]))
+        if lake.encryption_key is not None:
+            lake.encryption_key.grant_decrypt(self.function)
+        index_table.grant(self.function, *INDEX_ACTIONS)
+        # Drain requests: a drain out of time asks a later invocation to go on.
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="SendDrainRequests", actions=["sqs:SendMessage"],
             resources=[event_queue.queue_arn]))
 
         self.function.add_event_source(event_sources.SqsEventSource(

@@ -22,6 +22,16 @@ from stacks.settings import Settings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
 from stacks.widgets import dashboard_rows
 
+# The next txid range of a cluster has waited this long for its messages, for 3 periods: ~30
+# minutes in all. A failing message is retried max_receive_count (5) times, one visibility
+# timeout (6 x the 60 s consumer timeout) apart, so by then it is in the DLQ, or it was never
+# sent (docs/deploy.md, "Alarms").
+INDEX_STALLED_MS = 15 * 60 * 1000
+INDEX_STALLED_PERIODS = 3
+# A drain that fails is retried by the cluster's next message: one failure is normal, two in
+# three 5-minute periods are not.
+DRAIN_FAILURE_PERIODS, DRAIN_FAILURE_DATAPOINTS = 3, 2
+
 # Fields the consumer logs on each event line (powertools puts extra keys at the top level).
 LOGS_QUERIES: dict[str, logs.QueryString] = {
     "who-deleted-what-under-a-path": logs.QueryString(
@@ -48,7 +58,21 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
                 "message_id"],
         filter_statements=["type = 'GAP'"],
         sort="@timestamp desc", limit=1000),
+    # The consumer's drain failures (ERROR, with the stack trace) and ranges that went on
+    # without quarantined messages (WARNING), lambdas/ingest/consumer.py.
+    "index-drain-problems": logs.QueryString(
+        fields=["@timestamp", "level", "cluster", "message", "messages", "exception"],
+        filter_statements=["message like /^index (drain failed|skipped)/"],
+        sort="@timestamp desc", limit=1000),
 }
+
+
+def _consumer_metric(metric_name: str, cluster: str, statistic: str) -> cw.Metric:
+    """A consumer EMF metric by the bare [Cluster] dimension set (lambdas/ingest/telemetry.py
+    declares it beside powertools' [service, Cluster])."""
+    return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
+                     dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                     statistic=statistic, period=Duration.minutes(5))
 
 
 class MonitoringStack(Stack):
@@ -90,12 +114,12 @@ class MonitoringStack(Stack):
         def alarm(alarm_id: str, metric: cw.IMetric, *, threshold: float, description: str,
                   comparison: cw.ComparisonOperator =
                   cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                  periods: int = 1,
+                  periods: int = 1, datapoints: int | None = None,
                   missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING) -> None:
             a = cw.Alarm(self, alarm_id, alarm_name=f"{settings.prefix}-{alarm_id}",
                          alarm_description=description, metric=metric, threshold=threshold,
                          comparison_operator=comparison, evaluation_periods=periods,
-                         treat_missing_data=missing)
+                         datapoints_to_alarm=datapoints, treat_missing_data=missing)
             a.add_alarm_action(action)
             a.add_ok_action(action)
             self.alarms.append(a)
@@ -154,11 +178,31 @@ class MonitoringStack(Stack):
                       comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                       description=f"{who}: {gap_rule}")
 
+            # The index applies a cluster's txid ranges in order (lambdas/ingest/sequencer.py).
+            # IndexWaitMs comes only from invocations that drained: no data is no traffic, not
+            # a stall (a stalled range still gets data from every later message's drain).
+            alarm(f"index-stalled-{cluster}",
+                  _consumer_metric(names.METRIC_INDEX_WAIT_MS, cluster, "Maximum"),
+                  threshold=INDEX_STALLED_MS, periods=INDEX_STALLED_PERIODS,
+                  description=f"The {cluster} namespace index has waited more than "
+                  f"{INDEX_STALLED_MS // 60_000} minutes for the messages of its next txid "
+                  "range: one is in the event DLQ (redrive it) or was lost (restart the agent "
+                  "from an earlier checkpoint); see docs/deploy.md")
+            alarm(f"index-drain-failures-{cluster}",
+                  _consumer_metric(names.METRIC_INDEX_DRAIN_FAILURES, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  periods=DRAIN_FAILURE_PERIODS, datapoints=DRAIN_FAILURE_DATAPOINTS,
+                  description=f"Applying the {cluster} namespace index failed in "
+                  f"{DRAIN_FAILURE_DATAPOINTS} of {DRAIN_FAILURE_PERIODS} 5-minute periods: "
+                  "see the consumer's 'index drain failed' log lines (Logs Insights query "
+                  "'index-drain-problems')")
+
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,
             widgets=dashboard_rows(settings=settings, ingest=ingest, analytics=analytics,
                                    lake_bucket=lake_bucket_name(settings),
-                                   service=SERVICE_NAME))
+                                   service=SERVICE_NAME, index_stalled_ms=INDEX_STALLED_MS))
 
         for query_id, query in LOGS_QUERIES.items():
             logs.QueryDefinition(self, f"Query-{query_id}",

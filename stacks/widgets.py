@@ -1,4 +1,5 @@
-"""The dashboard's rows: stream in, queue health, consumer, agents, gaps, Glue, lake."""
+"""The dashboard's rows: stream in, queue health, consumer, agents, gaps, namespace index, Glue,
+lake."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def _glue(job_name: str, metric_name: str) -> cw.Metric:
 
 
 def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
-                   lake_bucket: str, service: str) -> list[list[cw.IWidget]]:
+                   lake_bucket: str, service: str,
+                   index_stalled_ms: int) -> list[list[cw.IWidget]]:
     events, copy = ingest.events, ingest.copy_requests
     fn = ingest.consumer.function
     clusters = settings.clusters
@@ -119,6 +121,22 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),
             cw.GraphWidget(title="SNAPSHOT records (namespace listed after a gap)", width=12,
                            left=[_consumer(names.METRIC_EVENTS, c, "Sum", Type="SNAPSHOT")
+                                 for c in clusters]),
+        ],
+        [
+            cw.GraphWidget(title="Namespace index: wait of the next txid range (ms)",
+                           width=width,
+                           left=[_consumer(names.METRIC_INDEX_WAIT_MS, c, "Maximum")
+                                 for c in clusters],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=index_stalled_ms, label="alarm")]),
+            cw.GraphWidget(title="Namespace index: drain failures", width=width,
+                           left=[_consumer(names.METRIC_INDEX_DRAIN_FAILURES, c, "Sum")
+                                 for c in clusters],
+                           left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),
+            cw.GraphWidget(title="Namespace index: quarantined messages a range went on without",
+                           width=width,
+                           left=[_consumer(names.METRIC_INDEX_SKIPPED, c, "Sum")
                                  for c in clusters]),
         ],
         [

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from aws_cdk.assertions import Match
 
 from hdfs_events import names
+from stacks.consumer import INDEX_ACTIONS
 from stacks.queues import MAX_MESSAGE_BYTES
 from tests.infra.conftest import Synthesized
+from tests.infra.synth import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -175,3 +178,90 @@ def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> No
     for name in ("LakeBucketName", "StateTableName", "IndexTableName", "TransfersTableName"):
         assert name in storage
     assert "AlertTopicArn" in deployed_env.templates["Monitoring"]["Outputs"]
+
+
+# --- what the consumer may do, against what its code calls ------------------------------------
+
+INGEST_CODE = REPO / "lambdas" / "ingest"
+# The attribute each boto3 client lives in (lambdas/ingest/dal.py, sequence_store.py).
+CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs"}
+
+
+def _calls_in_consumer_code() -> dict[str, set[str]]:
+    """IAM actions of the boto3 calls in lambdas/ingest: `self.ddb.batch_get_item(` is
+    dynamodb:BatchGetItem."""
+    calls: dict[str, set[str]] = {service: set() for service in CLIENT_SERVICE.values()}
+    for source in INGEST_CODE.glob("*.py"):
+        for client, op in re.findall(r"\.(ddb|s3|sqs)\.([a-z_]+)\(", source.read_text()):
+            service = CLIENT_SERVICE[client]
+            calls[service].add(f"{service}:" + "".join(w.title() for w in op.split("_")))
+    return calls
+
+
+def _by_action(s: Synthesized, prefix: str) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for statement in _consumer_statements(s):
+        for action in _actions(statement):
+            if action.startswith(prefix):
+                found.setdefault(action, []).append(statement)
+    return found
+
+
+def test_consumer_code_calls_are_found() -> None:
+    # Guards the scan below: if the code moved, the grant test would compare against nothing.
+    calls = _calls_in_consumer_code()
+    assert {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} <= calls[
+        "dynamodb"]
+    assert {"s3:PutObject", "s3:GetObject"} <= calls["s3"]
+    assert "sqs:SendMessage" in calls["sqs"]
+
+
+def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
+        deployed_env: Synthesized) -> None:
+    granted = _by_action(deployed_env, "dynamodb:")
+    # Sequencer lease and position: conditional UpdateItem; entries, arrivals and manifests:
+    # PutItem, BatchGetItem, Query. Nothing deletes (a delete leaves a marker with a TTL).
+    assert set(granted) == _calls_in_consumer_code()["dynamodb"] == set(INDEX_ACTIONS)
+    for statements in granted.values():
+        for statement in statements:
+            assert "IndexTable" in json.dumps(statement["Resource"]), statement
+            for table in ("StateTable", "TransfersTable", "/index/"):
+                assert table not in json.dumps(statement["Resource"]), statement
+
+
+def test_consumer_reads_back_only_raw_lake_objects(deployed_env: Synthesized) -> None:
+    reads = [s for s in _consumer_statements(deployed_env)
+             if any(a.startswith("s3:Get") or a.startswith("s3:List") for a in _actions(s))]
+    # A drain applies ranges whose messages other invocations received: it reads their raw/
+    # objects by key. Nothing is listed; nothing outside raw/ is read.
+    assert [_actions(s) for s in reads] == [["s3:GetObject"]]
+    assert reads[0]["Resource"] == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, f":s3:::hdfs-events-{deployed_env.env}-lake-",
+        {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"/{names.RAW_PREFIX}*"]]}
+    called = _calls_in_consumer_code()["s3"]
+    assert called <= set(_by_action(deployed_env, "s3:")), called
+
+
+def test_consumer_may_decrypt_the_kms_lake_it_reads(prod: Synthesized, dev: Synthesized) -> None:
+    decrypt = _by_action(prod, "kms:Decrypt")["kms:Decrypt"]
+    assert decrypt and all("LakeKey" in json.dumps(s["Resource"]) for s in decrypt)
+    assert "kms:Decrypt" not in _by_action(dev, "kms:")  # dev's lake is SSE-S3
+
+
+def test_consumer_sends_drain_requests_only_to_the_event_queue(
+        deployed_env: Synthesized) -> None:
+    sends = _by_action(deployed_env, "sqs:SendMessage")["sqs:SendMessage"]
+    assert _calls_in_consumer_code()["sqs"] == {"sqs:SendMessage"}
+    assert [json.dumps(s["Resource"]) for s in sends] == [
+        json.dumps({"Fn::GetAtt": [_event_queue_id(deployed_env), "Arn"]})]
+    # The queue's deny-all-but-the-senders policy lets the consumer role through.
+    (deny,) = [st for p in deployed_env.resources("Ingest", "AWS::SQS::QueuePolicy").values()
+               for st in p["Properties"]["PolicyDocument"]["Statement"]
+               if st.get("Sid") == "OnlyAgentsSendEvents"]
+    assert "ConsumerRole" in json.dumps(deny["Condition"])
+
+
+def _event_queue_id(s: Synthesized) -> str:
+    (queue_id,) = [k for k, r in s.resources("Ingest", "AWS::SQS::Queue").items()
+                   if r["Properties"]["QueueName"] == f"hdfs-events-{s.env}-events.fifo"]
+    return queue_id

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from hdfs_events import names
 from tests.infra.conftest import Synthesized
+from tests.infra.synth import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +36,8 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
     assert set(alarms) == {
         "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
-        "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod"}
+        "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
+        "index-stalled-prod", "index-drain-failures-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -73,6 +76,67 @@ def test_one_gap_record_or_agent_gap_report_in_five_minutes_alarms_per_cluster(
             assert "purged" in alarm["AlarmDescription"]
 
 
+def test_index_stalled_and_drain_failures_alarm_per_cluster(deployed_env: Synthesized,
+                                                            local: Synthesized) -> None:
+    for env in (deployed_env, local):
+        cluster = {"dev": "dev", "prod": "prod", "local": "demo"}[env.env]  # cdk.json's clusters
+        alarms = _alarms(env)
+        stalled = alarms[f"index-stalled-{cluster}"]
+        assert (stalled["Namespace"], stalled["MetricName"]) == (
+            names.METRICS_NAMESPACE, names.METRIC_INDEX_WAIT_MS)
+        # The bare [Cluster] set lambdas/ingest/telemetry.py declares beside powertools' own.
+        assert stalled["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+        # The next range waited over 15 minutes in 3 consecutive 5-minute periods.
+        assert (stalled["Statistic"], stalled["Period"], stalled["EvaluationPeriods"]) == (
+            "Maximum", 300, 3)
+        assert stalled.get("DatapointsToAlarm", 3) == 3
+        assert (stalled["ComparisonOperator"], stalled["Threshold"]) == (
+            "GreaterThanThreshold", 15 * 60 * 1000)
+        # Only invocations that drained publish IndexWaitMs: no data is no traffic.
+        assert stalled["TreatMissingData"] == "notBreaching"
+        assert "DLQ" in stalled["AlarmDescription"] and "checkpoint" in stalled[
+            "AlarmDescription"]
+
+        failures = alarms[f"index-drain-failures-{cluster}"]
+        assert (failures["Namespace"], failures["MetricName"]) == (
+            names.METRICS_NAMESPACE, names.METRIC_INDEX_DRAIN_FAILURES)
+        assert failures["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+        # One failure is retried by the next message; 2 of 3 periods with one is not normal.
+        assert (failures["Statistic"], failures["Period"], failures["EvaluationPeriods"],
+                failures["DatapointsToAlarm"]) == ("Sum", 300, 3, 2)
+        assert (failures["ComparisonOperator"], failures["Threshold"]) == (
+            "GreaterThanOrEqualToThreshold", 1)
+        assert failures["TreatMissingData"] == "notBreaching"
+        assert "index drain failed" in failures["AlarmDescription"]
+
+
+def _dashboard_widgets(s: Synthesized) -> list[dict]:
+    """The dashboard body as JSON, CloudFormation tokens (the region) read as "TOKEN"."""
+    (dashboard,) = s.resources("Monitoring", "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    return json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts))["widgets"]
+
+
+def test_dashboard_has_a_namespace_index_row_per_cluster(deployed_env: Synthesized) -> None:
+    cluster = deployed_env.env  # dev and prod each ship one cluster named like the env
+    widgets = {w["properties"]["title"]: w for w in _dashboard_widgets(deployed_env)
+               if w["properties"].get("title", "").startswith("Namespace index")}
+    expected = {names.METRIC_INDEX_WAIT_MS: "Maximum", names.METRIC_INDEX_DRAIN_FAILURES: "Sum",
+                names.METRIC_INDEX_SKIPPED: "Sum"}
+    shown = {}
+    for widget in widgets.values():
+        for metric in widget["properties"]["metrics"]:
+            namespace, metric_name, dimension, value, options = metric
+            assert (namespace, dimension, value) == (
+                names.METRICS_NAMESPACE, names.DIMENSION_CLUSTER, cluster)
+            shown[metric_name] = options["stat"]
+    assert shown == expected
+    assert len({w["y"] for w in widgets.values()}) == 1  # one row
+    (wait,) = [w for w in widgets.values() if "wait" in w["properties"]["title"]]
+    assert wait["properties"]["annotations"]["horizontal"][0]["value"] == 900_000
+
+
 def test_dashboard_shows_stream_queues_consumer_agents_glue_and_lake(
         deployed_env: Synthesized) -> None:
     (dashboard,) = deployed_env.resources("Monitoring", "AWS::CloudWatch::Dashboard").values()
@@ -93,9 +157,18 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
     queries = {r["Properties"]["Name"].split("/", 1)[1]: r["Properties"] for r in
                deployed_env.resources("Monitoring", "AWS::Logs::QueryDefinition").values()}
     assert set(queries) == {"who-deleted-what-under-a-path", "history-of-one-path",
-                            "top-writers-by-directory", "inotify-gaps"}
+                            "top-writers-by-directory", "inotify-gaps",
+                            "index-drain-problems"}
     for query in queries.values():
         assert "ConsumerLogs" in json.dumps(query["LogGroupNames"])
     assert "UNLINK" in queries["who-deleted-what-under-a-path"]["QueryString"]
     gaps = queries["inotify-gaps"]["QueryString"]
     assert "type = 'GAP'" in gaps and "lost_txids" in gaps and "gap_end_txid" in gaps
+    drains = queries["index-drain-problems"]["QueryString"]
+    (pattern,) = re.findall(r"message like /(.+)/", drains)
+    # The consumer's log lines (lambdas/ingest/consumer.py drain_index) match the filter.
+    source = (REPO / "lambdas" / "ingest" / "consumer.py").read_text()
+    lines = re.findall(r'logger\.\w+\(\s*"(index [^"]+)"', source)
+    assert len(lines) == 2 and all(re.search(pattern, line) for line in lines), lines
+    assert not re.search(pattern, "index ls /user")
+    assert "cluster" in drains
