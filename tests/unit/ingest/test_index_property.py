@@ -1,5 +1,12 @@
-"""Any interleaving of message groups (each group in order, messages redelivered at random,
-subtree walks split across continuations) leaves the index in the in-order state."""
+"""The entry model's merge rules on their own, events applied on arrival in any interleaving of
+message groups (each group in order, redelivered at random, walks continued late).
+
+The consumer no longer relies on this: the sequencer applies every range in txid order
+(test_sequencer.py holds the product to the in-order state under any interleaving). These keep
+the merge rules honest where they still matter (a repeated or redelivered event, a walk resumed
+after a failure) over the cases they were built for; the named cross-group cases are the
+workloads that once diverged on arrival.
+"""
 
 from __future__ import annotations
 
@@ -137,9 +144,9 @@ def test_cross_group_directory_moves_found_by_fuzzing_converge(seed, steps, stra
     assert live == in_order_state(events, "/data")
 
 
-# Derandomized: the same examples on every run. Across message groups a rare chain of
-# renames through re-used paths still diverges (about 1 workload in 1,000 here; see
-# docs/consumer.md), and CI must not turn red by the luck of the draw.
+# Derandomized: the same examples on every run. Applied on arrival across message groups, a
+# rare chain of renames through re-used paths diverges (about 1 workload in 1,000 here), and CI
+# must not turn red by the luck of the draw; through the sequencer it never does.
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example,
                                  HealthCheck.data_too_large])
