@@ -24,8 +24,8 @@ from stacks.widgets import dashboard_rows
 
 # The next txid range of a cluster has waited this long for its messages, for 3 periods: ~30
 # minutes in all. A failing message is retried max_receive_count (5) times, one visibility
-# timeout (6 x the 60 s consumer timeout) apart, so by then it is in the DLQ, or it was never
-# sent (docs/deploy.md, "Alarms").
+# timeout (6 x consumer_timeout_seconds, 60 s by default) apart, so by then it is in the DLQ,
+# or it was never sent (docs/deploy.md, "When an index alarm fires").
 INDEX_STALLED_MS = 15 * 60 * 1000
 INDEX_STALLED_PERIODS = 3
 # A drain that fails is retried by the cluster's next message: one failure is normal, two in
