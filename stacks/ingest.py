@@ -43,7 +43,7 @@ class IngestStack(Stack):
                             targets=targets, anchor=anchor)
             for cluster in settings.clusters]
 
-        # Only the agents (and the consumer's continuation messages) may put events on the
+        # Only the agents (and the consumer's drain requests) may put events on the
         # stream: an explicit deny beats any allow another policy in the account might give.
         senders = [self.consumer.role.role_arn]
         for principal in self.principals:
