@@ -38,7 +38,14 @@ on this same chain, at best. Our design's cost over it is the edit -> sent part.
 
 The consumer's log (its stdout: the function's CloudWatch stream), its S3 PutObject and
 DynamoDB write counts (botocore hooks), and the raw lake bytes give the cost model measured
-bytes and requests per event. Writes bench-out/freshness.json.
+bytes and requests per event. The index is fed in txid order (lambdas/ingest/sequencer.py):
+the agent's pipeline sends its manifests (`<cluster>:#manifest`), and with the index enabled
+the consumer writes beside the entries an arrival per event message, each manifest, and the
+position and its lease per drain, whatever share of the events is indexed. So DynamoDB calls
+are counted by what they touch (bench.consumer.ddb_purpose): "index writes per indexed event"
+counts the entries' writes alone, and the sequencer's calls are reported per message and per
+invocation. The index phase must add entries to the index (counted in the table before and
+after), or the run fails. Writes bench-out/freshness.json.
 """
 
 from __future__ import annotations
@@ -155,27 +162,33 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     """The real handler behind LocalSqsLambdaRunner; per event edit->sent and edit->lake."""
     import boto3
 
+    from bench.consumer import ddb_purpose
     from hdfs_events.envelope import decode_message
-    from hdfs_events.manifest import is_manifest
+    from hdfs_events.manifest import KIND_ATTRIBUTE
     from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
 
     calls: Counter[str] = Counter()
+    ddb_calls: Counter[str] = Counter()
 
     def count(event_name: str, **_: Any) -> None:
         calls[event_name.rsplit(".", 1)[1]] += 1  # before-call.<service>.<Operation>
+
+    def count_ddb(event_name: str, params: dict[str, Any], **_: Any) -> None:
+        ddb_calls[f"{ddb_purpose(params)}.{event_name.rsplit('.', 1)[1]}"] += 1
 
     # The handler's clients come from boto3's default session: hook it before they exist.
     boto3.setup_default_session()
     boto3.DEFAULT_SESSION.events.register("before-call.s3", count)
     boto3.DEFAULT_SESSION.events.register("before-call.dynamodb", count)
+    boto3.DEFAULT_SESSION.events.register("before-parameter-build.dynamodb", count_ddb)
     real = load_handler("lambdas.ingest.handler:handler")
     edit_to_lake: list[int] = []
     edit_to_sent: list[int] = []
     durations: list[float] = []
-    events_total = manifests = 0
+    events_total = manifests = drain_requests = 0
 
     def timed(event: dict[str, Any], context: Any) -> Any:
-        nonlocal events_total, manifests
+        nonlocal events_total, manifests, drain_requests
         start = time.perf_counter()
         response = real(event, context)
         done = int(time.time() * 1000)
@@ -184,8 +197,12 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
         for record in event["Records"]:
             if record["messageId"] in failed:
                 continue
-            if is_manifest(record["messageAttributes"]):
+            kind = record["messageAttributes"].get(KIND_ATTRIBUTE, {}).get("stringValue")
+            if kind == "manifest":
                 manifests += 1  # the agent's statement of a txid range: no events in it
+                continue
+            if kind is not None:  # a drain request: the consumer's own, no events either
+                drain_requests += 1
                 continue
             sent = int(record["attributes"]["SentTimestamp"])
             for e in decode_message(record["body"], record["messageAttributes"]):
@@ -204,7 +221,8 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     stats_file.write_text(json.dumps({
         "invocations": runner.invocations, "records": runner.records,
         "failures": runner.failures, "batch_errors": runner.batch_errors,
-        "events": events_total, "manifests": manifests, "calls": dict(calls), "invocation_s": durations,
+        "events": events_total, "manifests": manifests, "drain_requests": drain_requests,
+        "calls": dict(calls), "ddb_calls": dict(ddb_calls), "invocation_s": durations,
         "edit_to_lake_ms": edit_to_lake, "edit_to_sent_ms": edit_to_sent}))
     return 0
 
@@ -227,12 +245,53 @@ def lake_objects(s3: Any, bucket: str, prefix: str = "raw/") -> tuple[int, int]:
     return count, size
 
 
+def index_entries(chain: Any) -> int:
+    """The cluster's namespace entries in the deployed index table."""
+    from bench.consumer import index_entries as count
+    from hdfs_events import names
+    return count(chain.client("dynamodb"), chain.lambda_env[names.ENV_INDEX_TABLE],
+                 chain.cluster)
+
+
+DDB_WRITES = ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem", "TransactWriteItems")
+SEQUENCER = ("arrival", "manifest", "position")
+
+
+def dynamodb_split(by_purpose: dict[str, int], *, indexed: int, messages: int,
+                   manifests: int, invocations: int) -> dict[str, Any]:
+    """The consumer's DynamoDB calls ("<purpose>.<Operation>" counts) split into the index's
+    entries, whose writes follow the indexed events, and the sequencer's items, which follow
+    the messages (an arrival each), the manifests and the invocations (a drain each)."""
+    def of(purposes: tuple[str, ...], writes: bool) -> int:
+        return sum(n for key, n in by_purpose.items()
+                   if key.split(".", 1)[0] in purposes
+                   and (key.split(".", 1)[1] in DDB_WRITES) == writes)
+
+    index_writes, index_reads = of(("index",), True), of(("index",), False)
+    seq_writes, seq_reads = of(SEQUENCER, True), of(SEQUENCER, False)
+    return {
+        "dynamodb_by_purpose": dict(sorted(by_purpose.items())),
+        "dynamodb_index_writes": index_writes, "dynamodb_index_reads": index_reads,
+        "dynamodb_sequencer_writes": seq_writes, "dynamodb_sequencer_reads": seq_reads,
+        "dynamodb_writes_per_indexed_event": index_writes / max(1, indexed),
+        "dynamodb_reads_per_indexed_event": index_reads / max(1, indexed),
+        "sequencer_arrival_writes_per_message": by_purpose.get("arrival.PutItem", 0)
+        / max(1, messages),
+        "sequencer_manifest_writes_per_manifest": by_purpose.get("manifest.PutItem", 0)
+        / max(1, manifests),
+        "sequencer_position_writes_per_invocation": of(("position",), True)
+        / max(1, invocations),
+        "sequencer_reads_per_invocation": seq_reads / max(1, invocations),
+    }
+
+
 def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
           first_txid: int, work: Path, consumers: int) -> dict[str, Any]:
     from hdfs_events import names
 
     s3 = chain.client("s3")
     objects0, bytes0 = lake_objects(s3, chain.bucket)
+    entries0 = index_entries(chain)
     tag = f"{int(rate)}-{log_mode}-{'index' if index else 'plain'}"
     indexed_dirs, plain_dirs = directories(chain.lambda_env.get(names.ENV_INDEX_PREFIXES, ""))
     dirs = indexed_dirs if index else plain_dirs
@@ -258,17 +317,18 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         for proc, _, _ in procs:
             if proc.poll() is None:
                 proc.kill()
-    got: dict[str, Any] = {"calls": Counter()}
+    got: dict[str, Any] = {"calls": Counter(), "ddb_calls": Counter()}
     log_lines: list[str] = []
     for _, stats, log in procs:
         one = json.loads(stats.read_text())
         for key, value in one.items():
-            if key == "calls":
-                got["calls"].update(value)
+            if key in ("calls", "ddb_calls"):
+                got[key].update(value)
             else:
                 got[key] = got.get(key, 0 if isinstance(value, int) else []) + value
         log_lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
     objects1, bytes1 = lake_objects(s3, chain.bucket)
+    entries1 = index_entries(chain)
     json_lines = [line for line in log_lines if line.startswith("{")]
     lake, to_sent = got["edit_to_lake_ms"], got["edit_to_sent_ms"]
     sent_to_lake = [a - b for a, b in zip(lake, to_sent, strict=True)]
@@ -296,13 +356,18 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         "s3_put_objects": got["calls"].get("PutObject", 0),
         "raw_objects": objects1 - objects0, "raw_bytes": bytes1 - bytes0,
         "raw_bytes_per_event": (bytes1 - bytes0) / max(1, events),
+        # Every DynamoDB write of the phase (what the table bills); per indexed event, the
+        # index's own writes alone (the sequencer's follow messages, not indexed events).
         "indexed_events": indexed, "dynamodb_writes": ddb_writes,
-        "dynamodb_writes_per_indexed_event": ddb_writes / max(1, indexed),
+        **dynamodb_split(dict(got["ddb_calls"]), indexed=indexed,
+                         messages=got["records"] - got["manifests"] - got["drain_requests"],
+                         manifests=got["manifests"], invocations=got["invocations"]),
+        "index_entries_added": entries1 - entries0,
         "log_lines": len(json_lines), "log_bytes": sum(len(x.encode()) + 1 for x in json_lines),
         "log_bytes_per_event": sum(len(x.encode()) + 1 for x in json_lines) / max(1, events),
         "log_bytes_per_message": (sum(len(x.encode()) + 1 for x in json_lines)
                                   / max(1, got["records"] - got["manifests"])),
-        "manifests_received": got["manifests"],
+        "manifests_received": got["manifests"], "drain_requests": got["drain_requests"],
     }
 
 
@@ -350,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'phase':>10} {'offered ev/s':>12} {'log':>8} {'events':>7} {'lost':>5} {'ev/msg':>7} "
           f"{'edit->lake p50':>15} {'p99':>7} {'edit->sent p50':>15} {'p99':>7} "
           f"{'sent->lake p50':>15} {'p99':>7}")
+    unfed = [p for p in phases if p["purpose"] == "index" and p["index_entries_added"] <= 0]
     for p in phases:
         print(f"{p['purpose']:>10} {p['rate_events_per_s']:>12.0f} {p['log_mode']:>8} "
               f"{p['events_in_lake']:>7} "
@@ -357,12 +423,26 @@ def main(argv: list[str] | None = None) -> int:
               f"{p['edit_to_lake_ms']['p50']:>13.0f}ms {p['edit_to_lake_ms']['p99']:>5.0f}ms "
               f"{p['edit_to_sent_ms']['p50']:>13.0f}ms {p['edit_to_sent_ms']['p99']:>5.0f}ms "
               f"{p['sent_to_lake_ms']['p50']:>13.0f}ms {p['sent_to_lake_ms']['p99']:>5.0f}ms")
+    for p in phases:
+        if p["purpose"] != "index":
+            continue
+        print(f"index phase: {p['indexed_events']} indexed events of {p['events_in_lake']}, "
+              f"{p['manifests_received']} manifests, {p['index_entries_added']} entries added; "
+              f"DynamoDB: index writes/indexed event "
+              f"{p['dynamodb_writes_per_indexed_event']:.2f}, reads "
+              f"{p['dynamodb_reads_per_indexed_event']:.2f}; sequencer: arrival writes/message "
+              f"{p['sequencer_arrival_writes_per_message']:.2f}, position writes/invocation "
+              f"{p['sequencer_position_writes_per_invocation']:.2f}, reads/invocation "
+              f"{p['sequencer_reads_per_invocation']:.2f}")
+    for p in unfed:
+        print(f"FAILED: the index phase added no entry to the index (manifests received: "
+              f"{p['manifests_received']}, calls {p['dynamodb_by_purpose']})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"deploy_s": deploy_s, "load_average": load,
                                     "phases": phases},
                                    indent=1) + "\n")
     print(f"wrote {args.out}")
-    return 0 if all(p["lost"] == 0 for p in phases) else 1
+    return 0 if all(p["lost"] == 0 for p in phases) and not unfed else 1
 
 
 if __name__ == "__main__":

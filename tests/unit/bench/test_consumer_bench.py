@@ -126,3 +126,21 @@ def test_index_off_run_counts_no_dynamodb(bench_env):
     assert off["dynamodb_calls"] == 0 and off["index_entries"] == 0
     assert off["s3_calls"] == bench.BATCH - 1  # one lake object per event message
     assert off["events_per_invocation"] == len(bench.batch_events(batches[0]))
+
+
+def test_freshness_counts_index_writes_per_indexed_event_apart_from_the_sequencer():
+    from bench.freshness import dynamodb_split
+
+    split = dynamodb_split({"index.PutItem": 30, "index.BatchGetItem": 6, "index.Query": 2,
+                            "arrival.PutItem": 40, "arrival.BatchGetItem": 10,
+                            "manifest.PutItem": 5, "manifest.Query": 20,
+                            "position.UpdateItem": 30},
+                           indexed=20, messages=40, manifests=5, invocations=10)
+    assert split["dynamodb_index_writes"] == 30 and split["dynamodb_index_reads"] == 8
+    assert split["dynamodb_writes_per_indexed_event"] == 1.5  # the entries' writes alone
+    assert split["dynamodb_reads_per_indexed_event"] == 0.4
+    assert split["dynamodb_sequencer_writes"] == 75 and split["dynamodb_sequencer_reads"] == 30
+    assert split["sequencer_arrival_writes_per_message"] == 1.0
+    assert split["sequencer_manifest_writes_per_manifest"] == 1.0
+    assert split["sequencer_position_writes_per_invocation"] == 3.0
+    assert split["sequencer_reads_per_invocation"] == 3.0
