@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 
 from bench.demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job, say
+from bench.demo.index_check import check_index
 from bench.demo.lake import POISON_BODIES, build_report, source_events
 from bench.demo.report import text_summary, write_html
 from bench.workload import write_edit_log
+from hdfs_events import names
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,15 +86,25 @@ def main(argv: list[str] | None = None) -> int:
         uploaded = chain.upload(lake / "curated", "curated/")
         say(f"published {uploaded} curated objects back to the lake bucket")
 
+        prefixes = [p for p in chain.lambda_env.get(names.ENV_INDEX_PREFIXES, "").split(",") if p]
+        index = check_index(edits, chain.cluster, chain.lambda_env[names.ENV_INDEX_TABLE],
+                            prefixes)
+        say(f"namespace index under {', '.join(prefixes)}: {index.entries} live entries "
+            f"({index.learned} for paths older than the logs), "
+            f"{'equal to' if index.exact else 'DIFFERENT from'} the events applied in order")
+        for difference in index.differences:
+            say(f"  {difference}")
         expected = source_events(edits, chain.cluster)
         report = build_report(lake=lake, expected=expected, consumer=stats,
                               log_path=work / "cloudwatch/ingest.log", compaction=compaction,
-                              rollups=rollups, agent_kills=run.kills, dlq_depth=dlq)
+                              rollups=rollups, agent_kills=run.kills, dlq_depth=dlq,
+                              index=index)
     page = write_html(report, out)
     print(text_summary(report))
     print(f"\nHTML report: {page}")
     print(f"Demo finished in {time.monotonic() - started:.0f} s.")
-    exact = report.figures.get("Lake equals source exactly") == "yes"
+    exact = all(report.figures.get(f) == "yes" for f in (
+        "Lake equals source exactly", "Index equals the events applied in order"))
     return 0 if exact else 1
 
 

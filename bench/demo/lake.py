@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from bench.demo.index_check import IndexCheck
 from bench.demo.report import DemoReport
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
@@ -108,7 +109,7 @@ def _activity(timestamps: list[int], buckets: int = 40) -> list[tuple[str, int]]
 
 def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: dict[str, Any],
                  log_path: Path, compaction: dict[str, Any], rollups: dict[str, Any],
-                 agent_kills: int, dlq_depth: int) -> DemoReport:
+                 agent_kills: int, dlq_depth: int, index: IndexCheck | None = None) -> DemoReport:
     table = curated_table(lake)
     rows = table.select(["txid", "index", "type", "timestamp"]).to_pylist() if table.num_rows else []
     lake_keys = sorted((r["txid"], r["index"], r["type"]) for r in rows)
@@ -137,6 +138,9 @@ def build_report(*, lake: Path, expected: list[tuple[int, int, str]], consumer: 
         log_lines=_log_lines(log_path),
         figures={
             "Lake equals source exactly": "yes" if exact else "NO",
+            **({} if index is None else {
+                "Index equals the events applied in order": "yes" if index.exact else "NO",
+                f"Index entries under {', '.join(index.prefixes)}": str(index.entries)}),
             "Agent SIGKILLs survived": str(agent_kills),
             "Consumer redeliveries (transient faults)": str(consumer.get("failures", 0)),
             "Messages left in the DLQ": str(dlq_depth),

@@ -1,0 +1,79 @@
+"""The demo's check of the namespace index: what `hdfs-events index` reads back from DynamoDB
+(moto server) under the indexed prefixes equals the source events applied in order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.namespace_replay import in_order_state
+from hdfs_events.index_reader import IndexEntry, IndexReader
+from onprem_agent.editlog import read_ops
+from onprem_agent.translate import translate_ops
+
+ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
+              "symlink_target")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCheck:
+    prefixes: tuple[str, ...]
+    entries: int  # live entries the index holds under the prefixes
+    expected: int  # paths the events created (or moved in) that still exist
+    learned: int  # live entries for paths the events never created: they predate the logs
+    differences: tuple[str, ...]  # the first few paths that differ, with how
+
+    @property
+    def exact(self) -> bool:
+        return not self.differences and self.entries == self.expected + self.learned
+
+
+def check_index(edits: Sequence[Path], cluster: str, table: str,
+                prefixes: Sequence[str]) -> IndexCheck:
+    events = [e for path in edits for e in translate_ops(read_ops(path), cluster,
+                                                         source=str(path))]
+    expected: dict[str, dict] = {}
+    seen: set[str] = set()
+    for prefix in prefixes:
+        expected |= in_order_state(events, prefix.rstrip("/") or "/", seen)
+    reader = IndexReader(table, cluster)
+    live = {e.path: e for prefix in prefixes for e in _walk(reader, prefix.rstrip("/") or "/")}
+    differences, learned = [], 0
+    for path in sorted(expected.keys() | live.keys()):
+        want, got = expected.get(path), live.get(path)
+        if got is None:
+            differences.append(f"{path}: not in the index")
+            continue
+        if want is None:
+            # A parent directory the logs never created, a file appended to or changed that
+            # existed before them: the index holds what the events said about it. A path the
+            # events created and then removed must not be live.
+            if path in seen:
+                differences.append(f"{path}: deleted, but live in the index")
+            else:
+                learned += 1
+            continue
+        values = {a: getattr(got, a) for a in ATTRIBUTES}
+        wrong = [f"{a} {values[a]!r} != {want.get(a)!r}" for a in ATTRIBUTES
+                 if a in want and values[a] != want[a]]
+        if wrong:
+            differences.append(f"{path}: {', '.join(wrong)}")
+        elif got.in_progress:
+            differences.append(f"{path}: still marked in progress by {got.in_progress[0]}")
+    return IndexCheck(prefixes=tuple(prefixes), entries=len(live), expected=len(expected),
+                      learned=learned,
+                      differences=tuple(differences[:5]))
+
+
+def _walk(reader: IndexReader, root: str) -> Iterator[IndexEntry]:
+    entry = reader.stat(root)
+    if entry is None or entry.deleted:
+        return
+    yield entry
+    stack = [root]
+    while stack:
+        for child in reader.ls(stack.pop()):
+            yield child
+            if child.type == "DIRECTORY":
+                stack.append(child.path)
