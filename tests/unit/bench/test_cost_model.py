@@ -16,7 +16,8 @@ def design(**overrides: float) -> Design:
                   lambda_ms_per_event=0.01, index_ms_per_indexed_event=0.1,
                   ddb_calls_per_indexed_event=2, puts_per_message=1, raw_bytes_per_event=20,
                   parquet_bytes_per_event=10, ddb_writes_per_indexed_event=1.5,
-                  ddb_reads_per_indexed_event=0.5, log_bytes_per_event=300,
+                  ddb_reads_per_indexed_event=0.5, ddb_sequencer_writes_per_message=0,
+                  ddb_sequencer_reads_per_message=0, log_bytes_per_event=300,
                   glue_rows_per_worker_s=100_000)
     values.update(overrides)
     return Design(name="t", **{k: _q(v) for k, v in values.items()})
@@ -91,3 +92,13 @@ def test_total_is_the_sum_of_lines_and_scales_with_events():
 def test_assumed_counts_are_labelled():
     assert Q(1, "ASSUMED: same consumer").assumed
     assert not Q(1, "freshness.json: puts").assumed
+
+
+def test_the_sequencer_is_billed_per_message_when_the_index_is_on():
+    d = design(ddb_sequencer_writes_per_message=1.3, ddb_sequencer_reads_per_message=0.2)
+    on = lines(d, Setting(coverage=0.2))
+    # 2e8 indexed x 1.5 + 1e6 messages x 1.3 writes; 2e8 x 0.5 + 1e6 x 0.2 reads.
+    assert on["DynamoDB: index writes (20% indexed)"][0] == pytest.approx(3e8 + 1.3e6)
+    assert on["DynamoDB: index reads (20% indexed)"][0] == pytest.approx(1e8 + 2e5)
+    off = lines(d, Setting(coverage=0.0))
+    assert off["DynamoDB: index writes (0% indexed)"][0] == 0
