@@ -51,7 +51,7 @@ BENCHES: tuple[Bench, ...] = (
           "100k-op log; moto 5k / 1k events (default 300k; 20k / 2k)"),
     # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
     Bench("consumer", ("bench.consumer", "--invocations", "1", "--events-per-message", "100"),
-          "consumer.json", "1 invocation x 10 msgs x 100 events (default 3 x 10 x 1000)"),
+          "consumer.json", "1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)"),
     Bench("compact", ("bench.compact", "--events", "300000"), "compact.json",
           "300k events + 5% duplicates (default 10M)"),
     Bench("lake", ("bench.cost_model", "--measure-lake"), "lake.json",
