@@ -1,6 +1,7 @@
 """The whole chain, once per session: moto server, the CDK app's `local` environment deployed
 into moto's CloudFormation, the real agent killed with SIGKILL several times, the real consumer
-failing a share of first deliveries, poison bodies on the queue, then the Glue jobs."""
+failing a share of first deliveries, poison bodies on the queue, then the namespace index read
+back and the Glue jobs."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 import pytest
 
 from bench.demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
+from bench.demo.index_check import IndexCheck, check_index
 from bench.demo.lake import POISON_BODIES
 from bench.workload import write_edit_log
+from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
@@ -33,6 +36,7 @@ class ChainRun:
     compaction: dict[str, Any]
     rollups: dict[str, Any]
     log_path: Path
+    index: IndexCheck  # the namespace index read back, against the source applied in order
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +55,9 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
                            kill_within_s=0.15)
         stats = chain.stop_consumer(consumer, timeout_s=1200)
         dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
+        prefixes = [p for p in chain.lambda_env[names.ENV_INDEX_PREFIXES].split(",") if p]
+        index = check_index(edits, chain.cluster, chain.lambda_env[names.ENV_INDEX_TABLE],
+                            prefixes)
         lake = work / "lake"
         chain.download("raw/", lake)
         chain.download("quarantine/", lake)
@@ -63,4 +70,4 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
                   for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
         yield ChainRun(chain=chain, lake=lake, source=source, kills=run.kills, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
-                       log_path=work / "cloudwatch/ingest.log")
+                       log_path=work / "cloudwatch/ingest.log", index=index)

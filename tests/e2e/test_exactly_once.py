@@ -37,6 +37,16 @@ def test_compacted_lake_equals_the_source_events_exactly(chain_run) -> None:
     assert lake_rows == source_rows
 
 
+def test_the_namespace_index_equals_the_source_applied_in_order(chain_run) -> None:
+    """Through SIGKILLs (re-sent events, re-packed messages, overlapping manifests) and
+    redelivery: what `hdfs-events index` reads under the indexed prefixes is the namespace the
+    source events build in txid order, nothing more (but paths older than the logs)."""
+    index = chain_run.index
+    assert index.differences == ()
+    assert index.expected > 20 and index.entries == index.expected + index.learned
+    assert index.exact
+
+
 def test_re_sent_events_reached_raw_and_were_removed_by_compaction(chain_run) -> None:
     # SIGKILL loses the agent's unacknowledged progress: it re-sends from its checkpoint, and
     # the copies SQS did not deduplicate land in raw/ as objects of their own.
