@@ -109,6 +109,7 @@ class ArrivalIndexer:
 
     def __init__(self, index: Any) -> None:
         self.index, self.store = index, None
+        self.recent: dict[str, Any] = {}  # the consumer clears it after its drains
 
     def arrived(self, dedup_id: str, events: Sequence[Any], lake_keys: Sequence[str]) -> None:
         for op in self.index.apply(events):

@@ -145,6 +145,7 @@ class MessageConsumer:
                                     extra={"cluster": cluster,
                                            "messages": report.skipped_messages})
         self.to_drain.clear()
+        self.sequencer.recent.clear()
         return reports
 
     def _quarantine(self, message: QueueMessage, reason: str) -> Outcome:

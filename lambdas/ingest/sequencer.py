@@ -144,7 +144,8 @@ class IndexSequencer:
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     chunk_events: int = CHUNK_EVENTS
     # Indexed events of the messages this invocation stored: the drain that usually follows
-    # in the same invocation reads them from here instead of from the lake.
+    # in the same invocation reads them from here instead of from the lake (the consumer
+    # clears it once the invocation's drains are done).
     recent: dict[str, list[HdfsEvent]] = field(default_factory=dict)
 
     # --- recording -------------------------------------------------------------------------
@@ -168,27 +169,24 @@ class IndexSequencer:
         """Applies complete ranges until `deadline_ms`: at least one chunk or walk step, so
         every drain moves the index on, however late it starts."""
         report = DrainReport()
-        try:
-            while True:
-                owner = uuid.uuid4().hex
-                position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
-                                              until_ms=deadline_ms + LEASE_MARGIN_MS)
-                if position is None:
-                    report.busy = True
-                    break
-                try:
-                    position = self._drain_held(cluster, owner, position, deadline_ms, report)
-                finally:
-                    self.store.release(cluster, owner)
-                report.position = position
-                # Released: an arrival stored while the lease was held found it taken and left
-                # its range to this drain. Look once more before leaving.
-                if (report.more or report.waiting_for is None or self.clock_ms() >= deadline_ms
-                        or self._next(cluster, position, report=None) is None):
-                    break
-                report.waiting_for = report.waiting_since_ms = None
-        finally:
-            self.recent.clear()
+        while True:
+            owner = uuid.uuid4().hex
+            position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
+                                          until_ms=deadline_ms + LEASE_MARGIN_MS)
+            if position is None:
+                report.busy = True
+                break
+            try:
+                position = self._drain_held(cluster, owner, position, deadline_ms, report)
+            finally:
+                self.store.release(cluster, owner)
+            report.position = position
+            # Released: an arrival stored while the lease was held found it taken and left
+            # its range to this drain. Look once more before leaving.
+            if (report.more or report.waiting_for is None or self.clock_ms() >= deadline_ms
+                    or self._next(cluster, position, report=None) is None):
+                break
+            report.waiting_for = report.waiting_since_ms = None
         if not report.more and report.waiting_for is None and not report.busy:
             report.more = self.clock_ms() >= deadline_ms and self._next(
                 cluster, report.position or Position(None), report=None) is not None
