@@ -68,6 +68,28 @@ def index_partition(cluster: str, parent: str) -> str:
     return f"{cluster}#{parent}"
 
 
+# The consumer's sequencer keeps its items in the index table beside the entries; their
+# partitions start "<cluster>!", an entry's "<cluster>#/" (a cluster name has neither).
+SEQUENCER_SK = "-"
+
+
+def manifests_partition(cluster: str) -> str:
+    """Sort key: "<end, 20 digits>.<after or ->.<range id>.<part, 5 digits>"."""
+    return f"{cluster}!manifests"
+
+
+def arrival_partition(cluster: str, dedup_id: str) -> str:
+    return f"{cluster}!arrived#{dedup_id}"
+
+
+def position_partition(cluster: str) -> str:
+    """Attributes txid, idx (POSITION_TXID_DONE: all of the txid), walk, lease_until_ms."""
+    return f"{cluster}!position"
+
+
+POSITION_TXID_DONE = 2**31 - 1
+
+
 def split_path(path: str) -> tuple[str, str]:
     """("/a/b", "c") for "/a/b/c"; ("/", "a") for "/a"; ("", "/") for the root itself."""
     if path == "/":

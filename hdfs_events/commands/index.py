@@ -1,4 +1,6 @@
-"""`hdfs-events index ls /path` and `hdfs-events index stat /path`: read the namespace index.
+"""`hdfs-events index ls /path`, `hdfs-events index stat /path`: read the namespace index;
+`hdfs-events index status`: how far the consumer applied the cluster's txids, and what the
+next range waits for (the index-stalled alarm's first command).
 
 The table comes from --table or the INDEX_TABLE environment variable (the consumer's own
 setting); AWS is reached through the standard chain.
@@ -18,8 +20,8 @@ from hdfs_events.index_reader import IndexEntry, IndexReader
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["ls", "stat"])
-    parser.add_argument("path", help="absolute HDFS path")
+    parser.add_argument("action", choices=["ls", "stat", "status"])
+    parser.add_argument("path", nargs="?", help="absolute HDFS path (ls, stat)")
     parser.add_argument("--cluster", required=True, help="cluster name, as the agent sends it")
     parser.add_argument("--table", default=os.environ.get(names.ENV_INDEX_TABLE),
                         help=f"index table (default: ${names.ENV_INDEX_TABLE})")
@@ -31,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.table:
         print(f"hdfs-events index: no table: pass --table or set {names.ENV_INDEX_TABLE}",
               file=sys.stderr)
+        return 2
+    if args.action == "status":
+        return _status(args)
+    if not args.path:
+        print(f"hdfs-events index {args.action}: a path is needed", file=sys.stderr)
         return 2
     reader = IndexReader(args.table, args.cluster)
     try:
@@ -53,6 +60,21 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "stat" and entries[0].deleted:
         where = f" (moved to {entries[0].moved_to})" if entries[0].moved_to else ""
         print(f"note: {args.path} is deleted{where}", file=sys.stderr)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    import time
+
+    import boto3
+
+    from hdfs_events.index_status import describe, read_status
+
+    status = read_status(boto3.client("dynamodb"), args.table, args.cluster)
+    if args.json:
+        print(json.dumps(asdict(status) | {"waiting": status.waiting}, sort_keys=True))
+    else:
+        print("\n".join(describe(status, int(time.time() * 1000))))
     return 0
 
 

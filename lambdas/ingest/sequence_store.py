@@ -33,8 +33,6 @@ from lambdas.ingest.sequencer import (
 )
 from lambdas.ingest.subtree import SubtreeOp
 
-_ONE = "-"
-
 
 class DynamoSequenceStore:
     def __init__(self, table: str, dynamodb: Any | None = None,
@@ -49,7 +47,7 @@ class DynamoSequenceStore:
     def put_manifest(self, manifest: Manifest, *, received_ms: int) -> None:
         after = "-" if manifest.after is None else str(manifest.after)
         item = {
-            names.INDEX_PK: {"S": f"{manifest.cluster}!manifests"},
+            names.INDEX_PK: {"S": names.manifests_partition(manifest.cluster)},
             names.INDEX_SK: {"S": f"{manifest.end:020d}.{after}.{manifest.range_id}."
                                   f"{manifest.part:05d}"},
             "manifest": {"S": manifest.to_json()},
@@ -70,7 +68,7 @@ class DynamoSequenceStore:
             TableName=self.table, ConsistentRead=True, Limit=limit,
             KeyConditionExpression="#pk = :pk AND #sk >= :from",
             ExpressionAttributeNames={"#pk": names.INDEX_PK, "#sk": names.INDEX_SK},
-            ExpressionAttributeValues={":pk": {"S": f"{cluster}!manifests"},
+            ExpressionAttributeValues={":pk": {"S": names.manifests_partition(cluster)},
                                        ":from": {"S": f"{ending_from:020d}"}})
         return [StoredManifest(decode_manifest(i["manifest"]["S"]), int(i["received_ms"]["N"]))
                 for i in response["Items"]]
@@ -96,7 +94,7 @@ class DynamoSequenceStore:
             for attempt in range(8):
                 response = self.ddb.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.table, []):
-                    dedup_id = item[names.INDEX_PK]["S"].split("!arrived#", 1)[1]
+                    dedup_id = item[names.INDEX_PK]["S"].split("#", 1)[1]
                     found[dedup_id] = Arrival(
                         dedup_id, tuple(k["S"] for k in item["lake_keys"]["L"]),
                         item.get("quarantined", {}).get("S"))
@@ -164,11 +162,13 @@ class DynamoSequenceStore:
 
 
 def _arrival_key(cluster: str, dedup_id: str) -> dict[str, dict[str, str]]:
-    return {names.INDEX_PK: {"S": f"{cluster}!arrived#{dedup_id}"}, names.INDEX_SK: {"S": _ONE}}
+    return {names.INDEX_PK: {"S": names.arrival_partition(cluster, dedup_id)},
+            names.INDEX_SK: {"S": names.SEQUENCER_SK}}
 
 
 def _position_key(cluster: str) -> dict[str, dict[str, str]]:
-    return {names.INDEX_PK: {"S": f"{cluster}!position"}, names.INDEX_SK: {"S": _ONE}}
+    return {names.INDEX_PK: {"S": names.position_partition(cluster)},
+            names.INDEX_SK: {"S": names.SEQUENCER_SK}}
 
 
 def _condition_failed(exc: ClientError) -> bool:

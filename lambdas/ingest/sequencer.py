@@ -32,12 +32,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.subtree import SubtreeOp
 
-TXID_DONE = 2**31 - 1  # position index meaning "every event of this txid is applied"
+TXID_DONE = names.POSITION_TXID_DONE  # position index: "every event of this txid is applied"
 CHUNK_EVENTS = 200  # events applied between two position saves (~1 s on DynamoDB)
 LEASE_MARGIN_MS = 5_000  # the lease outlives the drain's deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
