@@ -45,6 +45,25 @@ KIND_DRAIN = "drain"  # `kind` of a request to go on applying a cluster's ranges
 READ_CONCURRENCY = 8
 
 
+def batch_get(ddb: Any, table: str, keys: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The items (wire format) stored under `keys`, strongly consistent, BATCH_GET_LIMIT keys
+    per call; keys DynamoDB leaves unprocessed (throttling) are asked again with backoff."""
+    items: list[dict[str, Any]] = []
+    for start in range(0, len(keys), BATCH_GET_LIMIT):
+        request = {table: {"Keys": list(keys[start:start + BATCH_GET_LIMIT]),
+                           "ConsistentRead": True}}
+        for attempt in range(8):
+            response = ddb.batch_get_item(RequestItems=request)
+            items += response.get("Responses", {}).get(table, [])
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        else:
+            raise RuntimeError(f"DynamoDB left {len(request)} keys unprocessed after retries")
+    return items
+
+
 def client(service: str) -> Any:
     return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
@@ -213,20 +232,9 @@ class DynamoIndexStore:
         wire_keys = [self._to_wire(dict(zip((names.INDEX_PK, names.INDEX_SK), k, strict=True)))
                      for k in keys]
         found: dict[str, Entry] = {}
-        for start in range(0, len(wire_keys), BATCH_GET_LIMIT):
-            request = {self.table: {"Keys": wire_keys[start:start + BATCH_GET_LIMIT],
-                                    "ConsistentRead": True}}
-            for attempt in range(8):
-                response = self.ddb.batch_get_item(RequestItems=request)
-                for raw in response.get("Responses", {}).get(self.table, []):
-                    entry = item_to_entry(self._from_wire(raw))
-                    found[entry.path] = entry
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 1.0))  # throttled: back off, then retry
-            else:
-                raise RuntimeError(f"DynamoDB left {len(request)} keys unprocessed after retries")
+        for raw in batch_get(self.ddb, self.table, wire_keys):
+            entry = item_to_entry(self._from_wire(raw))
+            found[entry.path] = entry
         return found
 
     def put(self, entry: Entry, *, expected_rev: int) -> bool:

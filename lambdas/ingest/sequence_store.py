@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from hdfs_events import names
 from hdfs_events.manifest import Manifest, decode_manifest
-from lambdas.ingest.dal import BATCH_GET_LIMIT, DELETE_MARKER_TTL_SECONDS, client
+from lambdas.ingest.dal import DELETE_MARKER_TTL_SECONDS, batch_get, client
 from lambdas.ingest.sequencer import (
     Arrival,
     LeaseLost,
@@ -86,24 +86,12 @@ class DynamoSequenceStore:
         self.ddb.put_item(TableName=self.table, Item=item)
 
     def arrivals(self, cluster: str, dedup_ids: Iterable[str]) -> dict[str, Arrival]:
-        keys = [_arrival_key(cluster, i) for i in dedup_ids]
         found: dict[str, Arrival] = {}
-        for start in range(0, len(keys), BATCH_GET_LIMIT):
-            request = {self.table: {"Keys": keys[start:start + BATCH_GET_LIMIT],
-                                    "ConsistentRead": True}}
-            for attempt in range(8):
-                response = self.ddb.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table, []):
-                    dedup_id = item[names.INDEX_PK]["S"].split("#", 1)[1]
-                    found[dedup_id] = Arrival(
-                        dedup_id, tuple(k["S"] for k in item["lake_keys"]["L"]),
-                        item.get("quarantined", {}).get("S"))
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 1.0))  # throttled: back off, then retry
-            else:
-                raise RuntimeError(f"DynamoDB left {len(request)} keys unprocessed after retries")
+        for item in batch_get(self.ddb, self.table,
+                              [_arrival_key(cluster, i) for i in dedup_ids]):
+            dedup_id = item[names.INDEX_PK]["S"].split("#", 1)[1]
+            found[dedup_id] = Arrival(dedup_id, tuple(k["S"] for k in item["lake_keys"]["L"]),
+                                      item.get("quarantined", {}).get("S"))
         return found
 
     # --- the position and its lease ---------------------------------------------------------

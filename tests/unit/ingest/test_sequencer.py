@@ -94,6 +94,16 @@ class Queue:
                           f"{cluster}-drain-{key}", kind="drain"))
 
 
+def in_memory_consumer(queue: Queue, **sequencer_options: object) -> MessageConsumer:
+    """The real consumer on in-memory stores, indexing /data, drain requests to `queue`."""
+    lake = MemoryLake()
+    sequencer = IndexSequencer(MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(),
+                                                                     ["/data"]),
+                               lake, **sequencer_options)  # type: ignore[arg-type]
+    return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
+                           log_mode="summary", logger=Logger())
+
+
 def agent_messages(events: list[HdfsEvent], strategy: str,
                    rng: random.Random) -> tuple[list[QueueMessage], list[Manifest]]:
     """Event messages as the agent packs them (consecutive events of a group, 1-4 each) and
@@ -207,11 +217,8 @@ def test_a_range_waits_for_its_last_message_and_says_which() -> None:
     rng = random.Random(7)
     events = Workload(rng, dir_op_depth=1).run(12)
     queue = Queue()
-    index = NamespaceIndex(MemoryIndexStore(), ["/data"])
-    lake = MemoryLake()
-    sequencer = IndexSequencer(MemorySequenceStore(), index, lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
-                               log_mode="summary", logger=Logger())
+    consumer = in_memory_consumer(queue)
+    index, sequencer = consumer.index, consumer.sequencer
     messages, manifests = agent_messages(events, "path", rng)
     held_back = messages[-1]
     for m in messages[:-1]:
@@ -232,11 +239,8 @@ def test_a_quarantined_message_does_not_stop_the_index_and_is_counted() -> None:
     rng = random.Random(3)
     events = Workload(rng, dir_op_depth=99).run(10)
     queue = Queue()
-    index = NamespaceIndex(MemoryIndexStore(), ["/data"])
-    lake = MemoryLake()
-    sequencer = IndexSequencer(MemorySequenceStore(), index, lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
-                               log_mode="summary", logger=Logger())
+    consumer = in_memory_consumer(queue)
+    sequencer = consumer.sequencer
     messages, manifests = agent_messages(events, "path", rng)
     broken = messages[-1]
     for m in messages[:-1]:
