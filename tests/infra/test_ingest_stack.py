@@ -188,11 +188,11 @@ CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs"}
 
 
 def _calls_in_consumer_code() -> dict[str, set[str]]:
-    """IAM actions of the boto3 calls in lambdas/ingest: `self.ddb.batch_get_item(` is
-    dynamodb:BatchGetItem."""
+    """IAM actions of the boto3 calls in lambdas/ingest: `self.ddb.batch_get_item(` (or a
+    client passed in as `ddb`) is dynamodb:BatchGetItem."""
     calls: dict[str, set[str]] = {service: set() for service in CLIENT_SERVICE.values()}
     for source in INGEST_CODE.glob("*.py"):
-        for client, op in re.findall(r"\.(ddb|s3|sqs)\.([a-z_]+)\(", source.read_text()):
+        for client, op in re.findall(r"\b(ddb|s3|sqs)\.([a-z_]+)\(", source.read_text()):
             service = CLIENT_SERVICE[client]
             calls[service].add(f"{service}:" + "".join(w.title() for w in op.split("_")))
     return calls
