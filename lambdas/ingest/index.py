@@ -55,26 +55,18 @@ class NamespaceIndex:
             event.dst_path is not None and self.indexed(event.dst_path)))
 
     def apply(self, events: Sequence[HdfsEvent]) -> list[SubtreeOp]:
-        """Applies the events in order; returns the subtree operations left unfinished, each to
-        be continued by a later invocation."""
+        """Applies the events in order without waiting for walks; returns the walks left
+        unfinished. Application on arrival: the merge-rule tests and the benchmark's baseline
+        use it; the consumer goes through the sequencer (`apply_until_walk`)."""
         relevant = [e for e in events if self.relevant(e)]
         pending: list[SubtreeOp] = []
         for cluster in dict.fromkeys(e.cluster for e in relevant):
             mine = [e for e in relevant if e.cluster == cluster]
-            view = IndexView(self.store, cluster)
-
-            def step(v: IndexView, mine: list[HdfsEvent] = mine) -> list[SubtreeOp]:
-                # Sources and RENAME destinations with their parents, in one read.
-                v.prefetch(p for e in mine for q in (e.path, e.dst_path) if q
-                           for p in self._chain(q))
-                ops = [op for e in mine if (op := self._apply_event(v, e)) is not None]
-                v.flush()
-                return ops
-
-            try:
-                pending += self._with_retries(step, view)
-            finally:
-                self._count([view])
+            done = 0
+            while done < len(mine):
+                taken, walk = self.apply_until_walk(mine[done:])
+                done += taken
+                pending += [walk] if walk is not None else []
         return pending
 
     def apply_until_walk(self, events: Sequence[HdfsEvent]) -> tuple[int, SubtreeOp | None]:
