@@ -31,8 +31,9 @@ import sys
 import time
 from pathlib import Path
 
+from bench import OUT_DIR
+
 REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "bench-out"
 START_MS = 1_700_000_000_000
 STEP_MS = 10  # 10M events span ~28 hours: two dt partitions
 PER_OBJECT = 2000
@@ -81,36 +82,56 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
     i = F.col("id")
     kind = i % 20
     ts = F.lit(START_MS) + i * STEP_MS
-    no_ts = kind >= 16  # METADATA and APPEND carry no timestamp in Hadoop
-    typ = (F.when(kind < 7, "CREATE").when(kind < 12, "CLOSE").when(kind < 14, "RENAME")
+    # The live agent's records: every `block` events a GAP (purged edits) and, at the txid after
+    # it, a SNAPSHOT listing of `listed` paths, as onprem_agent/live writes them; ~0.4% of rows.
+    block = min(500_000, max(1_000, events // 4))
+    listed = max(4, block // 250)
+    r = i % block
+    gap, snapshot = r == 0, (r >= 1) & (r <= listed)
+    typ = (F.when(gap, "GAP").when(snapshot, "SNAPSHOT")
+           .when(kind < 7, "CREATE").when(kind < 12, "CLOSE").when(kind < 14, "RENAME")
            .when(kind < 16, "UNLINK").when(kind < 19, "METADATA").otherwise("APPEND"))
-    path = F.concat(F.lit("/data/team"), i % 50, F.lit("/d"), (i / 1000).cast("long") % 100,
-                    F.lit("/part-"), i)
+    no_ts = ~gap & ~snapshot & (kind >= 16)  # METADATA and APPEND carry no timestamp in Hadoop
+    # A snapshot's records share one txid (the one after the gap), indexed in listing order.
+    txid = F.when(snapshot, i - r + 2).otherwise(i + 1)
+    index = F.when(snapshot, r - 1).otherwise(F.lit(0)).cast("long")
+    path = F.when(gap, F.lit("/")).otherwise(
+        F.concat(F.lit("/data/team"), i % 50, F.lit("/d"), (i / 1000).cast("long") % 100,
+                 F.lit("/part-"), i))
+    listed_dir = snapshot & (i % 10 == 0)
+    listed_file = snapshot & (i % 10 != 0)
+    creates = typ == "CREATE"
+    has_owner = creates | snapshot
     null = F.lit(None)
     cols = {
-        "cluster": F.lit("bench"), "txid": i + 1, "index": F.lit(0).cast("long"), "type": typ,
+        "cluster": F.lit("bench"), "txid": txid, "index": index, "type": typ,
         "path": path,
         "dst_path": F.when(typ == "RENAME", F.concat(path, F.lit(".done"))),
         "timestamp": F.when(~no_ts, ts),
-        "inode_type": F.when(typ == "CREATE", "FILE"),
-        "ctime": F.when(typ == "CREATE", ts),
-        "replication": F.when(typ == "CREATE", F.lit(3).cast("long")),
-        "owner": F.when(typ == "CREATE", F.concat(F.lit("user"), i % 17)),
-        "group": F.when(typ == "CREATE", "hadoop"),
-        "perms": F.when(typ == "CREATE", "0644"),
+        "inode_type": F.when(creates | listed_file, "FILE").when(listed_dir, "DIRECTORY"),
+        "ctime": F.when(creates, ts),
+        "replication": F.when(creates | listed_file, F.lit(3).cast("long")),
+        "owner": F.when(has_owner, F.concat(F.lit("user"), i % 17)),
+        "group": F.when(has_owner, "hadoop"),
+        "perms": F.when(has_owner, "0644"),
         "symlink_target": null.cast("string"),
-        "overwrite": F.when(typ == "CREATE", F.lit(False)),
-        "block_size": F.when(typ == "CREATE", F.lit(134217728).cast("long")),
-        "erasure_coded": F.when(typ == "CREATE", F.lit(False)),
-        "size": F.when(typ == "CLOSE", (i * 7919) % 10_000_000),
+        "overwrite": F.when(creates, F.lit(False)),
+        "block_size": F.when(creates | listed_file, F.lit(134217728).cast("long")),
+        "erasure_coded": F.when(creates | listed_file, F.lit(False)),
+        "size": F.when((typ == "CLOSE") | listed_file, (i * 7919) % 10_000_000),
         "new_block": F.when(typ == "APPEND", F.lit(False)),
         "metadata_type": F.when(typ == "METADATA", "TIMES"),
-        "mtime": F.when(typ == "METADATA", ts), "atime": F.when(typ == "METADATA", ts),
+        "mtime": F.when((typ == "METADATA") | snapshot, ts),
+        "atime": F.when((typ == "METADATA") | snapshot, ts),
         "acls": null.cast("array<string>"),
         "xattrs": null.cast("array<struct<namespace:string,name:string,value:string>>"),
         "xattrs_removed": null.cast("boolean"),
+        "gap_end_txid": F.when(gap, i + 2),
     }
-    assert tuple(cols) == FIELDS
+    # Fails loudly when the contract gains or reorders a field: the generator must follow it.
+    if tuple(cols) != FIELDS:
+        raise SystemExit(f"bench.compact: the generator writes {tuple(cols)}, the contract "
+                         f"(hdfs_events.event.FIELDS) is {FIELDS}: update generate()")
     base = spark.range(events).select(*[c.alias(n) for n, c in cols.items()], "id",
                                       F.lit(0).alias("resent"))
     every = max(1, round(1 / duplicates)) if duplicates > 0 else 0
