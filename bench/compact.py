@@ -4,11 +4,13 @@ baseline doing the same dedup + sort + Parquet write, on the same input, in the 
     python -m bench.compact [--events 10000000] [--duplicates 0.05] [--out bench-out/compact.json]
 
 Input (generated once by Spark itself, cached under bench-out/): `events` distinct contract
-events over ~28 hours plus a `duplicates` fraction re-sent in other objects (timestamp-less ones
-an hour later, as after an agent restart), as gzip JSON lines in the consumer's raw layout, about
-2000 events per object. Each contender runs in a fresh subprocess, one after the other:
-- `spark`: glue_jobs.compact_events.compact (gzip check, per-line validation, dedup, exactly-once
-  merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2].
+events over ~28 hours, with the live agent's GAP and SNAPSHOT records at ~0.4%, plus a
+`duplicates` fraction re-sent in other objects (timestamp-less ones an hour later, as after an
+agent restart), as gzip JSON lines in the consumer's raw layout, about 2000 events per object.
+Each contender runs in a fresh subprocess, one after the other:
+- `spark`: glue_jobs.compact_events.compact (gzip read, per-line validation, dedup, exactly-once
+  merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2];
+- `spark_local1`: the same on local[1], for how the job scales with cores (Glue scales out).
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
   keep the first of each key, write_dataset partitioned by cluster/dt (zstd). pyarrow uses its
   own thread pool inside the one process; it validates no keys or enum values.
@@ -39,10 +41,13 @@ STEP_MS = 10  # 10M events span ~28 hours: two dt partitions
 PER_OBJECT = 2000
 
 
-def _spark(memory: str = "4g"):
+SPARK_MASTERS = {"spark": "local[2]", "spark_local1": "local[1]"}
+
+
+def _spark(memory: str = "4g", master: str = "local[2]"):
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench-compact")
+    spark = (SparkSession.builder.master(master).appName("bench-compact")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", memory)
              .config("spark.sql.shuffle.partitions", "16")
@@ -170,14 +175,14 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
 
 # --- contenders ----------------------------------------------------------------------------------
 
-def run_spark(lake: Path, out: Path) -> dict:
+def run_spark(lake: Path, out: Path, master: str) -> dict:
     from glue_jobs.catalog import JsonFileCatalog
     from glue_jobs.compact_events import Settings, compact
     from glue_jobs.layout import LOCAL_CATALOG_KEY
     from glue_jobs.storage import LocalStore
 
     shutil.rmtree(out, ignore_errors=True)
-    spark = _spark()
+    spark = _spark(master=master)
     jvm_pid = spark.sparkContext._gateway.proc.pid
     source, target = LocalStore(lake), LocalStore(out)
     t = time.perf_counter()
@@ -263,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
-    parser.add_argument("--child", choices=("generate", "spark", "baseline"),
+    parser.add_argument("--child", choices=("generate", "baseline", *SPARK_MASTERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--to", type=Path, help=argparse.SUPPRESS)
@@ -271,33 +276,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.child == "generate":
         print(json.dumps(generate(args.lake, args.events, args.duplicates)))
         return 0
+    if args.child == "baseline":
+        print(json.dumps(run_baseline(args.lake, args.to)))
+        return 0
     if args.child:
-        run = run_spark if args.child == "spark" else run_baseline
-        print(json.dumps(run(args.lake, args.to)))
+        print(json.dumps(run_spark(args.lake, args.to, SPARK_MASTERS[args.child])))
         return 0
 
     OUT_DIR.mkdir(exist_ok=True)
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
-    results = {name: child(name, lake) for name in ("baseline", "spark")}
+    results = {name: child(name, lake) for name in ("baseline", *SPARK_MASTERS)}
     for name, r in results.items():
         if r["rows_out"] != args.events:
             raise SystemExit(f"bench.compact: {name} wrote {r['rows_out']} rows, "
                              f"expected the {args.events} distinct events")
         r["rows_per_s"] = r["rows_in"] / r["seconds"]
     ratio = results["spark"]["rows_per_s"] / results["baseline"]["rows_per_s"]
+    scaling = results["spark"]["rows_per_s"] / results["spark_local1"]["rows_per_s"]
     print(f"compaction of {results['spark']['rows_in']:,} input rows "
           f"({args.events:,} distinct, {objects} objects) on {os.cpu_count()} cores")
-    print(f"{'contender':<10} {'seconds':>8} {'rows/s':>10} {'files':>6} "
+    print(f"{'contender':<12} {'seconds':>8} {'rows/s':>10} {'files':>6} "
           f"{'python MB':>10} {'JVM MB':>8}")
     for name, r in results.items():
-        print(f"{name:<10} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
+        print(f"{name:<12} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
               f"{r['python_peak_mb']:>10,.0f} {r['jvm_peak_mb']:>8,.0f}")
-    print(f"spark / baseline rows/s: {ratio:.2f}")
+    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {scaling:.2f}")
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     args.out.write_text(json.dumps({
         "events": args.events, "duplicates": args.duplicates, "objects": objects,
         "results": results, "ratio_spark_over_baseline": ratio,
+        "ratio_local2_over_local1": scaling,
         "children_peak_rss_mb": children, "load_average": os.getloadavg()}, indent=1))
     print(f"wrote {args.out}")
     return 0
