@@ -71,9 +71,13 @@ def input_lake(events: int, duplicates: float) -> Path:
     stamp = hashlib.sha256(recipe.encode()).hexdigest()[:8]
     lake = OUT_DIR / f"compact-input-{events}-d{duplicates}-{stamp}"
     if not (lake / "raw").is_dir():
-        subprocess.run([sys.executable, "-m", "bench.compact", "--child", "generate",
-                        "--events", str(events), "--duplicates", str(duplicates),
-                        "--lake", str(lake)], check=True, cwd=REPO)
+        done = subprocess.run([sys.executable, "-m", "bench.compact", "--child", "generate",
+                               "--events", str(events), "--duplicates", str(duplicates),
+                               "--lake", str(lake)], cwd=REPO, capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            last = [x for x in done.stderr.splitlines() if x.strip()][-1:] or ["no output"]
+            raise SystemExit(f"bench.compact: generating the input failed: {last[0]}")
     return lake
 
 
