@@ -38,7 +38,7 @@ _CLIENT_KEY_PREFIXES = (
 class Host:
     def __init__(self) -> None:
         self.cluster: Any = None  # MiniDFSCluster
-        self.ha: Any = None  # MiniQJMHACluster, when kind == "ha"
+        self.ha: Any = None  # the same MiniDFSCluster, when kind == "ha"
         self.conf: Any = None
         self.fs: Any = None
         self.workload: Workload | None = None
@@ -62,11 +62,16 @@ class Host:
             uri = str(self.cluster.getURI())
             self.fs = self.cluster.getFileSystem()
         elif kind == "ha":
-            builder = jpype.JClass("org.apache.hadoop.hdfs.qjournal.MiniQJMHACluster$Builder")(
-                hconf)
-            builder.getDfsBuilder().numDataNodes(datanodes)
-            self.ha = builder.build()
-            self.cluster = self.ha.getDfsCluster()
+            # Two NameNodes sharing an edits directory (MiniDFSNNTopology.simpleHATopology):
+            # the same HA code as production (standby tailing, failover, the client's
+            # ConfiguredFailoverProxyProvider). MiniQJMHACluster would add JournalNodes, but it
+            # needs hadoop-hdfs's test jar (TestEditLog$GarbageMkdirOp), which the shaded
+            # minicluster jar leaves out and which cannot share a JVM with it.
+            topology = jpype.JClass("org.apache.hadoop.hdfs.MiniDFSNNTopology")
+            builder = jpype.JClass("org.apache.hadoop.hdfs.MiniDFSCluster$Builder")(hconf)
+            self.cluster = builder.nnTopology(topology.simpleHATopology()).numDataNodes(
+                datanodes).build()
+            self.ha = self.cluster
             self.cluster.transitionToActive(0)
             self.cluster.waitActive()
             test_util = jpype.JClass("org.apache.hadoop.hdfs.server.namenode.ha.HATestUtil")
@@ -80,9 +85,7 @@ class Host:
         return {"uri": uri, "conf_dir": str(conf_dir), "pid": os.getpid()}
 
     def stop(self) -> None:
-        if self.ha is not None:
-            self.ha.shutdown()
-        elif self.cluster is not None:
+        if self.cluster is not None:
             self.cluster.shutdown()
         self.cluster = self.ha = None
 
