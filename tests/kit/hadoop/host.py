@@ -163,7 +163,8 @@ class Host:
 def main() -> None:
     address = sys.argv[1]
     authkey = bytes.fromhex(sys.stdin.readline().strip())
-    jpype.startJVM("-Xmx1g", "-Dlog4j.configuration=", *JAVA17_OPENS, classpath=jars(),
+    log4j = (Path(__file__).parent / "log4j.properties").as_uri()
+    jpype.startJVM("-Xmx1g", f"-Dlog4j.configuration={log4j}", *JAVA17_OPENS, classpath=jars(),
                    convertStrings=True)
     host = Host()
     with Client(address, authkey=authkey) as conn:

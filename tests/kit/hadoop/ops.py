@@ -90,8 +90,13 @@ class Workload:
         if overwrite:
             opt = jpype.JClass("org.apache.hadoop.fs.Options$Rename")
             self.fs.rename(self.Path(src), self.Path(dst), opt.OVERWRITE)
-        elif not self.fs.rename(self.Path(src), self.Path(dst)):
-            raise OSError(f"rename {src} -> {dst} failed")
+        else:
+            # JPype resolves fs.rename(a, b) to the varargs rename(a, b, Rename...) (OP_RENAME,
+            # returns void); `hdfs dfs -mv` calls rename(a, b) (OP_RENAME_OLD), so call that
+            # overload by reflection.
+            method = self.fs.getClass().getMethod("rename", self.Path, self.Path)
+            if not method.invoke(self.fs, self.Path(src), self.Path(dst)):
+                raise OSError(f"rename {src} -> {dst} failed")
 
     def op_trash(self, path: str) -> bool:
         trash = jpype.JClass("org.apache.hadoop.fs.Trash")
