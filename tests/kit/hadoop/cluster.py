@@ -101,15 +101,15 @@ class HdfsCluster:
 
     def purge_edits_through(self, txid: int) -> None:
         """Rolls and checkpoints until the NameNode no longer holds txid (needs the cluster
-        started with num.checkpoints.retained=1 and num.extra.edits.retained=0)."""
-        for _ in range(3):
+        started with num.checkpoints.retained=1 and few num.extra.edits.retained)."""
+        for _ in range(5):
             self.run([["mkdirs", "/.purge-marker"], ["delete", "/.purge-marker"]])
             self.roll_edits()
             self.checkpoint()
             first = min(_segment_range(s)[0] for s in self.edit_segments())
             if first > txid:
                 return
-        raise HdfsError(f"txid {txid} still held after three checkpoints: is the cluster "
+        raise HdfsError(f"txid {txid} still held after five checkpoints: is the cluster "
                         "configured to purge?")
 
     def edit_segments(self) -> list[Path]:
