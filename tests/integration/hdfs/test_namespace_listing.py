@@ -102,3 +102,25 @@ def test_purged_edits_become_a_gap_then_a_real_listing_and_the_index_matches(
     assert all(e.txid >= gap.gap_end_txid - 1 for e in snapshot)
     assert "inotify gap" in agent.log.read_text()
     assert_no_drift(config, root)
+
+
+def test_gap_policy_stop_ships_the_gap_exits_3_and_meets_the_same_gap_again(
+        hdfs, queue, index_table, tmp_path):
+    root = "/stopped"
+    hdfs.run([["mkdirs", root]])
+    config = agent_config(tmp_path, hdfs, queue, root, checkpoint_txid=hdfs.txid())
+    config.write_text(config.read_text().replace("[inotify]\n",
+                                                 '[inotify]\ngap_policy = "stop"\n'))
+    stopped_at = hdfs.txid()
+    hdfs.run(files(root, ["a", "b"]))
+    hdfs.purge_edits_through(stopped_at + 1)
+
+    for attempt in (1, 2):
+        agent = AgentProcess.start(config)
+        assert agent.process.wait(120) == 3, agent.log_tail()
+        assert f"needed txid {stopped_at + 1}" in agent.log_tail(), attempt
+        # Not on the gap: a restart reads after the same txid and meets the same gap.
+        assert agent.checkpoint() == stopped_at
+    consume(queue, [root])
+    [gap] = lake_events()  # the same key both times: one GAP in the lake
+    assert (gap.type, gap.txid) == (EventType.GAP, stopped_at + 1)
