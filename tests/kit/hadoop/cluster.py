@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from multiprocessing.connection import Listener
 from dataclasses import dataclass
+from multiprocessing.connection import Listener
 from pathlib import Path
 from typing import Any
 

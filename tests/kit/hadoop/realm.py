@@ -4,6 +4,7 @@ realm EXAMPLE.COM, on 127.0.0.1, with one keytab per role.
     hdfs.keytab         hdfs/localhost + HTTP/localhost: the NameNode, the DataNode, SPNEGO
     hdfs-events.keytab  hdfs-events/localhost: the agent, an HDFS superuser (static group mapping)
     alice.keytab        alice/localhost: an ordinary user, no superuser
+    bob.keytab          bob/localhost: the same, for a test that rotates its key
 
 The model is Hadoop's own TestDFSInotifyEventInputStreamKerberized and SaslDataTransferTestCase.
 """
@@ -21,8 +22,8 @@ REALM = "EXAMPLE.COM"
 HOST = "localhost"
 SERVICE = f"hdfs/{HOST}@{REALM}"
 SPNEGO = f"HTTP/{HOST}@{REALM}"
-# The users a test logs in as: short name -> is an HDFS superuser.
-USERS = {"hdfs-events": True, "alice": False}
+# The users a test logs in as: short name -> is an HDFS superuser (bob: for a key rotation).
+USERS = {"hdfs-events": True, "alice": False, "bob": False}
 SUPERGROUP = "supergroup"  # dfs.permissions.superusergroup's default
 
 # Java 17 asks for aes256-cts-hmac-sha384-192 and the other RFC 8009 types first; Kerby 1.0.1
