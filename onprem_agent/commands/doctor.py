@@ -121,7 +121,8 @@ def _hadoop_checks(settings: Any, add: Callable[[str, bool | None, str], bool]) 
         jpype.JClass("org.apache.hadoop.hdfs.client.HdfsAdmin")
         add("jvm", True, f"Java {java_version()}, Hadoop client from {classpath.describe()}")
     except (JvmError, ImportError, TypeError) as exc:
-        add("jvm", False, f"{exc} -> install Java 17 and a Hadoop client (or pyspark)")
+        hint = "" if " -> " in str(exc) else " -> install Java 17 and a Hadoop client (or pyspark)"
+        add("jvm", False, f"{exc}{hint}")
         add("namenode", None, "needs the JVM")
         return
     from onprem_agent.live.hadoop import hadoop_configuration

@@ -32,7 +32,7 @@ def java_error_line(exc: BaseException) -> str:
     """A Java exception as one line: its class's simple name and its message's first line.
     A RemoteException carries the NameNode's class name and, in its message, the NameNode's
     own stack trace: both are cut to the first line."""
-    name = type(exc).__name__
+    name = type(exc).__name__.rsplit(".", 1)[-1]
     get_class_name = getattr(exc, "getClassName", None)  # org.apache.hadoop.ipc.RemoteException
     if callable(get_class_name):
         name = str(get_class_name()).rsplit(".", 1)[-1]
@@ -245,13 +245,15 @@ def _check_keytab(keytab: Path) -> None:
 
 
 def _login_cause(exc: BaseException) -> str:
-    """The innermost cause's first line: Hadoop wraps the KDC's answer ("Pre-authentication
-    information was invalid (24)", "Client not found in Kerberos database (6)") in a
-    LoginException inside a KerberosAuthException."""
-    cause: Any = exc
-    while getattr(cause, "getCause", None) is not None and cause.getCause() is not None:
-        cause = cause.getCause()
-    return java_error_line(cause)
+    """What the KDC or the keytab said: Hadoop's KerberosAuthException wraps the JAAS
+    LoginException ("Integrity check on decrypted field failed (31) - PREAUTH_FAILED" for a key
+    the KDC no longer has), whose own causes are the JDK's internals."""
+    get_cause = getattr(exc, "getCause", None)
+    cause = (get_cause() if callable(get_cause) else None) or exc
+    line = java_error_line(cause)
+    if "Unable to obtain password from user" in line:  # JAAS's words for "no such key"
+        return f"{line} (the keytab holds no key for this principal)"
+    return line
 
 
 def _utc(epoch_ms: int | None) -> str:
