@@ -59,9 +59,18 @@ def config_as(tmp_path: Path, hdfs: HdfsCluster, queue: str, principal: str, key
               'relogin_interval_s = 1\n')
 
 
-def agent(command: str, config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(AGENT), command, "--config", str(config)], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ))
+def agents(*calls: tuple[str, Path]) -> list[subprocess.CompletedProcess[str]]:
+    """`hdfs-events-agent COMMAND --config CONFIG` for each call, side by side (each process
+    its own JVM), as they finish."""
+    started = [subprocess.Popen([str(AGENT), command, "--config", str(config)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ))
+               for command, config in calls]
+    done = []
+    for process in started:
+        out, err = process.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return done
 
 
 def one_line_about(text: str, needle: str) -> str:
@@ -112,9 +121,13 @@ def tickets(log: Path) -> list[tuple[float, float]]:
 
 def test_a_principal_that_is_not_a_superuser_gets_one_line_from_doctor_and_run(
         tmp_path, secure_hdfs, kerberos, queue):
-    config = config_as(tmp_path, secure_hdfs, queue, kerberos.principals["alice"],
+    config = config_as(tmp_path / "alice", secure_hdfs, queue, kerberos.principals["alice"],
                        kerberos.keytabs["alice"])
-    doctor = agent("doctor", config)
+    superuser = config_as(tmp_path / "agent", secure_hdfs, queue,
+                          kerberos.principals["hdfs-events"], kerberos.keytabs["hdfs-events"])
+    doctor, passing, run = agents(("doctor", config), ("doctor", superuser), ("run", config))
+    assert passing.returncode == 0, passing.stdout + passing.stderr  # every check OK
+    assert re.search(r"^OK\s+superuser\s+inotify stream opened", passing.stdout, re.MULTILINE)
     assert doctor.returncode == 1
     assert re.search(r"^OK\s+kerberos\s+logged in as alice/localhost@EXAMPLE.COM",
                      doctor.stdout, re.MULTILINE), doctor.stdout
@@ -124,7 +137,6 @@ def test_a_principal_that_is_not_a_superuser_gets_one_line_from_doctor_and_run(
     assert "Superuser privilege is required" in line
     assert "dfs.permissions.superusergroup" in line
 
-    run = agent("run", config)
     assert run.returncode == 1
     line = one_line_about(run.stderr, "superuser")
     assert line.startswith("hdfs-events-agent run: ")
@@ -144,11 +156,10 @@ def test_a_keytab_that_cannot_log_in_is_named_by_doctor_and_run(
         secure_hdfs.rotate_key("bob")
     config = config_as(tmp_path, secure_hdfs, queue, kerberos.principals["bob"], keytab)
 
-    doctor = agent("doctor", config)
+    doctor, run = agents(("doctor", config), ("run", config))
     assert doctor.returncode == 1
     line = one_line_about(doctor.stdout + doctor.stderr, str(keytab))
     assert line.startswith("FAIL kerberos")
-    run = agent("run", config)
     assert run.returncode == 1
     line = one_line_about(run.stderr, str(keytab))
     assert line.startswith("hdfs-events-agent run: ")

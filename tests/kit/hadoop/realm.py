@@ -108,6 +108,9 @@ class Realm:
             "dfs.block.access.token.enable": "true",
             # A secure DataNode must bind privileged ports (root, jsvc) or use SASL on data
             # transfer with HTTPS; Hadoop's own tests run it on ordinary ports with this flag.
+            # MiniDFSCluster still tries the privileged-port starter first and prints its
+            # "Unable to bind on specified streaming port in secure context" trace to
+            # host.log, then starts the DataNode with Kerberos on ordinary ports.
             "ignore.secure.ports.for.testing": "true",
             "dfs.permissions.superusergroup": SUPERGROUP,
             # Who is in which group, without local Unix accounts: Groups reads these overrides
