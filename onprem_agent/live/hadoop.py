@@ -54,6 +54,24 @@ def _is_superuser_refusal(exc: BaseException) -> bool:
         "Superuser privilege is required" in _message(exc)
 
 
+def not_superuser(uri: str, exc: BaseException) -> NotSuperuserError | None:
+    """The NameNode's refusal of inotify (from opening the stream, or from a poll: a stream
+    opened at a txid asks the NameNode only when it polls) as a NotSuperuserError; None for any
+    other exception."""
+    if isinstance(exc, NotSuperuserError):
+        return exc
+    if not _is_superuser_refusal(exc):
+        return None
+    import jpype
+
+    user = jpype.JClass("org.apache.hadoop.security.UserGroupInformation"
+                        ).getCurrentUser().getShortUserName()
+    return NotSuperuserError(
+        f"{uri} refused inotify to {user}, who is not an HDFS superuser "
+        f"({java_error_line(exc)}) -> run the agent as a principal whose user is in "
+        "dfs.permissions.superusergroup")
+
+
 def hadoop_configuration(overrides: dict[str, str] | None = None) -> Any:
     """A Configuration with the *-site.xml found on the classpath (HADOOP_CONF_DIR first)."""
     import jpype
@@ -95,16 +113,10 @@ class HadoopClient:
         try:
             yield
         except Exception as exc:  # JPype raises the Java exception; others pass through
-            if not _is_superuser_refusal(exc):
+            refusal = not_superuser(self.uri, exc)
+            if refusal is None:
                 raise
-            import jpype
-
-            user = jpype.JClass("org.apache.hadoop.security.UserGroupInformation"
-                                ).getCurrentUser().getShortUserName()
-            raise NotSuperuserError(
-                f"{self.uri} refused inotify to {user}, who is not an HDFS superuser "
-                f"({java_error_line(exc)}) -> run the agent as a principal whose user is in "
-                "dfs.permissions.superusergroup") from None
+            raise refusal from None
 
     def stream_source(self) -> StreamSource:
         return StreamSource(open_stream=self.open_stream, current_txid=self.current_txid)
