@@ -153,8 +153,8 @@ def _kerberos(settings: Any, conf: Any, add: Callable[[str, bool | None, str], b
         login = KerberosLogin(settings.kerberos.principal, keytab, conf)
     except KerberosError as exc:
         return add("kerberos", False, str(exc))
-    return add("kerberos", True, f"logged in as {login.principal} from {keytab}, ticket "
-                                 f"valid {_seconds_left(login.ticket_end_ms)}")
+    return add("kerberos", True, f"logged in as {login.principal} from {keytab}, "
+                                 f"{_ticket_left(login.ticket_end_ms)}")
 
 
 def _namenode(uri: str, conf: Any, add: Callable[[str, bool | None, str], bool]) -> None:
@@ -176,8 +176,8 @@ def _namenode(uri: str, conf: Any, add: Callable[[str, bool | None, str], bool])
     add("superuser", True, "inotify stream opened")
 
 
-def _seconds_left(end_ms: int | None) -> str:
+def _ticket_left(end_ms: int | None) -> str:
     if end_ms is None:
-        return "<no ticket>"
-    return f"{max(0, round(end_ms / 1000 - time.time()))} s more"
+        return "no ticket-granting ticket found"
+    return f"ticket ends in {max(0, round(end_ms / 1000 - time.time()))} s"
 
