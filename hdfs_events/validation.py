@@ -65,7 +65,7 @@ _INNERMOST_PAIRS = re.compile(r"\[\]|\{\}")
 _INT_FIELDS: dict[str, tuple[int, int]] = {
     "txid": (0, JAVA_LONG_MAX),
     "index": (0, MAX_INDEX),
-    "gap_end_txid": (1, JAVA_LONG_MAX),
+    "gap_end_txid": (0, JAVA_LONG_MAX),
     # The lake partitions by `timestamp`: it must be a date.
     "timestamp": (0, MAX_TIME_MS),
     # HDFS writes -1 for "not set" in times and for a CLOSE after a concat's size.
@@ -117,13 +117,16 @@ def nesting_depth(text: str, limit: int) -> int:
 
     Regexes instead of a character loop: a body is up to 64 MiB decompressed, and each pass
     here runs in C. Strings go first; then each pass removes the innermost `[]`/`{}` pairs, so
-    after k passes only nesting deeper than k is left."""
+    after k passes only nesting deeper than k is left. Unmatched brackets are left for the
+    JSON parser to report."""
     brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-    for depth in range(limit + 1):
-        if not brackets:
+    depth = 0
+    while depth <= limit:
+        inner = _INNERMOST_PAIRS.sub("", brackets)
+        if inner == brackets:  # nothing left, or only unmatched brackets (json says so)
             return depth
-        brackets = _INNERMOST_PAIRS.sub("", brackets)
-    return limit + 1 if brackets else limit
+        brackets, depth = inner, depth + 1
+    return depth
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -143,8 +146,8 @@ def check_event(event: HdfsEvent) -> None:
     """Raises EventFormatError naming the field and the rule when `event` breaks the contract
     beyond its types (HdfsEvent.from_dict checks those): ranges, paths, string sizes."""
     if not CLUSTER_NAME.fullmatch(event.cluster):
-        raise EventFormatError(f"field 'cluster' {preview(event.cluster)} is not a valid cluster "
-                               "name: 1-63 letters, digits, '_', '.' or '-'")
+        raise EventFormatError(f"field 'cluster': cluster name {preview(event.cluster)} is not "
+                               "valid: use 1-63 letters, digits, '_', '.' or '-'")
     for name, (low, high) in _INT_FIELDS.items():
         value = getattr(event, name)
         if value is not None and not low <= value <= high:
