@@ -16,6 +16,9 @@ SQS_ID = re.compile(r"[!-~]{1,128}")  # printable ASCII without space
 _INVALID_CHAR = re.compile(r"[^!-~]")
 _DIGEST_CHARS = 24  # 96 bits of blake2b: collisions only merge two groups, never lose order
 CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+# An IAM unique id (what SQS reports as SenderId, before ':' for a role session): a four-letter
+# type prefix (AIDA user, AROA role) and upper-case letters and digits, 16-128 in all.
+IAM_UNIQUE_ID = re.compile(r"A[A-Z]{3}[A-Z0-9]{12,124}")
 
 GROUP_STRATEGIES = ("prefix:N", "parent", "path", "single")
 

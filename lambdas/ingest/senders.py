@@ -21,12 +21,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from hdfs_events.ids import IAM_UNIQUE_ID
 from hdfs_events.validation import preview
 
 # arn:aws:iam::123456789012:user/path/name (partitions aws, aws-cn, aws-us-gov).
 USER_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:user/(?:[!-~]*/)?([\w+=,.@-]{1,64})")
-# IAM unique ids: a four-letter type prefix (AIDA user, AROA role, ...) and 16+ characters.
-UNIQUE_ID = re.compile(r"A[A-Z]{3}[A-Z0-9]{12,124}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,4 +71,4 @@ def resolve_senders(configured: Mapping[str, tuple[str, ...]],
 
 def is_sender_entry(entry: str) -> bool:
     """Whether a settings entry is an IAM user ARN or an IAM unique id."""
-    return bool(USER_ARN.fullmatch(entry) or UNIQUE_ID.fullmatch(entry))
+    return bool(USER_ARN.fullmatch(entry) or IAM_UNIQUE_ID.fullmatch(entry))
