@@ -59,9 +59,8 @@ MAX_JSON_DEPTH = 16
 # Shown of an offending value in a reason: reasons end up in log lines and quarantine objects.
 PREVIEW_CHARS = 80
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_INNERMOST_PAIRS = re.compile(r"\[\]|\{\}")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_INNERMOST_PAIRS = re.compile(rb"\[\]|\{\}")
 _INT_FIELDS: dict[str, tuple[int, int]] = {
     "txid": (0, JAVA_LONG_MAX),
     "index": (0, MAX_INDEX),
@@ -106,7 +105,9 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise
     except json.JSONDecodeError as exc:
         raise JsonTextError(f"is not JSON: {exc}") from exc
-    except ValueError as exc:  # int('9' * 5000): CPython's int-string conversion limit
+    except ValueError as exc:
+        # CPython refuses an integer of over 4,300 digits before converting it (the int-string
+        # limit); shorter ones convert in microseconds and fail the field's range check.
         raise JsonTextError(f"holds a number too long to read: {preview(str(exc))}") from exc
     except RecursionError as exc:  # nesting_depth counts only balanced brackets
         raise JsonTextError(f"nests deeper than {max_depth} levels") from exc
@@ -115,14 +116,18 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 def nesting_depth(text: str, limit: int) -> int:
     """How deep brackets nest outside strings, counted up to limit + 1.
 
-    Regexes instead of a character loop: a body is up to 64 MiB decompressed, and each pass
-    here runs in C. Strings go first; then each pass removes the innermost `[]`/`{}` pairs, so
-    after k passes only nesting deeper than k is left. Unmatched brackets are left for the
-    JSON parser to report."""
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    Byte operations instead of a character loop: a body is up to 64 MiB decompressed, and each
+    step here runs in C (a 1.3 MB envelope in ~6 ms, json.loads takes ~9). Escaped
+    backslashes and quotes go first (JSON pairs backslashes left to right, as `replace` does),
+    then everything but brackets and quotes, then what quotes enclose; each pass then removes
+    the innermost `[]`/`{}` pairs, so after k passes only nesting deeper than k is left.
+    Unmatched brackets are left for the JSON parser to report."""
+    raw = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Between the n-th and (n+1)-th quote is a string when n is odd: keep the even pieces.
+    brackets = b"".join(raw.translate(None, _NOT_STRUCTURE).split(b'"')[::2])
     depth = 0
     while depth <= limit:
-        inner = _INNERMOST_PAIRS.sub("", brackets)
+        inner = _INNERMOST_PAIRS.sub(b"", brackets)
         if inner == brackets:  # nothing left, or only unmatched brackets (json says so)
             return depth
         brackets, depth = inner, depth + 1
@@ -134,7 +139,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(d) != len(pairs):
         seen: set[str] = set()
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise JsonTextError(f"repeats key {preview(twice)} in one object")
+        raise JsonTextError(f"has key {preview(twice)} twice in one object")
     return d
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import uuid
 from dataclasses import dataclass
 
@@ -12,6 +13,13 @@ QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:hdfs-events.fifo"
 # SenderId of the agents' IAM users in these tests (the `aws` fixture lets each cluster's own
 # send): one per cluster, so a message can come from the wrong one.
 AGENT_SENDER_IDS = {"prod": "AIDAIO23YVJENQZJOL4VO", "dev": "AIDAJQABLZS4A3QDU576Q"}
+# moto gives every message this SenderId, whoever sent it (moto/sqs/models.py).
+MOTO_SENDER_ID = "AIDAIT2UOQQY3AUEKVGXU"
+
+
+def cluster_senders(sender_ids: dict[str, str] = AGENT_SENDER_IDS) -> str:
+    """The consumer's CLUSTER_SENDERS setting letting each cluster's `sender_ids` through."""
+    return json.dumps({cluster: [sender] for cluster, sender in sender_ids.items()})
 _sequence = itertools.count(18849496460467696128)
 
 
