@@ -85,7 +85,12 @@ _REQUIRED_BY_TYPE: dict[EventType, tuple[str, ...]] = {
 
 
 class JsonTextError(ValueError):
-    """JSON text the contract refuses; the message completes "<what> ..." with the rule."""
+    """JSON text the contract refuses; the message completes "<what> ..." with the rule.
+    `field` is the key at fault where there is one (a duplicated key)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def preview(value: Any) -> str:
@@ -139,7 +144,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(d) != len(pairs):
         seen: set[str] = set()
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise JsonTextError(f"has key {preview(twice)} twice in one object")
+        raise JsonTextError(f"has key {preview(twice)} twice in one object", field=twice)
     return d
 
 
