@@ -34,7 +34,7 @@ from typing import Any
 
 from hdfs_events.envelope import SQS_MAX_MESSAGE_BYTES
 from hdfs_events.ids import sqs_safe_id
-from hdfs_events.validation import JsonTextError, parse_json
+from hdfs_events.validation import JsonTextError, parse_json, preview
 
 COPY_REQUEST_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
@@ -216,7 +216,7 @@ def decode_request(body: str | bytes) -> CopyRequest:
         # reviewer's eye and do something else), no NaN, no number past CPython's limit.
         doc = parse_json(body)
     except JsonTextError as exc:
-        raise CopyRequestError(exc.field or "body", f"the body {exc}") from exc
+        raise CopyRequestError(_field_name(exc.field or "body"), f"the body {exc}") from exc
     return request_from_dict(doc)
 
 
@@ -224,13 +224,14 @@ def request_from_dict(doc: Any) -> CopyRequest:
     if not isinstance(doc, dict):
         raise CopyRequestError("body", f"must be a JSON object, got {_json_type(doc)}")
     version = doc.get("v")
-    if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:  # not bool, not {}
         raise CopyRequestError(
-            "v", f"unsupported version {version!r}; this reader knows {sorted(SUPPORTED_VERSIONS)}"
+            "v", f"unsupported version {preview(version)}; this reader knows "
+            f"{sorted(SUPPORTED_VERSIONS)}"
         )
     unknown = sorted(k for k in doc if k not in FIELDS)
     if unknown:
-        raise CopyRequestError(unknown[0], f"unknown field(s) {unknown}")
+        raise CopyRequestError(_field_name(unknown[0]), f"unknown field(s) {preview(unknown)}")
     for name in REQUIRED:
         if doc.get(name) is None:
             raise CopyRequestError(name, "is required")
@@ -254,10 +255,10 @@ def parse_s3_uri(value: Any, field: str = "source") -> S3Location:
     scheme = next((s for s in SCHEMES if text.startswith(s)), None)
     if scheme is None:
         head = text.split("://", 1)[0] if "://" in text else text[:16]
-        raise CopyRequestError(field, f"scheme must be s3:// or s3a://, got {head!r}")
+        raise CopyRequestError(field, f"scheme must be s3:// or s3a://, got {preview(head)}")
     bucket, _, prefix = text[len(scheme):].partition("/")
     if not BUCKET.fullmatch(bucket) or ".." in bucket:
-        raise CopyRequestError(field, f"bucket {bucket!r} is not a valid S3 bucket name")
+        raise CopyRequestError(field, f"bucket {preview(bucket)} is not a valid S3 bucket name")
     if prefix and not prefix.endswith("/"):
         prefix += "/"  # a directory: "out/part" must not also match "out/part-2/"
     check_key(prefix, field)
@@ -350,7 +351,7 @@ def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
             raise CopyRequestError(where, f"must be an object, got {_json_type(item)}")
         extra = sorted(set(item) - {"key", "size"})
         if extra:
-            raise CopyRequestError(where, f"unknown field(s) {extra}")
+            raise CopyRequestError(where, f"unknown field(s) {preview(extra)}")
         key = _string(item.get("key"), f"{where}.key")
         size = item.get("size")
         if isinstance(size, bool) or not isinstance(size, int):
@@ -364,7 +365,7 @@ def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
             raise CopyRequestError(f"{where}.size", f"{size} is outside 0..{MAX_OBJECT_SIZE}")
         if not key.startswith(source.prefix) or key == source.prefix:
             raise CopyRequestError(f"{where}.key", f"{_preview(key)} is not inside the source "
-                                                   f"prefix {source.prefix!r}")
+                                                   f"prefix {preview(source.prefix)}")
         if key.endswith("/"):
             raise CopyRequestError(f"{where}.key", "names a directory marker, not an object")
         check_key(key, f"{where}.key")
@@ -406,6 +407,11 @@ def _string(value: Any, field: str) -> str:
     if not value:
         raise CopyRequestError(field, "must not be empty")
     return value
+
+
+def _field_name(key: str) -> str:
+    """A key of the request as the field a rejection names: cut short, it is untrusted."""
+    return key if len(key) <= 64 else key[:64] + "..."
 
 
 def _json_type(value: Any) -> str:

@@ -163,7 +163,7 @@ def _event_dicts(body: str, attributes: Mapping[str, Any] | None) -> list[Any]:
     if not isinstance(doc, dict):
         raise EnvelopeError(f"envelope must be a JSON object, got {type(doc).__name__}")
     version = doc.get("v")
-    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:  # not bool, not {}
         raise EnvelopeError(f"unsupported envelope version {preview(version)}; this reader "
                             f"knows {sorted(SUPPORTED_VERSIONS)}")
     unknown = doc.keys() - {"v", "events"}
