@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 
 import hypothesis
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hdfs_events.copy_request import CopyRequest, CopyRequestError, decode_request
+from hdfs_events.envelope import encode_message
+from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from hdfs_events.manifest import manifests_for
 from lambdas.ingest import handler
 from lambdas.ingest.quarantine import MAX_REASON_CHARS
 from lambdas.ingest.sequencer import TXID_DONE, Position
@@ -157,3 +161,58 @@ def test_a_broken_copy_request_is_refused_with_a_reason_naming_the_field(text: s
     assert request.destination.startswith("/") and not {"", ".", ".."} & set(parts[1:])
     assert all(ch.isascii() or ch.isalnum() or ch in "-_" for ch in request.destination), \
         request.destination
+
+
+def _deep_path(depth: int, name: str = "f") -> str:
+    return "/" + "/".join(["d" * 250] * depth) + "/" + name
+
+
+IMPOSSIBLE = {
+    # '<cluster>#<parent dir>' over DynamoDB's 2,048-byte partition key
+    "index key too long": dict(type=EventType.CREATE, path=_deep_path(9),
+                               inode_type=INodeType.FILE),
+    # a Number past DynamoDB's 38 digits (and past a Java long)
+    "number too large": dict(type=EventType.CLOSE, path="/file_create", size=10**40),
+    # an empty entry name: '/a//b' and '/a/' have one
+    "empty key": dict(type=EventType.CREATE, path="/data//x", inode_type=INodeType.DIRECTORY),
+    # an entry over DynamoDB's 400 KB item
+    "item too large": dict(type=EventType.METADATA, path="/file_create",
+                           metadata_type=MetadataType.OWNER, owner="o" * 500_000, group="g"),
+}
+
+
+@pytest.mark.parametrize("impossible", IMPOSSIBLE.values(), ids=IMPOSSIBLE)
+def test_a_range_with_an_event_the_index_cannot_store_is_passed_and_the_index_reaches_the_end(
+        impossible: dict) -> None:
+    """A buggy or hostile agent puts, in the second of three ranges, a message whose event the
+    namespace index could never store. It is quarantined when read, its range goes on without
+    it, and the good ranges after it are applied: the index reaches the end."""
+    consumer, _, store = in_memory_consumer()
+    bad_event = HdfsEvent(cluster="prod", txid=30, index=0, timestamp=1_421_135_800_000,
+                          **impossible)
+    # encode_message serialises; it does not check (the agent's packer does, decode does).
+    wire = encode_message([bad_event], group_id="prod:/impossible")
+    bad = Sent(body=wire.body, encoding="gzip+base64", group_id=wire.group_id,
+               dedup_id=wire.dedup_id, message_id="impossible")
+    (first, first_manifests), (second, _), (third, third_manifests) = RANGES
+    second = [*second, bad]
+    second_manifests = [Sent(body=m.to_json(), encoding=None, group_id=m.group_id,
+                             dedup_id=m.dedup_id, kind="manifest")
+                        for m in manifests_for("prod", 23, 57, [s.dedup_id for s in second])]
+    outcomes = [consumer.process(queue_message(s)) for s in
+                [*first, *first_manifests, *second, *second_manifests, *third,
+                 *third_manifests]]
+
+    report = consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+
+    quarantined = [o for o in outcomes if o.status == "quarantined"]
+    assert len(quarantined) == 1 and quarantined[0].reason.startswith("event 0: field '")
+    assert report.position == Position(LAST_TXID, TXID_DONE) and report.skipped_messages == 1
+    # The last range's changes are in the index: the concat target's final METADATA (txid 85).
+    live = store.live("prod")
+    assert "/file_concat_target" in live and "/hard-lease-recovery-test" in live
+    # Nothing of the impossible event: not its path, not its values.
+    assert impossible["path"] == "/file_create" or impossible["path"] not in live
+    assert not any("d" * 250 in p for p in live)
+    assert impossible.get("size", 0) not in live["/file_create"].values()
+    assert impossible.get("owner", "") not in live["/file_create"].values()
