@@ -7,7 +7,7 @@ the limit, and every limit says where its number comes from:
 - Hadoop: txid is a Java long (FSEditLog); an event's index is its position in an EventBatch's
   Java array (an int); replication is a Java short; times are epoch milliseconds.
 - HDFS paths: absolute and normalized, as DFSUtil.isValidName requires of every path the
-  NameNode accepts (no empty, "." or ".." component, no ':' in a component); components at most
+  NameNode accepts (no empty, "." or ".." component); components at most
   255 UTF-8 bytes (dfs.namenode.fs-limits.max-component-length, default 255); at most 8,000
   characters and 1,000 components (HdfsServerConstants.MAX_PATH_LENGTH / MAX_PATH_DEPTH).
 - DynamoDB: the namespace index keys an entry by "<cluster>#<parent dir>" (partition key, at most
@@ -207,9 +207,11 @@ def check_path(cluster: str, path: str, field: str) -> None:
     encoded = _utf8(path, field)
     if path == "/":
         return
-    # Fast path for the common case: nothing that could be an empty, ".", ".." or ':'
-    # component, nor a component over the limit.
-    if ("//" in path or "/." in path or ":" in path or path.endswith("/")
+    # Fast path for the common case: nothing that could be an empty, "." or ".." component,
+    # nor a component over the limit. A ':' is not refused: DFSUtil.isValidName refuses it in
+    # new names over RPC, but namespaces older than that check and other gateways hold such
+    # names, the agent must still report them, and the index stores them as any other.
+    if ("//" in path or "/." in path or path.endswith("/")
             or len(encoded) > MAX_COMPONENT_BYTES):
         components = path[1:].split("/")
         if len(components) > MAX_PATH_DEPTH:
@@ -219,9 +221,6 @@ def check_path(cluster: str, path: str, field: str) -> None:
             if part in ("", ".", ".."):
                 raise EventFormatError(f"field '{field}' is not normalized: component "
                                        f"{part!r} in {preview(path)}")
-            if ":" in part:
-                raise EventFormatError(f"field '{field}': HDFS refuses ':' in a path component "
-                                       f"(DFSUtil.isValidName), got {preview(part)}")
             size = len(part.encode("utf-8"))
             if size > MAX_COMPONENT_BYTES:
                 raise EventFormatError(f"field '{field}' has a component of {size} bytes; HDFS "

@@ -11,7 +11,7 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAt
 # Any text a Java String could hold after oev's unmangling that is valid UTF-8.
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 # A path component the NameNode accepts (hdfs_events.validation.check_path).
-component = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/:\0"),
+component = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\0"),
                     min_size=1, max_size=40).filter(lambda s: s not in (".", ".."))
 paths = st.lists(component, min_size=0, max_size=6).map(lambda parts: "/" + "/".join(parts))
 int64 = st.integers(0, 2**63 - 1)

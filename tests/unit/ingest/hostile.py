@@ -101,6 +101,7 @@ hostile_ints = (st.integers() | st.sampled_from([-1, -(2**63), 2**63 - 1, 2**63,
                 | HUGE_DIGITS.map(lambda n: int("9" * n) if n <= 4_300 else 10**4_000))
 hostile_paths = st.sampled_from([
     "", "relative/x", "/", "/a//b", "/a/./b", "/a/../b", "/a/b/", "/a/\x00b", "/a/b:c",
+    "/C:\\Users\\x.csv",
     "/a/\ud800b", "/" + "x" * 256, "/" + "\u00e9" * 128, "/" + "/".join(["d"] * 1_001),
     "/" + "/".join(["d" * 200] * 41), "/" + "/".join(["d" * 250] * 9), "/.reserved/raw/x",
     "/data/\u202eexe.gpj", "/data/\uff0f..\uff0fetc",
