@@ -135,6 +135,11 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
+            # The JVM must not take SIGTERM/SIGINT from Python: by default it installs its own
+            # handlers and exits on them, so `systemctl stop` killed the JVM under the
+            # pipeline instead of letting it flush and save its checkpoint (found against a
+            # real NameNode: the agent exited 143 with "JVM is not running").
+            "-Xrs",
             # Hadoop logs through slf4j -> log4j2; with no log4j2 config log4j prints a status
             # warning on every start. Errors still reach stderr.
             "-Dlog4j2.statusLoggerLevel=OFF",
