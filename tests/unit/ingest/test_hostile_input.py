@@ -8,7 +8,8 @@ goes through in its group, and the index reaches the end of the last range.
 
 Case counts (hypothesis max_examples, derandomized so CI sees the same cases every run):
 ENVELOPE_CASES through the consumer, HANDLER_CASES through the Lambda handler on moto,
-COPY_REQUEST_CASES through the copy request decoder.
+MANIFEST_CASES broken manifests through the consumer, COPY_REQUEST_CASES through the copy
+request decoder.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from tests.unit.ingest.lambda_events import Context, Sent, event
 
 ENVELOPE_CASES = 300
 HANDLER_CASES = 40
+MANIFEST_CASES = 200
 COPY_REQUEST_CASES = 500
 # Quarantine reasons are cut to MAX_REASON_CHARS plus a note of how much was cut.
 REASON_LIMIT = MAX_REASON_CHARS + 40
@@ -119,6 +121,36 @@ def test_the_handler_never_raises_never_retries_a_broken_message_nor_delays_othe
     if quarantined:
         reason = json.loads(aws.get(quarantined[0]))["reason"]
         assert reason and len(reason) <= REASON_LIMIT
+
+
+MANIFEST_MESSAGES = [m for _, ms in RANGES for m in ms]
+
+
+@st.composite
+def mutated_manifest(draw: st.DrawFn) -> str:
+    doc = json.loads(draw(st.sampled_from(MANIFEST_MESSAGES)).body)
+    where = draw(st.sampled_from([*doc, "extra", "text"]))
+    if where == "text":
+        text = json.dumps(doc)
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + draw(st.sampled_from(['"', "[" * 50_000, "9" * 6_000, "}",
+                                                 "\\ud800"])) + text[at:]
+    doc[where] = draw(hostile_values | st.lists(st.text(max_size=200), max_size=5))
+    return json.dumps(doc)  # \u escapes: an SQS body holds no lone surrogate itself
+
+
+@settings(fuzz, max_examples=MANIFEST_CASES)
+@given(body=mutated_manifest())
+def test_a_broken_manifest_is_quarantined_with_a_reason_or_valid(body: str) -> None:
+    consumer, lake, _ = in_memory_consumer()
+    first = MANIFEST_MESSAGES[0]
+    outcome = consumer.process(queue_message(Sent(
+        body=body, encoding=None, group_id=first.group_id, dedup_id="m", kind="manifest")))
+    assert outcome.status in ("manifest", "quarantined")
+    if outcome.status == "quarantined":
+        assert outcome.reason and len(outcome.reason) <= REASON_LIMIT
+        (record,) = lake.quarantined().values()
+        assert record["reason"] == outcome.reason
 
 
 COPY_FIELDS = ("v", "request_id", "source", "destination", "mode", "manifest", "notify", "x")
