@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -142,8 +143,7 @@ def nesting_depth(text: str, limit: int) -> int:
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     d = dict(pairs)
     if len(d) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
         raise JsonTextError(f"has key {preview(twice)} twice in one object", field=twice)
     return d
 
