@@ -37,7 +37,7 @@ INDEX_EQUALS = "Index equals the events applied in order"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "demo-out")
-    parser.add_argument("--ops", type=int, default=30_000,
+    parser.add_argument("--ops", type=int, default=20_000,
                         help="records of the generated edit log the workload is made from")
     parser.add_argument("--mass-delete", type=int, default=800)
     parser.add_argument("--kills", type=int, default=1, help="SIGKILLs of the live agent")
