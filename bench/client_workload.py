@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import io
 import posixpath
+import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
@@ -42,6 +43,22 @@ from onprem_agent.translate import translate_ops
 Op = list[Any]
 _FILE, _DIR = "file", "dir"
 
+# For a cluster that runs these calls: ACL events need ACLs enabled. The client's close() waits
+# for the DataNode's block report with a backoff starting at 400 ms
+# (dfs.client.block.write.locateFollowingBlock.initial.delay.ms): ~240 ms per small file on a
+# one-DataNode MiniDFSCluster; 10 ms makes it ~30 ms.
+HDFS_CONF = {"dfs.namenode.acls.enabled": "true",
+             "dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "10"}
+CHUNK = 250  # calls per round trip to the cluster's process
+
+
+def run_calls(hdfs: Any, ops: Sequence[Op], stop: threading.Event | None = None) -> None:
+    """Runs `ops` on an HdfsCluster (tests/kit/hadoop) in chunks, until done or `stop`."""
+    for i in range(0, len(ops), CHUNK):
+        if stop is not None and stop.is_set():
+            return
+        hdfs.run(ops[i:i + CHUNK])
+
 
 @dataclass(frozen=True, slots=True)
 class ClientWorkload:
@@ -52,14 +69,25 @@ class ClientWorkload:
     by_op: dict[str, int] = field(default_factory=dict)
 
 
-def client_workload(*, ops: int, seed: int = 0, mass_delete: int = 0,
-                    data_every: int = 8) -> ClientWorkload:
-    """The generated log of `ops` records (bench.workload.write_edit_log) as client calls."""
+def client_workload(*, ops: int, seed: int = 0, mass_delete: int = 0, data_every: int = 8,
+                    root: str = "") -> ClientWorkload:
+    """The generated log of `ops` records (bench.workload.write_edit_log) as client calls;
+    every path under `root` when given (a second workload beside the first)."""
     text = io.StringIO()
     write_edit_log(text, ops=ops, seed=seed, mass_delete=mass_delete)
     events = translate_ops(read_ops(io.BytesIO(text.getvalue().encode())), "generated",
                            source="generated")
+    if root:
+        events = (_under(root, e) for e in events)
     return client_ops(events, data_every=data_every)
+
+
+def _under(root: str, e: HdfsEvent) -> HdfsEvent:
+    def moved(path: str | None) -> str | None:
+        return None if path is None else root.rstrip("/") + path
+
+    return replace(e, path=moved(e.path), dst_path=moved(e.dst_path),
+                   symlink_target=moved(e.symlink_target))
 
 
 def client_ops(events: Sequence[HdfsEvent] | Any, *, data_every: int = 8) -> ClientWorkload:

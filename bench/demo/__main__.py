@@ -20,11 +20,11 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.client_workload import client_workload
+from bench.client_workload import HDFS_CONF, client_workload, run_calls
 from bench.demo.chain import Chain, local_aws, run_glue_job, say
 from bench.demo.index_check import check_index
 from bench.demo.lake import POISON_BODIES, build_report
-from bench.demo.live import DEMO_HDFS_CONF, backfill, run_workload, watch_live
+from bench.demo.live import backfill, watch_live
 from bench.demo.report import text_summary, write_html
 from hdfs_events import names
 from tests.kit.hadoop.cluster import HdfsCluster
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({workload.prerequisites:,} of them create what a call acts on)")
 
         say("starting a real HDFS: NameNode + DataNode from Hadoop's own jars (MiniDFSCluster)")
-        with HdfsCluster.start(work / "hdfs", conf=DEMO_HDFS_CONF) as hdfs:
+        with HdfsCluster.start(work / "hdfs", conf=HDFS_CONF) as hdfs:
             say(f"  NameNode at {hdfs.uri}, up in {hdfs.started_s:.1f} s")
             consumer = chain.start_consumer(fail_share=args.fail_share)
             chain.send_poison(POISON_BODIES)
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{len(POISON_BODIES)} poison messages put on the queue")
 
             say(f"history: the first {cut:,} client calls, before any agent runs")
-            run_workload(hdfs, workload.ops[:cut])
+            run_calls(hdfs, workload.ops[:cut])
             config = chain.agent_config(hdfs_uri=hdfs.uri, conf_dir=hdfs.conf_dir)
             say("backfill: the NameNode's finalized edit segments -> Hadoop's "
                 "OfflineEditsViewer -> `hdfs-events-agent replay`")

@@ -27,25 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.client_workload import run_calls
 from bench.demo.chain import REPO, Chain
 from hdfs_events.event import HdfsEvent
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AGENT
-
-# ACL events need ACLs enabled. The client's close() waits for the DataNode's block report
-# with a backoff that starts at 400 ms (dfs.client...initial.delay.ms): ~240 ms per small file
-# on a one-DataNode cluster; 10 ms makes it ~30 ms.
-DEMO_HDFS_CONF = {"dfs.namenode.acls.enabled": "true",
-                  "dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "10"}
-CHUNK = 250  # client calls per round trip to the cluster's process
-
-
-def run_workload(hdfs: HdfsCluster, ops: Sequence[Sequence[Any]],
-                 stop: threading.Event | None = None) -> None:
-    for i in range(0, len(ops), CHUNK):
-        if stop is not None and stop.is_set():
-            return
-        hdfs.run(ops[i:i + CHUNK])
 
 
 @dataclass
@@ -88,7 +74,7 @@ def watch_live(chain: Chain, hdfs: HdfsCluster, ops: Sequence[Sequence[Any]], co
     def client() -> None:
         t0 = time.monotonic()
         try:
-            run_workload(hdfs, ops, stop)
+            run_calls(hdfs, ops, stop)
         except BaseException as exc:  # re-raised in the main thread
             errors.append(exc)
         run.workload_seconds = time.monotonic() - t0
