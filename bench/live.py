@@ -17,7 +17,11 @@ stream hands out, against Hadoop's own Java loop over the same stream, in the sa
      no-op sender (moto's ~25-30 batch calls/s would measure moto, not the agent: FACTS.md),
      in this process, timed from the term's start until the sender has taken every event of
      (A, B]. Linger is 20 ms so the last message's wait is not counted as reading.
-   The best round of each is compared (a shared machine: the best is the least disturbed).
+   The best round of each is compared (a shared machine: the best is the least disturbed). The
+   Java loop starts a fresh JVM every round; the agent's JVM is warm after the first, whose
+   ratio is printed too. Both are bound mostly by the NameNode: each RPC
+   (getEditsFromTxid, up to dfs.namenode.inotify.max.events.per.rpc = 1,000 events) reads the
+   edit log from disk.
 Goal: the agent ships at least 0.8x the Java loop's events/s. Prints the figures and writes
 bench-out/live.json.
 """
@@ -178,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     unloaded += running.finished_early
                     runs.append(result)
             memory = proc_status(hdfs.pid, "VmHWM", "VmRSS")
+            reader.client.close()
 
     java = max(java_runs, key=lambda x: x["events_per_s"])
     agent = max(agent_runs, key=lambda x: x["events_per_s"])
@@ -191,15 +196,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'Hadoop Java loop over DFSInotifyEventInputStream':<52} "
           f"{java['events_per_s']:>10,}  {1:>11.2f}x")
     verdict = "meets" if ratio >= GOAL else "MISSES"
+    cold = agent_runs[0]["events_per_s"] / java_runs[0]["events_per_s"]
     print(f"agent/Java {ratio:.2f}x: {verdict} the {GOAL}x goal; agent CPU "
-          f"{agent['cpu_s'] / events * 1e6:.0f} us/event (its JVM included)")
+          f"{agent['cpu_s'] / events * 1e6:.0f} us/event (its JVM included); first round, "
+          f"the agent's JVM cold as the Java loop's always is: "
+          f"{agent_runs[0]['events_per_s']:,} vs {java_runs[0]['events_per_s']:,} ({cold:.2f}x)")
     print(f"NameNode: started in {start_s:.1f} s; host process (NameNode + DataNode JVM) peak "
           f"RSS {memory['VmHWM'] / 1024:.0f} MiB ({after_start / 1024:.0f} MiB after start); "
           f"client: {len(workload.ops):,} calls in {client_s:.1f} s, "
           f"{events / client_s:,.0f} events/s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "goal_ratio": GOAL, "ratio": round(ratio, 3), "events": events,
+        "goal_ratio": GOAL, "ratio": round(ratio, 3), "first_round_ratio": round(cold, 3),
+        "events": events,
         "txids": [after + 1, end], "rounds": args.rounds, "load_average_1m": os.getloadavg()[0],
         "rounds_where_the_load_ended_early": unloaded,
         "agent": agent, "java": java, "agent_runs": agent_runs, "java_runs": java_runs,
