@@ -204,6 +204,11 @@ class _Plan:
             self._write(path, self._data(None, force=data), overwrite=False)
         return True
 
+    def _exists_or_make(self, path: str) -> bool:
+        """Any existing path; else one made as its name suggests (a file or a directory)."""
+        return self.ns.exists(path) or self._need(
+            path, _FILE if _looks_like_file(path) else _DIR)
+
     def _write(self, path: str, data: str, *, overwrite: bool) -> None:
         self.ops.append(["write", path, data, overwrite])
         self.ns.add(path, _FILE, len(data))
@@ -258,7 +263,7 @@ class _Plan:
     def _rename(self, e: HdfsEvent) -> bool:
         ns, src, dst = self.ns, e.path, e.dst_path
         assert dst is not None
-        if not self._need(src, _FILE if _looks_like_file(src) else _DIR):
+        if not self._exists_or_make(src):
             return False
         if dst == src or dst.startswith(src + "/") or not ns.can_hold(dst):
             return False
@@ -283,7 +288,7 @@ class _Plan:
         return True
 
     def _unlink(self, e: HdfsEvent) -> bool:
-        if not self._need(e.path, _FILE if _looks_like_file(e.path) else _DIR):
+        if not self._exists_or_make(e.path):
             return False
         self.ops.append(["delete", e.path, True])
         self.ns.remove(e.path)
