@@ -120,14 +120,15 @@ def main(argv: list[str] | None = None) -> int:
         for difference in index.differences:
             say(f"  {difference}")
         backfilled = sum(1 for e in events if e.txid <= fill.last_txid)
+        last = events[-1].txid if events else 0
         kills = {0: "never killed", 1: "killed once with SIGKILL mid-stream and restarted"}.get(
             live.kills, f"killed {live.kills} times with SIGKILL mid-stream and restarted")
         provenance = [
             f"Events came from a live NameNode at {live.uri} (Hadoop's own NameNode and "
-            f"DataNode, up in {hdfs.started_s:.1f} s): {len(events):,} events, txids 1.."
-            f"{events[-1].txid if events else 0}, made by {len(workload.ops):,} Hadoop "
+            f"DataNode, up in {hdfs.started_s:.1f} s): {len(events):,} events, txids 1..{last}, "
+            f"made by {len(workload.ops):,} Hadoop "
             "FileSystem calls (the generated workload).",
-            f"Live: txids {fill.last_txid + 1}.. ({len(events) - backfilled:,} events) read by "
+            f"Live: txids {fill.last_txid + 1}..{last} ({len(events) - backfilled:,} events) read by "
             f"`hdfs-events-agent run` from the NameNode's inotify stream while the client ran; "
             f"agent {kills}.",
             f"Replayed (backfill): txids 1..{fill.last_txid} ({backfilled:,} events) from the "
