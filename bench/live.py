@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -182,7 +183,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     unloaded += running.finished_early
                     runs.append(result)
             memory = proc_status(hdfs.pid, "VmHWM", "VmRSS")
-            reader.client.close()
 
     java = max(java_runs, key=lambda x: x["events_per_s"])
     agent = max(agent_runs, key=lambda x: x["events_per_s"])
@@ -221,4 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    # This process ran a JVM (JPype): end it without Python's finalization, as the agent's
+    # command line does (onprem_agent/cli.py: daemon threads waiting in JVM calls make glibc
+    # abort at exit, "FATAL: exception not rethrown"). The JSON is written by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
