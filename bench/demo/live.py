@@ -54,7 +54,6 @@ class LiveRun:
     uri: str
     exits: list[int] = field(default_factory=list)
     kills: int = 0
-    restarts: int = 0
     seconds: float = 0.0
     workload_seconds: float = 0.0
 
@@ -94,7 +93,6 @@ def watch_live(chain: Chain, hdfs: HdfsCluster, ops: Sequence[Sequence[Any]], co
             run.exits.append(-9)
             say("  agent killed with SIGKILL mid-stream; restarted (as systemd's Restart=always)")
             agent = _start_agent(config, log)
-            run.restarts += 1
         writer.join()
         if errors:
             raise errors[0]
