@@ -231,6 +231,14 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+def _live(r: dict[str, Any], size: str) -> list[Figure]:
+    nn = r["namenode"]
+    return [Figure("agent live path from a real NameNode", "events/s", r["agent"]["events_per_s"],
+                   r["java"]["events_per_s"], "Hadoop's Java inotify loop", size,
+                   note=f"goal >= {r['goal_ratio']}x; NameNode up in {nn['start_s']:.1f} s, "
+                        f"peak RSS {nn['vm_hwm_kb'] / 1024:.0f} MiB")]
+
+
 # Every bench, in the order they run (lake reads compact's input). Register a new bench here
 # once: `make bench`, `--size full` and the smoke in `make test` (tests/bench) all pick it up.
 BENCHES: tuple[Bench, ...] = (
@@ -264,6 +272,10 @@ BENCHES: tuple[Bench, ...] = (
           quick_size="10 s per load, 2 message groups, none indexed, 1 poller",
           smoke=("--rates", "100", "--seconds", "2", "--index-seconds", "2",
                  "--summary-seconds", "1")),
+    Bench("live", "bench.live", "live.json", _live,
+          quick=("--ops", "20000"),
+          quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
+          smoke=("--ops", "500", "--rounds", "1")),
 )
 
 
