@@ -28,7 +28,7 @@ from onprem_agent.copy_worker.settings import CopySettings, load_copy_settings
 from onprem_agent.copy_worker.transfers import TransfersTable
 from onprem_agent.copy_worker.worker import CopyWorker
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.edge import write_edge_conf, write_hadoop_launcher
+from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
 
 REPO = Path(__file__).resolve().parents[3]
 BUCKET = "lake-exports"
@@ -211,7 +211,7 @@ def edge_node(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         conf = write_edge_conf(hdfs.conf_dir, base / "edge-conf", s3_endpoint=moto_server,
                                region=os.environ["AWS_DEFAULT_REGION"])
         log = base / "hadoop-calls.jsonl"
-        write_hadoop_launcher(base / "bin", conf, log=log)
+        write_hadoop_launcher(base / "bin", conf, log=log, java_options=QUICK_START)
         yield EdgeNode(hdfs=hdfs, bin_dir=base / "bin", log=log)
     finally:
         hdfs.stop()

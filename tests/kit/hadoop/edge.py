@@ -59,8 +59,7 @@ if len(sys.argv) < 2 or sys.argv[1] not in MAINS:
 if LOG:
     with open(LOG, "a", encoding="utf-8") as f:
         f.write(json.dumps({"argv": sys.argv[1:], "pid": os.getpid()}) + "\\n")
-os.execv(JAVA, [JAVA, "-Xmx512m", "-XX:+UseSerialGC", "-cp", CLASSPATH,
-                MAINS[sys.argv[1]], *sys.argv[2:]])
+os.execv(JAVA, [JAVA, *JAVA_OPTIONS, "-cp", CLASSPATH, MAINS[sys.argv[1]], *sys.argv[2:]])
 '''
 
 
@@ -91,7 +90,13 @@ def write_edge_conf(cluster_conf_dir: Path, out: Path, *, s3_endpoint: str, regi
     return out
 
 
-def write_hadoop_launcher(bin_dir: Path, conf_dir: Path, *, log: Path | None = None) -> Path:
+# For tests: each `hadoop` call is a short JVM on 2 shared cores, where the C2 compiler costs
+# more CPU than it saves (measured: a small DistCp run takes half the CPU time with C1 only).
+QUICK_START = ("-XX:TieredStopAtLevel=1",)
+
+
+def write_hadoop_launcher(bin_dir: Path, conf_dir: Path, *, log: Path | None = None,
+                          java_options: tuple[str, ...] = ()) -> Path:
     """Writes `bin_dir/hadoop`; with `log`, each invocation's argv and pid are appended to it
     as a JSON line before the JVM starts (the tests' record of what the worker ran)."""
     distcp_jars()  # a clear error now when `make hadoop` has not run
@@ -99,6 +104,7 @@ def write_hadoop_launcher(bin_dir: Path, conf_dir: Path, *, log: Path | None = N
     classpath = os.pathsep.join([str(conf_dir), str(DISTCP_LIB / "*")])
     header = (f"#!{sys.executable}\n"
               f"JAVA = {java()!r}\nCLASSPATH = {classpath!r}\n"
+              f"JAVA_OPTIONS = {('-Xmx512m', '-XX:+UseSerialGC', *java_options)!r}\n"
               f"LOG = {str(log) if log else ''!r}\n")
     launcher = bin_dir / "hadoop"
     launcher.write_text(header + _LAUNCHER)
