@@ -59,6 +59,9 @@ BENCHES: tuple[Bench, ...] = (
     Bench("freshness", ("bench.freshness", "--rates", "200,1000", "--seconds", "10",
                         "--index-seconds", "6", "--summary-seconds", "3"), "freshness.json",
           "10 s per load, 2 message groups, none indexed, 1 poller"),
+    # Tiny (smoke) size: --files 2 --mb-per-file 0.25.
+    Bench("copy_back", ("bench.copy_back", "--files", "4", "--mb-per-file", "8"),
+          "copy_back.json", "4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)"),
 )
 
 
@@ -222,9 +225,15 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+def _copy_back(r: dict[str, Any], size: str) -> list[Figure]:
+    return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", r["distcp"]["mb_per_s"],
+                   r["boto3_download"]["mb_per_s"], "boto3 download", size,
+                   note=f"JVM start included: {r['distcp']['seconds']:.1f} s")]
+
+
 FIGURES: dict[str, Callable[[dict[str, Any], str], list[Figure]]] = {
     "translate": _translate, "bridge": _bridge, "ship": _ship, "consumer": _consumer,
-    "compact": _compact, "lake": _lake, "freshness": _freshness,
+    "compact": _compact, "lake": _lake, "freshness": _freshness, "copy_back": _copy_back,
 }
 
 
