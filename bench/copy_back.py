@@ -7,7 +7,10 @@ Ours: `hadoop distcp -overwrite s3a://bench/copy/ /bench/copy` as the copy worke
 edge node's launcher, tests/kit/hadoop/edge.py: Hadoop's DistCp class, LocalJobRunner, one map
 at a time), timed from the command's start to its exit, so the JVM start and the job's set-up
 are in the figure, as they are in every copy the worker makes. Then the bytes that landed are
-counted on the NameNode. Baseline: boto3 get_object of each object, read to the end and
+counted on the NameNode. A DistCp of one 1-byte object first measures that fixed cost alone,
+so the JSON also has DistCp's rate once running: bytes / (copy time - fixed cost).
+
+Baseline: boto3 get_object of each object, read to the end and
 dropped, one after the other (what any copy spends just to fetch the bytes from this S3).
 Both read the same moto server on 127.0.0.1, so the ratio is what DistCp adds (JVM, S3A,
 the HDFS write pipeline), not the network.
@@ -48,9 +51,9 @@ def put_objects(s3: Any, files: int, size: int) -> dict[str, int]:
     return keys
 
 
-def run_distcp(hadoop: Path) -> float:
+def run_distcp(hadoop: Path, prefix: str = PREFIX, dest: str = DEST) -> float:
     start = time.perf_counter()
-    done = subprocess.run([str(hadoop), "distcp", "-overwrite", f"s3a://{BUCKET}/{PREFIX}", DEST],
+    done = subprocess.run([str(hadoop), "distcp", "-overwrite", f"s3a://{BUCKET}/{prefix}", dest],
                           capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
@@ -90,6 +93,8 @@ def measure(files: int, size: int, work: Path) -> dict[str, Any]:
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={
             "LocationConstraint": _AWS["AWS_DEFAULT_REGION"]})
+        s3.put_object(Bucket=BUCKET, Key="fixed-cost/one-byte", Body=b"x")
+        fixed_s = run_distcp(hadoop, "fixed-cost/", "/bench/fixed-cost")
         keys = put_objects(s3, files, size)
         total = sum(keys.values())
         distcp_s = run_distcp(hadoop)
@@ -107,6 +112,9 @@ def measure(files: int, size: int, work: Path) -> dict[str, Any]:
     return {
         "files": files, "bytes": total,
         "distcp": {"seconds": round(distcp_s, 3), "mb_per_s": round(mb / distcp_s, 2),
+                   "fixed_cost_s": round(fixed_s, 3),
+                   "running_mb_per_s": (round(mb / (distcp_s - fixed_s), 2)
+                                        if distcp_s > fixed_s else None),
                    "landed_files": len(landed), "landed_bytes": sum(landed.values())},
         "boto3_download": {"seconds": round(boto3_s, 3), "mb_per_s": round(mb / boto3_s, 2)},
     }
@@ -124,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(args.files, size, Path(tmp))
     print(f"copy_back: {args.files} x {args.mb_per_file:g} MB: DistCp "
           f"{result['distcp']['mb_per_s']} MB/s ({result['distcp']['seconds']} s, JVM start "
-          f"included), boto3 download {result['boto3_download']['mb_per_s']} MB/s "
+          f"included; {result['distcp']['fixed_cost_s']} s for a 1-byte copy), boto3 download "
+          f"{result['boto3_download']['mb_per_s']} MB/s "
           f"({result['boto3_download']['seconds']} s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

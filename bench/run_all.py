@@ -228,7 +228,9 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
 def _copy_back(r: dict[str, Any], size: str) -> list[Figure]:
     return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", r["distcp"]["mb_per_s"],
                    r["boto3_download"]["mb_per_s"], "boto3 download", size,
-                   note=f"JVM start included: {r['distcp']['seconds']:.1f} s")]
+                   note=f"{r['distcp']['seconds']:.1f} s with JVM start + job set-up "
+                        f"({r['distcp']['fixed_cost_s']:.1f} s for 1 byte); once running "
+                        f"{r['distcp']['running_mb_per_s']} MB/s")]
 
 
 FIGURES: dict[str, Callable[[dict[str, Any], str], list[Figure]]] = {
