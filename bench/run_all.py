@@ -231,6 +231,14 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+def _copy_back(r: dict[str, Any], size: str) -> list[Figure]:
+    return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", r["distcp"]["mb_per_s"],
+                   r["boto3_download"]["mb_per_s"], "boto3 download", size,
+                   note=f"{r['distcp']['seconds']:.1f} s with JVM start + job set-up "
+                        f"({r['distcp']['fixed_cost_s']:.1f} s for 1 byte); once running "
+                        f"{r['distcp']['running_mb_per_s']} MB/s")]
+
+
 def _live(r: dict[str, Any], size: str) -> list[Figure]:
     nn = r["namenode"]
     return [Figure("agent live path from a real NameNode", "events/s", r["agent"]["events_per_s"],
@@ -276,6 +284,10 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
           smoke=("--ops", "500", "--rounds", "1")),
+    Bench("copy_back", "bench.copy_back", "copy_back.json", _copy_back,
+          quick=("--files", "4", "--mb-per-file", "8"),
+          quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
+          smoke=("--files", "2", "--mb-per-file", "0.25")),
 )
 
 

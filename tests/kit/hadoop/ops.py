@@ -13,6 +13,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     setacl path [entries]             removeacl path
     symlink target link               read path (returns the text)
     open_file path data (a writer left open; close_file path ends it)
+    list path (files below path, recursively: {relative name: length}; {} when path is missing)
 """
 
 from __future__ import annotations
@@ -144,6 +145,18 @@ class Workload:
             return _read_all(stream)
         finally:
             stream.close()
+
+    def op_list(self, path: str) -> dict[str, int]:
+        root = self.Path(path)
+        if not self.fs.exists(root):
+            return {}
+        prefix = str(self.fs.makeQualified(root).toUri().getPath()).rstrip("/") + "/"
+        found, files = {}, self.fs.listFiles(root, True)
+        while files.hasNext():
+            status = files.next()
+            name = str(status.getPath().toUri().getPath())
+            found[name[len(prefix):]] = int(status.getLen())
+        return found
 
 
 def _read_all(stream: Any) -> str:
