@@ -31,8 +31,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return dispatch("hdfs-events-agent", "Streams HDFS namespace changes (inotify) to AWS.",
+    code = dispatch("hdfs-events-agent", "Streams HDFS namespace changes (inotify) to AWS.",
                     COMMANDS, sys.argv[1:] if argv is None else argv)
+    if argv is None:  # the console script: the process ends here (a JVM must not finalize)
+        from onprem_agent.live.jvm import end_process
+
+        end_process(code)
+    return code
 
 
 if __name__ == "__main__":
