@@ -19,11 +19,9 @@ different classpath instead of silently keeping the first.
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +116,19 @@ def _expand(entries: Sequence[str]) -> tuple[str, ...]:
 _started: Classpath | None = None
 
 
+def krb5_conf_flags(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """KRB5_CONFIG (MIT Kerberos's variable for a krb5.conf elsewhere than /etc/krb5.conf) as
+    the system property Java reads instead: Java itself ignores KRB5_CONFIG."""
+    env = os.environ if env is None else env
+    path = env.get("KRB5_CONFIG")
+    if not path:
+        return ()
+    if not Path(path).is_file():
+        raise JvmError(f"KRB5_CONFIG={path}: no such file -> point it at the cluster's "
+                       "krb5.conf or unset it (then Java reads /etc/krb5.conf)")
+    return (f"-Djava.security.krb5.conf={path}",)
+
+
 def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     """Starts the in-process JVM once; a later call with the same classpath is a no-op."""
     global _started
@@ -134,6 +145,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     # is done, seen here at the end of a test session) while Hadoop's IPC and lease threads are
     # still alive. The process is ending anyway: let it end without destroying the JVM.
     jpype.config.destroy_jvm = False
+    krb5 = krb5_conf_flags()
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
@@ -146,6 +158,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
             # warning on every start. Errors still reach stderr.
             "-Dlog4j2.statusLoggerLevel=OFF",
             "-Dlog4j2.level=WARN",
+            *krb5,
             classpath=list(classpath.entries),
             # Hadoop strings come back as Python str: one call fewer per field.
             convertStrings=True,
@@ -154,27 +167,6 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
         raise JvmError(f"cannot start the JVM ({exc}): install a Java 8+ runtime or set "
                        "JAVA_HOME") from exc
     _started = classpath
-
-
-def end_process(code: int) -> None:
-    """Ends a process that started the JVM now, with `code`, skipping Python's finalization;
-    returns when no JVM was started (the interpreter then exits as usual).
-
-    The JVM is left running at exit (destroy_jvm, above), and so is JPype's reference-queue
-    thread, a Java thread that takes the GIL to release Python objects. When it does so while
-    the interpreter finalizes, CPython ends it with pthread_exit inside JPype's C++ frames and
-    glibc aborts the process ("FATAL: exception not rethrown"; the faulthandler dump shows a
-    thread with no Python frame, "Garbage-collecting"). Against a real NameNode pair about one
-    clean SIGTERM stop in 20 of `hdfs-events-agent run` exited -6 instead of 0, after its
-    checkpoint was saved. The command's work is done here and its logs are flushed below, so
-    nothing is lost by ending as Hadoop's own daemons do, without tearing down.
-    """
-    if _started is None:
-        return None
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def jvm_classpath() -> Classpath | None:
