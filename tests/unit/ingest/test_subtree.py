@@ -1,4 +1,4 @@
-"""Directory RENAME and UNLINK on DynamoDB (moto): whole subtrees, larger than one invocation,
+"""Directory RENAME and UNLINK on DynamoDB (moto in-process): whole subtrees, larger than one invocation,
 continued by drain requests on the FIFO queue, marked in progress until done, and nothing
 later applied before the walk ends."""
 
@@ -9,7 +9,8 @@ from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.handler import DRAIN_MARGIN_MS
-from lambdas.ingest.index_model import End, Entry, Life
+from lambdas.ingest.index_model import Entry
+from lambdas.ingest.subtree import SubtreeOp
 from lambdas.local_runner import lambda_record
 from tests.unit.ingest.conftest import TABLE
 from tests.unit.ingest.helpers import pack, with_manifests
@@ -158,17 +159,18 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
 
 
 def test_index_entry_round_trips_through_a_dynamodb_item(aws) -> None:
-    entry = Entry(cluster="prod", path="/data/x", values={"type": "FILE", "size": None,
-                                                         "owner": "etl"},
-                  versions={"type": (5, 0), "size": (7, 1), "owner": (5, 0)},
-                  landed={"owner": ((9, 0), (8, 2))}, born=((5, 0),),
-                  end=End(None, ((9, 0),), "/data/y"),
-                  prev_ends=(End(((1, 0),), ((2, 0),), None, "FILE"),),
-                  older=(Life(born=((3, 0),), values={"size": 4}, versions={"size": (4, 0)},
-                              landed={"size": ((4, 0), (3, 5))}),),
-                  last=(9, 0), rev=3, subtree_op={"op": "RENAME", "txid": 9, "index": 0})
+    entry = Entry(cluster="prod", path="/data/x", attrs={"type": "FILE", "size": None,
+                                                        "owner": "etl"},
+                  version=(9, 2), deleted=True, moved_to="/data/y",
+                  walk={"op": "RENAME", "txid": 9, "index": 2, "src": "/data/x",
+                        "dst": "/data/y"})
     assert item_to_entry(entry_to_item(entry, now_s=0)) == entry
     store = DynamoIndexStore(TABLE, aws.ddb)
-    assert store.put(entry, expected_rev=0)
-    assert not store.put(entry, expected_rev=0)  # exists: the compare-and-set refuses
+    assert store.put_many([entry]) == []
     assert store.get_many("prod", ["/data/x", "/data/none"]) == {"/data/x": entry}
+
+
+def test_continuation_round_trips_through_json() -> None:
+    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
+                   dst="/data/b", cursor=(("", "x"), ("/x", None)), step=2)
+    assert SubtreeOp.from_json(op.to_json()) == op
