@@ -39,7 +39,7 @@ from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 from lambdas.ingest.subtree import SubtreeOp
 
 TXID_DONE = names.POSITION_TXID_DONE  # position index: "every event of this txid is applied"
-CHUNK_EVENTS = 200  # events applied between two position saves (~1 s on DynamoDB)
+CHUNK_EVENTS = 1000  # events applied between two position saves: one read and one write wave
 LEASE_MARGIN_MS = 5_000  # the lease outlives the drain's deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
 
@@ -114,6 +114,7 @@ class DrainReport:
     events: int = 0
     skipped_messages: int = 0  # quarantined messages a manifest named: their events are lost
     skipped_events: list[SkippedEvent] = field(default_factory=list)  # DynamoDB cannot hold them
+    applied_timestamp_ms: int | None = None  # NameNode time of the last event applied
     waiting_for: str | None = None  # what the next range still needs
     waiting_since_ms: int | None = None  # when that range's manifest arrived
     more: bool = False  # stopped by the deadline with work left
@@ -276,6 +277,9 @@ class IndexSequencer:
             done += applied.taken
             report.events += applied.taken
             report.skipped_events += applied.skipped
+            stamped = [e.timestamp for e in ordered[done - applied.taken:done] if e.timestamp]
+            if stamped:
+                report.applied_timestamp_ms = max(stamped)
             last = ordered[done - 1]
             position = Position(last.txid, last.index, walk)
             if walk is not None or done < len(ordered):
