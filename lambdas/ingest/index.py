@@ -6,7 +6,8 @@ A chunk costs the fewest round trips its events allow: one parallel wave of Batc
 pages for the entries whose old state matters (a path whose first event in the chunk is a
 CREATE, a SNAPSHOT or a RENAME into it is written blind), the rules (index_rules) in memory,
 and one parallel wave of BatchWriteItem calls for the entries it changed, each once. A
-directory operation ends the chunk; its subtree walk (subtree) runs before anything later.
+directory operation's subtree walk (subtree) runs before anything later: at once when it is
+small, else the chunk ends there and the sequencer saves and resumes the walk.
 
 Applied again after a crash (its position was not saved), a chunk finds some entries in their
 final state: the rules leave an entry alone whose version is not older than the event's, and
@@ -31,6 +32,7 @@ from lambdas.ingest.subtree import SubtreeOp, walk_step
 
 DEFAULT_SUBTREE_PAGE = 500  # children per directory page a walk reads (Query Limit)
 WALK_WIDTH = 16  # directories a walk step reads at once (parallel Queries)
+INLINE_WALK_STEPS = 4  # a walk longer than this is handed to the sequencer (saved, resumed)
 # DynamoDB's limits: a partition key holds at most 2,048 bytes, a sort key 1,024, an item
 # 400 KB (names and values together); the other attributes of an entry stay far below this.
 MAX_PARTITION_BYTES = 2048
@@ -91,12 +93,31 @@ class NamespaceIndex:
             if event.type == EventType.RENAME:
                 renamed.add(event.path)
             if walk is not None:
-                done.taken, done.walk = position + 1, walk
-                break
+                walk = self._walk_inline(view, walk, done)
+                if walk is not None:
+                    done.taken, done.walk = position + 1, walk
+                    break
         done.skipped += [_refused(r) for r in view.flush()]
         self.reads += view.reads
         self.writes += view.writes
         return done
+
+    def _walk_inline(self, view: IndexView, walk: SubtreeOp, done: Applied) -> SubtreeOp | None:
+        """Runs a small walk at once, so the rest of the chunk goes on with the same reads:
+        what the chunk holds under the walk's roots is read again once it ends. A large one
+        is handed back, unfinished, for the sequencer to save and go on with.
+
+        Applied again after a crash, the walk rewrites the children at its version and the
+        chunk's later events, read again after it, apply on top as they did the first time."""
+        done.skipped += [_refused(r) for r in view.flush()]
+        for _ in range(INLINE_WALK_STEPS):
+            left, refused = self.resume(walk)
+            done.skipped += refused
+            if left is None:
+                view.reread_under([p for p in (walk.src, walk.dst) if p is not None])
+                return None
+            walk = left
+        return walk
 
     def _read(self, view: IndexView, chunk: list[tuple[int, HdfsEvent]]) -> None:
         """One read for the entries whose stored state the chunk needs: a path first met as
@@ -134,8 +155,8 @@ class NamespaceIndex:
 def unstorable(event: HdfsEvent) -> str | None:
     """Why DynamoDB could never hold this event's entries, if so."""
     for path in (event.path, event.dst_path):
-        if path is None:
-            continue
+        if path is None or 4 * (len(path) + len(event.cluster)) < MAX_NAME_BYTES:
+            continue  # UTF-8 takes at most 4 bytes a character: well within both key limits
         parent, name = names.split_path(path)
         if len(name.encode()) > MAX_NAME_BYTES:
             return (f"name of {path[:80]!r}... is {len(name.encode())} bytes; a DynamoDB sort "

@@ -10,7 +10,7 @@ a chunk applied again after a crash is a no-op item by item.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 Version = tuple[int, int]  # (txid, index)
@@ -42,14 +42,16 @@ class Entry:
     def type(self) -> str | None:
         return self.attrs.get("type")
 
+    # Built directly, not with dataclasses.replace: a backlog makes millions of them.
     def changed(self, attrs: Mapping[str, Any], version: Version) -> Entry:
         """Alive with `attrs` from `version` on (a new inode's, or updated ones)."""
-        return replace(self, attrs=dict(attrs), version=version, deleted=False, moved_to=None)
+        return Entry(self.cluster, self.path, dict(attrs), version, False, None, self.walk)
 
     def ended(self, version: Version, moved_to: str | None = None) -> Entry:
         """A delete marker, keeping the attributes: a chunk applied again after a crash
         carries them on from here (the marker is the source's final state in its chunk)."""
-        return replace(self, version=version, deleted=True, moved_to=moved_to)
+        return Entry(self.cluster, self.path, self.attrs, version, True, moved_to, self.walk)
 
     def marked(self, walk: Mapping[str, Any] | None) -> Entry:
-        return replace(self, walk=walk)
+        return Entry(self.cluster, self.path, self.attrs, self.version, self.deleted,
+                     self.moved_to, walk)

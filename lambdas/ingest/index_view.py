@@ -44,6 +44,10 @@ def ancestors(path: str) -> list[str]:
     return ["/", *("/" + "/".join(parts[:i]) for i in range(1, len(parts)))][:len(parts)]
 
 
+def child_path(parent: str, name: str) -> str:
+    return f"/{name}" if parent == "/" else f"{parent}/{name}"
+
+
 def name_of(path: str) -> str:
     return names.split_path(path)[1]
 
@@ -54,28 +58,46 @@ class IndexView:
     def __init__(self, store: IndexStore, cluster: str) -> None:
         self.store, self.cluster = store, cluster
         self._entries: dict[str, Entry] = {}
+        self._held: dict[str, set[str]] = {}  # parent -> names of held entries (reread_under)
         self._changed: dict[str, Entry] = {}
         self.reads = self.writes = 0
 
     def prefetch(self, paths: Iterable[str], *, blind: Iterable[str] = ()) -> None:
         """Reads `paths` (one store call); `blind` ones are taken as absent, unread."""
         for path in blind:
-            self._entries.setdefault(path, Entry(self.cluster, path))
+            if path not in self._entries:
+                self._hold(Entry(self.cluster, path))
         missing = [p for p in dict.fromkeys(paths) if p not in self._entries]
         if not missing:
             return
         self.reads += len(missing)
         found = self.store.get_many(self.cluster, missing)
         for path in missing:
-            self._entries[path] = found.get(path) or Entry(self.cluster, path)
+            self._hold(found.get(path) or Entry(self.cluster, path))
 
     def get(self, path: str) -> Entry:
         if path not in self._entries:
             self.prefetch([path])
         return self._entries[path]
 
+    def reread_under(self, roots: Sequence[str]) -> None:
+        """Reads again the entries held under `roots` (a walk wrote there since)."""
+        stale, todo = [], list(roots)
+        while todo:
+            path = todo.pop()
+            if self._entries.pop(path, None) is not None:
+                stale.append(path)
+            todo += [child_path(path, n) for n in self._held.pop(path, ())]
+        self.prefetch(stale)
+
+    def _hold(self, entry: Entry) -> None:
+        self._entries[entry.path] = entry
+        parent, name = names.split_path(entry.path)
+        self._held.setdefault(parent, set()).add(name)
+
     def put(self, entry: Entry) -> None:
-        self._entries[entry.path] = self._changed[entry.path] = entry
+        self._hold(entry)
+        self._changed[entry.path] = entry
 
     def flush(self) -> list[Refused]:
         """Writes the changed entries; returns those refused."""
