@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
-from lambdas.ingest.index_rules import apply_event
+from lambdas.ingest.index_rules import apply_event, parents_of
 from lambdas.ingest.index_view import IndexStore, IndexView, Refused
 from lambdas.ingest.settings import is_under
 from lambdas.ingest.subtree import SubtreeOp, walk_step
@@ -128,11 +128,21 @@ class NamespaceIndex:
                 if self.indexed(e.path):
                     first.setdefault(e.path, True)
                 if self.indexed(e.dst_path):
+                    self._with_parents(first, e.dst_path)
                     first.setdefault(e.dst_path, False)
             elif self.indexed(e.path):
+                if e.type != EventType.UNLINK:
+                    self._with_parents(first, e.path)
                 first.setdefault(e.path, e.type not in WRITE_ORDER)
         view.prefetch([p for p, read in first.items() if read],
                       blind=[p for p, read in first.items() if not read])
+
+    def _with_parents(self, first: dict[str, bool], path: str) -> None:
+        """Parents are read with what is created under them (index_rules._parents)."""
+        parent = names.split_path(path)[0]
+        if parent not in first:  # its own parents came with it
+            for p in parents_of(path, self.indexed):
+                first.setdefault(p, True)
 
     def resume(self, op: SubtreeOp) -> tuple[SubtreeOp | None, list[SkippedEvent]]:
         """One step of a subtree walk; the walk left (None: done) and any entries refused."""

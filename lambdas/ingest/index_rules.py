@@ -46,15 +46,43 @@ def apply_event(entries: Entries, event: HdfsEvent,
             else None
     if kind == EventType.CREATE:
         entries.put(entry.changed(create_values(event), version))
+        _parents(entries, event.path, version, indexed)
     elif kind == EventType.SNAPSHOT:
         op = _snapshot_walk(event)
         entries.put(entry.changed(snapshot_values(event), version).marked(
             op.marker() if op else None))
+        _parents(entries, event.path, version, indexed)
         return op
-    elif values := update_values(event):
+    elif (values := update_values(event)) and _known_or_new(entries, entry, indexed):
         base = entry.attrs if entry.alive else {}  # an entry older than the index: learnt
         entries.put(entry.changed({**base, **values}, version))
+        _parents(entries, event.path, version, indexed)
     return None
+
+
+def _known_or_new(entries: Entries, entry: Entry, indexed: Callable[[str], bool]) -> bool:
+    """A change applies to a live entry, or teaches the index a path older than its events;
+    not to a path it saw deleted (itself or a parent): the stream says it is gone."""
+    if entry.stored:
+        return entry.alive
+    return not any(entries.get(p).deleted for p in parents_of(entry.path, indexed))
+
+
+def parents_of(path: str, indexed: Callable[[str], bool]) -> list[str]:
+    """The indexed ancestors of `path`, top down."""
+    parts = path.strip("/").split("/")
+    return [p for p in ("/" + "/".join(parts[:i]) for i in range(1, len(parts))) if indexed(p)]
+
+
+def _parents(entries: Entries, path: str, version: Version,
+             indexed: Callable[[str], bool]) -> None:
+    """A walk finds children only through their parent's entry: a parent the index does
+    not hold alive (it predates the events, or came back unseen) gets one, a directory of
+    unknown origin (in order, a path's parents exist when it changes)."""
+    for parent in parents_of(path, indexed):
+        entry = entries.get(parent)
+        if not entry.alive:
+            entries.put(entry.changed({"type": DIRECTORY}, version))
 
 
 def _snapshot_walk(event: HdfsEvent) -> SubtreeOp | None:
@@ -87,6 +115,7 @@ def _rename(entries: Entries, cluster: str, src: str, dst: str, version: Version
         target = entries.get(dst)
         if target.version < version:  # moved in from outside: a path of unknown type
             entries.put(target.changed({}, version))
+            _parents(entries, dst, version, indexed)
         return None
     if not indexed(dst):
         return _end(entries, cluster, src, version)
@@ -102,6 +131,7 @@ def _rename(entries: Entries, cluster: str, src: str, dst: str, version: Version
     target = entries.get(dst)
     if target.version < version:
         entries.put(target.changed(carried, version).marked(marker))
+        _parents(entries, dst, version, indexed)
     if source.version < version and (source.stored or op is not None):
         entries.put(source.ended(version, moved_to=dst).marked(marker))
     return op
