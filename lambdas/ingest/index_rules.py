@@ -81,7 +81,7 @@ def _parents(entries: Entries, path: str, version: Version,
     unknown origin (in order, a path's parents exist when it changes)."""
     for parent in parents_of(path, indexed):
         entry = entries.get(parent)
-        if not entry.alive:
+        if not entry.alive and entry.version < version:
             entries.put(entry.changed({"type": DIRECTORY}, version))
 
 
