@@ -12,7 +12,7 @@ small, else the chunk ends there and the sequencer saves and resumes the walk.
 Applied again after a crash (its position was not saved), a chunk finds some entries in their
 final state: the rules leave an entry alone whose version is not older than the event's, and
 a RENAME's delete marker keeps the attributes it moved. That holds while a chunk never touches
-a RENAME's source again, so such an event starts the next chunk.
+a RENAME's source (or anything beneath it) again, so such an event starts the next chunk.
 
 An event DynamoDB could never store (a name over its key limits, a RENAME into its own
 subtree) is skipped with its reason and the chunk goes on: content never stalls the index.
@@ -83,14 +83,14 @@ class NamespaceIndex:
         self._read(view, chunk)
         renamed: set[str] = set()
         for position, event in chunk:
-            if event.path in renamed or event.dst_path in renamed:
+            if _under(event.path, renamed) or (event.dst_path and _under(event.dst_path, renamed)):
                 done.taken = position
                 break
             if (reason := unstorable(event)) is not None:
                 done.skipped.append(_skipped(event, reason))
                 continue
             walk = apply_event(view, event, self.indexed)
-            if event.type == EventType.RENAME:
+            if event.type == EventType.RENAME and self.indexed(event.path):
                 renamed.add(event.path)
             if walk is not None:
                 walk = self._walk_inline(view, walk, done)
@@ -103,21 +103,25 @@ class NamespaceIndex:
         return done
 
     def _walk_inline(self, view: IndexView, walk: SubtreeOp, done: Applied) -> SubtreeOp | None:
-        """Runs a small walk at once, so the rest of the chunk goes on with the same reads:
-        what the chunk holds under the walk's roots is read again once it ends. A large one
-        is handed back, unfinished, for the sequencer to save and go on with.
-
-        Applied again after a crash, the walk rewrites the children at its version and the
-        chunk's later events, read again after it, apply on top as they did the first time."""
-        done.skipped += [_refused(r) for r in view.flush()]
+        """Runs a small walk at once: what the chunk changed beneath the source is written
+        first (the walk reads the table), the walk's own changes join the chunk's and are
+        written with them, once. A large walk is handed back, unfinished, for the sequencer
+        to save and go on with (its roots keep their markers until it ends)."""
+        roots = [p for p in (walk.dst, walk.src) if p is not None]
+        done.skipped += [_refused(r) for r in view.flush(under=walk.src)]
         for _ in range(INLINE_WALK_STEPS):
-            left, refused = self.resume(walk)
-            done.skipped += refused
+            writes, left = walk_step(self.store, walk, page=self.subtree_budget,
+                                     width=WALK_WIDTH)
+            for entry in writes:  # written with the rest of the chunk
+                view.put(entry)
             if left is None:
-                view.reread_under([p for p in (walk.src, walk.dst) if p is not None])
-                return None
+                break
             walk = left
-        return walk
+        else:
+            return walk
+        for path in roots:  # done within the chunk: readers need no marker
+            view.put(view.get(path).marked(None))
+        return None
 
     def _read(self, view: IndexView, chunk: list[tuple[int, HdfsEvent]]) -> None:
         """One read for the entries whose stored state the chunk needs: a path first met as
@@ -181,6 +185,18 @@ def unstorable(event: HdfsEvent) -> str | None:
             and event.dst_path.startswith(event.path.rstrip("/") + "/")):
         return f"RENAME of {event.path!r} into its own subtree {event.dst_path!r} (HDFS refuses it)"
     return None
+
+
+def _under(path: str, roots: set[str]) -> bool:
+    """`path` is one of `roots` or beneath one."""
+    if path in roots:
+        return True
+    cut = path.rfind("/")
+    while cut > 0:
+        if path[:cut] in roots:
+            return True
+        cut = path.rfind("/", 0, cut)
+    return False
 
 
 def _skipped(event: HdfsEvent, reason: str) -> SkippedEvent:

@@ -58,7 +58,6 @@ class IndexView:
     def __init__(self, store: IndexStore, cluster: str) -> None:
         self.store, self.cluster = store, cluster
         self._entries: dict[str, Entry] = {}
-        self._held: dict[str, set[str]] = {}  # parent -> names of held entries (reread_under)
         self._changed: dict[str, Entry] = {}
         self.reads = self.writes = 0
 
@@ -80,30 +79,29 @@ class IndexView:
             self.prefetch([path])
         return self._entries[path]
 
-    def reread_under(self, roots: Sequence[str]) -> None:
-        """Reads again the entries held under `roots` (a walk wrote there since)."""
-        stale, todo = [], list(roots)
-        while todo:
-            path = todo.pop()
-            if self._entries.pop(path, None) is not None:
-                stale.append(path)
-            todo += [child_path(path, n) for n in self._held.pop(path, ())]
-        self.prefetch(stale)
+    def held_under(self, root: str) -> list[Entry]:
+        """The entries held beneath `root`, any depth."""
+        below = root.rstrip("/") + "/"
+        return [e for path, e in self._entries.items() if path.startswith(below)]
 
     def _hold(self, entry: Entry) -> None:
         self._entries[entry.path] = entry
-        parent, name = names.split_path(entry.path)
-        self._held.setdefault(parent, set()).add(name)
 
     def put(self, entry: Entry) -> None:
         self._hold(entry)
         self._changed[entry.path] = entry
 
-    def flush(self) -> list[Refused]:
-        """Writes the changed entries; returns those refused."""
-        if not self._changed:
+    def flush(self, under: str | None = None) -> list[Refused]:
+        """Writes the changed entries (only those beneath `under`, if given: what a subtree
+        walk is about to read from the table); returns those refused."""
+        if under is None:
+            writes = list(self._changed.values())
+            self._changed.clear()
+        else:
+            writes = [e for e in self.held_under(under) if e.path in self._changed]
+            for entry in writes:
+                del self._changed[entry.path]
+        if not writes:
             return []
-        writes = list(self._changed.values())
         self.writes += len(writes)
-        self._changed.clear()
         return self.store.put_many(writes)

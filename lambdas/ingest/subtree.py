@@ -86,15 +86,22 @@ def walk_step(pages: ChildPages, op: SubtreeOp, *, page: int,
         if len(children) == page:  # a full page: the partition may hold more
             left.append((rel, children[-1].path.rsplit("/", 1)[1]))
         for child in children:
-            if child.version > op.version or (child.deleted and child.version < op.version):
-                continue  # gone before the operation (its own walk took its children)
-            writes += _taken(op, child)
+            if not walk_takes(op, child):
+                continue
+            writes += taken_by(op, child)
             if child.type in (DIRECTORY, None):
                 left.append((child.path[len(op.src):], None))
     return writes, (replace(op, cursor=tuple(left), step=op.step + 1) if left else None)
 
 
-def _taken(op: SubtreeOp, child: Entry) -> list[Entry]:
+def walk_takes(op: SubtreeOp, child: Entry) -> bool:
+    """Not what was gone before the operation (its own walk took its children), nor what
+    came after it (a chunk applied again after a crash holds later states)."""
+    return not (child.version > op.version or (child.deleted and child.version < op.version))
+
+
+def taken_by(op: SubtreeOp, child: Entry) -> list[Entry]:
+    """The child's entries once the operation took it."""
     if op.kind == RENAME and op.dst is not None:
         target = op.dst + child.path[len(op.src):]
         moved = Entry(cluster=child.cluster, path=target, attrs=child.attrs, version=op.version)

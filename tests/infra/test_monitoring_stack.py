@@ -37,7 +37,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
-        "index-stalled-prod", "index-drain-failures-prod"}
+        "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -108,6 +108,13 @@ def test_index_stalled_and_drain_failures_alarm_per_cluster(deployed_env: Synthe
             "GreaterThanOrEqualToThreshold", 1)
         assert failures["TreatMissingData"] == "notBreaching"
         assert "index drain failed" in failures["AlarmDescription"]
+
+        skipped = alarms[f"index-skipped-events-{cluster}"]
+        assert (skipped["MetricName"], skipped["Statistic"], skipped["Threshold"],
+                skipped["ComparisonOperator"]) == (
+            names.METRIC_INDEX_SKIPPED_EVENTS, "Sum", 1, "GreaterThanOrEqualToThreshold")
+        assert skipped["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+        assert "index skipped an event" in skipped["AlarmDescription"]
 
 
 def _dashboard_widgets(s: Synthesized) -> list[dict]:
