@@ -52,6 +52,8 @@ BENCHES: tuple[Bench, ...] = (
     # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
     Bench("consumer", ("bench.consumer", "--invocations", "1", "--events-per-message", "100"),
           "consumer.json", "1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)"),
+    Bench("index_drain", ("bench.index_drain", "--ops", "8000"), "index_drain.json",
+          "8k-op edit log, 5 ms/request, previous design from git (default 60k)"),
     Bench("compact", ("bench.compact", "--events", "300000"), "compact.json",
           "300k events + 5% duplicates (default 10M)"),
     Bench("lake", ("bench.cost_model", "--measure-lake"), "lake.json",
@@ -191,6 +193,23 @@ def _consumer(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+def _index_drain(r: dict[str, Any], size: str) -> list[Figure]:
+    now, was = r["current"], r.get("previous", {})
+    name = "previous design (git)"
+    return [
+        Figure("index drain, one cluster, 5 ms/request", "events/s",
+               now["events_per_s_at_latency"], was.get("events_per_s_at_latency"), name, size,
+               note=f"measured on moto {now['events_per_s']:.0f} vs "
+                    f"{was.get('events_per_s', 0):.0f}"),
+        Figure("index: round trips per 1,000 indexed events", "trips",
+               now["round_trips_per_1000"], was.get("round_trips_per_1000"), name, size,
+               higher_is_better=False),
+        Figure("index: write units per 1,000 indexed events", "WCU",
+               now["write_units_per_1000"], was.get("write_units_per_1000"), name, size,
+               higher_is_better=False),
+    ]
+
+
 def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
@@ -224,6 +243,7 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
 
 FIGURES: dict[str, Callable[[dict[str, Any], str], list[Figure]]] = {
     "translate": _translate, "bridge": _bridge, "ship": _ship, "consumer": _consumer,
+    "index_drain": _index_drain,
     "compact": _compact, "lake": _lake, "freshness": _freshness,
 }
 
