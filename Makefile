@@ -9,9 +9,21 @@ STAMP := $(VENV)/.installed
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test demo synth deploy cdk-cli bench lint clean
+.PHONY: install hadoop test demo synth deploy cdk-cli bench lint clean
 
 install: $(STAMP)
+
+# Hadoop's own jars (NameNode, DataNode, MiniKdc, OfflineEditsViewer) and our Java inotify reader,
+# resolved from Maven Central by tests/kit/hadoop/pom.xml into .hadoop/lib (git-ignored). Maven's
+# local repository (~/.m2) keeps them: a second run downloads nothing.
+HADOOP_STAMP := .hadoop/.installed
+hadoop: $(HADOOP_STAMP)
+
+$(HADOOP_STAMP): tests/kit/hadoop/pom.xml $(wildcard tests/kit/hadoop/src/main/java/hdfsevents/kit/*.java)
+	@command -v mvn >/dev/null || { echo "make: mvn not found: install Maven 3.8+ (apt-get install maven)"; exit 1; }
+	rm -rf .hadoop/lib
+	mvn -q -B -f tests/kit/hadoop/pom.xml package dependency:copy-dependencies
+	touch $@
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -31,10 +43,10 @@ $(STAMP): pyproject.toml constraints.txt
 	fi
 	touch $@
 
-test: $(STAMP) .make/chromium
+test: $(STAMP) $(HADOOP_STAMP) .make/chromium
 	$(PY) -m pytest tests
 
-demo: $(STAMP)
+demo: $(STAMP) $(HADOOP_STAMP)
 	$(PY) -m bench.demo
 
 synth: $(STAMP)
@@ -50,11 +62,11 @@ cdk-cli: node_modules/.installed
 deploy: $(STAMP) node_modules/.installed
 	npx cdk deploy -c env=$(ENV) --all
 
-bench: $(STAMP)
+bench: $(STAMP) $(HADOOP_STAMP)
 	$(PY) -m bench.run_all
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf cdk.out demo-out bench-out .pytest_cache .make
+	rm -rf cdk.out demo-out bench-out .pytest_cache .make .hadoop

@@ -70,3 +70,19 @@ def moto_endpoint(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
                                                   method="POST"), timeout=30).read()
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
     return moto_server
+
+
+@pytest.fixture(scope="session")
+def jvm() -> object:
+    """The agent's JVM in this test process (JPype starts one per process, never restarts it),
+    with the Hadoop client jars inside pyspark: the resolution the agent uses when Hadoop is
+    not installed."""
+    from onprem_agent.live.jvm import resolve_classpath, start_jvm
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HADOOP_CLASSPATH", "HADOOP_CONF_DIR")}
+    env["PATH"] = "/nonexistent"  # no `hadoop` script: take pyspark's jars
+    start_jvm(resolve_classpath(env=env))
+    import jpype
+
+    return jpype

@@ -136,9 +136,15 @@ class LiveSource:
 
     def __iter__(self) -> Iterator[TxBatch]:
         last = self._start
-        stream = self._source.open_stream(last)
-        if last is None:
+        if last is None and self._snapshot is not None:
+            # First start: the namespace as it stands, then every change after it, as SSM's
+            # first fetch does; downstream (the index, verify) then starts from the whole
+            # namespace, not only from the changes made after the agent came up.
+            log.info("no checkpoint: listing the covered namespace before reading the stream")
+            last = yield from self._list_namespace()
+        elif last is None:
             log.info("no checkpoint: reading from the NameNode's current txid")
+        stream = self._source.open_stream(last)
         while not self._stop.is_set():
             drained, gap = self._drain(stream)
             if drained:
@@ -182,6 +188,11 @@ class LiveSource:
         yield gap_batch
         if self._policy == "stop" or self._snapshot is None:
             raise InotifyGapError(gap)
+        return (yield from self._list_namespace())
+
+    def _list_namespace(self) -> Iterator[TxBatch]:
+        """SNAPSHOT records of the covered namespace at T; returns T, where the stream goes on."""
+        assert self._snapshot is not None
         # Taken before the listing starts: whatever changes while it runs has a larger txid
         # and comes from the stream afterwards.
         txid = int(self._source.current_txid())

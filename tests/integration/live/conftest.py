@@ -39,7 +39,3 @@ class FakeClock:
 def clock() -> FakeClock:
     return FakeClock()
 
-
-# The one JVM of this test process (JPype cannot start a second): the same fixture as the unit
-# tests', imported so both folders share it.
-from tests.unit.live.conftest import inotify_messages, jvm  # noqa: E402, F401

@@ -1,5 +1,6 @@
-"""verify against the namespace index table in moto: planted drift -> report, IndexDrift metric
-in CloudWatch, an SNS alert above the threshold."""
+"""verify: a real HDFS listing (the agent's Hadoop client against a real NameNode) against the
+namespace index table in moto with planted drift -> report, IndexDrift metric in CloudWatch, an
+SNS alert above the threshold."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from hdfs_events import names
 from onprem_agent.commands.verify import check
+from onprem_agent.live.hadoop import HadoopClient
 from onprem_agent.verify import DynamoIndexReader
-from tests.unit.live.doubles import ListingDouble, dir_entry, file_entry
 
 CLUSTER = "prod"
 TABLE = "hdfs-events-index"
@@ -57,9 +58,18 @@ def alert_queue(topic_arn: str) -> str:
     return url
 
 
-def test_drift_above_threshold_is_reported_measured_and_alerted(index_table):
-    listing = ListingDouble([dir_entry("/d"), file_entry("/d/a", size=10),
-                             file_entry("/d/b", size=12), file_entry("/d/new")])
+@pytest.fixture(scope="module")
+def listing(hdfs, jvm):
+    """/d/a (10 bytes), /d/b (12 bytes), /d/new (10 bytes), every file at mtime 5."""
+    hdfs.run([["mkdirs", "/d"], ["write", "/d/a", "x" * 10], ["write", "/d/b", "x" * 12],
+              ["write", "/d/new", "x" * 10]])
+    hdfs.run([["set_times", f"/d/{name}", 5, 5] for name in ("a", "b", "new")])
+    client = HadoopClient(hdfs.uri)
+    yield client.lister()
+    client.close()
+
+
+def test_drift_above_threshold_is_reported_measured_and_alerted(index_table, listing):
     topic = boto3.client("sns").create_topic(Name="drift")["TopicArn"]
     queue = alert_queue(topic)
     out = io.StringIO()
@@ -81,10 +91,8 @@ def test_drift_above_threshold_is_reported_measured_and_alerted(index_table):
     assert "index drift 3" in json.loads(message["Body"])["Subject"]
 
 
-def test_drift_within_threshold_only_reports(index_table):
-    listing = ListingDouble([dir_entry("/d"), file_entry("/d/a", size=10),
-                             file_entry("/d/b", size=99), file_entry("/d/ghost", size=1)])
+def test_drift_within_threshold_only_reports(index_table, listing):
     out = io.StringIO()
-    assert check(CLUSTER, ["/d"], lister=listing, reader=DynamoIndexReader(TABLE), threshold=0,
+    assert check(CLUSTER, ["/d"], lister=listing, reader=DynamoIndexReader(TABLE), threshold=3,
                  topic_arn=None, out=out) == 0
-    assert "0 differ" in out.getvalue()
+    assert "3 differ" in out.getvalue() and "ALERT" not in out.getvalue()

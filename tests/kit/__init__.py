@@ -1,0 +1,1 @@
+"""What tests, benchmarks and the demo share to build real inputs: a real HDFS (`hadoop`)."""

@@ -1,0 +1,153 @@
+"""A client workload as data: each operation a list `[name, *args]`, run through Hadoop's
+FileSystem API (DistributedFileSystem) inside the cluster's process, so the NameNode logs
+exactly what a Hadoop client's call logs.
+
+Operations (paths absolute; `data` a str written as UTF-8):
+    mkdirs path                       write path data [overwrite=False] [block_size]
+    append path data [new_block]      truncate path length (waits for block recovery)
+    rename src dst [overwrite]        trash path (moves into the user's .Trash, as `hdfs dfs -rm`)
+    concat target [srcs]              delete path [recursive]
+    chmod path "0750"                 chown path owner group (either may be null)
+    setrep path n                     set_times path mtime atime
+    setxattr path name value          removexattr path name
+    setacl path [entries]             removeacl path
+    symlink target link               read path (returns the text)
+    open_file path data (a writer left open; close_file path ends it)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jpype
+
+
+class Workload:
+    def __init__(self, fs: Any, conf: Any) -> None:
+        self.fs, self.conf = fs, conf
+        self.Path = jpype.JClass("org.apache.hadoop.fs.Path")
+        self._open: dict[str, Any] = {}
+        self._ops: dict[str, Callable[..., Any]] = {
+            name[3:]: getattr(self, name) for name in dir(self) if name.startswith("op_")}
+
+    def run(self, ops: Sequence[Sequence[Any]]) -> list[Any]:
+        results = []
+        for op in ops:
+            name, *args = op
+            if name not in self._ops:
+                raise ValueError(f"unknown workload operation {name!r}")
+            results.append(self._ops[name](*args))
+        return results
+
+    def op_mkdirs(self, path: str) -> bool:
+        return bool(self.fs.mkdirs(self.Path(path)))
+
+    def op_write(self, path: str, data: str, overwrite: bool = False,
+                 block_size: int | None = None) -> int:
+        p, raw = self.Path(path), data.encode()
+        if block_size is None:
+            out = self.fs.create(p, overwrite)
+        else:
+            out = self.fs.create(p, overwrite, 4096, self.fs.getDefaultReplication(p), block_size)
+        out.write(raw)
+        out.close()
+        return len(raw)
+
+    def op_open_file(self, path: str, data: str) -> int:
+        out = self.fs.create(self.Path(path), False)
+        out.write(data.encode())
+        out.hflush()
+        self._open[path] = out
+        return len(data)
+
+    def op_close_file(self, path: str) -> None:
+        self._open.pop(path).close()
+
+    def op_append(self, path: str, data: str, new_block: bool = False) -> int:
+        flags = jpype.JClass("java.util.EnumSet").of(
+            jpype.JClass("org.apache.hadoop.fs.CreateFlag").APPEND)
+        if new_block:
+            flags.add(jpype.JClass("org.apache.hadoop.fs.CreateFlag").NEW_BLOCK)
+        out = self.fs.append(self.Path(path), flags, 4096, None)
+        out.write(data.encode())
+        out.close()
+        return len(data)
+
+    def op_truncate(self, path: str, length: int) -> None:
+        p = self.Path(path)
+        if not self.fs.truncate(p, length):
+            # Truncating inside a block starts block recovery; the file is closed again (and
+            # open to the next writer) once it ends.
+            deadline = time.monotonic() + 60
+            while not self.fs.isFileClosed(p):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"truncate of {path}: block recovery did not end")
+                time.sleep(0.05)
+
+    def op_rename(self, src: str, dst: str, overwrite: bool = False) -> None:
+        if overwrite:
+            opt = jpype.JClass("org.apache.hadoop.fs.Options$Rename")
+            self.fs.rename(self.Path(src), self.Path(dst), opt.OVERWRITE)
+        else:
+            # JPype resolves fs.rename(a, b) to the varargs rename(a, b, Rename...) (OP_RENAME,
+            # returns void); `hdfs dfs -mv` calls rename(a, b) (OP_RENAME_OLD), so call that
+            # overload by reflection.
+            method = self.fs.getClass().getMethod("rename", self.Path, self.Path)
+            if not method.invoke(self.fs, self.Path(src), self.Path(dst)):
+                raise OSError(f"rename {src} -> {dst} failed")
+
+    def op_trash(self, path: str) -> bool:
+        trash = jpype.JClass("org.apache.hadoop.fs.Trash")
+        return bool(trash.moveToAppropriateTrash(self.fs, self.Path(path), self.conf))
+
+    def op_concat(self, target: str, srcs: list[str]) -> None:
+        array = jpype.JArray(self.Path)([self.Path(s) for s in srcs])
+        self.fs.concat(self.Path(target), array)
+
+    def op_delete(self, path: str, recursive: bool = False) -> bool:
+        return bool(self.fs.delete(self.Path(path), recursive))
+
+    def op_chmod(self, path: str, perms: str) -> None:
+        perm = jpype.JClass("org.apache.hadoop.fs.permission.FsPermission")
+        self.fs.setPermission(self.Path(path), perm(jpype.JShort(int(perms, 8))))
+
+    def op_chown(self, path: str, owner: str | None, group: str | None) -> None:
+        self.fs.setOwner(self.Path(path), owner, group)
+
+    def op_setrep(self, path: str, replication: int) -> bool:
+        return bool(self.fs.setReplication(self.Path(path), jpype.JShort(replication)))
+
+    def op_set_times(self, path: str, mtime: int, atime: int) -> None:
+        self.fs.setTimes(self.Path(path), mtime, atime)
+
+    def op_setxattr(self, path: str, name: str, value: str) -> None:
+        self.fs.setXAttr(self.Path(path), name, value.encode())
+
+    def op_removexattr(self, path: str, name: str) -> None:
+        self.fs.removeXAttr(self.Path(path), name)
+
+    def op_setacl(self, path: str, entries: list[str]) -> None:
+        acl = jpype.JClass("org.apache.hadoop.fs.permission.AclEntry")
+        self.fs.setAcl(self.Path(path), acl.parseAclSpec(",".join(entries), True))
+
+    def op_removeacl(self, path: str) -> None:
+        self.fs.removeAcl(self.Path(path))
+
+    def op_symlink(self, target: str, link: str) -> None:
+        self.fs.createSymlink(self.Path(target), self.Path(link), False)
+
+    def op_read(self, path: str) -> str:
+        stream = self.fs.open(self.Path(path))
+        try:
+            return _read_all(stream)
+        finally:
+            stream.close()
+
+
+def _read_all(stream: Any) -> str:
+    chunks, buf = [], jpype.JArray(jpype.JByte)(65536)
+    while (n := stream.read(buf)) > 0:
+        chunks.append(bytes(buf[:n]))
+    return b"".join(chunks).decode()

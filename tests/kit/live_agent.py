@@ -1,0 +1,87 @@
+"""`hdfs-events-agent run` as an edge node runs it: its own process, its own JVM (the client
+jars pyspark ships), a TOML config naming the cluster's `hdfs://` URI and conf dir, AWS reached
+through the standard environment (AWS_ENDPOINT_URL points at moto server in tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+AGENT = Path(sys.executable).parent / "hdfs-events-agent"
+
+
+def write_agent_config(directory: Path, *, cluster: str, queue_url: str, uri: str,
+                       conf_dir: Path, checkpoint_txid: int | None = None,
+                       extra: str = "") -> Path:
+    """agent.toml with a file checkpoint (at `checkpoint_txid` when given: the agent resumes
+    after it; else none, a first start) and short poll, linger and checkpoint intervals."""
+    directory.mkdir(parents=True, exist_ok=True)
+    checkpoint = directory / "checkpoint.json"
+    checkpoint.unlink(missing_ok=True)
+    if checkpoint_txid is not None:
+        checkpoint.write_text(json.dumps({"txid": checkpoint_txid}))
+    config = directory / "agent.toml"
+    config.write_text(
+        f'cluster = "{cluster}"\n'
+        f'[sqs]\nqueue_url = "{queue_url}"\n'
+        f'[checkpoint]\npath = "{checkpoint}"\ninterval_ms = 100\n'
+        f'[packing]\nlinger_ms = 50\n'
+        f'[hdfs]\nuri = "{uri}"\nconf_dir = "{conf_dir}"\n'
+        f'[inotify]\npoll_timeout_ms = 50\n'
+        f'[metrics]\nprometheus_port = 0\nheartbeat_interval_s = 0\n' + extra,
+        encoding="utf-8")
+    return config
+
+
+@dataclass
+class AgentProcess:
+    config: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    @classmethod
+    def start(cls, config: Path, *args: str) -> AgentProcess:
+        log = config.with_suffix(".log")
+        with log.open("ab") as out:
+            process = subprocess.Popen([str(AGENT), "run", "--config", str(config), *args],
+                                       stdout=out, stderr=out, env=dict(os.environ))
+        return cls(config, log, process)
+
+    def checkpoint(self) -> int | None:
+        path = self.config.parent / "checkpoint.json"
+        try:
+            return int(json.loads(path.read_text())["txid"])
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+
+    def wait_for_checkpoint(self, txid: int, timeout_s: float = 120) -> None:
+        """Until the agent's checkpoint reaches `txid`: everything up to it was acknowledged
+        by SQS (the checkpoint rests only on an acknowledged manifest's end)."""
+        deadline = time.monotonic() + timeout_s
+        while (self.checkpoint() or -1) < txid:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the agent exited {self.process.returncode} before txid "
+                                     f"{txid}: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"checkpoint {self.checkpoint()} never reached {txid}: "
+                                     f"{self.log_tail()}")
+            time.sleep(0.05)
+
+    def stop(self, timeout_s: float = 60) -> int:
+        """SIGTERM, as systemd stops it: the agent flushes, saves its checkpoint, exits."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout_s)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
