@@ -17,6 +17,9 @@ from tests.unit.ingest.helpers import pack, with_manifests
 from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
 
 T0 = 1_700_000_000_000
+# Files in the walked directory: more than a drain takes inline (index.INLINE_WALK_STEPS pages
+# of 4 or 5), so the walk goes on in later invocations.
+FILES = 30
 
 
 class Log:
@@ -42,7 +45,7 @@ def tree() -> Log:
     log = Log()
     log.mkdir("/data")
     log.mkdir("/data/d")
-    for i in range(12):
+    for i in range(FILES):
         log.file(f"/data/d/f{i:02d}", 100 + i)
     log.mkdir("/data/d/sub")
     for i in range(5):
@@ -110,8 +113,9 @@ def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -
     assert reader.stat("/data/e/f00").in_progress
     assert reader.ls("/data/d")  # what has not moved yet is still at the source
     rounds = drain(aws, budget=4, context=context)
-    assert rounds >= 1  # 19 children, 4 per step, a few steps per invocation
-    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(12)] + ["sub"]
+    assert rounds >= 1  # 36 children, 4 per page, a few steps per invocation
+    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(FILES)] + [
+        "sub"]
     assert {e.name: e.size for e in reader.ls("/data/e/sub")} == {
         f"g{i}": 200 + i for i in range(5)}
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
@@ -131,7 +135,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     reader = IndexReader(TABLE, "prod")
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
     markers = reader.ls("/data/d", include_deleted=True)
-    assert len(markers) == 13 and all(m.deleted for m in markers)
+    assert len(markers) == FILES + 1 and all(m.deleted for m in markers)
     assert [e.name for e in reader.ls("/data")] == []
     items = aws.index_items()
     assert all("expires_at" in i for i in items if i["deleted"]["BOOL"])
@@ -153,7 +157,7 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
     drain(aws, budget=2, context=context)
     sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
-    expected = {f"f{i:02d}": 100 + i for i in range(12) if i != 5} | {"f03": 999, "new": 7,
+    expected = {f"f{i:02d}": 100 + i for i in range(FILES) if i != 5} | {"f03": 999, "new": 7,
                                                                       "sub": None}
     assert sizes == expected
 
