@@ -3,7 +3,7 @@ maximum): 9 full packed event messages (~1000 events each) and the agent's manif
 against moto server, with the time split by part.
 
     python -m bench.consumer [--invocations 3] [--events-per-message 1000] [--ops 60000]
-                             [--ddb-latency-ms 0] [--no-serial]
+                             [--ddb-latency-ms 0]
 
 The index is fed in txid order (lambdas/ingest/sequencer.py): a message records its arrival,
 the manifest closes its txid range, and the drain at the end of the invocation applies the
@@ -19,14 +19,8 @@ flush), S3 (PutObject of the lake objects, GetObject of any the drain reads), Dy
 index store's and the sequence store's calls: arrivals, manifests, the position and its
 lease), and the rest (index logic, sequencer, batch processor, key derivation).
 Configurations: index off / on, log mode all and summary. The baseline, measured in the same
-run, is decode alone: what any consumer must spend to read the messages at all. Two more
-baselines for the index, log mode summary:
-- "index on, summ., on arrival": each message's events applied to the index as it arrives
-  (`NamespaceIndex.apply`, the way before the sequencer; a subtree walk left over is finished
-  at once, where it used to go to a continuation message), no arrivals, manifests or lease.
-- "index on, summ., serial": the index's DynamoDB traffic as it was before concurrent writes
-  (SerialIndexView: one conditional PutItem at a time, the writes so far flushed before every
-  partition a subtree walk reads), through the sequencer.
+run, is decode alone: what any consumer must spend to read the messages at all. The index's
+own rate beside its previous design is bench/index_drain.py's (the previous code run from git).
 DynamoDB requests are counted on the wire (API calls, retries not counted), per event, split
 into the index's entries and the sequencer's items; round trips are the requests waited for
 one after another. Every index-on run must change the index: the bench counts the entries
@@ -57,15 +51,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lambdas.ingest.index_view import ConcurrentUpdate, IndexView
-
 OUT = Path("bench-out/consumer.json")
 PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
 CLUSTER = "bench"
 SENDER_ID = "AIDAEXAMPLEBENCHAGENT"  # the bench cluster's agent, as CLUSTER_SENDERS names it
 BATCH = 10  # records per invocation: SQS FIFO event source mappings deliver at most 10
-ON_ARRIVAL = "index on, summ., on arrival"
-SERIAL = "index on, summ., serial"
 # The sequencer's items sit beside the entries, "<cluster>!..." (lambdas/ingest/sequence_store);
 # an entry's partition is "<cluster>#<parent>", and a cluster name holds neither "!" nor "#".
 _SEQUENCER_PK = re.compile(r"[^#!]+!(manifests|arrived#|position)")
@@ -73,65 +63,10 @@ _PURPOSE = {"manifests": "manifest", "arrived#": "arrival", "position": "positio
 _runs = itertools.count()
 
 
-class SerialIndexView(IndexView):
-    """The baseline: the view's DynamoDB traffic as it was before (commit d7eb32a): every
-    changed entry one conditional PutItem after another; everything changed so far written
-    before each page a walk reads, and every page read from the table; an entry missed read
-    alone."""
-
-    def get(self, path: str) -> Any:
-        if path not in self._cache:
-            self.prefetch([path])
-        return self._cache[path]
-
-    def flush(self) -> None:
-        for path, base in list(self._dirty.items()):
-            self.writes += 1
-            if self.store.put_many([(self._cache[path], base)]):
-                self.forget()
-                raise ConcurrentUpdate(f"index entry {self.cluster}:{path} changed meanwhile")
-            del self._dirty[path]
-        self._dirty_names.clear()
-
-    def children(self, parent: str, *, after: str | None, limit: int) -> list[Any]:
-        self.flush()
-        self.reads += 1
-        page = self.store.children(self.cluster, parent, after=after, limit=limit)
-        for entry in page:
-            if entry.path not in self._dirty:
-                self._cache[entry.path] = entry
-        return page
-
-
-class ArrivalIndexer:
-    """The baseline for the sequencer, in its place in the consumer: a message's events go to
-    the index as the message arrives (the way before manifests), a subtree walk left over is
-    finished at once (it used to go on in a continuation message; the work is the same)."""
-
-    def __init__(self, index: Any) -> None:
-        self.index, self.store = index, None
-        self.recent: dict[str, Any] = {}  # the consumer clears it after its drains
-
-    def arrived(self, dedup_id: str, events: Sequence[Any], lake_keys: Sequence[str]) -> None:
-        for op in self.index.apply(events):
-            left = op
-            while left is not None:
-                left = self.index.resume(left)
-
-    def quarantined(self, cluster: str, dedup_id: str, reason: str) -> None:
-        raise AssertionError(f"bench message {dedup_id} quarantined: {reason}")
-
-    def manifest(self, manifest: Any) -> None:
-        return None  # nothing to sequence: the events were applied on arrival
-
-    def drain(self, cluster: str, deadline_ms: int) -> Any:
-        from lambdas.ingest.sequencer import DrainReport
-        return DrainReport()
-
-
 class RoundTrips:
-    """How many DynamoDB round trips the index waits for, one after another: a read is one, a
-    flush one per WRITE_CONCURRENCY writes. Moto answers in CPU time shared with this process,
+    """How many DynamoDB round trips the index waits for, one after another: a read is one
+    (its BatchGetItem pages go at once), a walk step's Queries one, a write one per
+    WRITE_CONCURRENCY BatchWriteItem calls. Moto answers in CPU time shared with this process,
     so concurrency shows in this count rather than in moto's wall time."""
 
     def __init__(self, store: Any) -> None:
@@ -141,17 +76,16 @@ class RoundTrips:
         return getattr(self._store, name)
 
     def get_many(self, cluster: str, paths: Any) -> Any:
-        paths = list(paths)
-        self.waits += -(-len(paths) // 100)
+        self.waits += 1
         return self._store.get_many(cluster, paths)
 
-    def children(self, *args: Any, **kwargs: Any) -> Any:
+    def children_many(self, *args: Any, **kwargs: Any) -> Any:
         self.waits += 1
-        return self._store.children(*args, **kwargs)
+        return self._store.children_many(*args, **kwargs)
 
     def put_many(self, writes: Any) -> Any:
-        from lambdas.ingest.dal import WRITE_CONCURRENCY
-        self.waits += -(-len(writes) // WRITE_CONCURRENCY)
+        from lambdas.ingest.dal import BATCH_WRITE_LIMIT, WRITE_CONCURRENCY
+        self.waits += -(-len(writes) // (BATCH_WRITE_LIMIT * WRITE_CONCURRENCY))
         return self._store.put_many(writes)
 
 
@@ -363,7 +297,7 @@ def reset_moto(endpoint: str) -> Callable[[], None]:
 
 
 def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
-               serial: bool = False, on_arrival: bool = False, latency_s: float = 0.0,
+               latency_s: float = 0.0,
                reset: Callable[[], None] | None = None) -> dict[str, Any]:
     """Runs `batches` through the real handler, one invocation each, against the AWS the
     environment points at (moto server in `main`, moto in-process in the tests)."""
@@ -373,7 +307,6 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     from hdfs_events import names
     from lambdas.ingest import consumer as consumer_module
     from lambdas.ingest import handler
-    from lambdas.ingest import index as index_module
     from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
     from tests.unit.ingest.lambda_events import Context
 
@@ -401,13 +334,10 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         clients = [index_store.ddb]
         trips = RoundTrips(index_store)
         sequencer.index.store = TimedProxy(trips, "dynamodb", timer)
-        if on_arrival:
-            consumer.sequencer = ArrivalIndexer(sequencer.index)
-        else:
-            clients.append(sequencer.store.ddb)
-            seq_trips = SequencerRoundTrips(sequencer.store)
-            sequencer.store = TimedProxy(seq_trips, "dynamodb", timer)
-            sequencer.lake = consumer.lake  # the drain's lake reads count as S3
+        clients.append(sequencer.store.ddb)
+        seq_trips = SequencerRoundTrips(sequencer.store)
+        sequencer.store = TimedProxy(seq_trips, "dynamodb", timer)
+        sequencer.lake = consumer.lake  # the drain's lake reads count as S3
         requests = DynamoRequests(clients, latency_s)
     drains: list[dict[str, Any]] = []
     drain_index = consumer.drain_index
@@ -420,8 +350,6 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     consumer.drain_index = drain_noted  # type: ignore[method-assign]
     decode = consumer_module.decode_message  # the contract's checks included
     consumer_module.decode_message = timer.wrap("decode", decode)
-    if serial:
-        index_module.IndexView = SerialIndexView  # type: ignore[misc]
     rows = []
     try:
         for batch in batches:
@@ -439,7 +367,7 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
                 response = handler.handler(batch, Context())
             total = time.perf_counter() - start
             assert response == {"batchItemFailures": []}, response
-            if sequencer is not None and not on_arrival:
+            if sequencer is not None:
                 _check_drain(name, drains, [e for e in events if sequencer.index.relevant(e)])
             by_op = requests.take() if requests is not None else {}
             rows.append({"events": len(events), "total_s": total, **dict(timer.spent),
@@ -451,7 +379,6 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         entries = index_entries(boto3.client("dynamodb"), TABLE) if index else 0
     finally:
         consumer_module.decode_message = decode
-        index_module.IndexView = IndexView  # type: ignore[misc]
         handler.consumer.cache_clear()
         handler.logger = handler_logger
         devnull.close()
@@ -540,7 +467,6 @@ def print_results(results: list[dict[str, Any]], *, per_message: int, invocation
         line += f"{r.get('dynamodb_waits_per_event', 0):>9.3f}"
         line += f"{r['index_entries']:>9}" if r.get("index_entries") else f"{'':>9}"
         print(line)
-    by_name = {r["config"]: r for r in results}
     print("DynamoDB per event, index-on rows: index entries / sequencer items (requests; round "
           "trips), and what the round trips alone allow at DynamoDB's ~5 ms each:")
     for r in results:
@@ -552,18 +478,6 @@ def print_results(results: list[dict[str, Any]], *, per_message: int, invocation
               f"{r['dynamodb_waits_per_event'] - r['dynamodb_sequencer_waits_per_event']:.3f}"
               f" / {r['dynamodb_sequencer_waits_per_event']:.3f}: at most {ceiling:.0f} "
               f"events/s; {r['dynamodb_by_op']}")
-    now = by_name.get("index on, log summary")
-    for other, what in ((ON_ARRIVAL, "events applied on arrival (the previous way, same run)"),
-                        (SERIAL, "serial index writes (before concurrent writes, same run)")):
-        if now is None or other not in by_name:
-            continue
-        was = by_name[other]
-        print(f"index on, log summary (sequenced) vs {what}: "
-              f"{now['events_per_s'] / was['events_per_s']:.2f}x events/s; DynamoDB requests/"
-              f"event {was['dynamodb_calls_per_event']:.3f} -> "
-              f"{now['dynamodb_calls_per_event']:.3f}, round trips/event "
-              f"{was['dynamodb_waits_per_event']:.3f} -> {now['dynamodb_waits_per_event']:.3f};"
-              f" index entries {was['index_entries']} / {now['index_entries']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -573,8 +487,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", type=int, default=0, help="edit-log records to generate")
     parser.add_argument("--ddb-latency-ms", type=float, default=0.0,
                         help="added to every DynamoDB request (real DynamoDB: ~5)")
-    parser.add_argument("--no-serial", action="store_true",
-                        help="skip the serial-index baseline (the slowest configuration)")
     args = parser.parse_args(argv)
     latency_s = args.ddb_latency_ms / 1000
     for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
@@ -595,16 +507,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
         results = [baseline_decode(batches)]
-        configs = [("index off, log all", False, "all", False, False),
-                   ("index off, log summary", False, "summary", False, False),
-                   ("index on, log all", True, "all", False, False),
-                   ("index on, log summary", True, "summary", False, False),
-                   (ON_ARRIVAL, True, "summary", False, True)]
-        if not args.no_serial:
-            configs.append((SERIAL, True, "summary", True, False))
-        for name, index, mode, serial, on_arrival in configs:
+        configs = [("index off, log all", False, "all"),
+                   ("index off, log summary", False, "summary"),
+                   ("index on, log all", True, "all"),
+                   ("index on, log summary", True, "summary")]
+        for name, index, mode in configs:
             results.append(run_config(name, batches, index=index, log_mode=mode,
-                                      serial=serial, on_arrival=on_arrival,
                                       latency_s=latency_s, reset=reset_moto(endpoint)))
     finally:
         server.stop()

@@ -197,6 +197,23 @@ def _consumer(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+def _index_drain(r: dict[str, Any], size: str) -> list[Figure]:
+    now, was = r["current"], r.get("previous", {})
+    name = "previous design (git)"
+    return [
+        Figure("index drain, one cluster, per-request latency", "events/s",
+               now["events_per_s_at_latency"], was.get("events_per_s_at_latency"), name, size,
+               note=f"measured on moto {now['events_per_s']:.0f} vs "
+                    f"{was.get('events_per_s', 0):.0f}"),
+        Figure("index: round trips per 1,000 indexed events", "trips",
+               now["round_trips_per_1000"], was.get("round_trips_per_1000"), name, size,
+               higher_is_better=False),
+        Figure("index: write units per 1,000 indexed events", "WCU",
+               now["write_units_per_1000"], was.get("write_units_per_1000"), name, size,
+               higher_is_better=False),
+    ]
+
+
 def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
@@ -266,6 +283,10 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--invocations", "1", "--events-per-message", "100"),
           quick_size="1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)",
           smoke=("--invocations", "1", "--events-per-message", "5")),
+    Bench("index_drain", "bench.index_drain", "index_drain.json", _index_drain,
+          quick=("--ops", "8000"),
+          quick_size="8k-op edit log, 5 ms/request, previous design from git (default 60k)",
+          smoke=("--ops", "300", "--latency-ms", "1")),
     Bench("compact", "bench.compact", "compact.json", _compact,
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
           smoke=("--events", "3000"), full_size="10M events + 5% duplicates",

@@ -52,13 +52,12 @@ def _plain(value: Any) -> Any:
 
 def entry_from_item(raw: dict[str, Any]) -> IndexEntry:
     item = {k: _plain(_de.deserialize(v)) for k, v in raw.items()}
-    end = item.get("end") or {}
     return IndexEntry(
         path=item["path"], name=item[names.INDEX_SK], type=item.get("type"),
         size=item.get("size"), mtime=item.get("mtime"), atime=item.get("atime"),
         owner=item.get("owner"), group=item.get("group"), perms=item.get("perms"),
         replication=item.get("replication"), symlink_target=item.get("symlink_target"),
-        deleted=bool(item.get("deleted")), moved_to=end.get("moved_to"),
+        deleted=bool(item.get("deleted")), moved_to=item.get("moved_to"),
         last_txid=item.get("last_txid", -1), last_index=item.get("last_index", -1),
     )
 

@@ -27,6 +27,11 @@ METRIC_LOST_TXIDS = "LostTxids"
 METRIC_INDEX_WAIT_MS = "IndexWaitMs"
 METRIC_INDEX_DRAIN_FAILURES = "IndexDrainFailures"
 METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
+# consumer: events the index skipped because DynamoDB could never store them (a name over its
+# key limits, a RENAME into its own subtree): logged with the reason, alarmed on.
+METRIC_INDEX_SKIPPED_EVENTS = "IndexSkippedEvents"
+# consumer: how far behind the index is, now minus the NameNode time of the last event applied.
+METRIC_INDEX_LAG_MS = "IndexLagMs"
 METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
 METRIC_AGENT_LAG_TXIDS = "AgentLagTxids"  # agent: getTxidsBehindEstimate()
 METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"

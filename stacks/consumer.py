@@ -24,11 +24,12 @@ SERVICE_NAME = "hdfs-events-ingest"
 BATCH_SIZE = 10
 POWERTOOLS_ACCOUNT = "017000801446"  # publisher of the public Powertools for AWS Lambda layers
 # Exactly the calls lambdas/ingest makes on the index table (tests/infra check the two agree):
-# entries are read in batches, written by conditional PutItem (deletes leave a marker with a
-# TTL, never DeleteItem), children listed by Query; arrivals and manifests are PutItem, the
-# sequencer's lease and position one item moved by conditional UpdateItem.
-INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
-                 "dynamodb:UpdateItem")
+# entries are read and written in batches (BatchGetItem, BatchWriteItem; deletes leave a marker
+# with a TTL, never DeleteItem; PutItem one by one when a batch is refused as invalid), children
+# listed by Query; arrivals and manifests are PutItem, the sequencer's lease and position one
+# item moved by conditional UpdateItem.
+INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:Query",
+                 "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 def powertools_layer_arn(stack: Stack, version: int) -> str:

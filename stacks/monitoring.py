@@ -61,7 +61,8 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
     # The consumer's drain failures (ERROR, with the stack trace) and ranges that went on
     # without quarantined messages (WARNING), lambdas/ingest/consumer.py.
     "index-drain-problems": logs.QueryString(
-        fields=["@timestamp", "level", "cluster", "message", "messages", "exception"],
+        fields=["@timestamp", "level", "cluster", "message", "messages", "txid", "path",
+                "reason", "exception"],
         filter_statements=["message like /^index (drain failed|skipped)/"],
         sort="@timestamp desc", limit=1000),
 }
@@ -207,6 +208,17 @@ class MonitoringStack(Stack):
                   f"{DRAIN_FAILURE_DATAPOINTS} of {DRAIN_FAILURE_PERIODS} 5-minute periods: "
                   "see the consumer's 'index drain failed' log lines (Logs Insights query "
                   "'index-drain-problems')")
+
+            # An event DynamoDB can never store (lambdas/ingest/index.py, `unstorable`) is
+            # skipped so the index goes on; the entry it would have changed is now wrong.
+            alarm(f"index-skipped-events-{cluster}",
+                  _consumer_metric(names.METRIC_INDEX_SKIPPED_EVENTS, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"The {cluster} namespace index skipped an event it cannot "
+                  "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
+                  "see the consumer's 'index skipped an event' log lines (Logs Insights query "
+                  "'index-drain-problems') and `hdfs-events-agent verify`")
 
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,

@@ -36,6 +36,11 @@ from lambdas.ingest.sequencer import DrainReport, IndexSequencer, Position
 from lambdas.ingest.telemetry import BatchTelemetry
 
 UNKNOWN_CLUSTER = "unknown"
+# An invocation of event messages drains its clusters' index for at most this long, then asks
+# for a drain request (group "<cluster>:#drain"), whose own invocation drains until its
+# deadline: a backlog is applied at full rate there, without holding the lake's groups back.
+INDEX_SLICE_MS = 2_000
+SKIPPED_LINES = 100  # skipped events logged one by one per drain; the metric counts them all
 
 
 class ForeignSender(ValueError):
@@ -82,6 +87,7 @@ class MessageConsumer:
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
         self.to_drain: set[str] = set()  # clusters whose index may have a range to apply
+        self.requested: set[str] = set()  # ... of which a drain request asked to go on
 
     @property
     def index(self) -> NamespaceIndex | None:
@@ -133,6 +139,7 @@ class MessageConsumer:
             return self._quarantine(message, f"bad index drain request: {exc!r}")
         if self.sequencer is not None:
             self.to_drain.add(cluster)
+            self.requested.add(cluster)
         return Outcome("drain")
 
     def drain_index(self, deadline_ms: int) -> dict[str, DrainReport]:
@@ -145,8 +152,10 @@ class MessageConsumer:
         if self.sequencer is None:
             return reports
         for cluster in sorted(self.to_drain):
+            until = (deadline_ms if cluster in self.requested
+                     else min(deadline_ms, self.clock_ms() + INDEX_SLICE_MS))
             try:
-                report = reports[cluster] = self.sequencer.drain(cluster, deadline_ms)
+                report = reports[cluster] = self.sequencer.drain(cluster, until)
                 if report.more and self.drain_requests is not None:
                     self.drain_requests.send_drain(cluster, key=_progress_key(report.position))
             except Exception:
@@ -159,7 +168,12 @@ class MessageConsumer:
                 self.logger.warning("index skipped quarantined messages named by a manifest",
                                     extra={"cluster": cluster,
                                            "messages": report.skipped_messages})
+            for skipped in report.skipped_events[:SKIPPED_LINES]:
+                self.logger.warning("index skipped an event DynamoDB cannot store", extra={
+                    "cluster": cluster, "txid": skipped.txid, "index": skipped.index,
+                    "path": skipped.path, "reason": skipped.reason})
         self.to_drain.clear()
+        self.requested.clear()
         self.sequencer.recent.clear()
         return reports
 

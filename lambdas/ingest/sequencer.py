@@ -35,11 +35,11 @@ from typing import Protocol
 from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from hdfs_events.manifest import Manifest
-from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 from lambdas.ingest.subtree import SubtreeOp
 
 TXID_DONE = names.POSITION_TXID_DONE  # position index: "every event of this txid is applied"
-CHUNK_EVENTS = 200  # events applied between two position saves (~1 s on DynamoDB)
+CHUNK_EVENTS = 1000  # events applied between two position saves: one read and one write wave
 LEASE_MARGIN_MS = 5_000  # the lease outlives the drain's deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
 
@@ -113,6 +113,8 @@ class DrainReport:
     ranges: int = 0
     events: int = 0
     skipped_messages: int = 0  # quarantined messages a manifest named: their events are lost
+    skipped_events: list[SkippedEvent] = field(default_factory=list)  # DynamoDB cannot hold them
+    applied_timestamp_ms: int | None = None  # NameNode time of the last event applied
     waiting_for: str | None = None  # what the next range still needs
     waiting_since_ms: int | None = None  # when that range's manifest arrived
     more: bool = False  # stopped by the deadline with work left
@@ -196,7 +198,7 @@ class IndexSequencer:
     def _drain_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
                     report: DrainReport) -> Position:
         if position.walk is not None:
-            position = self._walk(cluster, owner, position, deadline_ms)
+            position = self._walk(cluster, owner, position, deadline_ms, report)
             if position.walk is not None:
                 report.more = True
                 return position
@@ -270,15 +272,20 @@ class IndexSequencer:
         ordered = [events[k] for k in sorted(events)]
         done = 0
         while done < len(ordered):
-            taken, walk = self.index.apply_until_walk(ordered[done:done + self.chunk_events])
-            done += taken
-            report.events += taken
+            applied = self.index.apply_until_walk(ordered[done:done + self.chunk_events])
+            walk = applied.walk
+            done += applied.taken
+            report.events += applied.taken
+            report.skipped_events += applied.skipped
+            stamped = [e.timestamp for e in ordered[done - applied.taken:done] if e.timestamp]
+            if stamped:
+                report.applied_timestamp_ms = max(stamped)
             last = ordered[done - 1]
             position = Position(last.txid, last.index, walk)
             if walk is not None or done < len(ordered):
                 self.store.advance(cluster, owner, position)
             if walk is not None:
-                position = self._walk(cluster, owner, position, deadline_ms)
+                position = self._walk(cluster, owner, position, deadline_ms, report)
                 if position.walk is not None:
                     return position
             if done < len(ordered) and self.clock_ms() >= deadline_ms:
@@ -287,12 +294,13 @@ class IndexSequencer:
         self.store.advance(cluster, owner, position)
         return position
 
-    def _walk(self, cluster: str, owner: str, position: Position,
-              deadline_ms: int) -> Position:
+    def _walk(self, cluster: str, owner: str, position: Position, deadline_ms: int,
+              report: DrainReport) -> Position:
         """Goes on with the position's subtree walk, step by step, until it ends or time does."""
         walk = position.walk
         while walk is not None:
-            walk = self.index.resume(walk)
+            walk, refused = self.index.resume(walk)
+            report.skipped_events += refused
             position = Position(position.txid, position.index, walk)
             self.store.advance(cluster, owner, position)
             if walk is not None and self.clock_ms() >= deadline_ms:

@@ -1,59 +1,58 @@
-"""Directory RENAME and UNLINK: the whole subtree moves or goes, a bounded slice at a time.
+"""Directory RENAME, UNLINK and SNAPSHOT: the subtree moves or goes, a few pages at a time.
 
-DynamoDB cannot query by key prefix, but the partition of an entry is its parent directory, so
-a subtree is a depth-first walk: Query the directory's partition, handle each child, descend
-into child directories. The walk's position is a stack of (directory relative to the subtree
-root, last child done); each step handles `subtree_budget` children, and the sequencer saves
-the operation (as JSON) in its position between steps, so a drain that runs out of time is
-resumed exactly there by the next one. Until the walk finishes, the subtree's root entries carry
-a `subtree_op` marker that readers report as "in progress".
-
-A child is moved (or deleted) only if it was alive at the operation's version; children
-created later belong to the new namespace and stay. Every step is an idempotent merge, so a
-step repeated after a failure does no harm.
+DynamoDB cannot query by key prefix, but an entry's partition is its parent directory, so a
+subtree is a walk: Query a directory's partition, move or end each child, go on into child
+directories. The walk's position is a stack of (directory relative to the root, last child
+done); each step reads the top `width` directories' next pages with parallel Queries, so a
+wide tree costs a round trip per level, not per directory. The sequencer saves the walk (as
+JSON) in its position between steps, and finishes it before applying anything later: the
+events are in order, so every child the walk meets was there before the operation (or was
+ended by this very operation, in a step applied before a crash: done again, the same way).
+Until the walk ends, its root entries carry a marker readers report as "in progress".
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
-from lambdas.ingest.index_model import At, Version
+from lambdas.ingest.index_model import DIRECTORY, Entry, Version
 
 RENAME = "RENAME"
 UNLINK = "UNLINK"
-SNAPSHOT = "SNAPSHOT"  # a listed directory: what it held before the listing goes (see index)
-CONTINUATION_VERSION = 2  # 2: src_at is a list of versions (index_model.At), dst_origin
+SNAPSHOT = "SNAPSHOT"  # a listed directory: what it held before the listing goes
+CONTINUATION_VERSION = 3  # 3: in-order entries (no landing frames); a parallel cursor
+Frame = tuple[str, str | None]  # (directory relative to src, last name done)
+
+
+class ChildPages(Protocol):
+    def children_many(self, cluster: str, parents: Sequence[Frame], *,
+                      limit: int) -> list[list[Entry]]:
+        """For each (parent, after): the entries of the parent's partition after `after`, by
+        name, at most `limit`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class SubtreeOp:
     kind: str  # RENAME | UNLINK | SNAPSHOT (children end as for UNLINK; the root stays)
     cluster: str
-    version: Version  # the (txid, index) of the RENAME or UNLINK event
-    src: str  # where the subtree is (after any forwarding)
-    src_at: At  # when it leaves src (see index_model.At)
-    dst: str | None = None  # where it goes (RENAME into the indexed prefixes only)
-    # The RENAME's own destination: each child lands from there at the RENAME's version, so
-    # a later end of the child's own path (not only of dst) is followed.
-    dst_origin: str | None = None
-    cursor: tuple[tuple[str, str | None], ...] = (("", None),)
+    version: Version  # the (txid, index) of the event
+    src: str
+    dst: str | None = None  # where it goes (a RENAME within the indexed prefixes only)
+    cursor: tuple[Frame, ...] = (("", None),)
     step: int = 0  # steps taken so far
 
     def marker(self) -> dict[str, Any]:
         return {"op": self.kind, "txid": self.version[0], "index": self.version[1],
                 "src": self.src, "dst": self.dst}
 
-    def advanced(self, cursor: list[tuple[str, str | None]]) -> SubtreeOp:
-        return replace(self, cursor=tuple(cursor), step=self.step + 1)
-
     def to_json(self) -> str:
         return json.dumps({
             "continuation": CONTINUATION_VERSION, "kind": self.kind, "cluster": self.cluster,
-            "version": list(self.version), "src": self.src, "src_at": _at_json(self.src_at),
-            "dst": self.dst,
-            "dst_origin": self.dst_origin,
+            "version": list(self.version), "src": self.src, "dst": self.dst,
             "cursor": [list(frame) for frame in self.cursor], "step": self.step,
         }, separators=(",", ":"))
 
@@ -66,27 +65,46 @@ class SubtreeOp:
                 raise ValueError(f"unknown continuation version {d.get('continuation')!r}")
             if d["kind"] not in (RENAME, UNLINK, SNAPSHOT):
                 raise ValueError(f"unknown subtree operation {d['kind']!r}")
-            return cls(
-                kind=d["kind"], cluster=str(d["cluster"]), version=_version(d["version"]),
-                src=str(d["src"]), src_at=_at(d["src_at"]), dst=d.get("dst"),
-                dst_origin=d.get("dst_origin"),
-                cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
-                step=int(d["step"]),
-            )
+            txid, index = d["version"]
+            return cls(kind=d["kind"], cluster=str(d["cluster"]), version=(int(txid), int(index)),
+                       src=str(d["src"]), dst=d.get("dst"),
+                       cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
+                       step=int(d["step"]))
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a subtree continuation: {exc!r}") from exc
 
 
-def _version(value: Any) -> Version:
-    txid, index = value
-    return int(txid), int(index)
+def walk_step(pages: ChildPages, op: SubtreeOp, *, page: int,
+              width: int) -> tuple[list[Entry], SubtreeOp | None]:
+    """One step: the entries to write and the walk left (None: every directory is done)."""
+    frames = list(op.cursor)
+    taken, left = frames[-width:], frames[:-width]
+    parents = [(op.src + rel if rel else op.src, after) for rel, after in taken]
+    writes: list[Entry] = []
+    for (rel, _), children in zip(taken, pages.children_many(op.cluster, parents, limit=page),
+                                  strict=True):
+        if len(children) == page:  # a full page: the partition may hold more
+            left.append((rel, children[-1].path.rsplit("/", 1)[1]))
+        for child in children:
+            if not walk_takes(op, child):
+                continue
+            writes += taken_by(op, child)
+            if child.type in (DIRECTORY, None):
+                left.append((child.path[len(op.src):], None))
+    return writes, (replace(op, cursor=tuple(left), step=op.step + 1) if left else None)
 
 
-def _at_json(at: At) -> list[list[int]]:
-    return [list(v) for v in at]
+def walk_takes(op: SubtreeOp, child: Entry) -> bool:
+    """Not what was gone before the operation (its own walk took its children), nor what
+    came after it (a chunk applied again after a crash holds later states)."""
+    return not (child.version > op.version or (child.deleted and child.version < op.version))
 
 
-def _at(value: Any) -> At:
-    if not value or not all(isinstance(v, list) for v in value):
-        raise ValueError(f"not a list of [txid, index] pairs: {value!r}")
-    return tuple(_version(v) for v in value)
+def taken_by(op: SubtreeOp, child: Entry) -> list[Entry]:
+    """The child's entries once the operation took it."""
+    if op.kind == RENAME and op.dst is not None:
+        target = op.dst + child.path[len(op.src):]
+        moved = Entry(cluster=child.cluster, path=target, attrs=child.attrs, version=op.version)
+        return [moved, child.ended(op.version, moved_to=target).marked(None)]
+    ended = child.ended(op.version).marked(None)
+    return [] if ended == child else [ended]

@@ -47,8 +47,10 @@ class ClusterTotals:
     by_type: Counter[str] = field(default_factory=Counter)
     lags_ms: list[int] = field(default_factory=list)
     index_wait_ms: int | None = None  # None: no drain this invocation
+    index_lag_ms: int | None = None  # None: nothing applied this invocation
     drain_failures: int = 0
     skipped: int = 0
+    skipped_events: int = 0
 
 
 @dataclass(slots=True)
@@ -82,6 +84,10 @@ class BatchTelemetry:
         wait = 0 if since is None else max(0, now_ms - since)
         totals.index_wait_ms = max(totals.index_wait_ms or 0, wait)
         totals.skipped += report.skipped_messages
+        totals.skipped_events += len(report.skipped_events)
+        if report.applied_timestamp_ms is not None:
+            lag = max(0, now_ms - report.applied_timestamp_ms)
+            totals.index_lag_ms = max(totals.index_lag_ms or 0, lag)
 
     def drain_failed(self, cluster: str) -> None:
         self._of(cluster).drain_failures += 1
@@ -101,8 +107,11 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_LOST_TXIDS, "Count", t.lost_txids)
             metrics.add_metric(names.METRIC_INDEX_DRAIN_FAILURES, "Count", t.drain_failures)
             metrics.add_metric(names.METRIC_INDEX_SKIPPED, "Count", t.skipped)
+            metrics.add_metric(names.METRIC_INDEX_SKIPPED_EVENTS, "Count", t.skipped_events)
             if t.index_wait_ms is not None:
                 metrics.add_metric(names.METRIC_INDEX_WAIT_MS, "Milliseconds", t.index_wait_ms)
+            if t.index_lag_ms is not None:
+                metrics.add_metric(names.METRIC_INDEX_LAG_MS, "Milliseconds", t.index_lag_ms)
             for lag in lag_points(t.lags_ms):
                 metrics.add_metric(names.METRIC_INGEST_LAG_MS, "Milliseconds", lag)
             metrics.flush_metrics()

@@ -220,8 +220,9 @@ def test_consumer_code_calls_are_found() -> None:
 def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
         deployed_env: Synthesized) -> None:
     granted = _by_action(deployed_env, "dynamodb:")
-    # Sequencer lease and position: conditional UpdateItem; entries, arrivals and manifests:
-    # PutItem, BatchGetItem, Query. Nothing deletes (a delete leaves a marker with a TTL).
+    # Sequencer lease and position: conditional UpdateItem; entries: BatchGetItem,
+    # BatchWriteItem, Query (PutItem when a batch is refused); arrivals and manifests: PutItem.
+    # Nothing deletes (a delete leaves a marker with a TTL).
     assert set(granted) == _calls_in_consumer_code()["dynamodb"] == set(INDEX_ACTIONS)
     for statements in granted.values():
         for statement in statements:

@@ -37,7 +37,8 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
-        "index-stalled-prod", "index-drain-failures-prod", "foreign-sender-prod"}
+        "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
+        "foreign-sender-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -109,6 +110,13 @@ def test_index_stalled_and_drain_failures_alarm_per_cluster(deployed_env: Synthe
         assert failures["TreatMissingData"] == "notBreaching"
         assert "index drain failed" in failures["AlarmDescription"]
 
+        skipped = alarms[f"index-skipped-events-{cluster}"]
+        assert (skipped["MetricName"], skipped["Statistic"], skipped["Threshold"],
+                skipped["ComparisonOperator"]) == (
+            names.METRIC_INDEX_SKIPPED_EVENTS, "Sum", 1, "GreaterThanOrEqualToThreshold")
+        assert skipped["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+        assert "index skipped an event" in skipped["AlarmDescription"]
+
 
 def _dashboard_widgets(s: Synthesized) -> list[dict]:
     """The dashboard body as JSON, CloudFormation tokens (the region) read as "TOKEN"."""
@@ -166,9 +174,10 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
     assert "type = 'GAP'" in gaps and "lost_txids" in gaps and "gap_end_txid" in gaps
     drains = queries["index-drain-problems"]["QueryString"]
     (pattern,) = re.findall(r"message like /(.+)/", drains)
-    # The consumer's log lines (lambdas/ingest/consumer.py drain_index) match the filter.
+    # The consumer's log lines (lambdas/ingest/consumer.py drain_index: a failed drain, skipped
+    # quarantined messages, skipped events) match the filter.
     source = (REPO / "lambdas" / "ingest" / "consumer.py").read_text()
     lines = re.findall(r'logger\.\w+\(\s*"(index [^"]+)"', source)
-    assert len(lines) == 2 and all(re.search(pattern, line) for line in lines), lines
+    assert len(lines) == 3 and all(re.search(pattern, line) for line in lines), lines
     assert not re.search(pattern, "index ls /user")
     assert "cluster" in drains

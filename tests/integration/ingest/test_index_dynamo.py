@@ -11,9 +11,10 @@ from typing import Any
 import boto3
 import pytest
 
+from bench.namespace_replay import in_order_state
 from bench.workload import write_edit_log
 from hdfs_events import names
-from hdfs_events.event import HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
@@ -21,18 +22,11 @@ from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
 from tests.unit.ingest.helpers import pack, sample_events, with_manifests
+from tests.unit.ingest.index_kit import FailWrites, apply_in_order, ev, live, mkdir, mkfile
 from tests.unit.ingest.lambda_events import Context, cluster_senders, event
 from tests.unit.ingest.memory_store import MemoryIndexStore
-from tests.unit.ingest.test_index_examples import mkfile
-from tests.unit.ingest.test_index_flush import (
-    FILES,
-    FailPuts,
-    RecordingStore,
-    a_directory_of_files,
-    chmod_all,
-    live,
-    reference,
-)
+
+FILES = 30
 
 
 @pytest.fixture
@@ -56,32 +50,34 @@ def generated_events(ops: int) -> list[HdfsEvent]:
     return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), "prod"))
 
 
-@pytest.mark.parametrize(("events", "per_message"), [
+def a_directory_of_files() -> list[HdfsEvent]:
+    return [mkdir(1, "/data"), mkdir(2, "/data/d"),
+            *(mkfile(10 + i, f"/data/d/f{i:02}") for i in range(FILES))]
+
+
+def chmod_all() -> list[HdfsEvent]:
+    return [ev(100 + i, EventType.METADATA, f"/data/d/f{i:02}",
+               metadata_type=MetadataType.PERMS, perms="0600") for i in range(FILES)]
+
+
+@pytest.mark.parametrize(("events", "chunk"), [
     pytest.param(sample_events(), 7, id="real edit log"),
     pytest.param(generated_events(400), 40, id="generated workload"),
 ])
-def test_the_index_on_dynamodb_reaches_the_dict_stores_state(ddb, events, per_message) -> None:
-    messages = [events[i:i + per_message] for i in range(0, len(events), per_message)]
+def test_the_index_on_dynamodb_reaches_the_dict_stores_state(ddb, events, chunk) -> None:
     memory = MemoryIndexStore()
     for store in (DynamoIndexStore(TABLE), memory):
-        index = NamespaceIndex(store, ["/"], subtree_budget=3)
-        pending = [op for message in messages for op in index.apply(message)]
-        while pending:
-            pending = [op for p in pending if (op := index.resume(p)) is not None]
+        apply_in_order(NamespaceIndex(store, ["/"], subtree_budget=3), events, chunk)
     assert live(ddb) == memory.live("prod") != {}
 
 
 def test_throttled_writes_are_refused_then_retried_and_land(ddb) -> None:
     setup, chmod = a_directory_of_files(), chmod_all()
-    NamespaceIndex(DynamoIndexStore(TABLE), ["/data"]).apply(setup)
-    store = RecordingStore()
-    throttle = FailPuts(store.ddb, [f"/data/d/f{i:02}" for i in (0, 9, 29)], times=2)
-
-    NamespaceIndex(store, ["/data"]).apply(chmod)
-
-    assert throttle.failed == 6 and throttle.attempts["/data/d/f09"] == 3
-    assert [len(paths) for paths in store.flushed] == [FILES]  # no conflict: never applied
-    assert live(ddb) == reference(setup, chmod)
+    store = DynamoIndexStore(TABLE)
+    throttle = FailWrites(store.ddb, [f"/data/d/f{i:02}" for i in (0, 29)], times=3)
+    apply_in_order(NamespaceIndex(store, ["/data"]), [*setup, *chmod])
+    assert throttle.failed == 3
+    assert live(ddb) == in_order_state([*setup, *chmod], "/data")
 
 
 def test_index_writes_throttled_past_the_retries_fail_the_drain_and_the_next_completes_it(
@@ -91,7 +87,7 @@ def test_index_writes_throttled_past_the_retries_fail_the_drain_and_the_next_com
     later = pack(chmod, strategy="prefix:2") + pack(other, strategy="prefix:2")
     assert later[0].group_id != later[-1].group_id
     assert handler.handler(event(*first), Context()) == {"batchItemFailures": []}
-    throttle = FailPuts(handler.consumer().index.store.ddb, ["/data/d/f13"], times=10**6)
+    throttle = FailWrites(handler.consumer().index.store.ddb, ["/data/d/f13"], times=10**6)
     capsys.readouterr()
 
     delivery = with_manifests(later, after=setup[-1].txid)
@@ -105,4 +101,4 @@ def test_index_writes_throttled_past_the_retries_fail_the_drain_and_the_next_com
     throttle.lift()  # the next message for the cluster (here the manifest, redelivered) drains
     assert handler.handler(event(*delivery[-1:], receive_count=2), Context()) == {
         "batchItemFailures": []}
-    assert live(ddb) == reference(setup, chmod, other)
+    assert live(ddb) == in_order_state([*setup, *chmod, *other], "/data")

@@ -1,5 +1,5 @@
-"""An in-memory IndexStore with DynamoDB's semantics that matter here: partition = parent,
-items sorted by name within it, compare-and-set on rev."""
+"""In-memory stores with DynamoDB's semantics that matter here: partition = parent, items
+sorted by name within it, DynamoDB's key limits; the sequencer's lease conditions."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ from collections.abc import Iterable, Sequence
 
 from hdfs_events import names
 from hdfs_events.manifest import Manifest
+from lambdas.ingest.index import MAX_NAME_BYTES
 from lambdas.ingest.index_model import Entry
+from lambdas.ingest.index_view import Refused
 from lambdas.ingest.sequencer import Arrival, LeaseLost, Position, StoredManifest
 
 
 class MemoryIndexStore:
     def __init__(self) -> None:
-        self.items: dict[tuple[str, str], Entry] = {}
-        self.puts = self.flushes = 0
+        self.partitions: dict[str, dict[str, Entry]] = {}
+        self.calls = {"get": 0, "put": 0, "query": 0}
+        self.puts = 0
 
     @staticmethod
     def key(cluster: str, path: str) -> tuple[str, str]:
@@ -22,35 +25,43 @@ class MemoryIndexStore:
         return names.index_partition(cluster, parent), name
 
     def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
+        self.calls["get"] += 1
         found = {}
         for path in paths:
-            entry = self.items.get(self.key(cluster, path))
+            pk, name = self.key(cluster, path)
+            entry = self.partitions.get(pk, {}).get(name)
             if entry is not None:
                 found[path] = entry
         return found
 
-    def put(self, entry: Entry, *, expected_rev: int) -> bool:
-        key = self.key(entry.cluster, entry.path)
-        current = self.items.get(key)
-        if (current.rev if current else 0) != expected_rev:
-            return False
-        self.items[key] = entry
-        self.puts += 1
-        return True
+    def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
+        self.calls["put"] += 1
+        refused = []
+        for entry in entries:
+            pk, name = self.key(entry.cluster, entry.path)
+            if len(name.encode()) > MAX_NAME_BYTES:
+                refused.append(Refused(entry, "sort key over 1024 bytes"))
+                continue
+            self.partitions.setdefault(pk, {})[name] = entry
+            self.puts += 1
+        return refused
 
-    def put_many(self, writes: Sequence[tuple[Entry, int]]) -> list[str]:
-        self.flushes += 1
-        return [e.path for e, rev in writes if not self.put(e, expected_rev=rev)]
+    def children_many(self, cluster: str, parents: Sequence[tuple[str, str | None]], *,
+                      limit: int) -> list[list[Entry]]:
+        self.calls["query"] += 1
+        out = []
+        for parent, after in parents:
+            part = self.partitions.get(names.index_partition(cluster, parent), {})
+            chosen = sorted(n for n in part if after is None or n > after)[:limit]
+            out.append([part[n] for n in chosen])
+        return out
 
-    def children(self, cluster: str, parent: str, *, after: str | None,
-                 limit: int) -> list[Entry]:
-        pk = names.index_partition(cluster, parent)
-        names_ = sorted(n for p, n in self.items if p == pk and (after is None or n > after))
-        return [self.items[(pk, n)] for n in names_[:limit]]
+    def entries(self) -> list[Entry]:
+        return [e for part in self.partitions.values() for e in part.values()]
 
     def live(self, cluster: str) -> dict[str, dict]:
         """What a user sees: path -> attributes of every live entry."""
-        return {e.path: dict(e.values) for e in self.items.values()
+        return {e.path: dict(e.attrs) for e in self.entries()
                 if e.cluster == cluster and e.alive}
 
 

@@ -1,127 +1,141 @@
-"""Reorderings the property tests found, kept as named cases (index logic on a dict store)."""
+"""The index applied in order on a dict store: named cases, a chunk applied again after a
+crash at any point of its writes, and events DynamoDB could never store."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from bench.namespace_replay import in_order_state
-from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from hdfs_events.event import EventType
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_model import Entry
+from lambdas.ingest.index_view import Refused
+from tests.unit.ingest.index_kit import apply_in_order, ev, mkdir, mkfile
 from tests.unit.ingest.memory_store import MemoryIndexStore
+from tests.unit.ingest.workload import Workload
 
 
-def ev(txid: int, type_: EventType, path: str, **kw) -> HdfsEvent:
-    return HdfsEvent(cluster="prod", txid=txid, index=0, type=type_, path=path,
-                     timestamp=1_700_000_000_000 + txid, **kw)
-
-
-def mkdir(txid: int, path: str) -> HdfsEvent:
-    return ev(txid, EventType.CREATE, path, inode_type=INodeType.DIRECTORY, ctime=txid,
-              owner="etl", group="etl", perms="0755")
-
-
-def mkfile(txid: int, path: str) -> HdfsEvent:
-    return ev(txid, EventType.CREATE, path, inode_type=INodeType.FILE, ctime=txid,
-              owner="etl", group="etl", perms="0644", replication=3)
-
-
-def apply_in(order: list[list[HdfsEvent]], events: list[HdfsEvent], budget: int = 100) -> None:
-    """Applies the messages in `order`; subtree continuations run after all of them, as when
-    the group's later messages were queued before the continuation."""
+def check(events, page: int = 100, chunk: int = 1000) -> MemoryIndexStore:
     store = MemoryIndexStore()
-    index = NamespaceIndex(store, ["/data"], subtree_budget=budget)
-    pending = [op for message in order for op in index.apply(message)]
-    while pending:
-        op = index.resume(pending.pop(0))
-        if op is not None:
-            pending.append(op)
+    assert apply_in_order(NamespaceIndex(store, ["/data"], subtree_budget=page), events,
+                          chunk) == []
     assert store.live("prod") == in_order_state(events, "/data")
+    return store
 
 
-def test_size_and_owner_from_two_groups_both_survive() -> None:
-    create, close = mkfile(2, "/data/f"), ev(3, EventType.CLOSE, "/data/f", size=10)
-    chown = ev(4, EventType.METADATA, "/data/f", metadata_type=MetadataType.OWNER,
-               owner="bob")
-    events = [mkdir(1, "/data"), create, close, chown]
-    apply_in([[events[0]], [chown], [create], [close]], events)
+def test_a_temp_file_renamed_into_place_is_written_once_per_path() -> None:
+    events = [mkdir(1, "/data"), mkfile(2, "/data/_tmp.x"),
+              ev(3, EventType.CLOSE, "/data/_tmp.x", size=42),
+              ev(4, EventType.RENAME, "/data/_tmp.x", dst_path="/data/x")]
+    store = check(events)
+    assert store.puts == 3  # /data, /data/x, and the marker at /data/_tmp.x
+    assert store.calls["get"] == 0  # every path was first created or moved into: no read
+    marker = store.partitions["prod#/data"]["_tmp.x"]
+    assert marker.deleted and marker.moved_to == "/data/x"
 
 
-def test_rename_chain_back_to_the_start_arriving_backwards() -> None:
-    events = [mkdir(1, "/data"), mkdir(2, "/data/b"),
-              ev(3, EventType.RENAME, "/data/b", dst_path="/data/c"),
-              ev(4, EventType.RENAME, "/data/c", dst_path="/data/g"),
-              ev(5, EventType.RENAME, "/data/g", dst_path="/data/b")]
-    apply_in([[events[0]], [events[4]], [events[1]], [events[3]], [events[2]]], events)
+def test_a_rename_chain_back_to_the_start() -> None:
+    check([mkdir(1, "/data"), mkdir(2, "/data/b"),
+           ev(3, EventType.RENAME, "/data/b", dst_path="/data/c"),
+           ev(4, EventType.RENAME, "/data/c", dst_path="/data/g"),
+           ev(5, EventType.RENAME, "/data/g", dst_path="/data/b")])
 
 
-def test_late_change_follows_the_file_to_where_it_was_renamed() -> None:
-    events = [mkdir(1, "/data"), mkfile(2, "/data/tmp"),
-              ev(3, EventType.CLOSE, "/data/tmp", size=42),
-              ev(4, EventType.RENAME, "/data/tmp", dst_path="/data/final")]
-    apply_in([[events[0]], [events[3]], [events[1]], [events[2]]], events)
-
-
-def test_change_after_a_delete_does_not_resurrect_the_file() -> None:
-    events = [mkdir(1, "/data"), mkfile(2, "/data/x"),
-              ev(3, EventType.CLOSE, "/data/x", size=1), ev(4, EventType.UNLINK, "/data/x")]
-    apply_in([[events[0]], [events[3]], [events[2]], [events[1]]], events)
-
-
-def test_overwrite_of_a_moved_file_before_the_directory_walk_reaches_it() -> None:
-    events = [mkdir(1, "/data"), mkdir(2, "/data/d"), mkfile(3, "/data/d/a"),
-              ev(4, EventType.CLOSE, "/data/d/a", size=5), mkfile(5, "/data/d/b"),
-              ev(6, EventType.RENAME, "/data/d", dst_path="/data/e"),
-              mkfile(7, "/data/e/b"), ev(8, EventType.CLOSE, "/data/e/b", size=99)]
-    apply_in([events[:6], events[6:]], events, budget=1)
+def test_a_directory_renamed_at_depth_then_changed_beneath() -> None:
+    events = [mkdir(1, "/data"), mkdir(2, "/data/d"), mkdir(3, "/data/d/e"),
+              mkfile(4, "/data/d/e/a"), ev(5, EventType.CLOSE, "/data/d/e/a", size=5),
+              mkfile(6, "/data/d/b"),
+              ev(7, EventType.RENAME, "/data/d", dst_path="/data/z"),
+              mkfile(8, "/data/z/b"), ev(9, EventType.CLOSE, "/data/z/b", size=99),
+              ev(10, EventType.UNLINK, "/data/z/e")]
+    for page in (1, 2, 100):
+        check(events, page=page)
 
 
 def test_paths_outside_the_prefixes_are_not_indexed() -> None:
     store = MemoryIndexStore()
-    NamespaceIndex(store, ["/data"]).apply([mkdir(1, "/tmp"), mkfile(2, "/tmp/x"),
-                                           mkfile(3, "/database")])
-    assert store.items == {}
+    apply_in_order(NamespaceIndex(store, ["/data"]),
+                   [mkdir(1, "/tmp"), mkfile(2, "/tmp/x"), mkfile(3, "/database")])
+    assert store.entries() == []
 
 
-class _RacingStore(MemoryIndexStore):
-    """Another invocation writes the entry between our read and our first write."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.raced = False
-
-    def put(self, entry, *, expected_rev: int) -> bool:
-        if not self.raced and expected_rev > 0:
-            self.raced = True
-            key = self.key(entry.cluster, entry.path)
-            from dataclasses import replace
-            self.items[key] = replace(self.items[key], rev=self.items[key].rev + 1)
-        return super().put(entry, expected_rev=expected_rev)
-
-
-def test_concurrent_write_makes_the_message_apply_again_from_fresh_reads() -> None:
-    store = _RacingStore()
-    index = NamespaceIndex(store, ["/data"])
-    events = [mkdir(1, "/data"), mkfile(2, "/data/f"), ev(3, EventType.CLOSE, "/data/f", size=8)]
-    index.apply(events[:2])
-    index.apply(events[2:])
-    assert store.raced
-    assert store.live("prod") == in_order_state(events, "/data")
-
-
-def test_redelivered_directory_delete_resumes_where_it_first_applied() -> None:
-    """The first delivery deleted /data/h/c (walk unfinished) and moved /data/h; its
-    continuations were never sent. The redelivery must restart the walk at /data/h/c, not
-    treat the delete as a late event under the moved /data/x."""
-    events = [mkdir(1, "/data"), mkdir(2, "/data/h"), mkdir(3, "/data/h/c"),
-              mkfile(4, "/data/h/c/a"), mkfile(5, "/data/h/c/b"), mkdir(6, "/data/h/c/d"),
-              mkfile(7, "/data/h/c/d/e"),
-              ev(8, EventType.UNLINK, "/data/h/c"),
-              ev(9, EventType.RENAME, "/data/h", dst_path="/data/x")]
+def test_an_impossible_event_is_skipped_with_its_reason_and_the_rest_applies() -> None:
+    long_name = "/data/" + "n" * 1100
+    good = [mkdir(1, "/data"), mkfile(2, "/data/a")]
+    events = [*good, mkfile(3, long_name), ev(4, EventType.RENAME, "/data/a",
+                                               dst_path="/data/a/inside"),
+              mkfile(5, "/data/b")]
     store = MemoryIndexStore()
-    index = NamespaceIndex(store, ["/data"], subtree_budget=1)
-    index.apply(events[:7])
-    index.apply(events[7:])  # continuations lost: the record failed after this
-    pending = index.apply(events[7:])  # SQS delivers it again
-    while pending:
-        op = index.resume(pending.pop(0))
-        if op is not None:
-            pending.append(op)
+    skipped = apply_in_order(NamespaceIndex(store, ["/data"]), events)
+    assert [(s.txid, s.path) for s in skipped] == [(3, long_name), (4, "/data/a")]
+    assert "1024" in skipped[0].reason and "own subtree" in skipped[1].reason
+    assert store.live("prod") == in_order_state([*good, events[-1]], "/data")
+
+
+class CrashingStore(MemoryIndexStore):
+    """Writes a random part of one put_many, then fails (the Lambda died mid-flush)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__()
+        self.rng, self.crash_at = rng, rng.randrange(1, 12)
+
+    def put_many(self, entries):  # type: ignore[no-untyped-def]
+        self.crash_at -= 1
+        if self.crash_at == 0:
+            part = [e for e in entries if self.rng.random() < 0.5]
+            super().put_many(part)
+            raise ConnectionError("the invocation ended mid-flush")
+        return super().put_many(entries)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 40), chunk=st.integers(1, 30),
+       page=st.integers(1, 4))
+def test_a_chunk_applied_again_after_a_crash_mid_write_ends_in_the_in_order_state(
+        seed, steps, chunk, page) -> None:
+    """A drain that died with part of a chunk's (or a walk step's) writes landed starts again
+    from its saved position: the index ends as if it had not."""
+    rng = random.Random(seed)
+    events = Workload(rng, dir_op_depth=1).run(steps)
+    store = CrashingStore(rng)
+    index = NamespaceIndex(store, ["/data"], subtree_budget=page)
+    done, walk = 0, None  # the saved position
+    while done < len(events) or walk is not None:
+        try:
+            if walk is not None:
+                walk, _ = index.resume(walk)
+                continue
+            applied = index.apply_until_walk(events[done:done + chunk])
+        except ConnectionError:
+            continue  # the next invocation goes on from the saved position
+        done, walk = done + applied.taken, applied.walk
     assert store.live("prod") == in_order_state(events, "/data")
+
+
+def test_a_chunk_applied_twice_changes_nothing_the_second_time() -> None:
+    events = Workload(random.Random(4), dir_op_depth=99).run(60)
+    store = check(events)
+    before = {e.path: e for e in store.entries()}
+    apply_in_order(NamespaceIndex(store, ["/data"]), events)
+    assert {e.path: e for e in store.entries()} == before
+
+
+@pytest.mark.parametrize("refused_path", ["/data/b"])
+def test_an_entry_the_store_refuses_is_reported_and_the_others_land(refused_path) -> None:
+    class Refusing(MemoryIndexStore):
+        def put_many(self, entries):  # type: ignore[no-untyped-def]
+            kept = [e for e in entries if e.path != refused_path]
+            super().put_many(kept)
+            return [Refused(e, "DynamoDB refused the entry: test") for e in entries
+                    if e.path == refused_path]
+
+    store = Refusing()
+    skipped = apply_in_order(NamespaceIndex(store, ["/data"]),
+                             [mkdir(1, "/data"), mkfile(2, "/data/a"), mkfile(3, "/data/b")])
+    assert [(s.path, s.txid) for s in skipped] == [(refused_path, 3)]
+    assert set(store.live("prod")) == {"/data", "/data/a"}
+    assert isinstance(store.entries()[0], Entry)

@@ -28,8 +28,7 @@ from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import ClusterSenders
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
 from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
-from tests.unit.ingest.test_index_property import CROSS_GROUP_CASES, _with_a_gap
-from tests.unit.ingest.workload import CLUSTER, Workload, chunks
+from tests.unit.ingest.workload import CLUSTER, CROSS_GROUP_CASES, Workload, chunks, with_a_gap
 
 STRATEGIES = ["prefix:1", "prefix:2", "prefix:3", "parent", "path"]
 AGENT = "AIDAIO23YVJENQZJOL4VO"  # SenderId of the workload cluster's agent
@@ -193,7 +192,7 @@ def test_after_purged_edits_the_snapshot_brings_the_index_to_the_namespace(
         seed, steps, strategy, data) -> None:
     rng = random.Random(seed)
     events = Workload(rng, dir_op_depth=1).run(steps)
-    live, _ = converge(_with_a_gap(events, rng), strategy, 3, rng,
+    live, _ = converge(with_a_gap(events, rng), strategy, 3, rng,
                        pick=lambda ready: data.draw(st.sampled_from(ready), label="group"))
     assert live == in_order_state(events, "/data")
 

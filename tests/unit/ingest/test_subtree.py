@@ -1,4 +1,4 @@
-"""Directory RENAME and UNLINK on DynamoDB (moto): whole subtrees, larger than one invocation,
+"""Directory RENAME and UNLINK on DynamoDB (moto in-process): whole subtrees, larger than one invocation,
 continued by drain requests on the FIFO queue, marked in progress until done, and nothing
 later applied before the walk ends."""
 
@@ -9,13 +9,17 @@ from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.handler import DRAIN_MARGIN_MS
-from lambdas.ingest.index_model import End, Entry, Life
+from lambdas.ingest.index_model import Entry
+from lambdas.ingest.subtree import SubtreeOp
 from lambdas.local_runner import lambda_record
 from tests.unit.ingest.conftest import TABLE
 from tests.unit.ingest.helpers import pack, with_manifests
 from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
 
 T0 = 1_700_000_000_000
+# Files in the walked directory: more than a drain takes inline (index.INLINE_WALK_STEPS pages
+# of 4 or 5), so the walk goes on in later invocations.
+FILES = 30
 
 
 class Log:
@@ -41,7 +45,7 @@ def tree() -> Log:
     log = Log()
     log.mkdir("/data")
     log.mkdir("/data/d")
-    for i in range(12):
+    for i in range(FILES):
         log.file(f"/data/d/f{i:02d}", 100 + i)
     log.mkdir("/data/d/sub")
     for i in range(5):
@@ -109,8 +113,9 @@ def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -
     assert reader.stat("/data/e/f00").in_progress
     assert reader.ls("/data/d")  # what has not moved yet is still at the source
     rounds = drain(aws, budget=4, context=context)
-    assert rounds >= 1  # 19 children, 4 per step, a few steps per invocation
-    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(12)] + ["sub"]
+    assert rounds >= 1  # 36 children, 4 per page, a few steps per invocation
+    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(FILES)] + [
+        "sub"]
     assert {e.name: e.size for e in reader.ls("/data/e/sub")} == {
         f"g{i}": 200 + i for i in range(5)}
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
@@ -130,7 +135,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     reader = IndexReader(TABLE, "prod")
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
     markers = reader.ls("/data/d", include_deleted=True)
-    assert len(markers) == 13 and all(m.deleted for m in markers)
+    assert len(markers) == FILES + 1 and all(m.deleted for m in markers)
     assert [e.name for e in reader.ls("/data")] == []
     items = aws.index_items()
     assert all("expires_at" in i for i in items if i["deleted"]["BOOL"])
@@ -152,23 +157,24 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
     drain(aws, budget=2, context=context)
     sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
-    expected = {f"f{i:02d}": 100 + i for i in range(12) if i != 5} | {"f03": 999, "new": 7,
+    expected = {f"f{i:02d}": 100 + i for i in range(FILES) if i != 5} | {"f03": 999, "new": 7,
                                                                       "sub": None}
     assert sizes == expected
 
 
 def test_index_entry_round_trips_through_a_dynamodb_item(aws) -> None:
-    entry = Entry(cluster="prod", path="/data/x", values={"type": "FILE", "size": None,
-                                                         "owner": "etl"},
-                  versions={"type": (5, 0), "size": (7, 1), "owner": (5, 0)},
-                  landed={"owner": ((9, 0), (8, 2))}, born=((5, 0),),
-                  end=End(None, ((9, 0),), "/data/y"),
-                  prev_ends=(End(((1, 0),), ((2, 0),), None, "FILE"),),
-                  older=(Life(born=((3, 0),), values={"size": 4}, versions={"size": (4, 0)},
-                              landed={"size": ((4, 0), (3, 5))}),),
-                  last=(9, 0), rev=3, subtree_op={"op": "RENAME", "txid": 9, "index": 0})
+    entry = Entry(cluster="prod", path="/data/x", attrs={"type": "FILE", "size": None,
+                                                        "owner": "etl"},
+                  version=(9, 2), deleted=True, moved_to="/data/y",
+                  walk={"op": "RENAME", "txid": 9, "index": 2, "src": "/data/x",
+                        "dst": "/data/y"})
     assert item_to_entry(entry_to_item(entry, now_s=0)) == entry
     store = DynamoIndexStore(TABLE, aws.ddb)
-    assert store.put(entry, expected_rev=0)
-    assert not store.put(entry, expected_rev=0)  # exists: the compare-and-set refuses
+    assert store.put_many([entry]) == []
     assert store.get_many("prod", ["/data/x", "/data/none"]) == {"/data/x": entry}
+
+
+def test_continuation_round_trips_through_json() -> None:
+    op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
+                   dst="/data/b", cursor=(("", "x"), ("/x", None)), step=2)
+    assert SubtreeOp.from_json(op.to_json()) == op

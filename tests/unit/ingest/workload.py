@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 
 CLUSTER = "prod"
@@ -102,3 +103,33 @@ def chunks(events: list[HdfsEvent], sizes: Iterator[int]) -> list[list[HdfsEvent
         out.append(events[i:i + n])
         i += n
     return out
+
+
+def with_a_gap(events: list[HdfsEvent], rng: random.Random) -> list[HdfsEvent]:
+    """What the agent ships when the NameNode purged events[a:b] before it read them: the
+    events before, a GAP record, the listing of the namespace as it stood at the last purged
+    txid T (SNAPSHOT records at T, parents first), then the events after T."""
+    txids = sorted({e.txid for e in events})
+    a, b = sorted(rng.sample(range(1, len(txids) + 1), 2)) if len(txids) > 1 else (1, 1)
+    first_lost, last_lost = txids[a - 1], txids[b - 1]
+    before = [e for e in events if e.txid < first_lost]
+    after = [e for e in events if e.txid > last_lost]
+    gap = HdfsEvent(CLUSTER, first_lost, 0, EventType.GAP, "/", gap_end_txid=last_lost + 1)
+    state = in_order_state([e for e in events if e.txid <= last_lost], "/data")
+    listing = [HdfsEvent(
+        CLUSTER, last_lost, i + 1, EventType.SNAPSHOT, path,
+        inode_type=INodeType(v["type"]), size=v["size"], mtime=v["mtime"], atime=v["atime"],
+        owner=v["owner"], group=v["group"], perms=v["perms"], replication=v["replication"],
+        symlink_target=v["symlink_target"]) for i, (path, v) in enumerate(sorted(state.items()))]
+    return [*before, gap, *listing, *after]
+
+
+# Cross-group directory moves and deletes whose index once ended wrong when messages were
+# applied on arrival (found by fuzzing the design before the sequencer):
+# (workload seed, steps, group strategy, subtree page).
+CROSS_GROUP_CASES = [
+    (610, 4, "path", 3), (772, 5, "prefix:2", 3), (563, 7, "prefix:2", 3),
+    (48, 11, "prefix:1", 1), (132, 8, "prefix:1", 1), (41, 23, "prefix:1", 1),
+    (8, 29, "prefix:1", 1), (137, 5, "path", 3), (836, 7, "path", 3), (145, 8, "path", 3),
+    (1080, 11, "prefix:2", 3), (1943, 10, "path", 3),
+]

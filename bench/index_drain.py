@@ -1,0 +1,256 @@
+"""The namespace index's drain rate for one cluster at DynamoDB's latency, beside the previous
+design measured in the same run.
+
+    python -m bench.index_drain [--ops 60000] [--latency-ms 5] [--baseline-ref REF]
+                                [--no-baseline]
+
+Workload: bench.workload's edit log (jobs writing part files under `_temporary`, renaming
+them into place, deleting `_temporary` at depth 4-5, appends, retention deletes of
+partitions, chmod/chown/touch), translated as the agent does, every path indexed (`/`).
+The events are applied in order as a drain applies a range: the index's own chunks
+(`sequencer.CHUNK_EVENTS`), one position UpdateItem per chunk and per walk step, every walk
+finished before the next chunk.
+
+DynamoDB is moto in-process behind the real boto3 client; a `before-send` hook on that client
+sleeps `--latency-ms` per request (5 ms: DynamoDB's usual round trip), in the calling thread,
+so requests issued together wait together, as they would on the wire. Counted on the wire:
+requests by operation, write units (each item written, 1 per started KB of its size as
+DynamoDB computes it: names plus values), and round trips waited (a request starting while no
+other is in flight starts one). Moto's own CPU time comes on top of the sleep, on this
+process's one GIL, so the measured events/s is a floor; "at 5 ms/trip" is the indexed events
+over the round trips waited times the latency, the rate DynamoDB itself would allow.
+
+The previous design runs from git, in the same run: `git archive <baseline-ref>` of lambdas/,
+hdfs_events/, onprem_agent/ and bench/ into a temporary directory, this very file copied in,
+and a subprocess there drives that tree's index (the converge-in-any-order entries, 200-event
+chunks, conditional PutItems). Each run's live entries are compared with the in-order replay
+(bench.namespace_replay, of each tree): a path the events created must hold its attributes, one
+they deleted must not be live (paths older than the log, learnt by the index, count apart);
+the bench fails when this tree's index differs. Writes bench-out/index_drain.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+OUT = Path("bench-out/index_drain.json")
+TABLE = "bench-index"
+CLUSTER = "bench"
+# The last commit of the converge-in-any-order index (issue 18 replaced it).
+BASELINE_REF = "bcab644"
+ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
+              "symlink_target")
+
+
+class Wire:
+    """The client's requests: a sleep per request, counts, write units, round trips waited."""
+
+    def __init__(self, client: Any, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.calls: Counter[str] = Counter()
+        self.write_units = 0
+        self.trips = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        client.meta.events.register("before-parameter-build.dynamodb", self._count)
+        client.meta.events.register_first("before-send.dynamodb", self._send)
+        client.meta.events.register("after-call.dynamodb", self._done)
+
+    def _count(self, params: dict, model: Any, **_: Any) -> None:
+        units = 0
+        if model.name == "BatchWriteItem":
+            units = sum(_units(r["PutRequest"]["Item"]) for rs in params["RequestItems"].values()
+                        for r in rs if "PutRequest" in r)
+        elif model.name == "PutItem":
+            units = _units(params["Item"])
+        elif model.name == "UpdateItem":
+            units = 1
+        with self._lock:
+            self.calls[model.name] += 1
+            self.write_units += units
+
+    def _send(self, **_: Any) -> None:
+        with self._lock:
+            if self._in_flight == 0:
+                self.trips += 1
+            self._in_flight += 1
+        time.sleep(self.latency_s)
+
+    def _done(self, **_: Any) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+def _units(item: dict) -> int:
+    """Write units of an item (wire format): 1 per started KB of names and values."""
+    return max(1, math.ceil(sum(len(k.encode()) + _size(v) for k, v in item.items()) / 1024))
+
+
+def _size(value: dict) -> int:
+    (kind, v), = value.items()
+    if kind in ("S", "N", "B"):
+        return len(str(v).encode())
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _size(x) for k, x in v.items())
+    if kind == "L":
+        return 3 + sum(_size(x) for x in v)
+    return len(json.dumps(v))
+
+
+def workload(ops: int) -> list[Any]:
+    from bench.workload import write_edit_log
+    from onprem_agent.editlog import read_ops
+    from onprem_agent.translate import translate_ops
+    buf = io.StringIO()
+    write_edit_log(buf, ops=ops, seed=18)
+    return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), CLUSTER))
+
+
+def worker(ops: int, latency_ms: float) -> dict[str, Any]:
+    """Drives this tree's index (the current one, or the baseline's copy) in order."""
+    import boto3
+    from moto import mock_aws
+
+    from lambdas.ingest import sequencer
+    from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore
+    from lambdas.ingest.index import NamespaceIndex
+
+    events = workload(ops)
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="eu-west-1",
+                           config=CLIENT_CONFIG.merge(boto3.session.Config(
+                               max_pool_connections=16)))
+        ddb.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+                         KeySchema=[{"AttributeName": "parent", "KeyType": "HASH"},
+                                    {"AttributeName": "name", "KeyType": "RANGE"}],
+                         AttributeDefinitions=[{"AttributeName": "parent", "AttributeType": "S"},
+                                               {"AttributeName": "name", "AttributeType": "S"}])
+        wire = Wire(ddb, latency_ms / 1000)
+        index = NamespaceIndex(DynamoIndexStore(TABLE, ddb), ["/"])
+        indexed = [e for e in events if index.relevant(e)]
+        chunk = sequencer.CHUNK_EVENTS
+
+        def advance() -> None:  # the sequencer's position save
+            ddb.update_item(TableName=TABLE, Key={"parent": {"S": f"{CLUSTER}!position"},
+                                                  "name": {"S": "-"}},
+                            UpdateExpression="SET txid = :t",
+                            ExpressionAttributeValues={":t": {"N": "1"}})
+
+        start = time.perf_counter()
+        done = 0
+        while done < len(indexed):
+            applied = index.apply_until_walk(indexed[done:done + chunk])
+            taken, walk = ((applied.taken, applied.walk) if hasattr(applied, "taken")
+                           else applied)  # the baseline returns (taken, walk)
+            done += taken
+            advance()
+            while walk is not None:
+                left = index.resume(walk)
+                walk = left[0] if isinstance(left, tuple) else left
+                advance()
+        seconds = time.perf_counter() - start
+        live = _live(ddb)
+    from bench.namespace_replay import in_order_state
+    seen: set[str] = set()
+    want = {p: [str(v.get(a)) for a in ATTRIBUTES] for p, v in in_order_state(
+        events, "/", seen).items()}
+    # A directory something live sits under exists, whatever the log said of it before.
+    holding = {q[:i] for q in want for i in range(1, len(q)) if q[i] == "/"}
+    wrong = [p for p in sorted(want.keys() | live.keys())
+             if (p in want and live.get(p) != want[p])
+             or (p not in want and p in seen and p not in holding)]
+    n = len(indexed)
+    return {"indexed_events": n, "seconds": seconds, "events_per_s": n / seconds,
+            "requests": dict(wire.calls), "requests_per_1000": 1000 * sum(wire.calls.values()) / n,
+            "round_trips_per_1000": 1000 * wire.trips / n,
+            "write_units_per_1000": 1000 * wire.write_units / n,
+            "events_per_s_at_latency": n / (wire.trips * latency_ms / 1000),
+            "live_entries": len(live), "differences": len(wrong), "first_differences": wrong[:5]}
+
+
+def _live(ddb: Any) -> dict[str, list[Any]]:
+    from boto3.dynamodb.types import TypeDeserializer
+    de = TypeDeserializer()
+    live = {}
+    for page in ddb.get_paginator("scan").paginate(TableName=TABLE):
+        for raw in page["Items"]:
+            item = {k: de.deserialize(v) for k, v in raw.items()}
+            if "#" in item["parent"].split("!")[0] and not item.get("deleted"):
+                live[item["path"]] = [str(item.get(a)) for a in ATTRIBUTES]
+    return live
+
+
+def run_tree(root: Path, ops: int, latency_ms: float) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.index_drain", "--worker", "--ops", str(ops),
+         "--latency-ms", str(latency_ms)], cwd=root, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"bench.index_drain worker in {root} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def baseline_tree(ref: str, into: Path) -> Path:
+    repo = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "archive", ref, "lambdas", "hdfs_events", "onprem_agent",
+                              "bench"], cwd=repo, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    shutil.copy(Path(__file__), into / "bench" / "index_drain.py")
+    return into
+
+
+def row(name: str, r: dict[str, Any]) -> str:
+    return (f"{name:<34} {r['events_per_s']:>10,.0f} {r['events_per_s_at_latency']:>12,.0f} "
+            f"{r['round_trips_per_1000']:>9.1f} {r['requests_per_1000']:>9.1f} "
+            f"{r['write_units_per_1000']:>9.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ops", type=int, default=60_000, help="edit log records (workload size)")
+    parser.add_argument("--latency-ms", type=float, default=5.0)
+    parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.ops, args.latency_ms)))
+        return 0
+    repo = Path(__file__).resolve().parent.parent
+    results = {"current": run_tree(repo, args.ops, args.latency_ms)}
+    if not args.no_baseline:
+        with tempfile.TemporaryDirectory() as tmp:
+            results["previous"] = run_tree(baseline_tree(args.baseline_ref, Path(tmp)),
+                                           args.ops, args.latency_ms)
+    print(f"{'index drain, ' + str(args.latency_ms) + ' ms/request':<34} {'events/s':>10} "
+          f"{'at latency':>12} {'trips/1k':>9} {'reqs/1k':>9} {'WCU/1k':>9}")
+    print(row("in order, batched (this tree)", results["current"]))
+    if "previous" in results:
+        print(row(f"previous design ({args.baseline_ref})", results["previous"]))
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps({"ops": args.ops, "latency_ms": args.latency_ms, **results},
+                              indent=2))
+    for name, r in results.items():
+        print(f"{name}: {r['live_entries']} live entries, {r['differences']} differing from the "
+              f"in-order replay {r['first_differences']}")
+    if results["current"]["differences"]:
+        print("FAILED: the index differs from the in-order replay", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
