@@ -18,6 +18,9 @@ to do that with the fewest bytes moved:
 - A rename from outside the sync's roots brings a tree the S3 copy has never seen: that root is
   "relisted" (walked in HDFS and reconciled, as on first start). So is a rename from an ignored
   name (`x._COPYING_` -> `x`) unless the window created it: then its CLOSE is in the window.
+- A step that finds its HDFS path gone (renamed or deleted after the window) is carried into the
+  next window as pending: that window's rename moves it to the new path, its delete drops it.
+  Without that, a file closed and then renamed across two windows would never be copied.
 - Ignore patterns match anywhere in a path (onprem_agent.filters), so a directory renamed to an
   ignored name can still hold covered files: events are tracked for every path under the roots,
   and the patterns apply when steps are resolved.
@@ -188,9 +191,15 @@ class _Builder:
         # APPEND: the file is open again; its CLOSE (in this window or a later one) copies it.
 
 
-def plan_window(events: Iterable[HdfsEvent], scope: Scope) -> WindowPlan:
-    """Merges a window's events (in txid order; no SNAPSHOT or GAP) into one WindowPlan."""
+def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
+                pending_copies: Iterable[str] = (),
+                pending_relists: Iterable[str] = ()) -> WindowPlan:
+    """Merges a window's events (in txid order; no SNAPSHOT or GAP) into one WindowPlan.
+
+    `pending_*`: the paths of earlier steps that found their HDFS path gone (see above)."""
     b = _Builder(scope)
+    b.dirty.update(pending_copies)
+    b.relist.update(pending_relists)
     first = last = None
     count = 0
     for e in events:

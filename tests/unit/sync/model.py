@@ -9,7 +9,16 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
-from onprem_agent.sync.plan import FileState, Scope, Steps, WindowPlan, reconcile, resolve, under
+from onprem_agent.sync.plan import (
+    FileState,
+    Scope,
+    Steps,
+    WindowPlan,
+    plan_window,
+    reconcile,
+    resolve,
+    under,
+)
 
 
 @dataclass(frozen=True)
@@ -138,6 +147,8 @@ class ModelS3:
     server_copies: int = 0
     deletes: int = 0
     metadata_updates: int = 0
+    gone: set[str] = field(default_factory=set)  # copies that found their path gone
+    gone_roots: set[str] = field(default_factory=set)  # relists likewise
 
     def keys_under(self, roots: frozenset[str]) -> set[str]:
         return {p for p in self.objects if any(under(p, r) for r in roots)}
@@ -159,6 +170,9 @@ class ModelS3:
             if self.objects.pop(path, None) is not None:
                 self.deletes += 1
         for root in steps.relists:
+            if not hdfs.exists(root):
+                self.gone_roots.add(root)
+                continue
             listed = {p: f.state() for p, f in hdfs.closed_files(covered).items() if under(p, root)}
             held = {p: f.state() for p, f in self.objects.items() if under(p, root)}
             self.apply(reconcile(listed, held).steps(), hdfs, covered)
@@ -174,10 +188,20 @@ class ModelS3:
 
     def copy(self, path: str, hdfs: ModelHdfs) -> None:
         f = hdfs.files.get(path)
-        if f is None or f.open:
-            return  # gone or open again: a later event brings it
+        if f is None:
+            self.gone.add(path)  # renamed or deleted since: pending for the next window
+            return
+        if f.open:
+            return  # open again: its CLOSE brings it
         self.objects[path] = f
         self.uploads += 1
+
+    def plan(self, events: list[HdfsEvent], scope: Scope) -> WindowPlan:
+        """The next window's plan, with what the last one found gone carried into it."""
+        plan = plan_window(events, scope, pending_copies=self.gone,
+                           pending_relists=self.gone_roots)
+        self.gone, self.gone_roots = set(), set()
+        return plan
 
     def run_window(self, plan: WindowPlan, hdfs: ModelHdfs, covered: Scope) -> Steps:
         steps = resolve(plan, self.keys_under(plan.touched))

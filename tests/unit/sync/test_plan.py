@@ -68,7 +68,7 @@ def test_the_s3_copy_ends_equal_to_hdfs_whatever_the_windows_and_the_lag(data):
     def sync_up_to(end: int) -> None:
         nonlocal done
         if end > done:
-            s3.run_window(plan_window(hdfs.events[done:end], COVERED), hdfs, COVERED)
+            s3.run_window(s3.plan(hdfs.events[done:end], COVERED), hdfs, COVERED)
             done = end
 
     for _ in range(data.draw(st.integers(0, 40))):
@@ -207,3 +207,16 @@ def test_resolve_deletes_what_moved_out_of_cover():
     hdfs.rename("/c/a", "/out/a")
     plan = plan_window(hdfs.events[start:], COVERED)
     assert resolve(plan, {"/c/a"}).deletes == ("/c/a",)
+
+
+def test_a_file_overwritten_by_a_rename_then_moved_on_leaves_no_stale_key():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    hdfs.create("/c/b", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.rename("/c/a", "/c/b", overwrite=True)
+    hdfs.rename("/c/b", "/c/x")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.server_copies == (("/c/a", "/c/x"),) and set(steps.deletes) == {"/c/a", "/c/b"}
+    assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 2
