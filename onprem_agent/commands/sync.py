@@ -119,7 +119,8 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
         snapshot=namespace_snapshot(config.cluster, client.lister(), sync.paths,
                                     workers=live.inotify.snapshot_workers),
         poll_timeout_ms=live.inotify.poll_timeout_ms,
-        max_batches_per_drain=live.inotify.max_batches_per_drain, on_idle=windows.flush)
+        max_batches_per_drain=live.inotify.max_batches_per_drain,
+        on_idle=windows.flush_if_due)
     log.info("replicating %s to %s from txid %s", ", ".join(sync.paths), sync.destination,
              replicator.resume_after if replicator.resume_after is not None else "<listing>")
     replicate(iter(source), windows, stop)

@@ -13,6 +13,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     setacl path [entries]             removeacl path
     symlink target link               read path (returns the text)
     open_file path data (a writer left open; close_file path ends it)
+    status path (a file's attributes as a dict)   files root (every file under root, by path)
 """
 
 from __future__ import annotations
@@ -144,6 +145,22 @@ class Workload:
             return _read_all(stream)
         finally:
             stream.close()
+
+
+    def op_status(self, path: str) -> dict[str, Any]:
+        s = self.fs.getFileStatus(self.Path(path))
+        return {"length": int(s.getLen()), "mtime": int(s.getModificationTime()),
+                "owner": str(s.getOwner()), "group": str(s.getGroup()),
+                "perms": format(int(s.getPermission().toShort()) & 0o1777, "04o"),
+                "replication": int(s.getReplication())}
+
+    def op_files(self, root: str) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        it = self.fs.listFiles(self.Path(root), True)
+        while it.hasNext():
+            path = str(it.next().getPath().toUri().getPath())
+            out[path] = self.op_status(path)
+        return out
 
 
 def _read_all(stream: Any) -> str:
