@@ -171,7 +171,7 @@ def test_purged_edits_during_sync_are_repaired_by_the_listing(hdfs, bucket, tmp_
     assert stopped_at is not None
 
     # While the sync is down: changes it will never read, then checkpoints purge their edits.
-    hdfs.run([["delete", f"{root}/a"], ["rename", f"{root}/b", f"{root}/d/b"],
+    hdfs.run([["delete", f"{root}/a"], ["mkdirs", f"{root}/d"], ["rename", f"{root}/b", f"{root}/d/b"],
               ["write", f"{root}/c", "c2", True], ["write", f"{root}/e", "e"],
               ["chmod", f"{root}/e", "0600"]])
     hdfs.purge_edits_through(stopped_at + 1)
