@@ -94,10 +94,16 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
     from onprem_agent.live.convert import JavaBatchConverter
     from onprem_agent.live.snapshot import namespace_snapshot
     from onprem_agent.live.stream import LiveSource
-    from onprem_agent.opsmetrics import Alerts
+    from onprem_agent.opsmetrics import Alerts, put_metrics
     from onprem_agent.sync.hdfs_files import HdfsFiles
     from onprem_agent.sync.replica import S3Replica
-    from onprem_agent.sync.replicator import Replicator, Windows, replicate
+    from onprem_agent.sync.replicator import (
+        Replicator,
+        WindowFigures,
+        Windows,
+        replicate,
+        sync_metrics,
+    )
 
     alerts = Alerts(sync.alert_topic_arn)
     replica = S3Replica(sync)
@@ -110,8 +116,15 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
         alerts.send(f"hdfs-events {config.cluster}: sync parked a path",
                     f"{path}: {reason}", {"cluster": config.cluster, "path": path[:200]})
 
+    def on_window(figures: WindowFigures) -> None:
+        try:
+            put_metrics(sync_metrics(config.cluster, figures))
+        except Exception as exc:  # the replica is what matters; the next window tries again
+            log.warning("sync metrics not sent: %s", exc)
+
     replicator = Replicator(sync, hdfs=HdfsFiles(client.file_system()), lister=client.lister(),
-                            replica=replica, state=state, on_park=on_park)
+                            replica=replica, state=state, on_park=on_park,
+                            on_window=on_window if live.metrics.heartbeat_interval_s else None)
     windows = Windows(replicator, sync)
     source = LiveSource(
         client.stream_source(), JavaBatchConverter(config.cluster), cluster=config.cluster,

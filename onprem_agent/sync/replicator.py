@@ -77,17 +77,43 @@ class SyncStats:
     parked: set[str] = field(default_factory=set)
 
 
+@dataclass(frozen=True, slots=True)
+class WindowFigures:
+    """What one applied window tells the operator (CloudWatch: sync_metrics)."""
+
+    txid: int
+    lag_s: float | None  # now - NameNode time of the window's oldest event (None: a listing)
+    bytes: int
+    uploads: int
+    parked: int
+
+
+def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
+    """The window's CloudWatch data (names in hdfs_events.names)."""
+    from hdfs_events import names
+    from onprem_agent.opsmetrics import cloudwatch_datum
+
+    data = [cloudwatch_datum(cluster, names.METRIC_SYNC_BYTES, figures.bytes, "Bytes"),
+            cloudwatch_datum(cluster, names.METRIC_SYNC_PARKED, figures.parked)]
+    if figures.lag_s is not None:
+        data.append(cloudwatch_datum(cluster, names.METRIC_SYNC_LAG_SECONDS, figures.lag_s,
+                                     "Seconds"))
+    return data
+
+
 class Replicator:
     def __init__(self, settings: SyncSettings, *, hdfs: HdfsFiles, lister: NamespaceLister,
                  replica: S3Replica, state: SyncState,
                  on_park: Callable[[str, str], None] | None = None,
+                 on_window: Callable[[WindowFigures], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.2) -> None:
         self.settings, self.hdfs, self.lister = settings, hdfs, lister
         self.replica, self.state = replica, state
         self.scope = Scope.of(settings.paths, settings.ignore_patterns)
         self.throttle = Throttle(settings.bandwidth_bytes_s)
         self.stats = SyncStats()
-        self._on_park, self._sleep, self._backoff = on_park, sleep, backoff_s
+        self._on_park, self._on_window = on_park, on_window
+        self._sleep, self._backoff = sleep, backoff_s
         self._transient = transient_errors()
         status = state.status()
         self.stats.replicated_txid = status.txid
@@ -147,6 +173,10 @@ class Replicator:
         self.stats.replicated_txid = txid
         self.stats.oldest_unapplied_ms = None
         log.info("replicated through txid %d: %s", txid, _describe(steps, totals))
+        if self._on_window is not None:
+            lag_s = None if oldest_ms is None else max(0.0, time.time() - oldest_ms / 1000)
+            self._on_window(WindowFigures(txid=txid, lag_s=lag_s, bytes=totals["bytes"],
+                                          uploads=totals["uploads"], parked=len(self.stats.parked)))
 
     def _execute(self, steps: Steps) -> None:
         self._each([(dst, lambda s=src, d=dst: self._server_copy(s, d))
