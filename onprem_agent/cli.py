@@ -7,6 +7,8 @@ Subcommand modules are imported only when chosen, so `translate` starts without 
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -33,8 +35,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return dispatch("hdfs-events-agent", "Streams HDFS namespace changes (inotify) to AWS.",
+    code = dispatch("hdfs-events-agent", "Streams HDFS namespace changes (inotify) to AWS.",
                     COMMANDS, sys.argv[1:] if argv is None else argv)
+    if argv is None:  # the command line: this process is ours to end
+        _end_process_after_jvm(code)
+    return code
+
+
+def _end_process_after_jvm(code: int) -> None:
+    """Ends a process that ran a JVM without Python's finalization.
+
+    Python 3.11 ends daemon threads that still wait in JVM calls (a poll, a lease renewal)
+    with pthread_exit when they next want the GIL; JPype's C++ frames catch that unwinding and
+    glibc aborts the process ("FATAL: exception not rethrown", status -6), seen with a real
+    NameNode under load, after the agent had already flushed and saved its checkpoint. By this
+    point every command has finished its work, so nothing is lost by skipping finalization.
+    """
+    jpype = sys.modules.get("jpype")
+    if jpype is None or not jpype.isJVMStarted():
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

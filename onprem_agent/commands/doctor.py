@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,8 @@ def _hadoop_checks(settings: Any, add: Callable[[str, bool | None, str], bool]) 
         jpype.JClass("org.apache.hadoop.hdfs.client.HdfsAdmin")
         add("jvm", True, f"Java {java_version()}, Hadoop client from {classpath.describe()}")
     except (JvmError, ImportError, TypeError) as exc:
-        add("jvm", False, f"{exc} -> install Java 17 and a Hadoop client (or pyspark)")
+        hint = "" if " -> " in str(exc) else " -> install Java 17 and a Hadoop client (or pyspark)"
+        add("jvm", False, f"{exc}{hint}")
         add("namenode", None, "needs the JVM")
         return
     from onprem_agent.live.hadoop import hadoop_configuration
@@ -136,7 +138,7 @@ def _hadoop_checks(settings: Any, add: Callable[[str, bool | None, str], bool]) 
 
 
 def _kerberos(settings: Any, conf: Any, add: Callable[[str, bool | None, str], bool]) -> bool:
-    from onprem_agent.live.hadoop import KerberosLogin
+    from onprem_agent.live.hadoop import KerberosError, KerberosLogin
 
     keytab: Path = settings.kerberos.keytab
     try:
@@ -148,34 +150,34 @@ def _kerberos(settings: Any, conf: Any, add: Callable[[str, bool | None, str], b
         return add("kerberos", False, f"keytab {keytab} is readable by group or others "
                                       f"({stat.filemode(mode)}) -> chmod 600 {keytab}")
     try:
-        KerberosLogin(settings.kerberos.principal, keytab, conf)
-    except Exception as exc:  # JPype surfaces Hadoop's LoginException/IOException
-        return add("kerberos", False, f"login as {settings.kerberos.principal} failed: "
-                                      f"{_first_line(exc)} -> check the principal, the keytab "
-                                      "and /etc/krb5.conf")
-    return add("kerberos", True, f"logged in as {settings.kerberos.principal}")
+        login = KerberosLogin(settings.kerberos.principal, keytab, conf)
+    except KerberosError as exc:
+        return add("kerberos", False, str(exc))
+    return add("kerberos", True, f"logged in as {login.principal} from {keytab}, "
+                                 f"{_ticket_left(login.ticket_end_ms)}")
 
 
 def _namenode(uri: str, conf: Any, add: Callable[[str, bool | None, str], bool]) -> None:
-    from onprem_agent.live.hadoop import HadoopClient
+    from onprem_agent.live.hadoop import HadoopClient, NotSuperuserError, java_error_line
 
     try:
         client = HadoopClient(uri, conf)
         client.open_stream(None)
-    except Exception as exc:  # any Java exception: classified by its Hadoop class name
-        text = _first_line(exc)
-        if "AccessControlException" in text or "Superuser privilege" in text:
-            add("namenode", True, f"{uri} answered")
-            add("superuser", False, f"{text} -> inotify needs HDFS superuser: run the agent "
-                                    "as a member of dfs.permissions.superusergroup")
-            return
-        add("namenode", False, f"{uri}: {text} -> check [hdfs] uri, HADOOP_CONF_DIR (HA "
-                               "nameservices), the network path and that the NameNode runs")
+    except NotSuperuserError as exc:
+        add("namenode", True, f"{uri} answered")
+        add("superuser", False, str(exc))
+        return
+    except Exception as exc:  # any Java exception: one line, never the NameNode's stack
+        add("namenode", False, f"{uri}: {java_error_line(exc)} -> check [hdfs] uri, "
+                               "HADOOP_CONF_DIR (HA nameservices), the network path and that "
+                               "the NameNode runs")
         return
     add("namenode", True, f"{uri} answered")
     add("superuser", True, "inotify stream opened")
 
 
-def _first_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text.splitlines()[0][:300]
+def _ticket_left(end_ms: int | None) -> str:
+    if end_ms is None:
+        return "no ticket-granting ticket found"
+    return f"ticket ends in {max(0, round(end_ms / 1000 - time.time()))} s"
+

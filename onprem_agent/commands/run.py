@@ -43,11 +43,23 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    from onprem_agent.live.hadoop import KerberosError, java_error_line, not_superuser
+    from onprem_agent.live.jvm import JvmError
+
     try:
         return _run(config, settings, stop, dry_run=args.dry_run)
-    except Exception as exc:
-        log.exception("agent failed")
+    except (JvmError, KerberosError) as exc:
+        # A setup an operator must fix: one line that says what and where, no stack trace
+        # (systemd's restarts would repeat it every few seconds).
         print(f"hdfs-events-agent run: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        refusal = not_superuser(settings.hdfs.uri, exc)  # from opening the stream or a poll
+        if refusal is not None:
+            print(f"hdfs-events-agent run: {refusal}", file=sys.stderr)
+            return 1
+        log.exception("agent failed")
+        print(f"hdfs-events-agent run: {java_error_line(exc)}", file=sys.stderr)
         return 1
 
 

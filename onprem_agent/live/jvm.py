@@ -116,6 +116,19 @@ def _expand(entries: Sequence[str]) -> tuple[str, ...]:
 _started: Classpath | None = None
 
 
+def krb5_conf_flags(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """KRB5_CONFIG (MIT Kerberos's variable for a krb5.conf elsewhere than /etc/krb5.conf) as
+    the system property Java reads instead: Java itself ignores KRB5_CONFIG."""
+    env = os.environ if env is None else env
+    path = env.get("KRB5_CONFIG")
+    if not path:
+        return ()
+    if not Path(path).is_file():
+        raise JvmError(f"KRB5_CONFIG={path}: no such file -> point it at the cluster's "
+                       "krb5.conf or unset it (then Java reads /etc/krb5.conf)")
+    return (f"-Djava.security.krb5.conf={path}",)
+
+
 def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     """Starts the in-process JVM once; a later call with the same classpath is a no-op."""
     global _started
@@ -132,6 +145,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     # is done, seen here at the end of a test session) while Hadoop's IPC and lease threads are
     # still alive. The process is ending anyway: let it end without destroying the JVM.
     jpype.config.destroy_jvm = False
+    krb5 = krb5_conf_flags()
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
@@ -144,6 +158,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
             # warning on every start. Errors still reach stderr.
             "-Dlog4j2.statusLoggerLevel=OFF",
             "-Dlog4j2.level=WARN",
+            *krb5,
             classpath=list(classpath.entries),
             # Hadoop strings come back as Python str: one call fewer per field.
             convertStrings=True,

@@ -10,7 +10,7 @@ file and the key, and an unknown key is an error (a typo must not fall back to a
     [kerberos]
     principal = "hdfs-events/edge1.example.com@EXAMPLE.COM"
     keytab = "/etc/security/keytabs/hdfs-events.keytab"
-    relogin_interval_s = 3600
+    relogin_interval_s = 3600           # how often to ask Hadoop whether the ticket is due
     [inotify]
     poll_timeout_ms = 1000               # bounded poll: worst-case idle latency
     max_batches_per_drain = 1000
@@ -161,8 +161,10 @@ def load_live_settings(config: AgentConfig) -> LiveSettings:
     if (principal is None) != (keytab is None):
         raise k.error("keytab" if keytab is None else "principal",
                       "principal and keytab go together")
+    # Asking is cheap (Hadoop renews only in the ticket's last 20%), so short intervals are
+    # allowed: a realm with tickets of minutes needs them.
     kerberos = KerberosSettings(principal=principal, keytab=Path(keytab) if keytab else None,
-                                relogin_interval_s=k.get("relogin_interval_s", int, 3600, low=60))
+                                relogin_interval_s=k.get("relogin_interval_s", int, 3600, low=1))
 
     i = _Section(config, "inotify")
     i.check_keys(("poll_timeout_ms", "max_batches_per_drain", "gap_policy", "snapshot_paths",

@@ -34,6 +34,12 @@ def agent_config(tmp_path, hdfs, queue, root: str, checkpoint_txid: int | None =
         extra=f'[filter]\ncover_dirs = ["{root}"]\n[verify]\nindex_table = "{INDEX_TABLE}"\n')
 
 
+def last_event_txid(hdfs, after: int) -> int:
+    """The txid of the NameNode's newest event (the newest txid may carry none: a block
+    allocation), as Hadoop's own stream reads it."""
+    return hdfs.java_events(after, hdfs.txid())[-1]["txid"]
+
+
 def assert_no_drift(config, root: str) -> None:
     result = verify(config, root)
     assert result.returncode == 0 and " 0 differ" in result.stdout, result.stdout + result.stderr
@@ -47,10 +53,11 @@ def test_first_start_ships_the_existing_namespace_then_the_changes(hdfs, queue, 
     config = agent_config(tmp_path, hdfs, queue, root)
     agent = AgentProcess.start(config)
     try:
-        agent.wait_for_checkpoint(hdfs.txid())  # the listing went out
+        listed_at = hdfs.txid()
+        agent.wait_for_checkpoint(listed_at)  # the listing went out
         hdfs.run([*files(f"{root}/new", ["d"]), ["rename", f"{root}/old/b", f"{root}/new/b"],
                   ["delete", f"{root}/old/deep", True]])
-        agent.wait_for_checkpoint(hdfs.txid() - 1)
+        agent.wait_for_checkpoint(last_event_txid(hdfs, listed_at))
     finally:
         assert agent.stop() == 0, agent.log_tail()
     consume(queue, [root])
@@ -70,10 +77,11 @@ def test_purged_edits_become_a_gap_then_a_real_listing_and_the_index_matches(
         hdfs, queue, index_table, tmp_path):
     root = "/purged"
     hdfs.run([["mkdirs", f"{root}/keep"], *files(f"{root}/keep", ["a", "b", "c"])])
-    config = agent_config(tmp_path, hdfs, queue, root, checkpoint_txid=hdfs.txid())
+    started_at = hdfs.txid()
+    config = agent_config(tmp_path, hdfs, queue, root, checkpoint_txid=started_at)
     agent = AgentProcess.start(config)
     hdfs.run(files(f"{root}/keep", ["d"]))
-    agent.wait_for_checkpoint(hdfs.txid() - 1)
+    agent.wait_for_checkpoint(last_event_txid(hdfs, started_at))
     assert agent.stop() == 0, agent.log_tail()
     stopped_at = agent.checkpoint()
     assert stopped_at is not None
@@ -85,9 +93,10 @@ def test_purged_edits_become_a_gap_then_a_real_listing_and_the_index_matches(
 
     agent = AgentProcess.start(config)
     try:
-        agent.wait_for_checkpoint(hdfs.txid() - 1)
+        restarted_at = hdfs.txid()
+        agent.wait_for_checkpoint(restarted_at)  # the GAP and the listing went out
         hdfs.run([*files(f"{root}/after", ["g"]), ["delete", f"{root}/while-down/e"]])
-        agent.wait_for_checkpoint(hdfs.txid() - 1)
+        agent.wait_for_checkpoint(last_event_txid(hdfs, restarted_at))
     finally:
         assert agent.stop() == 0, agent.log_tail()
     consume(queue, [root])

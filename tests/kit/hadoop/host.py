@@ -23,6 +23,7 @@ import jpype
 
 from tests.kit.hadoop.jars import JAVA17_OPENS, jars
 from tests.kit.hadoop.ops import Workload
+from tests.kit.hadoop.realm import Realm
 
 # Client-side keys a Hadoop client needs to reach this cluster (written to <base>/conf):
 # the default file system, the HA nameservice and its NameNodes, and security settings.
@@ -32,6 +33,7 @@ _CLIENT_KEY_PREFIXES = (
     "hadoop.security.authorization", "dfs.namenode.kerberos.principal",
     "dfs.datanode.kerberos.principal", "dfs.data.transfer.protection",
     "dfs.block.access.token.enable", "hadoop.rpc.protection",
+    "hadoop.kerberos.min.seconds.before.relogin",
 )
 
 
@@ -43,19 +45,29 @@ class Host:
         self.fs: Any = None
         self.workload: Workload | None = None
         self.base: Path | None = None
+        self.realm: Realm | None = None  # kind == "secure"
 
     # -- life cycle -------------------------------------------------------------------------
-    def start(self, *, kind: str, base_dir: str, conf: dict[str, str],
-              datanodes: int = 1) -> dict[str, Any]:
+    def start(self, *, kind: str, base_dir: str, conf: dict[str, str], datanodes: int = 1,
+              ticket_lifetime_s: int | None = None) -> dict[str, Any]:
         self.base = Path(base_dir)
         hconf = jpype.JClass("org.apache.hadoop.hdfs.HdfsConfiguration")()
         hconf.set("hdfs.minidfs.basedir", str(self.base / "dfs"))
         hconf.setInt("dfs.replication", 1)
         # A delete or rename into .Trash, as `hdfs dfs -rm` does, needs a trash interval.
         hconf.set("fs.trash.interval", "60")
+        if kind == "secure":
+            # The NameNode and DataNode log in from the service keytab (JVM-wide login user:
+            # this process's own client workload then runs as hdfs, the superuser).
+            self.realm = Realm.start(self.base / "kdc", ticket_lifetime_s=ticket_lifetime_s)
+            for key, value in self.realm.server_conf().items():
+                hconf.set(key, value)
         for key, value in conf.items():
             hconf.set(key, value)
-        if kind == "single":
+        if kind == "secure":
+            jpype.JClass("org.apache.hadoop.security.UserGroupInformation").setConfiguration(
+                hconf)
+        if kind in ("single", "secure"):
             builder = jpype.JClass("org.apache.hadoop.hdfs.MiniDFSCluster$Builder")(hconf)
             self.cluster = builder.numDataNodes(datanodes).build()
             self.cluster.waitActive()
@@ -82,12 +94,25 @@ class Host:
         self.conf = self.fs.getConf()
         self.workload = Workload(self.fs, self.conf)
         conf_dir = self._write_client_conf(uri)
-        return {"uri": uri, "conf_dir": str(conf_dir), "pid": os.getpid()}
+        info: dict[str, Any] = {"uri": uri, "conf_dir": str(conf_dir), "pid": os.getpid()}
+        if self.realm is not None:
+            info["kerberos"] = {
+                "krb5_conf": str(self.realm.krb5_conf),
+                "keytabs": {user: str(path) for user, path in self.realm.keytabs.items()},
+                "principals": {user: self.realm.principal(user) for user in self.realm.keytabs},
+            }
+        return info
 
     def stop(self) -> None:
         if self.cluster is not None:
             self.cluster.shutdown()
-        self.cluster = self.ha = None
+        if self.realm is not None:
+            self.realm.stop()
+        self.cluster = self.ha = self.realm = None
+
+    def rotate_key(self, user: str) -> None:
+        assert self.realm is not None, "rotate_key needs kind='secure'"
+        self.realm.rotate_key(user)
 
     def _write_client_conf(self, uri: str) -> Path:
         conf_dir = self.base / "conf"
