@@ -157,7 +157,10 @@ class ModelS3:
         """The executor's rules, on HDFS as it is now (possibly ahead of the window)."""
         for src, dst in steps.server_copies:
             have, want = self.objects.get(src), hdfs.files.get(dst)
-            if want is None or want.open:
+            if want is None:
+                self.gone.add(dst)  # as every step that finds its path gone
+                continue
+            if want.open:
                 continue
             if have is not None and (have.size, have.mtime) == (want.size, want.mtime):
                 self.objects[dst] = replace(have, perms=want.perms)
@@ -178,7 +181,10 @@ class ModelS3:
             self.apply(reconcile(listed, held).steps(), hdfs, covered)
         for path in steps.metadata:
             have, want = self.objects.get(path), hdfs.files.get(path)
-            if want is None or want.open:
+            if want is None:
+                self.gone.add(path)
+                continue
+            if want.open:
                 continue
             if have is not None and have.content == want.content:
                 self.objects[path] = want
