@@ -31,7 +31,6 @@ METRIC_AGENT_SEND_ERRORS = "AgentSendErrors"
 METRIC_INOTIFY_GAP = "InotifyGap"  # agent: edits purged before they were read
 METRIC_INDEX_DRIFT = "IndexDrift"  # agent verify: mismatched entries
 METRIC_SYNC_LAG_SECONDS = "SyncLagSeconds"  # sync: now - NameNode time of the oldest unapplied event
-METRIC_SYNC_LAG_BYTES = "SyncLagBytes"  # sync: bytes the running window still has to copy
 METRIC_SYNC_BYTES = "SyncBytesCopied"
 METRIC_SYNC_PARKED = "SyncParkedPaths"
 METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"

@@ -73,7 +73,6 @@ class SyncStats:
     listings: int = 0
     replicated_txid: int | None = None
     oldest_unapplied_ms: int | None = None  # NameNode time of the oldest event not yet applied
-    bytes_to_copy: int = 0
     parked: set[str] = field(default_factory=set)
 
 
@@ -158,7 +157,7 @@ class Replicator:
         before = Counters()
         before.add(self.replica.counters)
         if steps.count:
-            self.state.window_started(first_txid, txid, steps.count, 0)
+            self.state.window_started(first_txid, txid, steps.count)
         self._gone = {}
         self._execute(steps)
         previous = list(self._pending)

@@ -76,12 +76,11 @@ class SyncState:
             return  # already at or past txid (a replayed window)
 
     # -- the running window --------------------------------------------------------------------------
-    def window_started(self, first_txid: int | None, last_txid: int, steps: int,
-                       bytes_to_copy: int) -> None:
+    def window_started(self, first_txid: int | None, last_txid: int, steps: int) -> None:
         self._ddb.put_item(TableName=self.table, Item={
             **self._key("window"), "first_txid": {"N": str(first_txid or last_txid)},
             "last_txid": {"N": str(last_txid)}, "steps": {"N": str(steps)},
-            "bytes": {"N": str(bytes_to_copy)}, "started_at": {"S": _now()},
+            "started_at": {"S": _now()},
             "started_ms": {"N": str(int(time.time() * 1000))}})
 
     def window_done(self) -> None:
