@@ -21,17 +21,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
-from hdfs_events.event import FIELDS, REQUIRED, EventType, INodeType, MetadataType
+from hdfs_events.event import FIELDS
+from hdfs_events.validation import line_problem
 
 PartitionKey = tuple[str, str]
 
 # Raw lines arrive with: object (its key), raw_cluster, raw_dt (from the key), value (the line).
 RAW_LINE_COLUMNS = ("object", "raw_cluster", "raw_dt", "value")
-_ENUM_COLUMNS: dict[str, tuple[str, ...]] = {
-    "type": tuple(EventType),
-    "inode_type": tuple(INodeType),
-    "metadata_type": tuple(MetadataType),
-}
 _MS_PER_DAY = 86_400_000
 # A decompressed object may not exceed this: the consumer writes at most one SQS message's
 # events (1 MiB of gzip) per object; anything far bigger is not ours.
@@ -106,9 +102,13 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 def _first_problem() -> Column:
     """The first contract check a parsed line fails, as text; null when it passes all.
 
-    Every key must be present (canonical JSON), except the ADDED_FIELDS: a line the consumer
-    wrote before the contract gained them reads them as null instead of being quarantined."""
+    Spark checks what its schema needs: a JSON object, JSON types it can read, every key
+    present (canonical JSON), except the ADDED_FIELDS (a line the consumer wrote before the
+    contract gained them reads them as null instead of being quarantined). The contract's own
+    rules (required fields, enums, ranges, paths, the agent's records) are the one validation
+    every component runs, hdfs_events.validation, here as a Python UDF on the line."""
     e, k = F.col("event"), F.col("_keys")
+    contract = F.udf(line_problem, T.StringType())("value")
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
     known = F.array(*[F.lit(n) for n in FIELDS])
     checks: list[tuple[Column, Column]] = [
@@ -120,15 +120,7 @@ def _first_problem() -> Column:
         (F.size(F.array_except(k, known)) > 0,
          F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(k, known), ", "))),
     ]
-    checks += [(e[name].isNull(), F.lit(f"required field '{name}' is null")) for name in REQUIRED]
-    for name, allowed in _ENUM_COLUMNS.items():
-        checks.append((e[name].isNotNull() & ~e[name].isin(*allowed),
-                       F.concat(F.lit(f"unknown {name} value '"), e[name], F.lit("'"))))
-    # The agent's own records, as HdfsEvent.from_dict checks them (docs/contract.md).
-    checks.append(((e["type"] == "GAP") & ~F.coalesce(e["gap_end_txid"] > e["txid"], F.lit(False)),
-                   F.lit("a GAP needs 'gap_end_txid' > txid")))
-    checks.append(((e["type"] == "SNAPSHOT") & e["inode_type"].isNull(),
-                   F.lit("a SNAPSHOT needs 'inode_type'")))
+    checks.append((contract.isNotNull(), contract))
     checks.append((e["cluster"] != F.col("raw_cluster"),
                    F.concat(F.lit("event of cluster '"), e["cluster"],
                             F.lit("' in the partition of cluster '"), F.col("raw_cluster"),

@@ -27,13 +27,14 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from hdfs_events.envelope import SQS_MAX_MESSAGE_BYTES
 from hdfs_events.ids import sqs_safe_id
+from hdfs_events.validation import JsonTextError, parse_json, preview
 
 COPY_REQUEST_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
@@ -65,6 +66,27 @@ SCHEMES = ("s3://", "s3a://")
 #                  list), but paths from here end up in operators' scripts and copy-pasted
 #                  commands; no dataset needs these characters in its name.
 _FORBIDDEN = frozenset("*?[]{}\\:#;&|$`<>\"'")
+# Characters that render as nothing, beyond the Cf/Zs categories refused as such: Unicode's
+# Default_Ignorable_Code_Point letters and marks (Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+# the combining grapheme joiner, Khmer inherent vowels, Mongolian and other variation
+# selectors) and the braille blank U+2800, which fonts draw empty.
+_INVISIBLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
+                        *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
+                        *range(0xE0100, 0xE01F0)])
+# Look-alikes of '/', '.' and '\' that NFKC does not map to them (those it does, such as the
+# fullwidth solidus U+FF0F or the one-dot leader U+2024, are caught by normalizing): from
+# Unicode's confusables.txt for the three characters, less letters, digits and marks of
+# living scripts (and the katakana middle dot and CJK full stop, common in Japanese names).
+_LOOKALIKES = frozenset([
+    # '/': division slash, fraction slash, big solidus, box diagonal, rising diagonal, kana
+    # repeat mark, combining solidus overlays, Philippine single punctuation.
+    0x2215, 0x2044, 0x29F8, 0x2571, 0x27CB, 0x3033, 0x0337, 0x0338, 0x1735,
+    # '.': middle dot, hyphenation point, bullet and dot operators, word-separator and raised
+    # dots, Syriac and Arabic full stops, Kharoshthi dot.
+    0x00B7, 0x2027, 0x2219, 0x22C5, 0x2E31, 0x2E33, 0x0701, 0x0702, 0x06D4, 0x10A50,
+    # backslash: set minus, reverse solidus operator, big reverse solidus, subset diagonal.
+    0x2216, 0x29F5, 0x29F9, 0x27CD,
+])
 
 
 class CopyMode(StrEnum):
@@ -189,11 +211,12 @@ def decode_request(body: str | bytes) -> CopyRequest:
     if len(body.encode("utf-8", "surrogatepass")) > MAX_REQUEST_BYTES:
         raise CopyRequestError("body", f"larger than {MAX_REQUEST_BYTES} bytes")
     try:
-        doc = json.loads(body, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
-    except CopyRequestError:
-        raise
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise CopyRequestError("body", f"not valid JSON: {exc}") from exc
+        # The contract's reader: nesting bounded before parsing, duplicate keys refused (json
+        # keeps the last, so {"destination": "/ok", "destination": "/etc"} would pass a
+        # reviewer's eye and do something else), no NaN, no number past CPython's limit.
+        doc = parse_json(body)
+    except JsonTextError as exc:
+        raise CopyRequestError(_field_name(exc.field or "body"), f"the body {exc}") from exc
     return request_from_dict(doc)
 
 
@@ -201,13 +224,14 @@ def request_from_dict(doc: Any) -> CopyRequest:
     if not isinstance(doc, dict):
         raise CopyRequestError("body", f"must be a JSON object, got {_json_type(doc)}")
     version = doc.get("v")
-    if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:  # not bool, not {}
         raise CopyRequestError(
-            "v", f"unsupported version {version!r}; this reader knows {sorted(SUPPORTED_VERSIONS)}"
+            "v", f"unsupported version {preview(version)}; this reader knows "
+            f"{sorted(SUPPORTED_VERSIONS)}"
         )
     unknown = sorted(k for k in doc if k not in FIELDS)
     if unknown:
-        raise CopyRequestError(unknown[0], f"unknown field(s) {unknown}")
+        raise CopyRequestError(_field_name(unknown[0]), f"unknown field(s) {preview(unknown)}")
     for name in REQUIRED:
         if doc.get(name) is None:
             raise CopyRequestError(name, "is required")
@@ -231,10 +255,10 @@ def parse_s3_uri(value: Any, field: str = "source") -> S3Location:
     scheme = next((s for s in SCHEMES if text.startswith(s)), None)
     if scheme is None:
         head = text.split("://", 1)[0] if "://" in text else text[:16]
-        raise CopyRequestError(field, f"scheme must be s3:// or s3a://, got {head!r}")
+        raise CopyRequestError(field, f"scheme must be s3:// or s3a://, got {preview(head)}")
     bucket, _, prefix = text[len(scheme):].partition("/")
     if not BUCKET.fullmatch(bucket) or ".." in bucket:
-        raise CopyRequestError(field, f"bucket {bucket!r} is not a valid S3 bucket name")
+        raise CopyRequestError(field, f"bucket {preview(bucket)} is not a valid S3 bucket name")
     if prefix and not prefix.endswith("/"):
         prefix += "/"  # a directory: "out/part" must not also match "out/part-2/"
     check_key(prefix, field)
@@ -290,12 +314,25 @@ def _check_component(part: str, field: str) -> None:
     for ch in part:
         if ch in _FORBIDDEN:
             raise CopyRequestError(field, f"character {ch!r} is not allowed")
+        if ch.isascii():
+            if ch.isprintable():
+                continue
+            raise CopyRequestError(field, f"control character U+{ord(ch):04X} is not allowed")
         # Cc: control characters (NUL, newline, ESC...); Cf: invisible formatting such as the
         # right-to-left override that makes a path read differently from what it is; Zl/Zp:
-        # line and paragraph separators.
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
+        # line and paragraph separators; Cs: lone surrogates; Co/Cn: private-use and unassigned
+        # code points, which render as whatever a font makes of them.
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
             raise CopyRequestError(field, f"control or format character U+{ord(ch):04X} "
                                           "is not allowed")
+        if unicodedata.category(ch) == "Zs" or ord(ch) in _INVISIBLE:
+            raise CopyRequestError(field, f"invisible character U+{ord(ch):04X} "
+                                          f"({unicodedata.name(ch, 'unnamed')}) is not allowed")
+        if ord(ch) in _LOOKALIKES or any(c in "/.\\" for c in unicodedata.normalize("NFKC", ch)):
+            raise CopyRequestError(field, f"character U+{ord(ch):04X} "
+                                          f"({unicodedata.name(ch, 'unnamed')}) looks like "
+                                          "'/', '.' or '\\' and is not allowed: a path must "
+                                          "read as what it is")
 
 
 def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
@@ -314,16 +351,21 @@ def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
             raise CopyRequestError(where, f"must be an object, got {_json_type(item)}")
         extra = sorted(set(item) - {"key", "size"})
         if extra:
-            raise CopyRequestError(where, f"unknown field(s) {extra}")
+            raise CopyRequestError(where, f"unknown field(s) {preview(extra)}")
         key = _string(item.get("key"), f"{where}.key")
         size = item.get("size")
         if isinstance(size, bool) or not isinstance(size, int):
             raise CopyRequestError(f"{where}.size", f"must be an integer, got {_json_type(size)}")
+        # Bounded by digits before any comparison or conversion elsewhere: a Python int of
+        # thousands of digits is valid JSON and would reach str() and arithmetic otherwise.
+        if size.bit_length() > 63:
+            raise CopyRequestError(f"{where}.size", f"{_json_type(size)} of "
+                                   f"{size.bit_length()} bits is outside 0..{MAX_OBJECT_SIZE}")
         if not 0 <= size <= MAX_OBJECT_SIZE:
             raise CopyRequestError(f"{where}.size", f"{size} is outside 0..{MAX_OBJECT_SIZE}")
         if not key.startswith(source.prefix) or key == source.prefix:
             raise CopyRequestError(f"{where}.key", f"{_preview(key)} is not inside the source "
-                                                   f"prefix {source.prefix!r}")
+                                                   f"prefix {preview(source.prefix)}")
         if key.endswith("/"):
             raise CopyRequestError(f"{where}.key", "names a directory marker, not an object")
         check_key(key, f"{where}.key")
@@ -367,19 +409,9 @@ def _string(value: Any, field: str) -> str:
     return value
 
 
-def _no_duplicate_keys(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads keeps the last of duplicate keys by default, so {"destination": "/ok",
-    # "destination": "/etc"} would pass a reviewer's eye and do something else.
-    d: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in d:
-            raise CopyRequestError(key, "appears twice in one object")
-        d[key] = value
-    return d
-
-
-def _no_constant(name: str) -> Any:
-    raise CopyRequestError("body", f"{name} is not valid JSON")
+def _field_name(key: str) -> str:
+    """A key of the request as the field a rejection names: cut short, it is untrusted."""
+    return key if len(key) <= 64 else key[:64] + "..."
 
 
 def _json_type(value: Any) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
-import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,13 @@ from typing import Any
 
 from hdfs_events.event import EventFormatError, HdfsEvent
 from hdfs_events.ids import deduplication_id
+from hdfs_events.validation import (
+    JsonTextError,
+    check_event,
+    check_message_events,
+    parse_json,
+    preview,
+)
 
 ENVELOPE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
@@ -114,7 +120,8 @@ def encode_message(
 
 
 def decode_message(body: str, attributes: Mapping[str, Any] | None = None) -> list[HdfsEvent]:
-    """The events of a message body. Raises EnvelopeError naming what is wrong.
+    """The checked events of a message body (hdfs_events.validation: every event, and the
+    events together). Raises EnvelopeError naming what is wrong.
 
     `attributes` may be in boto3's shape ({"encoding": {"StringValue": ...}}) or the shape Lambda
     delivers from an SQS event source ({"encoding": {"stringValue": ...}}).
@@ -122,9 +129,15 @@ def decode_message(body: str, attributes: Mapping[str, Any] | None = None) -> li
     events = []
     for i, d in enumerate(_event_dicts(body, attributes)):
         try:
-            events.append(HdfsEvent.from_dict(d))
+            event = HdfsEvent.from_dict(d)
+            check_event(event)
         except EventFormatError as exc:
             raise EnvelopeError(f"event {i}: {exc}") from exc
+        events.append(event)
+    try:
+        check_message_events(events)
+    except EventFormatError as exc:
+        raise EnvelopeError(str(exc)) from exc
     return events
 
 
@@ -140,23 +153,22 @@ def _event_dicts(body: str, attributes: Mapping[str, Any] | None) -> list[Any]:
         text = body
     else:
         raise EnvelopeError(
-            f"unknown encoding attribute {encoding!r}; expected {ENCODING_JSON!r} "
+            f"unknown encoding attribute {preview(encoding)}; expected {ENCODING_JSON!r} "
             f"or {ENCODING_GZIP!r}"
         )
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EnvelopeError(f"body is not JSON: {exc}") from exc
+        doc = parse_json(text)
+    except JsonTextError as exc:
+        raise EnvelopeError(f"body {exc}") from exc
     if not isinstance(doc, dict):
         raise EnvelopeError(f"envelope must be a JSON object, got {type(doc).__name__}")
     version = doc.get("v")
-    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
-        raise EnvelopeError(
-            f"unsupported envelope version {version!r}; this reader knows {sorted(SUPPORTED_VERSIONS)}"
-        )
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:  # not bool, not {}
+        raise EnvelopeError(f"unsupported envelope version {preview(version)}; this reader "
+                            f"knows {sorted(SUPPORTED_VERSIONS)}")
     unknown = doc.keys() - {"v", "events"}
     if unknown:
-        raise EnvelopeError(f"unknown envelope field(s) {sorted(unknown)}")
+        raise EnvelopeError(f"unknown envelope field(s) {preview(sorted(unknown))}")
     events = doc.get("events")
     if not isinstance(events, list) or not events:
         raise EnvelopeError("envelope field 'events' must be a non-empty list")
@@ -186,6 +198,10 @@ def _gunzip(body: str) -> str:
             raise EnvelopeError(f"compressed body expands past {MAX_DECODED_BYTES} bytes")
         if not inflater.eof:
             raise EnvelopeError("compressed body is truncated (gzip stream did not end)")
+        if inflater.unused_data:
+            # gzip.decompress would read a second member; the agent writes one, and anything
+            # after it would be silently dropped by a reader that stops at the first.
+            raise EnvelopeError("compressed body holds more than one gzip member")
     except zlib.error as exc:
         raise EnvelopeError(f"compressed body is not valid gzip: {exc}") from exc
     try:

@@ -12,10 +12,13 @@ import hashlib
 import re
 
 MAX_ID_LENGTH = 128  # SQS limit for MessageGroupId and MessageDeduplicationId
-_VALID_ID = re.compile(r"[!-~]{1,128}")  # printable ASCII without space
+SQS_ID = re.compile(r"[!-~]{1,128}")  # printable ASCII without space
 _INVALID_CHAR = re.compile(r"[^!-~]")
 _DIGEST_CHARS = 24  # 96 bits of blake2b: collisions only merge two groups, never lose order
 CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+# An IAM unique id (what SQS reports as SenderId, before ':' for a role session): a four-letter
+# type prefix (AIDA user, AROA role) and upper-case letters and digits, 16-128 in all.
+IAM_UNIQUE_ID = re.compile(r"A[A-Z]{3}[A-Z0-9]{12,124}")
 
 GROUP_STRATEGIES = ("prefix:N", "parent", "path", "single")
 
@@ -23,8 +26,9 @@ GROUP_STRATEGIES = ("prefix:N", "parent", "path", "single")
 def validate_cluster_name(name: str) -> str:
     """Cluster names appear in ids, S3 keys and DynamoDB keys: keep them to a safe set."""
     if not isinstance(name, str) or not CLUSTER_NAME.fullmatch(name):
+        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:80] + "..."
         raise ValueError(
-            f"cluster name {name!r} is not valid: use 1-63 letters, digits, '_', '.' or '-', "
+            f"cluster name {shown} is not valid: use 1-63 letters, digits, '_', '.' or '-', "
             "starting with a letter or digit"
         )
     return name
@@ -32,7 +36,7 @@ def validate_cluster_name(name: str) -> str:
 
 def sqs_safe_id(key: str) -> str:
     """`key` itself when SQS accepts it, else a readable prefix and a digest of the whole key."""
-    if _VALID_ID.fullmatch(key):
+    if SQS_ID.fullmatch(key):
         return key
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     prefix = _INVALID_CHAR.sub("_", key)[: MAX_ID_LENGTH - _DIGEST_CHARS - 1]

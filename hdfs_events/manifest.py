@@ -32,7 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hdfs_events.ids import sqs_safe_id, validate_cluster_name
+from hdfs_events.ids import SQS_ID, sqs_safe_id, validate_cluster_name
+from hdfs_events.validation import JAVA_LONG_MAX, JsonTextError, parse_json, preview
 
 MANIFEST_VERSION = 1
 KIND_ATTRIBUTE = "kind"
@@ -40,6 +41,9 @@ KIND_MANIFEST = "manifest"
 # A manifest stays within one 64 KiB SQS billing chunk: deduplication ids are at most 128
 # characters (SQS limit), ~45 for ordinary clusters, so 400 of them fit with room to spare.
 MAX_MESSAGES_PER_MANIFEST = 400
+# Parts of one range: 10,000 x 400 ids is 4 million messages, far more than one checkpoint
+# interval sends; a bound keeps a hostile 'parts' from making the consumer wait for ever.
+MAX_PARTS = 10_000
 
 
 class ManifestError(ValueError):
@@ -60,8 +64,10 @@ class Manifest:
         validate_cluster_name(self.cluster)
         if self.after is not None and self.end <= self.after:
             raise ValueError(f"manifest range ({self.after}, {self.end}] is empty")
-        if not 0 <= self.part < self.parts:
-            raise ValueError(f"manifest part {self.part} of {self.parts}")
+        if not 0 <= self.part < self.parts <= MAX_PARTS:
+            raise ValueError(f"manifest part {self.part} of {self.parts} (at most {MAX_PARTS})")
+        if self.end > JAVA_LONG_MAX:
+            raise ValueError(f"manifest 'end' {self.end} is past a Java long txid")
         if len(self.messages) > MAX_MESSAGES_PER_MANIFEST:
             raise ValueError(f"a manifest names at most {MAX_MESSAGES_PER_MANIFEST} messages, "
                              f"got {len(self.messages)}")
@@ -108,39 +114,50 @@ def is_manifest(attributes: Mapping[str, Any] | None) -> bool:
 
 def decode_manifest(body: str) -> Manifest:
     """The manifest in `body`. Raises ManifestError naming what is wrong."""
+    if not isinstance(body, str):
+        raise ManifestError(f"manifest body must be text, got {type(body).__name__}")
     try:
-        doc = json.loads(body)
-    except (TypeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"manifest body is not JSON: {exc}") from exc
+        doc = parse_json(body)
+    except JsonTextError as exc:
+        raise ManifestError(f"manifest body {exc}") from exc
     if not isinstance(doc, dict):
         raise ManifestError(f"manifest must be a JSON object, got {type(doc).__name__}")
     if doc.get("v") != MANIFEST_VERSION or isinstance(doc.get("v"), bool):
-        raise ManifestError(f"unsupported manifest version {doc.get('v')!r}; this reader knows "
+        raise ManifestError(f"unsupported manifest version {preview(doc.get('v'))}; this reader knows "
                             f"[{MANIFEST_VERSION}]")
     unknown = doc.keys() - {"v", "cluster", "after", "end", "part", "parts", "range",
                           "messages"}
     if unknown:
-        raise ManifestError(f"unknown manifest field(s) {sorted(unknown)}")
+        raise ManifestError(f"unknown manifest field(s) {preview(sorted(unknown))}")
     after, end, messages = doc.get("after"), doc.get("end"), doc.get("messages")
     if after is not None and not _is_txid(after):
-        raise ManifestError(f"manifest 'after' must be a txid or null, got {after!r}")
+        raise ManifestError(f"manifest 'after' must be a txid (0..{JAVA_LONG_MAX}) or null, "
+                            f"got {preview(after)}")
     if not _is_txid(end):
-        raise ManifestError(f"manifest 'end' must be a txid, got {end!r}")
+        raise ManifestError(f"manifest 'end' must be a txid (0..{JAVA_LONG_MAX}), got "
+                            f"{preview(end)}")
     part, parts, range_id = doc.get("part", 0), doc.get("parts", 1), doc.get("range", "")
     if not isinstance(range_id, str) or len(range_id) > 64:
-        raise ManifestError(f"manifest 'range' must be a short string, got {range_id!r}")
-    if not _is_txid(part) or not _is_txid(parts):
-        raise ManifestError(f"manifest 'part' and 'parts' must be whole numbers, got {part!r}, "
-                            f"{parts!r}")
+        raise ManifestError(f"manifest 'range' must be a string of at most 64 characters, got "
+                            f"{preview(range_id)}")
+    if not _is_count(part) or not _is_count(parts):
+        raise ManifestError(f"manifest 'part' and 'parts' must be whole numbers up to "
+                            f"{MAX_PARTS}, got {preview(part)}, {preview(parts)}")
     if not isinstance(messages, list) or not all(
-            isinstance(m, str) and 0 < len(m) <= 128 for m in messages):
-        raise ManifestError("manifest 'messages' must be a list of deduplication ids")
+            isinstance(m, str) and SQS_ID.fullmatch(m) for m in messages):
+        raise ManifestError("manifest 'messages' must be a list of deduplication ids (1-128 "
+                            "printable ASCII characters, SQS's rule)")
+    if len(set(messages)) != len(messages):
+        raise ManifestError("manifest 'messages' names a message twice")
+    if not isinstance(doc.get("cluster"), str):
+        raise ManifestError(f"manifest 'cluster' must be a string, got "
+                            f"{preview(doc.get('cluster'))}")
     try:
         return Manifest(cluster=doc.get("cluster"), after=after, end=end,  # type: ignore[arg-type]
                         messages=tuple(messages), part=part, parts=parts,
                         range_id=range_id)
     except (TypeError, ValueError) as exc:
-        raise ManifestError(f"manifest: {exc}") from exc
+        raise ManifestError(f"manifest: {preview(str(exc))}") from exc
 
 
 def manifests_for(cluster: str, after: int | None, end: int,
@@ -162,4 +179,9 @@ def _digest(ids: Sequence[str]) -> str:
 
 
 def _is_txid(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A Java long txid, as FSEditLog numbers them."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= JAVA_LONG_MAX
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PARTS

@@ -13,6 +13,9 @@ METRIC_MESSAGES = "Messages"
 METRIC_BYTES = "Bytes"
 METRIC_INGEST_LAG_MS = "IngestLagMs"  # consumer: now - NameNode timestamp
 METRIC_QUARANTINED = "QuarantinedMessages"
+# consumer: messages claiming a cluster whose sender is not that cluster's principal, or that
+# sit in another cluster's message group (quarantined too); alarmed on per cluster.
+METRIC_FOREIGN_SENDER = "ForeignSenderMessages"
 # consumer: GAP records in the stream (edits the NameNode purged before the agent read them)
 # and the txids they lost; the consumer-side twin of the agent's InotifyGap, alarmed on
 # because it arrives even when the agent's own PutMetricData call failed.
@@ -41,6 +44,9 @@ ENV_INDEX_TABLE = "INDEX_TABLE"
 ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
 ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
 ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # drain requests: the index goes on in a later invocation
+# JSON {"<cluster>": ["<IAM user ARN or IAM unique id>", ...]}: who may send each cluster's
+# messages (lambdas/ingest/senders.py).
+ENV_CLUSTER_SENDERS = "CLUSTER_SENDERS"
 LOG_MODES = ("all", "mutations", "summary")
 
 # --- S3 lake layout -------------------------------------------------------------------------

@@ -14,19 +14,29 @@ guess), seals a little under the limit, and when a message still comes out too l
 the prefix that fits by the measured ratio and leaves the rest open: nothing is compressed more
 than about twice, and no message ever exceeds the limit. A single event larger than the limit is
 sent alone (up to the SQS hard limit of 1 MiB; beyond that `MessageTooLarge`).
+
+Every event is checked against the contract (hdfs_events.validation) before it is packed. One
+the consumer would refuse (a path longer than the namespace index can key, say) is sealed
+alone in a message of its own, after the open message of its group: the consumer quarantines
+exactly that message with the reason, and no valid event shares its fate. It is logged here,
+and counted in `PackerStats.rejected`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from hdfs_events.envelope import WireMessage, encode_message
-from hdfs_events.event import HdfsEvent
+from hdfs_events.event import EventFormatError, HdfsEvent
 from hdfs_events.ids import group_key, sqs_safe_id
 from hdfs_events.manifest import Manifest
+from hdfs_events.validation import check_event
 from onprem_agent.event_json import event_json
+
+log = logging.getLogger(__name__)
 
 # Fill to this share of the limit: a little headroom keeps re-splits rare when the compression
 # ratio drifts between messages.
@@ -65,6 +75,7 @@ class PackerStats:
     bytes: int = 0
     billed_requests: int = 0  # 64 KiB chunks, as if each message were sent alone
     resplits: int = 0
+    rejected: int = 0  # events the contract refuses, each sent alone (see the module doc)
 
 
 class EventPacker:
@@ -109,6 +120,10 @@ class EventPacker:
     def add(self, event: HdfsEvent, now: float) -> list[PackedMessage]:
         """Adds one event; returns the messages this sealed (usually none)."""
         gid = self.group_id(event)
+        try:
+            check_event(event)
+        except EventFormatError as exc:
+            return self._alone(gid, event, str(exc))
         text = self._event_json(event)
         size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
         sealed: list[PackedMessage] = []
@@ -122,6 +137,17 @@ class EventPacker:
         message.json.append(text)
         message.raw += size
         return sealed
+
+    def _alone(self, gid: str, event: HdfsEvent, reason: str) -> list[PackedMessage]:
+        """Seals the group's open message, then `event` alone: group order is kept."""
+        log.error("event (%d, %d) breaks the contract and is sent alone, for the consumer to "
+                  "quarantine: %s", event.txid, event.index, reason)
+        self.stats.rejected += 1
+        sealed = self._seal(gid, final=True) if gid in self._open else []
+        wire = encode_message([event], group_id=gid, compress=self.compress, level=self.level,
+                              event_json=[event.to_json()])
+        self._observe(wire, 0)
+        return [*sealed, self._packed(wire, [event])]
 
     def expired(self, now: float) -> list[PackedMessage]:
         """Seals every message open for `linger_s` or longer."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -105,3 +107,15 @@ class IngestConsumer(Construct):
             event_queue, batch_size=BATCH_SIZE, report_batch_item_failures=True,
             max_concurrency=settings.consumer_max_concurrency,
             enabled=settings.consumer_mapping_enabled))
+
+    def accept_senders(self, senders: Mapping[str, Sequence[str]],
+                       users: Sequence[iam.IUser]) -> None:
+        """Whose messages the consumer accepts for each cluster (lambdas/ingest/senders.py):
+        user ARNs, which the function turns into unique ids with iam:GetUser (CloudFormation
+        has no attribute for a user's id), and unique ids (a role's, from Fn::GetAtt)."""
+        self.function.add_environment(names.ENV_CLUSTER_SENDERS,
+                                      Stack.of(self).to_json_string(dict(senders)))
+        if users:
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="ResolveAgentUsers", actions=["iam:GetUser"],
+                resources=[user.user_arn for user in users]))

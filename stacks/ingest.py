@@ -44,6 +44,17 @@ class IngestStack(Stack):
                             targets=targets, anchor=anchor)
             for cluster in settings.clusters]
 
+        # Each cluster's events only from its own principals: the user (by ARN, resolved to its
+        # unique id by the consumer), the Roles Anywhere role (by its unique id), and any
+        # principal cdk.json adds (docs/consumer.md, "Cluster identity").
+        senders: dict[str, list[str]] = {}
+        for principal in self.principals:
+            own = senders[principal.cluster] = [principal.user.user_arn]
+            if principal.role is not None:
+                own.append(principal.role.role_id)
+            own.extend(settings.extra_senders_of(principal.cluster))
+        self.consumer.accept_senders(senders, [p.user for p in self.principals])
+
         # Only the agents (and the consumer's drain requests) may put events on the
         # stream: an explicit deny beats any allow another policy in the account might give.
         senders = [self.consumer.role.role_arn]

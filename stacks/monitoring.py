@@ -188,6 +188,16 @@ class MonitoringStack(Stack):
                   f"{INDEX_STALLED_MS // 60_000} minutes for the messages of its next txid "
                   "range: one is in the event DLQ (redrive it) or was lost (restart the agent "
                   "from an earlier checkpoint); see docs/deploy.md")
+            # lambdas/ingest/senders.py: each message is quarantined already; the alarm is
+            # for whoever owns the credentials that sent it.
+            alarm(f"foreign-sender-{cluster}",
+                  _consumer_metric(names.METRIC_FOREIGN_SENDER, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"A message claiming cluster {cluster} came from a principal "
+                  f"that is not the {cluster} agent's, or sat in another cluster's message "
+                  "group: quarantined. Its SenderId is in the consumer's 'message from a "
+                  "sender that is not its cluster's principal' log line; see docs/consumer.md")
             alarm(f"index-drain-failures-{cluster}",
                   _consumer_metric(names.METRIC_INDEX_DRAIN_FAILURES, cluster, "Sum"),
                   threshold=1,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from hdfs_events.ids import validate_cluster_name
+from hdfs_events.ids import IAM_UNIQUE_ID, validate_cluster_name
 from hdfs_events.names import LOG_MODES
 
 CONTEXT_ENV = "env"
@@ -47,6 +47,11 @@ class Settings:
     tag_resources: bool = True
     # HDFS clusters that ship events: one on-prem principal each, scoped to its own items.
     clusters: tuple[str, ...] = ("dev",)
+    # Principals this app does not create that may also send a cluster's events, as
+    # "<cluster>=<IAM unique id>" (a site's own role: its RoleId "AROA..."; see
+    # docs/consumer.md, "Cluster identity"). `local` names moto's SenderId, which moto gives
+    # every message whoever sends it.
+    extra_senders: tuple[str, ...] = ()
 
     # --- ingest -------------------------------------------------------------------------
     max_receive_count: int = 5
@@ -98,6 +103,10 @@ class Settings:
     oldest_message_alarm_seconds: int = 900
     heartbeat_missing_minutes: int = 10
     alarm_email: str | None = None
+
+    def extra_senders_of(self, cluster: str) -> list[str]:
+        return [sender for entry in self.extra_senders
+                for name, _, sender in [entry.partition("=")] if name == cluster]
 
     @property
     def prefix(self) -> str:
@@ -176,6 +185,10 @@ def _validate(where: str, s: Settings) -> None:
         except ValueError as exc:
             raise SettingsError(f"{where}.clusters: {exc}") from exc
     check(len(set(s.clusters)) == len(s.clusters), "clusters", "names must be unique")
+    for entry in s.extra_senders:
+        cluster, _, sender = entry.partition("=")
+        check(cluster in s.clusters and bool(IAM_UNIQUE_ID.fullmatch(sender)), "extra_senders",
+              f"{entry!r} is not '<cluster>=<IAM unique id>' of a cluster in 'clusters'")
     check(not (s.retain_data and s.auto_delete_objects), "auto_delete_objects",
           "cannot be true when retain_data is true")
     # SQS allows maxReceiveCount 1..1000.

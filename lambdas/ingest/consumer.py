@@ -1,5 +1,10 @@
 """One message in, its effects out: decode, lake, index, log, count. No SQS record here.
 
+Reading a message (decoding, the contract's checks, the sender's identity, building its lake
+objects) touches no AWS service, and any exception while reading is the message's fault: it is
+quarantined with the reason, never retried, so it cannot hold back its message group or the
+index. Only the effects that follow are AWS calls, and only their failures are retried.
+
 Order matters for retries: the lake object (keyed by the dedup id) and the arrival record are
 idempotent, so a message that fails half-way is simply processed again; log lines and metrics
 are emitted only after both succeeded, so a redelivery does not count twice what it repeats.
@@ -11,27 +16,34 @@ applies whatever ranges became complete.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hdfs_events.envelope import EnvelopeError, decode_message
-from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
 from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
 from lambdas.ingest.dal import KIND_DRAIN
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
-from lambdas.ingest.quarantine import quarantine_record
+from lambdas.ingest.quarantine import bounded_reason, quarantine_record
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.senders import ClusterSenders
 from lambdas.ingest.sequencer import DrainReport, IndexSequencer, Position
 from lambdas.ingest.telemetry import BatchTelemetry
 
 UNKNOWN_CLUSTER = "unknown"
+
+
+class ForeignSender(ValueError):
+    """A message whose sender or group is not its cluster's own (lambdas/ingest/senders.py)."""
+
+    def __init__(self, cluster: str, reason: str) -> None:
+        super().__init__(reason)
+        self.cluster = cluster
 
 
 class Lake(Protocol):
@@ -62,9 +74,10 @@ class Outcome:
 class MessageConsumer:
     def __init__(self, *, lake: Lake, sequencer: IndexSequencer | None,
                  drain_requests: DrainRequests | None, log_mode: str, logger: EventLogger,
-                 telemetry: BatchTelemetry | None = None,
+                 senders: ClusterSenders, telemetry: BatchTelemetry | None = None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.lake, self.sequencer, self.drain_requests = lake, sequencer, drain_requests
+        self.senders = senders
         self.log_mode, self.logger = log_mode, logger
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
@@ -82,13 +95,14 @@ class MessageConsumer:
             return self._drain_request(message)
         try:
             events = decode_message(message.body, message.message_attributes)
-            check_events(events)
-        except EnvelopeError as exc:
-            return self._quarantine(message, str(exc))
-        event_json = [e.to_json() for e in events]
+            self._check_sender(events[0].cluster, message)
+            objects = lake_objects(events, [e.to_json() for e in events],
+                                   dedup_id=message.dedup_id,
+                                   sent_timestamp_ms=message.sent_timestamp_ms)
+        except Exception as exc:  # reading is pure: any failure is the message's own
+            return self._unreadable(message, exc)
         keys = []
-        for obj in lake_objects(events, event_json, dedup_id=message.dedup_id,
-                                sent_timestamp_ms=message.sent_timestamp_ms):
+        for obj in objects:
             self.lake.put(obj.key, obj.body, "application/x-ndjson")
             keys.append(obj.key)
         if self.sequencer is not None:
@@ -104,8 +118,9 @@ class MessageConsumer:
     def _manifest(self, message: QueueMessage) -> Outcome:
         try:
             manifest = decode_manifest(message.body)
-        except ManifestError as exc:
-            return self._quarantine(message, str(exc))
+            self._check_sender(manifest.cluster, message)
+        except Exception as exc:  # reading is pure: any failure is the message's own
+            return self._unreadable(message, exc)
         if self.sequencer is not None:
             self.sequencer.manifest(manifest)
             self.to_drain.add(manifest.cluster)
@@ -114,7 +129,7 @@ class MessageConsumer:
     def _drain_request(self, message: QueueMessage) -> Outcome:
         try:
             cluster = validate_cluster_name(json.loads(message.body)["cluster"])
-        except (ValueError, TypeError, KeyError) as exc:
+        except Exception as exc:  # reading is pure: any failure is the message's own
             return self._quarantine(message, f"bad index drain request: {exc!r}")
         if self.sequencer is not None:
             self.to_drain.add(cluster)
@@ -148,11 +163,35 @@ class MessageConsumer:
         self.sequencer.recent.clear()
         return reports
 
+    def _check_sender(self, cluster: str, message: QueueMessage) -> None:
+        problem = self.senders.problem(cluster, message.sender_id, message.group_id)
+        if problem is not None:
+            raise ForeignSender(cluster, problem)
+
+    def _unreadable(self, message: QueueMessage, exc: Exception) -> Outcome:
+        if isinstance(exc, ForeignSender):
+            self.logger.error("message from a sender that is not its cluster's principal",
+                              extra={"message_id": message.message_id, "cluster": exc.cluster,
+                                     "sender_id": message.sender_id,
+                                     "group_id": message.group_id})
+            # Known clusters only as a dimension: a claimed name is the sender's word.
+            known = exc.cluster in self.senders.principals
+            self.telemetry.foreign_sender(exc.cluster if known else UNKNOWN_CLUSTER)
+            return self._quarantine(message, str(exc))
+        if isinstance(exc, (EnvelopeError, ManifestError)):
+            return self._quarantine(message, str(exc))
+        # Not a rule the contract names: say what broke, for whoever fixes the reader.
+        return self._quarantine(message, f"unreadable message ({type(exc).__name__}): {exc}")
+
     def _quarantine(self, message: QueueMessage, reason: str) -> Outcome:
+        reason = bounded_reason(reason)
         record = quarantine_record(message, reason, now_ms=self.clock_ms())
         self.lake.put(record.key, record.body, "application/json")
         cluster = cluster_hint(message)
-        if self.sequencer is not None and cluster != UNKNOWN_CLUSTER and message.dedup_id:
+        # Only the cluster's own principal may tell its index that a message is lost: another
+        # sender could otherwise name a real message's deduplication id and make a range skip it.
+        if (self.sequencer is not None and cluster != UNKNOWN_CLUSTER and message.dedup_id
+                and self.senders.allows(cluster, message.sender_id)):
             # A manifest may name it: its range goes on without it (counted), not stuck.
             self.sequencer.quarantined(cluster, message.dedup_id, reason)
             self.to_drain.add(cluster)
@@ -169,21 +208,6 @@ def _progress_key(position: Position | None) -> str:
         return "start"
     step = "" if position.walk is None else f".{position.walk.step}"
     return f"{position.txid}.{position.index}{step}"
-
-
-def check_events(events: Sequence[HdfsEvent]) -> None:
-    """What the envelope schema cannot say: one valid cluster, (txid, index) increasing."""
-    cluster = events[0].cluster
-    try:
-        validate_cluster_name(cluster)
-    except ValueError as exc:
-        raise EnvelopeError(str(exc)) from exc
-    for i, (a, b) in enumerate(itertools.pairwise(events), start=1):
-        if b.cluster != cluster:
-            raise EnvelopeError(f"event {i}: cluster {b.cluster!r} in a message of {cluster!r}")
-        if (b.txid, b.index) <= (a.txid, a.index):
-            raise EnvelopeError(f"event {i}: (txid, index) ({b.txid}, {b.index}) does not follow "
-                                f"({a.txid}, {a.index})")
 
 
 def cluster_hint(message: QueueMessage) -> str:

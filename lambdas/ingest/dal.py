@@ -102,6 +102,15 @@ class SqsDrainRequests:
         )
 
 
+class IamUsers:
+    def __init__(self, iam: Any | None = None) -> None:
+        self.iam = iam or client("iam")
+
+    def unique_id(self, user_name: str) -> str:
+        """The user's IAM unique id ("AIDA..."), what SQS reports as a message's SenderId."""
+        return str(self.iam.get_user(UserName=user_name)["User"]["UserId"])
+
+
 # --- the index table ---------------------------------------------------------------------------
 
 def seq(version: Version) -> int:

@@ -21,6 +21,7 @@ from lambdas.ingest import dal
 from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.senders import resolve_senders
 from lambdas.ingest.sequence_store import DynamoSequenceStore
 from lambdas.ingest.sequencer import IndexSequencer
 from lambdas.ingest.settings import Settings
@@ -48,8 +49,9 @@ def consumer() -> MessageConsumer:
         index = NamespaceIndex(dal.DynamoIndexStore(settings.index_table),
                                settings.index_prefixes)
         sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
+    senders = resolve_senders(settings.cluster_senders, dal.IamUsers().unique_id)
     return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=drain_requests,
-                           log_mode=settings.log_mode, logger=logger)
+                           log_mode=settings.log_mode, logger=logger, senders=senders)
 
 
 @tracer.capture_method

@@ -17,6 +17,10 @@ from lambdas.ingest.records import QueueMessage
 
 _UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 QUARANTINE_STAGE = "ingest"
+# A reason goes into a log line, and CloudWatch Logs takes at most 256 KiB (262,144 bytes, less
+# 26 of overhead) per event: 2,000 characters (<= 8,000 UTF-8 bytes) leave the line's other
+# fields room and still say what is wrong.
+MAX_REASON_CHARS = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,15 @@ class QuarantineRecord:
     key: str
     body: bytes
     reason: str
+
+
+def bounded_reason(reason: str) -> str:
+    """`reason` cut to MAX_REASON_CHARS, saying how much was cut; lone surrogates escaped."""
+    reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    cut = len(reason) - MAX_REASON_CHARS
+    return f"{reason[:MAX_REASON_CHARS]}... ({cut} more characters)"
 
 
 def quarantine_record(message: QueueMessage, reason: str, *, now_ms: int) -> QuarantineRecord:

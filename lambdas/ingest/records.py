@@ -37,6 +37,12 @@ class QueueMessage:
             attributes=attrs,
         )
 
+    @property
+    def sender_id(self) -> str | None:
+        """SQS's SenderId: the IAM unique id of who sent it ("AROA...:<session>" for a role)."""
+        value = self.attributes.get("SenderId")
+        return value if isinstance(value, str) else None
+
     def string_attribute(self, name: str) -> str | None:
         attr = self.message_attributes.get(name)
         if isinstance(attr, Mapping):

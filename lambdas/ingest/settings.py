@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hdfs_events import names
+from hdfs_events.ids import CLUSTER_NAME
+from lambdas.ingest.senders import is_sender_entry
 
 
 class SettingsError(ValueError):
@@ -20,6 +23,7 @@ class Settings:
     index_prefixes: tuple[str, ...]
     log_mode: str
     event_queue_url: str | None
+    cluster_senders: Mapping[str, tuple[str, ...]]  # lambdas/ingest/senders.py
 
     @property
     def index_enabled(self) -> bool:
@@ -49,7 +53,32 @@ class Settings:
             index_prefixes=prefixes,
             log_mode=log_mode,
             event_queue_url=env.get(names.ENV_EVENT_QUEUE_URL, "").strip() or None,
+            cluster_senders=parse_cluster_senders(env.get(names.ENV_CLUSTER_SENDERS, "")),
         )
+
+
+def parse_cluster_senders(text: str) -> dict[str, tuple[str, ...]]:
+    """{"prod": ["arn:aws:iam::123456789012:user/x", "AROA..."]}: every cluster the consumer
+    accepts, each with at least one principal."""
+    where = f"environment variable {names.ENV_CLUSTER_SENDERS}"
+    if not text.strip():
+        raise SettingsError(f"{where} is not set: no cluster's events could be accepted")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"{where} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or not doc:
+        raise SettingsError(f"{where} must be a JSON object of cluster names to principals")
+    senders: dict[str, tuple[str, ...]] = {}
+    for cluster, entries in doc.items():
+        if not CLUSTER_NAME.fullmatch(cluster):
+            raise SettingsError(f"{where}: {cluster!r} is not a cluster name")
+        if (not isinstance(entries, list) or not entries
+                or not all(isinstance(e, str) and is_sender_entry(e) for e in entries)):
+            raise SettingsError(f"{where}: cluster {cluster!r} needs a list of IAM user ARNs "
+                                f"or IAM unique ids (AIDA..., AROA...), got {entries!r}")
+        senders[cluster] = tuple(entries)
+    return senders
 
 
 def parse_prefixes(text: str) -> tuple[str, ...]:

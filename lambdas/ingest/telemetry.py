@@ -41,6 +41,7 @@ class ClusterTotals:
     events: int = 0
     bytes: int = 0
     quarantined: int = 0
+    foreign: int = 0
     gaps: int = 0
     lost_txids: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
@@ -72,6 +73,9 @@ class BatchTelemetry:
     def quarantined(self, cluster: str) -> None:
         self._of(cluster).quarantined += 1
 
+    def foreign_sender(self, cluster: str) -> None:
+        self._of(cluster).foreign += 1
+
     def drained(self, cluster: str, report: DrainReport, now_ms: int) -> None:
         totals = self._of(cluster)
         since = report.waiting_since_ms
@@ -92,6 +96,7 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_EVENTS, "Count", t.events)
             metrics.add_metric(names.METRIC_BYTES, "Bytes", t.bytes)
             metrics.add_metric(names.METRIC_QUARANTINED, "Count", t.quarantined)
+            metrics.add_metric(names.METRIC_FOREIGN_SENDER, "Count", t.foreign)
             metrics.add_metric(names.METRIC_STREAM_GAPS, "Count", t.gaps)
             metrics.add_metric(names.METRIC_LOST_TXIDS, "Count", t.lost_txids)
             metrics.add_metric(names.METRIC_INDEX_DRAIN_FAILURES, "Count", t.drain_failures)

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match
 from hdfs_events import names
 from stacks.consumer import INDEX_ACTIONS
 from stacks.queues import MAX_MESSAGE_BYTES
+from stacks.settings import load_settings
 from tests.infra.conftest import Synthesized
 from tests.infra.synth import REPO
 
@@ -81,7 +82,7 @@ def test_consumer_runs_python_311_on_arm64_with_the_contract_environment(
     assert fn["TracingConfig"] == {"Mode": "Active"}
     env = fn["Environment"]["Variables"]
     assert set(env) == {names.ENV_LAKE_BUCKET, names.ENV_INDEX_TABLE, names.ENV_INDEX_PREFIXES,
-                        names.ENV_LOG_MODE, names.ENV_EVENT_QUEUE_URL,
+                        names.ENV_LOG_MODE, names.ENV_EVENT_QUEUE_URL, names.ENV_CLUSTER_SENDERS,
                         "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE",
                         "POWERTOOLS_LOG_LEVEL", "POWERTOOLS_LOGGER_LOG_EVENT"}
     assert env["POWERTOOLS_SERVICE_NAME"] == "hdfs-events-ingest"
@@ -184,7 +185,7 @@ def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> No
 
 INGEST_CODE = REPO / "lambdas" / "ingest"
 # The attribute each boto3 client lives in (lambdas/ingest/dal.py, sequence_store.py).
-CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs"}
+CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs", "iam": "iam"}
 
 
 def _calls_in_consumer_code() -> dict[str, set[str]]:
@@ -192,7 +193,7 @@ def _calls_in_consumer_code() -> dict[str, set[str]]:
     client passed in as `ddb`) is dynamodb:BatchGetItem."""
     calls: dict[str, set[str]] = {service: set() for service in CLIENT_SERVICE.values()}
     for source in INGEST_CODE.glob("*.py"):
-        for client, op in re.findall(r"\b(ddb|s3|sqs)\.([a-z_]+)\(", source.read_text()):
+        for client, op in re.findall(r"\b(ddb|s3|sqs|iam)\.([a-z_]+)\(", source.read_text()):
             service = CLIENT_SERVICE[client]
             calls[service].add(f"{service}:" + "".join(w.title() for w in op.split("_")))
     return calls
@@ -265,3 +266,40 @@ def _event_queue_id(s: Synthesized) -> str:
     (queue_id,) = [k for k, r in s.resources("Ingest", "AWS::SQS::Queue").items()
                    if r["Properties"]["QueueName"] == f"hdfs-events-{s.env}-events.fifo"]
     return queue_id
+
+
+def test_each_cluster_is_accepted_only_from_its_own_principals(deployed_env: Synthesized,
+                                                               local: Synthesized) -> None:
+    """CLUSTER_SENDERS names each cluster's user (by ARN) and Roles Anywhere role (by its
+    unique id); the consumer may look up exactly those users."""
+    env = _function(deployed_env)["Environment"]["Variables"][names.ENV_CLUSTER_SENDERS]
+    rendered = json.dumps(env)
+    users = deployed_env.resources("Ingest", "AWS::IAM::User")
+    roles = {k: r for k, r in deployed_env.resources("Ingest", "AWS::IAM::Role").items()
+             if "rolesanywhere" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])}
+    assert users and roles
+    for user_id in users:
+        assert json.dumps({"Fn::GetAtt": [user_id, "Arn"]}) in rendered
+    for role_id in roles:
+        assert json.dumps({"Fn::GetAtt": [role_id, "RoleId"]}) in rendered
+    assert _calls_in_consumer_code()["iam"] == {"iam:GetUser"}
+    (lookup,) = _by_action(deployed_env, "iam:GetUser")["iam:GetUser"]
+    assert _actions(lookup) == ["iam:GetUser"]
+    resources = lookup["Resource"] if isinstance(lookup["Resource"], list) else [
+        lookup["Resource"]]
+    assert sorted(json.dumps(r) for r in resources) == sorted(
+        json.dumps({"Fn::GetAtt": [user_id, "Arn"]}) for user_id in users)
+    # moto gives every message one fixed SenderId: `local` accepts it for its one cluster.
+    local_env = json.dumps(_function(local)["Environment"]["Variables"][
+        names.ENV_CLUSTER_SENDERS])
+    assert "AIDAIT2UOQQY3AUEKVGXU" in local_env
+
+
+def test_foreign_senders_alarm_per_cluster(deployed_env: Synthesized) -> None:
+    alarms = deployed_env.resources("Monitoring", "AWS::CloudWatch::Alarm").values()
+    foreign = [a["Properties"] for a in alarms
+               if a["Properties"].get("MetricName") == names.METRIC_FOREIGN_SENDER]
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    clusters = load_settings(context, deployed_env.env).clusters
+    assert {a["Dimensions"][0]["Value"] for a in foreign} == set(clusters)
+    assert all(a["Threshold"] == 1 and a["Statistic"] == "Sum" for a in foreign)

@@ -37,7 +37,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
-        "index-stalled-prod", "index-drain-failures-prod"}
+        "index-stalled-prod", "index-drain-failures-prod", "foreign-sender-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0

@@ -59,7 +59,7 @@ HOSTILE = [
     ("duplicate-key", '{"v": 1, "request_id": "h24", "source": "' + SRC + '", "destination": '
                       '"/data/imports/ok", "destination": "/etc", "mode": "update"}',
      "twice"),
-    ("not-json", "hadoop distcp s3a://x/ /; rm -rf /", "not valid JSON"),
+    ("not-json", "hadoop distcp s3a://x/ /; rm -rf /", "is not JSON"),
     ("json-array", json.dumps([SRC, "/data/imports/ok"]), "JSON object"),
     ("unknown-field", body(request_id="h27", cmd="rm -rf /"), "unknown field"),
     ("manifest-outside-prefix", body(request_id="h28", manifest=manifest(

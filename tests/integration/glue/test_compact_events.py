@@ -187,17 +187,18 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
     missing_key = json.dumps({k: v for k, v in d.items() if k != "owner"})
     unknown_type = json.dumps({**d, "index": 9, "type": "CHMOD"})
     null_path = json.dumps({**d, "index": 10, "path": None})
+    relative_path = json.dumps({**d, "index": 11, "path": "data/x"})
     other_cluster = json.dumps({**d, "cluster": "c2"})
     lake.write_lines("c1", "2015-01-13", "07", "mixed",
                      [*good, "{not json", wrong_type, missing_key, unknown_type, null_path,
-                      other_cluster])
+                      relative_path, other_cluster])
     lake.write_bytes("c1", "2015-01-13", "07", "not-gzip", b"this is not gzip at all")
     truncated = gzip.compress("\n".join(e.to_json() for e in sample_events[10:]).encode())
     lake.write_bytes("c1", "2015-01-13", "07", "truncated", truncated[: len(truncated) // 2])
 
     report = run(spark, lake)
 
-    assert (report.quarantined_objects, report.quarantined_lines) == (2, 6)
+    assert (report.quarantined_objects, report.quarantined_lines) == (2, 7)
     assert report.events_added == 10
     qdir = lake.root / "quarantine" / "glue" / "compact_events"
     reasons = sorted(p.read_text() for p in qdir.glob("objects/*/**/*.reason.txt"))
@@ -209,9 +210,11 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
     by_line = {x["line"]: x["reason"] for x in lines}
     assert "wrong JSON type" in by_line[wrong_type]
     assert by_line[missing_key] == "missing key(s) owner"
-    assert by_line[unknown_type] == "unknown type value 'CHMOD'"
+    # The contract's own rules come from hdfs_events.validation, as the consumer's do.
+    assert by_line[unknown_type] == "'CHMOD' is not a valid EventType"
     assert by_line["{not json"] == "line is not a JSON object"
-    assert by_line[null_path] == "required field 'path' is null"
+    assert by_line[null_path] == "missing required field 'path'"
+    assert by_line[relative_path] == "field 'path' must be an absolute HDFS path, got 'data/x'"
     assert by_line[other_cluster] == "event of cluster 'c2' in the partition of cluster 'c1'"
     # Quarantined once: the next run does not read them again.
     assert run(spark, lake).objects_read == 0

@@ -165,8 +165,8 @@ def test_a_gap_without_a_later_end_and_a_snapshot_without_inode_type_are_quarant
     reasons = {json.loads(x)["line"]: json.loads(x)["reason"]
                for p in qdir.glob("lines/*/*.json.gz")
                for x in gzip.decompress(p.read_bytes()).decode().splitlines()}
-    assert reasons == {no_end: "a GAP needs 'gap_end_txid' > txid",
-                       backwards: "a GAP needs 'gap_end_txid' > txid",
+    assert reasons == {no_end: "a GAP needs 'gap_end_txid' > txid 300, got None",
+                       backwards: "a GAP needs 'gap_end_txid' > txid 301, got 250",
                        bad_snap: "a SNAPSHOT needs 'inode_type'"}
 
 

@@ -20,6 +20,7 @@ from hdfs_events.event import FIELDS, HdfsEvent
 from hdfs_events.manifest import is_manifest
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AGENT
+from tests.unit.ingest.lambda_events import MOTO_SENDER_ID, cluster_senders
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -95,6 +96,7 @@ def consume(queue_url: str, index_prefixes: list[str]) -> str:
            names.ENV_INDEX_TABLE: INDEX_TABLE,
            names.ENV_INDEX_PREFIXES: ",".join(index_prefixes),
            names.ENV_EVENT_QUEUE_URL: queue_url, names.ENV_LOG_MODE: "summary",
+           names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
     done = subprocess.run([sys.executable, "-m", "lambdas.local_runner", queue_url,

@@ -21,7 +21,7 @@ from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
 from tests.unit.ingest.helpers import pack, sample_events, with_manifests
-from tests.unit.ingest.lambda_events import Context, event
+from tests.unit.ingest.lambda_events import Context, cluster_senders, event
 from tests.unit.ingest.memory_store import MemoryIndexStore
 from tests.unit.ingest.test_index_examples import mkfile
 from tests.unit.ingest.test_index_flush import (
@@ -41,7 +41,8 @@ def ddb(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     url = create_resources(boto3.client("s3"), client, boto3.client("sqs"))
     for key, value in {names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
                        names.ENV_INDEX_PREFIXES: "/data", names.ENV_LOG_MODE: "summary",
-                       names.ENV_EVENT_QUEUE_URL: url}.items():
+                       names.ENV_EVENT_QUEUE_URL: url,
+                       names.ENV_CLUSTER_SENDERS: cluster_senders()}.items():
         monkeypatch.setenv(key, value)
     handler.consumer.cache_clear()
     yield client

@@ -15,6 +15,7 @@ from lambdas.ingest.handler import DRAIN_MARGIN_MS
 from lambdas.local_runner import LocalSqsLambdaRunner
 from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
 from tests.unit.ingest.helpers import lake_events, pack, sample_events, with_manifests
+from tests.unit.ingest.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.unit.ingest.test_subtree import tree
 
 RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
@@ -57,6 +58,7 @@ def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Aws:
     monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
     monkeypatch.setenv(names.ENV_LOG_MODE, "summary")
     monkeypatch.setenv(names.ENV_EVENT_QUEUE_URL, resources.queue_url)
+    monkeypatch.setenv(names.ENV_CLUSTER_SENDERS, cluster_senders({"prod": MOTO_SENDER_ID}))
     handler.consumer.cache_clear()
     yield resources
     handler.consumer.cache_clear()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hdfs_events.envelope import decode_message
+from hdfs_events.envelope import EnvelopeError, decode_message
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.ids import group_key, message_group_id
 from onprem_agent.editlog import read_ops
@@ -62,7 +62,7 @@ def test_rename_goes_to_the_group_of_its_source() -> None:
 def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool) -> None:
     rng = random.Random(7)
     # Random owners make the compression ratio vary from message to message.
-    events = [ev(t, "/data/a/f", owner="".join(rng.choices("abcdefghij", k=rng.randint(1, 300))))
+    events = [ev(t, "/data/a/f", owner="".join(rng.choices("abcdefghij", k=rng.randint(1, 256))))
               for t in range(1, 3000)]
     limit = 4096
     packer = EventPacker("c1", max_message_bytes=limit, linger_s=10, compress=compress)
@@ -90,7 +90,7 @@ def test_messages_fill_close_to_a_64_kib_chunk_on_a_real_edit_log(edits_sample: 
 
 def test_a_single_event_larger_than_the_limit_is_sent_alone() -> None:
     packer = EventPacker("c1", max_message_bytes=1024, linger_s=10, compress=False)
-    big = ev(2, "/data/a/f", owner="x" * 3000)
+    big = ev(2, "/data/a/f", owner="x" * 250, dst="/data/b/" + "y" * 250 + "/" + "z" * 250)
     out = packer.add(ev(1, "/data/a/f"), 0.0) + packer.add(big, 0.0) + packer.drain()
     assert [m.wire.event_count for m in out] == [1, 1]
     assert decoded(out)[1] == [big]
@@ -137,3 +137,19 @@ def test_fast_prefix_key_equals_the_contracts_group_key(path: str, absolute: boo
                                                         depth: int) -> None:
     path = "/" + path if absolute else path
     assert prefix_group_key(path, depth) == group_key(path, f"prefix:{depth}")
+
+
+def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_message(
+        caplog: pytest.LogCaptureFixture) -> None:
+    packer = EventPacker("c1", linger_s=10)
+    deep = "/data/a/" + "/".join(["d" * 200] * 12)  # its parent dir is too long an index key
+    before = [ev(t, f"/data/a/f{t}") for t in (1, 2, 3)]
+    after = [ev(t, f"/data/a/f{t}") for t in (5, 6)]
+    out = [m for e in [*before, ev(4, deep), *after] for m in packer.add(e, now=0.0)]
+    out += packer.drain()
+    assert [m.parts for m in out] == [((1, 1), (2, 1), (3, 1)), ((4, 1),), ((5, 1), (6, 1))]
+    assert packer.stats.rejected == 1
+    with pytest.raises(EnvelopeError, match="event 0: field 'path': the index key"):
+        decode_message(out[1].wire.body, out[1].wire.attributes)
+    assert decoded([out[0], out[2]]) == [before, after]
+    assert "(4, 0) breaks the contract" in caplog.text

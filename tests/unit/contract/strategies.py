@@ -10,9 +10,12 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAt
 
 # Any text a Java String could hold after oev's unmangling that is valid UTF-8.
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
-paths = st.lists(text.filter(lambda s: "/" not in s), min_size=0, max_size=6).map(
-    lambda parts: "/" + "/".join(parts))
-int64 = st.integers(-(2**63), 2**63 - 1)
+# A path component the NameNode accepts (hdfs_events.validation.check_path).
+component = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\0"),
+                    min_size=1, max_size=40).filter(lambda s: s not in (".", ".."))
+paths = st.lists(component, min_size=0, max_size=6).map(lambda parts: "/" + "/".join(parts))
+int64 = st.integers(0, 2**63 - 1)
+times = st.none() | st.integers(-1, 253_402_300_799_999)
 maybe_int = st.none() | int64
 maybe_bool = st.none() | st.booleans()
 perms = st.integers(0, 0o1777).map(lambda m: f"{m:04o}")
@@ -30,11 +33,13 @@ events = st.builds(
     cluster=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", fullmatch=True),
     txid=st.integers(0, 2**63 - 1), index=st.integers(0, 2**20),
     type=st.sampled_from(EventType), path=paths, dst_path=st.none() | paths,
-    timestamp=maybe_int, inode_type=st.none() | st.sampled_from(INodeType), ctime=maybe_int,
-    replication=maybe_int, owner=st.none() | text, group=st.none() | text,
+    timestamp=st.none() | st.integers(0, 253_402_300_799_999),
+    inode_type=st.none() | st.sampled_from(INodeType), ctime=times,
+    replication=st.none() | st.integers(0, 2**15 - 1), owner=st.none() | text, group=st.none() | text,
     perms=st.none() | perms, symlink_target=st.none() | paths, overwrite=maybe_bool,
-    block_size=maybe_int, erasure_coded=maybe_bool, size=maybe_int, new_block=maybe_bool,
-    metadata_type=st.none() | st.sampled_from(MetadataType), mtime=maybe_int, atime=maybe_int,
+    block_size=maybe_int, erasure_coded=maybe_bool, size=st.none() | st.integers(-1, 2**63 - 1),
+    new_block=maybe_bool, metadata_type=st.none() | st.sampled_from(MetadataType), mtime=times,
+    atime=times,
     acls=st.none() | st.lists(acl_entry, max_size=4).map(tuple),
     xattrs=st.none() | st.lists(xattr, max_size=3).map(tuple), xattrs_removed=maybe_bool,
     gap_end_txid=st.none() | st.integers(0, 2**63 - 1),
@@ -42,13 +47,17 @@ events = st.builds(
 
 
 def _valid_agent_record(e: HdfsEvent) -> HdfsEvent:
-    """GAP and SNAPSHOT have required fields of their own (from_dict checks them)."""
+    """Types with required fields of their own (hdfs_events.validation checks them)."""
     if e.type == EventType.GAP:
         # txid + 1 stays within int64 (the lake's column type): step back from the top.
         txid = min(e.txid, 2**63 - 1001)
         return replace(e, txid=txid, gap_end_txid=txid + 1 + (e.gap_end_txid or 0) % 1000)
-    if e.type == EventType.SNAPSHOT and e.inode_type is None:
+    if e.type in (EventType.SNAPSHOT, EventType.CREATE) and e.inode_type is None:
         return replace(e, inode_type=INodeType.FILE)
+    if e.type == EventType.RENAME and e.dst_path is None:
+        return replace(e, dst_path=e.path + "-renamed" if e.path != "/" else "/renamed")
+    if e.type == EventType.METADATA and e.metadata_type is None:
+        return replace(e, metadata_type=MetadataType.TIMES)
     return e
 
 

@@ -166,3 +166,49 @@ def test_make_request_validates_like_decode() -> None:
 ])
 def test_is_within_respects_component_boundaries(path: str, root: str, inside: bool) -> None:
     assert is_within(path, root) is inside
+
+
+@pytest.mark.parametrize(("destination", "says"), [
+    ("/data/imports/a\uff0f..\uff0fetc", "U+FF0F (FULLWIDTH SOLIDUS) looks like '/'"),
+    ("/data/imports/a\u2215..\u2215etc", "U+2215 (DIVISION SLASH) looks like '/'"),
+    ("/data/imports/a\u2044b", "U+2044 (FRACTION SLASH)"),
+    ("/data/imports/\u2024\u2024/x", "U+2024 (ONE DOT LEADER)"),
+    ("/data/imports/\uff0e\uff0e/x", "U+FF0E (FULLWIDTH FULL STOP)"),
+    ("/data/imports/x\u00b7y", "U+00B7 (MIDDLE DOT)"),
+    ("/data/imports/a\u2216b", "U+2216 (SET MINUS)"),
+    ("/data/imports/\u3164", "invisible character U+3164 (HANGUL FILLER)"),
+    ("/data/imports/x\u115fy", "invisible character U+115F"),
+    ("/data/imports/x\u2800", "invisible character U+2800"),
+    ("/data/imports/x\u00a0y", "invisible character U+00A0"),
+    ("/data/imports/x\u3000y", "invisible character U+3000"),
+    ("/data/imports/x\ufe0fy", "invisible character U+FE0F"),
+    ("/data/imports/x\u200by", "format character U+200B"),
+    ("/data/imports/x\u2066y", "format character U+2066"),
+    ("/data/imports/x\ue000y", "format character U+E000"),
+])
+def test_lookalike_and_invisible_characters_are_refused_in_paths(destination: str,
+                                                                 says: str) -> None:
+    with pytest.raises(CopyRequestError) as caught:
+        decode_request(text(destination=destination))
+    assert caught.value.field == "destination"
+    assert says in str(caught.value)
+    with pytest.raises(CopyRequestError):  # S3 keys follow the same rule
+        decode_request(text(source="s3://lake-exports/" + destination.removeprefix(
+            "/data/imports/") + "/"))
+
+
+def test_names_in_other_scripts_are_fine() -> None:
+    for name in ("caf\u00e9", "\u65e5\u672c\u8a9e", "\u30c7\u30fc\u30bf\u30fb\u5206\u6790",
+                 "\u0645\u0644\u0641", "na\u0131ve"):
+        assert decode_request(text(destination=f"/data/imports/{name}")).destination.endswith(
+            name)
+
+
+@pytest.mark.parametrize("digits", [20, 400, 4_300, 5_000, 100_000])
+def test_numbers_with_thousands_of_digits_are_refused_not_crashed_on(digits: int) -> None:
+    body = text(manifest=[{"key": "sales/dt=1/part-0", "size": 0}]).replace(
+        '"size": 0', '"size": ' + "9" * digits)
+    with pytest.raises(CopyRequestError) as caught:
+        decode_request(body)
+    assert caught.value.field in ("manifest[0].size", "body")
+    assert len(str(caught.value)) < 300

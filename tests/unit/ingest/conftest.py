@@ -15,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from hdfs_events import names
+from tests.unit.ingest.lambda_events import cluster_senders
 
 BUCKET = "hdfs-events-lake"
 TABLE = "hdfs-events-index"
@@ -67,6 +68,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
         monkeypatch.setenv(names.ENV_LOG_MODE, "all")
         monkeypatch.setenv(names.ENV_EVENT_QUEUE_URL, url)
+        monkeypatch.setenv(names.ENV_CLUSTER_SENDERS, cluster_senders())
         monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "hdfs-events-ingest")
         monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", names.METRICS_NAMESPACE)
         from lambdas.ingest import handler

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import uuid
 from dataclasses import dataclass
 
 QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:hdfs-events.fifo"
+# SenderId of the agents' IAM users in these tests (the `aws` fixture lets each cluster's own
+# send): one per cluster, so a message can come from the wrong one.
+AGENT_SENDER_IDS = {"prod": "AIDAIO23YVJENQZJOL4VO", "dev": "AIDAJQABLZS4A3QDU576Q"}
+# moto gives every message this SenderId, whoever sent it (moto/sqs/models.py).
+MOTO_SENDER_ID = "AIDAIT2UOQQY3AUEKVGXU"
+
+
+def cluster_senders(sender_ids: dict[str, str] = AGENT_SENDER_IDS) -> str:
+    """The consumer's CLUSTER_SENDERS setting letting each cluster's `sender_ids` through."""
+    return json.dumps({cluster: [sender] for cluster, sender in sender_ids.items()})
 _sequence = itertools.count(18849496460467696128)
 
 
@@ -31,7 +42,10 @@ def from_wire(wire, sent_ms: int = 1_700_000_000_000, message_id: str | None = N
                 message_id=message_id)
 
 
-def record(sent: Sent, *, receive_count: int = 1) -> dict:
+def record(sent: Sent, *, receive_count: int = 1, sender_id: str | None = None) -> dict:
+    """`sender_id` defaults to the agent of the cluster the message's group names."""
+    if sender_id is None:
+        sender_id = AGENT_SENDER_IDS.get(sent.group_id.split(":", 1)[0], "AIDAUNKNOWNSENDER000")
     attrs = {}
     if sent.encoding is not None:
         attrs["encoding"] = {"stringValue": sent.encoding, "stringListValues": [],
@@ -48,7 +62,7 @@ def record(sent: Sent, *, receive_count: int = 1) -> dict:
             "SentTimestamp": str(sent.sent_ms),
             "SequenceNumber": str(next(_sequence)),
             "MessageGroupId": sent.group_id,
-            "SenderId": "AIDAIO23YVJENQZJOL4VO",
+            "SenderId": sender_id,
             "MessageDeduplicationId": sent.dedup_id,
             "ApproximateFirstReceiveTimestamp": str(sent.sent_ms + 25),
         },

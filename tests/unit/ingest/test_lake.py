@@ -64,7 +64,13 @@ def test_settings_name_the_bad_variable() -> None:
         Settings.from_env({"LAKE_BUCKET": "b", "EVENT_LOG_MODE": "loud"})
     with pytest.raises(SettingsError, match="not an absolute HDFS path"):
         parse_prefixes("/data,user")
-    s = Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t",
+    senders = '{"prod": ["arn:aws:iam::123456789012:user/hdfs-events-prod-agent-prod"]}'
+    s = Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t", "CLUSTER_SENDERS": senders,
                            "INDEX_PREFIXES": " /data/ , /user"})
     assert s.index_prefixes == ("/data", "/user") and s.index_enabled
-    assert not Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t"}).index_enabled
+    assert not Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t",
+                                  "CLUSTER_SENDERS": senders}).index_enabled
+    with pytest.raises(SettingsError, match="CLUSTER_SENDERS is not set"):
+        Settings.from_env({"LAKE_BUCKET": "b"})
+    with pytest.raises(SettingsError, match="cluster 'prod' needs a list of IAM user ARNs"):
+        Settings.from_env({"LAKE_BUCKET": "b", "CLUSTER_SENDERS": '{"prod": ["alice"]}'})

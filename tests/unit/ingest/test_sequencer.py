@@ -25,12 +25,15 @@ from hdfs_events.manifest import Manifest, manifests_for
 from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.senders import ClusterSenders
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
 from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
 from tests.unit.ingest.test_index_property import CROSS_GROUP_CASES, _with_a_gap
 from tests.unit.ingest.workload import CLUSTER, Workload, chunks
 
 STRATEGIES = ["prefix:1", "prefix:2", "prefix:3", "parent", "path"]
+AGENT = "AIDAIO23YVJENQZJOL4VO"  # SenderId of the workload cluster's agent
+SENDERS = ClusterSenders({CLUSTER: frozenset({AGENT})})
 
 
 class MemoryLake:
@@ -73,7 +76,7 @@ def _message(body: str, group: str, dedup: str, **attrs: str) -> QueueMessage:
         message_id=f"m-{dedup}", body=body,
         message_attributes={k: {"stringValue": v, "dataType": "String"} for k, v in attrs.items()},
         group_id=group, dedup_id=dedup, sent_timestamp_ms=1_700_000_000_000, receive_count=1,
-        sequence_number="1", attributes={})
+        sequence_number="1", attributes={"SenderId": AGENT})
 
 
 class Queue:
@@ -101,7 +104,7 @@ def in_memory_consumer(queue: Queue, **sequencer_options: object) -> MessageCons
                                                                      ["/data"]),
                                lake, **sequencer_options)  # type: ignore[arg-type]
     return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
-                           log_mode="summary", logger=Logger())
+                           log_mode="summary", logger=Logger(), senders=SENDERS)
 
 
 def agent_messages(events: list[HdfsEvent], strategy: str,
@@ -142,7 +145,8 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=rng.randrange(1, 6))
     consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
-                               log_mode="summary", logger=Logger(), clock_ms=lambda: next(clock))
+                               log_mode="summary", logger=Logger(), senders=SENDERS,
+                               clock_ms=lambda: next(clock))
     messages, manifests = agent_messages(events, strategy, rng)
     for m in messages:
         queue.put(m)
@@ -265,7 +269,7 @@ def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=2)
     consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
-                               log_mode="summary", logger=Logger())
+                               log_mode="summary", logger=Logger(), senders=SENDERS)
     messages, manifests = agent_messages(events, "prefix:1", rng)
     for m in messages:
         consumer.process(m)
