@@ -22,15 +22,15 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+from bench import OUT_DIR
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, perms_to_octal
 from onprem_agent.source import TxBatch
 
 TARGET_EVENTS_PER_S = 50_000
 DRAIN = 1_000
-OUT = Path("bench-out/bridge.json")
+OUT = OUT_DIR / "bridge.json"
 
 
 def workload(n: int, cluster: str = "bench") -> list[HdfsEvent]:

@@ -4,11 +4,13 @@ baseline doing the same dedup + sort + Parquet write, on the same input, in the 
     python -m bench.compact [--events 10000000] [--duplicates 0.05] [--out bench-out/compact.json]
 
 Input (generated once by Spark itself, cached under bench-out/): `events` distinct contract
-events over ~28 hours plus a `duplicates` fraction re-sent in other objects (timestamp-less ones
-an hour later, as after an agent restart), as gzip JSON lines in the consumer's raw layout, about
-2000 events per object. Each contender runs in a fresh subprocess, one after the other:
-- `spark`: glue_jobs.compact_events.compact (gzip check, per-line validation, dedup, exactly-once
-  merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2].
+events over ~28 hours, with the live agent's GAP and SNAPSHOT records at ~0.4%, plus a
+`duplicates` fraction re-sent in other objects (timestamp-less ones an hour later, as after an
+agent restart), as gzip JSON lines in the consumer's raw layout, about 2000 events per object.
+Each contender runs in a fresh subprocess, one after the other:
+- `spark`: glue_jobs.compact_events.compact (gzip read, per-line validation, dedup, exactly-once
+  merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2];
+- `spark_local1`: the same on local[1], for how the job scales with cores (Glue scales out).
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
   keep the first of each key, write_dataset partitioned by cluster/dt (zstd). pyarrow uses its
   own thread pool inside the one process; it validates no keys or enum values.
@@ -31,17 +33,21 @@ import sys
 import time
 from pathlib import Path
 
+from bench import OUT_DIR
+
 REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "bench-out"
 START_MS = 1_700_000_000_000
 STEP_MS = 10  # 10M events span ~28 hours: two dt partitions
 PER_OBJECT = 2000
 
 
-def _spark(memory: str = "4g"):
+SPARK_MASTERS = {"spark": "local[2]", "spark_local1": "local[1]"}
+
+
+def _spark(memory: str = "4g", master: str = "local[2]"):
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("bench-compact")
+    spark = (SparkSession.builder.master(master).appName("bench-compact")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", memory)
              .config("spark.sql.shuffle.partitions", "16")
@@ -65,9 +71,13 @@ def input_lake(events: int, duplicates: float) -> Path:
     stamp = hashlib.sha256(recipe.encode()).hexdigest()[:8]
     lake = OUT_DIR / f"compact-input-{events}-d{duplicates}-{stamp}"
     if not (lake / "raw").is_dir():
-        subprocess.run([sys.executable, "-m", "bench.compact", "--child", "generate",
-                        "--events", str(events), "--duplicates", str(duplicates),
-                        "--lake", str(lake)], check=True, cwd=REPO)
+        done = subprocess.run([sys.executable, "-m", "bench.compact", "--child", "generate",
+                               "--events", str(events), "--duplicates", str(duplicates),
+                               "--lake", str(lake)], cwd=REPO, capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            last = [x for x in done.stderr.splitlines() if x.strip()][-1:] or ["no output"]
+            raise SystemExit(f"bench.compact: generating the input failed: {last[0]}")
     return lake
 
 
@@ -81,36 +91,56 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
     i = F.col("id")
     kind = i % 20
     ts = F.lit(START_MS) + i * STEP_MS
-    no_ts = kind >= 16  # METADATA and APPEND carry no timestamp in Hadoop
-    typ = (F.when(kind < 7, "CREATE").when(kind < 12, "CLOSE").when(kind < 14, "RENAME")
+    # The live agent's records: every `block` events a GAP (purged edits) and, at the txid after
+    # it, a SNAPSHOT listing of `listed` paths, as onprem_agent/live writes them; ~0.4% of rows.
+    block = min(500_000, max(1_000, events // 4))
+    listed = max(4, block // 250)
+    r = i % block
+    gap, snapshot = r == 0, (r >= 1) & (r <= listed)
+    typ = (F.when(gap, "GAP").when(snapshot, "SNAPSHOT")
+           .when(kind < 7, "CREATE").when(kind < 12, "CLOSE").when(kind < 14, "RENAME")
            .when(kind < 16, "UNLINK").when(kind < 19, "METADATA").otherwise("APPEND"))
-    path = F.concat(F.lit("/data/team"), i % 50, F.lit("/d"), (i / 1000).cast("long") % 100,
-                    F.lit("/part-"), i)
+    no_ts = ~gap & ~snapshot & (kind >= 16)  # METADATA and APPEND carry no timestamp in Hadoop
+    # A snapshot's records share one txid (the one after the gap), indexed in listing order.
+    txid = F.when(snapshot, i - r + 2).otherwise(i + 1)
+    index = F.when(snapshot, r - 1).otherwise(F.lit(0)).cast("long")
+    path = F.when(gap, F.lit("/")).otherwise(
+        F.concat(F.lit("/data/team"), i % 50, F.lit("/d"), (i / 1000).cast("long") % 100,
+                 F.lit("/part-"), i))
+    listed_dir = snapshot & (i % 10 == 0)
+    listed_file = snapshot & (i % 10 != 0)
+    creates = typ == "CREATE"
+    has_owner = creates | snapshot
     null = F.lit(None)
     cols = {
-        "cluster": F.lit("bench"), "txid": i + 1, "index": F.lit(0).cast("long"), "type": typ,
+        "cluster": F.lit("bench"), "txid": txid, "index": index, "type": typ,
         "path": path,
         "dst_path": F.when(typ == "RENAME", F.concat(path, F.lit(".done"))),
         "timestamp": F.when(~no_ts, ts),
-        "inode_type": F.when(typ == "CREATE", "FILE"),
-        "ctime": F.when(typ == "CREATE", ts),
-        "replication": F.when(typ == "CREATE", F.lit(3).cast("long")),
-        "owner": F.when(typ == "CREATE", F.concat(F.lit("user"), i % 17)),
-        "group": F.when(typ == "CREATE", "hadoop"),
-        "perms": F.when(typ == "CREATE", "0644"),
+        "inode_type": F.when(creates | listed_file, "FILE").when(listed_dir, "DIRECTORY"),
+        "ctime": F.when(creates, ts),
+        "replication": F.when(creates | listed_file, F.lit(3).cast("long")),
+        "owner": F.when(has_owner, F.concat(F.lit("user"), i % 17)),
+        "group": F.when(has_owner, "hadoop"),
+        "perms": F.when(has_owner, "0644"),
         "symlink_target": null.cast("string"),
-        "overwrite": F.when(typ == "CREATE", F.lit(False)),
-        "block_size": F.when(typ == "CREATE", F.lit(134217728).cast("long")),
-        "erasure_coded": F.when(typ == "CREATE", F.lit(False)),
-        "size": F.when(typ == "CLOSE", (i * 7919) % 10_000_000),
+        "overwrite": F.when(creates, F.lit(False)),
+        "block_size": F.when(creates | listed_file, F.lit(134217728).cast("long")),
+        "erasure_coded": F.when(creates | listed_file, F.lit(False)),
+        "size": F.when((typ == "CLOSE") | listed_file, (i * 7919) % 10_000_000),
         "new_block": F.when(typ == "APPEND", F.lit(False)),
         "metadata_type": F.when(typ == "METADATA", "TIMES"),
-        "mtime": F.when(typ == "METADATA", ts), "atime": F.when(typ == "METADATA", ts),
+        "mtime": F.when((typ == "METADATA") | snapshot, ts),
+        "atime": F.when((typ == "METADATA") | snapshot, ts),
         "acls": null.cast("array<string>"),
         "xattrs": null.cast("array<struct<namespace:string,name:string,value:string>>"),
         "xattrs_removed": null.cast("boolean"),
+        "gap_end_txid": F.when(gap, i + 2),
     }
-    assert tuple(cols) == FIELDS
+    # Fails loudly when the contract gains or reorders a field: the generator must follow it.
+    if tuple(cols) != FIELDS:
+        raise SystemExit(f"bench.compact: the generator writes {tuple(cols)}, the contract "
+                         f"(hdfs_events.event.FIELDS) is {FIELDS}: update generate()")
     base = spark.range(events).select(*[c.alias(n) for n, c in cols.items()], "id",
                                       F.lit(0).alias("resent"))
     every = max(1, round(1 / duplicates)) if duplicates > 0 else 0
@@ -149,14 +179,14 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
 
 # --- contenders ----------------------------------------------------------------------------------
 
-def run_spark(lake: Path, out: Path) -> dict:
+def run_spark(lake: Path, out: Path, master: str) -> dict:
     from glue_jobs.catalog import JsonFileCatalog
     from glue_jobs.compact_events import Settings, compact
     from glue_jobs.layout import LOCAL_CATALOG_KEY
     from glue_jobs.storage import LocalStore
 
     shutil.rmtree(out, ignore_errors=True)
-    spark = _spark()
+    spark = _spark(master=master)
     jvm_pid = spark.sparkContext._gateway.proc.pid
     source, target = LocalStore(lake), LocalStore(out)
     t = time.perf_counter()
@@ -242,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
-    parser.add_argument("--child", choices=("generate", "spark", "baseline"),
+    parser.add_argument("--child", choices=("generate", "baseline", *SPARK_MASTERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--to", type=Path, help=argparse.SUPPRESS)
@@ -250,33 +280,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.child == "generate":
         print(json.dumps(generate(args.lake, args.events, args.duplicates)))
         return 0
+    if args.child == "baseline":
+        print(json.dumps(run_baseline(args.lake, args.to)))
+        return 0
     if args.child:
-        run = run_spark if args.child == "spark" else run_baseline
-        print(json.dumps(run(args.lake, args.to)))
+        print(json.dumps(run_spark(args.lake, args.to, SPARK_MASTERS[args.child])))
         return 0
 
     OUT_DIR.mkdir(exist_ok=True)
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
-    results = {name: child(name, lake) for name in ("baseline", "spark")}
+    results = {name: child(name, lake) for name in ("baseline", *SPARK_MASTERS)}
     for name, r in results.items():
         if r["rows_out"] != args.events:
             raise SystemExit(f"bench.compact: {name} wrote {r['rows_out']} rows, "
                              f"expected the {args.events} distinct events")
         r["rows_per_s"] = r["rows_in"] / r["seconds"]
     ratio = results["spark"]["rows_per_s"] / results["baseline"]["rows_per_s"]
+    scaling = results["spark"]["rows_per_s"] / results["spark_local1"]["rows_per_s"]
     print(f"compaction of {results['spark']['rows_in']:,} input rows "
           f"({args.events:,} distinct, {objects} objects) on {os.cpu_count()} cores")
-    print(f"{'contender':<10} {'seconds':>8} {'rows/s':>10} {'files':>6} "
+    print(f"{'contender':<12} {'seconds':>8} {'rows/s':>10} {'files':>6} "
           f"{'python MB':>10} {'JVM MB':>8}")
     for name, r in results.items():
-        print(f"{name:<10} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
+        print(f"{name:<12} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
               f"{r['python_peak_mb']:>10,.0f} {r['jvm_peak_mb']:>8,.0f}")
-    print(f"spark / baseline rows/s: {ratio:.2f}")
+    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {scaling:.2f}")
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     args.out.write_text(json.dumps({
         "events": args.events, "duplicates": args.duplicates, "objects": objects,
         "results": results, "ratio_spark_over_baseline": ratio,
+        "ratio_local2_over_local1": scaling,
         "children_peak_rss_mb": children, "load_average": os.getloadavg()}, indent=1))
     print(f"wrote {args.out}")
     return 0

@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench import OUT_DIR
+
 REPO = Path(__file__).resolve().parent.parent
 BILLION = 1_000_000_000
 SQS_CHUNK = 65_536  # SQS bills every 64 KiB of a request (send, receive) as one request
@@ -358,7 +360,7 @@ def format_inputs(d: Design) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cost_model",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--bench-out", type=Path, default=REPO / "bench-out")
+    parser.add_argument("--bench-out", type=Path, default=OUT_DIR)
     parser.add_argument("--coverage", type=float, default=0.2,
                         help="share of events under indexed prefixes (default 0.2)")
     parser.add_argument("--log-mode", choices=("all", "mutations", "summary"), default="all")

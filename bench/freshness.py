@@ -63,8 +63,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench import OUT_DIR
+
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "bench-out" / "freshness.json"
+OUT = OUT_DIR / "freshness.json"
 # Top-level directories outside the index prefixes of the deployed function are picked from
 # these (the `local` environment's index_prefixes in cdk.json change as the demo evolves).
 CANDIDATE_DIRS = ("/data/ads", "/data/logs", "/tmp/staging", "/apps/hive", "/data/raw",

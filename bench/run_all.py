@@ -1,6 +1,12 @@
 """Every benchmark in one run, one table, one JSON file: `make bench`.
 
-    python -m bench.run_all [--only translate,ship] [--out bench-out/results.json]
+    python -m bench.run_all [--only translate,ship] [--size smoke|quick|full] [--work-dir DIR]
+
+Sizes: `quick` (`make bench`) runs each bench below its own default so the whole run takes a
+few minutes; `full` runs each at its own default (compaction: 10M events); `smoke` runs each at
+a tiny size in seconds, for `make test` (tests/bench): it proves every bench still runs and
+writes its JSON and that the cost model computes from them, and measures nothing worth reading.
+A bench registers once, in BENCHES, with its figures and its three sizes.
 
 Runs each bench in its own subprocess, one after the other (2 cores: running them side by side
 would make each disturb the others), at sizes picked so the whole run takes a few minutes; the
@@ -27,39 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "bench-out"
+from bench import REPO
 
-
-@dataclass(frozen=True, slots=True)
-class Bench:
-    name: str
-    args: tuple[str, ...]  # after `python -m`
-    output: str  # the JSON file it writes, under bench-out/
-    size: str  # what the table says about the run's size
-    timeout_s: int = 900
-
-
-# Sizes below the benches' defaults where needed, so the whole run fits in a few minutes.
-BENCHES: tuple[Bench, ...] = (
-    Bench("translate", ("bench.translate", "--ops", "200000"), "translate.json",
-          "200k-op edit log (default 1M)"),
-    Bench("bridge", ("bench.bridge", "--events", "20000", "--py4j-events", "300"), "bridge.json",
-          "20k events, py4j 300 CLOSE (default 50k / 500)"),
-    Bench("ship", ("bench.ship", "--ops", "100000", "--moto-events", "5000",
-                   "--moto-baseline-events", "1000"), "ship.json",
-          "100k-op log; moto 5k / 1k events (default 300k; 20k / 2k)"),
-    # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
-    Bench("consumer", ("bench.consumer", "--invocations", "1", "--events-per-message", "100"),
-          "consumer.json", "1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)"),
-    Bench("compact", ("bench.compact", "--events", "300000"), "compact.json",
-          "300k events + 5% duplicates (default 10M)"),
-    Bench("lake", ("bench.cost_model", "--measure-lake"), "lake.json",
-          "compact's input lake; Parquet by pyarrow"),
-    Bench("freshness", ("bench.freshness", "--rates", "200,1000", "--seconds", "10",
-                        "--index-seconds", "6", "--summary-seconds", "3"), "freshness.json",
-          "10 s per load, 2 message groups, none indexed, 1 poller"),
-)
+SIZES = ("quick", "full", "smoke")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +61,30 @@ class BenchRun:
     result: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Bench:
+    """One benchmark: `python -m <module> <args of the size>` writes bench-out/<output>, and
+    `figures` turns that JSON into rows of the table."""
+
+    name: str
+    module: str
+    output: str  # the JSON file it writes, under bench-out/
+    figures: Callable[[dict[str, Any], str], list[Figure]]
+    quick: tuple[str, ...]  # `make bench`: below the bench's default where that is slow
+    quick_size: str  # what the table says about the quick run's size
+    smoke: tuple[str, ...]  # `make test`: seconds, no figure worth reading
+    full: tuple[str, ...] = ()  # the bench's own defaults
+    full_size: str = "the bench's default size"
+    timeout_s: int = 900
+
+    def args(self, size: str) -> tuple[str, ...]:
+        """`python -m` arguments of a run at this size."""
+        return (self.module, *{"quick": self.quick, "full": self.full, "smoke": self.smoke}[size])
+
+    def size(self, size: str) -> str:
+        return {"quick": self.quick_size, "full": self.full_size, "smoke": "smoke"}[size]
+
+
 # --- running ---------------------------------------------------------------------------------------
 
 def last_error_line(stderr: str, stdout: str = "") -> str:
@@ -96,15 +96,21 @@ def last_error_line(stderr: str, stdout: str = "") -> str:
     return "no output"
 
 
-def run_bench(bench: Bench, out_dir: Path) -> BenchRun:
+def run_bench(bench: Bench, work_dir: Path, size: str = "quick") -> BenchRun:
+    """Runs one bench in work_dir (it writes work_dir/bench-out/<output>)."""
     run = BenchRun(bench.name)
+    out_dir = work_dir / "bench-out"
+    out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / bench.output
     output.unlink(missing_ok=True)  # a stale file must not pass for this run's result
     start = time.perf_counter()
-    print(f"[bench {time.strftime('%H:%M:%S')}] {bench.name}: python -m {' '.join(bench.args)}",
+    args = bench.args(size)
+    print(f"[bench {time.strftime('%H:%M:%S')}] {bench.name}: python -m {' '.join(args)}",
           flush=True)
+    env = {**os.environ, "BENCH_OUT": str(out_dir),
+           "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
     try:
-        done = subprocess.run([sys.executable, "-m", *bench.args], cwd=REPO, text=True,
+        done = subprocess.run([sys.executable, "-m", *args], cwd=work_dir, text=True, env=env,
                               capture_output=True, timeout=bench.timeout_s, check=False)
     except subprocess.TimeoutExpired:
         run.status, run.error = "failed", f"timed out after {bench.timeout_s} s"
@@ -195,7 +201,10 @@ def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
                    res["baseline"]["rows_per_s"], "pyarrow 1 process", size,
-                   note="Spark session start included")]
+                   note="Spark session start included"),
+            Figure("compaction scaling with cores", "rows/s", res["spark"]["rows_per_s"],
+                   res["spark_local1"]["rows_per_s"], "Spark local[1]", size,
+                   note="goal >= 1.7x")]
 
 
 def _lake(r: dict[str, Any], size: str) -> list[Figure]:
@@ -222,10 +231,64 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
-FIGURES: dict[str, Callable[[dict[str, Any], str], list[Figure]]] = {
-    "translate": _translate, "bridge": _bridge, "ship": _ship, "consumer": _consumer,
-    "compact": _compact, "lake": _lake, "freshness": _freshness,
-}
+def _copy_back(r: dict[str, Any], size: str) -> list[Figure]:
+    return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", r["distcp"]["mb_per_s"],
+                   r["boto3_download"]["mb_per_s"], "boto3 download", size,
+                   note=f"{r['distcp']['seconds']:.1f} s with JVM start + job set-up "
+                        f"({r['distcp']['fixed_cost_s']:.1f} s for 1 byte); once running "
+                        f"{r['distcp']['running_mb_per_s']} MB/s")]
+
+
+def _live(r: dict[str, Any], size: str) -> list[Figure]:
+    nn = r["namenode"]
+    return [Figure("agent live path from a real NameNode", "events/s", r["agent"]["events_per_s"],
+                   r["java"]["events_per_s"], "Hadoop's Java inotify loop", size,
+                   note=f"goal >= {r['goal_ratio']}x; NameNode up in {nn['start_s']:.1f} s, "
+                        f"peak RSS {nn['vm_hwm_kb'] / 1024:.0f} MiB")]
+
+
+# Every bench, in the order they run (lake reads compact's input). Register a new bench here
+# once: `make bench`, `--size full` and the smoke in `make test` (tests/bench) all pick it up.
+BENCHES: tuple[Bench, ...] = (
+    Bench("translate", "bench.translate", "translate.json", _translate,
+          quick=("--ops", "200000"), quick_size="200k-op edit log (default 1M)",
+          smoke=("--ops", "3000")),
+    Bench("bridge", "bench.bridge", "bridge.json", _bridge,
+          quick=("--events", "20000", "--py4j-events", "300"),
+          quick_size="20k events, py4j 300 CLOSE (default 50k / 500)",
+          smoke=("--events", "500", "--py4j-events", "20")),
+    Bench("ship", "bench.ship", "ship.json", _ship,
+          quick=("--ops", "100000", "--moto-events", "5000", "--moto-baseline-events", "1000"),
+          quick_size="100k-op log; moto 5k / 1k events (default 300k; 20k / 2k)",
+          smoke=("--ops", "3000", "--moto-events", "200", "--moto-baseline-events", "50")),
+    # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
+    Bench("consumer", "bench.consumer", "consumer.json", _consumer,
+          quick=("--invocations", "1", "--events-per-message", "100"),
+          quick_size="1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)",
+          smoke=("--invocations", "1", "--events-per-message", "5")),
+    Bench("compact", "bench.compact", "compact.json", _compact,
+          quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
+          smoke=("--events", "3000"), full_size="10M events + 5% duplicates",
+          timeout_s=3600),
+    Bench("lake", "bench.cost_model", "lake.json", _lake,
+          quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
+          smoke=("--measure-lake",), full=("--measure-lake",),
+          full_size="compact's input lake; Parquet by pyarrow"),
+    Bench("freshness", "bench.freshness", "freshness.json", _freshness,
+          quick=("--rates", "200,1000", "--seconds", "10", "--index-seconds", "6",
+                 "--summary-seconds", "3"),
+          quick_size="10 s per load, 2 message groups, none indexed, 1 poller",
+          smoke=("--rates", "100", "--seconds", "2", "--index-seconds", "2",
+                 "--summary-seconds", "1")),
+    Bench("live", "bench.live", "live.json", _live,
+          quick=("--ops", "20000"),
+          quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
+          smoke=("--ops", "500", "--rounds", "1")),
+    Bench("copy_back", "bench.copy_back", "copy_back.json", _copy_back,
+          quick=("--files", "4", "--mb-per-file", "8"),
+          quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
+          smoke=("--files", "2", "--mb-per-file", "0.25")),
+)
 
 
 def cost_figures(out_dir: Path) -> tuple[list[Figure], str]:
@@ -246,12 +309,12 @@ def cost_figures(out_dir: Path) -> tuple[list[Figure], str]:
     return rows, ""
 
 
-def figures_of(run: BenchRun, bench: Bench) -> tuple[list[Figure], str]:
+def figures_of(run: BenchRun, bench: Bench, size: str = "quick") -> tuple[list[Figure], str]:
     """The bench's rows, or none and the reason its JSON could not be read."""
     if run.status != "ok":
         return [], ""
     try:
-        return FIGURES[bench.name](run.result, bench.size), ""
+        return bench.figures(run.result, bench.size(size)), ""
     except (KeyError, TypeError, ValueError, StopIteration) as exc:
         return [], f"unreadable {bench.output}: {type(exc).__name__}: {exc}"
 
@@ -308,27 +371,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run_all",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated bench names (default: all)")
-    parser.add_argument("--out", type=Path, default=OUT_DIR / "results.json")
+    parser.add_argument("--size", choices=SIZES, default="quick",
+                        help="quick: make bench; full: each bench's default; smoke: make test")
+    parser.add_argument("--work-dir", type=Path, default=REPO,
+                        help="benches run here and write its bench-out/ (default: the repo)")
     args = parser.parse_args(argv)
+    out_dir = args.work_dir.resolve() / "bench-out"
+    results = out_dir / "results.json"
     chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     unknown = set(args.only.split(",")) - {b.name for b in BENCHES} if args.only else set()
     if unknown:
         parser.error(f"unknown bench {', '.join(sorted(unknown))}; "
                      f"known: {', '.join(b.name for b in BENCHES)}")
-    OUT_DIR.mkdir(exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     started, load_before = time.time(), os.getloadavg()
-    runs = [run_bench(b, OUT_DIR) for b in chosen]
+    runs = [run_bench(b, args.work_dir.resolve(), args.size) for b in chosen]
     figures: list[Figure] = []
     failures: list[tuple[str, str]] = []
     for bench, run in zip(chosen, runs, strict=True):
-        rows, problem = figures_of(run, bench)
+        rows, problem = figures_of(run, bench, args.size)
         if problem:
             run.status, run.error = "failed", problem
         if run.status != "ok":
             failures.append((bench.name, run.error))
         figures += rows
     if not args.only:
-        rows, problem = cost_figures(OUT_DIR)
+        rows, problem = cost_figures(out_dir)
         figures += rows
         if problem:
             failures.append(("cost_model", problem))
@@ -338,17 +406,18 @@ def main(argv: list[str] | None = None) -> int:
           f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after (a shared machine: "
           f"compare the ratios, each measured against its baseline in the same run)\n")
     print(format_table(figures, failures))
-    args.out.write_text(json.dumps({
+    results.write_text(json.dumps({
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "git_commit": git_commit(), "cpus": os.cpu_count(),
         "load_average_before": load_before, "load_average_after": load_after,
         "seconds": round(total, 1),
         "figures": [{**asdict(f), "ratio": ratio(f)} for f in figures],
         "benches": {r.name: {"status": r.status, "seconds": round(r.seconds, 1),
-                             "error": r.error, "args": list(b.args), "size": b.size,
+                             "error": r.error, "args": list(b.args(args.size)),
+                             "size": b.size(args.size),
                              "result": r.result} for b, r in zip(chosen, runs, strict=True)},
     }, indent=1) + "\n")
-    print(f"\nwrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    print(f"\nwrote {results.relative_to(REPO) if results.is_relative_to(REPO) else results}")
     return 1 if failures else 0
 
 

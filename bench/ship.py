@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from bench import OUT_DIR
 from bench.workload import write_edit_log
 from hdfs_events.envelope import SQS_BILLING_CHUNK_BYTES
 from onprem_agent.config import AgentConfig, parse_config
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="events the agent ships to moto server (0: skip moto)")
     parser.add_argument("--moto-baseline-events", type=int, default=2_000,
                         help="events the baseline ships to moto server (one per message)")
-    parser.add_argument("--out", type=Path, default=Path("bench-out"))
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     edits = args.out / "ship-edits.xml"

@@ -28,11 +28,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench import OUT_DIR
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAttr, perms_to_octal
 from onprem_agent.editlog import unmangle
 
 REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "bench-out"
 TARGET_OPS_PER_S = 100_000
 
 

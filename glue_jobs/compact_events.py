@@ -2,8 +2,9 @@
 
     python -m glue_jobs.compact_events --source file:///lake --target file:///lake
 
-One run: list raw/ against the watermark -> check each new object's gzip -> parse and validate
-its lines (bad lines and objects to quarantine/glue/) -> drop duplicates within the run -> drop
+One run: list raw/ against the watermark -> read each new object's lines through Hadoop's gzip
+codec (if that fails, find the damaged objects and read the rest) -> parse and validate the
+lines (bad lines and objects to quarantine/glue/) -> drop duplicates within the run -> drop
 keys already curated within +-lookback_days -> merge with the partitions they land in -> write
 each partition to a fresh run prefix -> switch the catalog -> advance the watermark -> remove
 superseded runs past their grace period. Prints a JSON report.
@@ -14,12 +15,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from glue_jobs import compaction as C
@@ -37,6 +38,9 @@ from glue_jobs.storage import LakeStore, store_for
 from hdfs_events.names import RAW_PREFIX
 
 JOB_NAME = "compact_events"
+# The text source's line plus the raw layout's partition directories, all strings (Spark would
+# infer dt as a date and hour as an int otherwise).
+_RAW_TEXT_SCHEMA = "value string, cluster string, dt string, hour string"
 SPEC = (
     Arg("source", "lake URI that holds raw/ (file:///path or s3://bucket[/prefix])"),
     Arg("target", "lake URI for curated/, quarantine/ and the watermark"),
@@ -50,8 +54,9 @@ SPEC = (
         ""),
     Arg("catalog_table", "Glue table of the curated events", "events"),
 )
-# The line regex for a raw object's key inside a Spark file path (URI-encoded or not).
-_RAW_TAIL = r"(raw/cluster=([^/]+)/dt=([^/]+)/hour=[^/]+/[^/]+)$"
+# Shuffle partitions: about this much decompressed input each (the JSON text is ~10x its gzip).
+_SHUFFLE_BYTES = 128 * 1_048_576
+_TEXT_PER_GZIP_BYTE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,30 +94,63 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         return CompactionReport(run_id, ignored_objects=len(strays))
     by_key = {o.info.key: o for o in todo}
 
-    # 1. Whole objects: gzip and UTF-8.
-    paths = [source.root_uri + o.info.key for o in todo]
-    problems = {_raw_key(r["path"]): r["problem"] for r in C.object_problems(
-        spark.read.format("binaryFile").load(paths)).collect()}
-    quarantined_objects = _quarantine_objects(source, target, run_id, problems)
-    readable = [source.root_uri + k for k in by_key if k not in problems]
+    # 1. Lines, read through Hadoop's gzip codec in the JVM; damaged objects set apart.
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(C.shuffle_partitions(
+        sum(o.info.size for o in todo) * _TEXT_PER_GZIP_BYTE, _SHUFFLE_BYTES,
+        spark.sparkContext.defaultParallelism)))
+    try:
+        parsed, tally, problems = _read_lines(spark, source, todo)
+        quarantined_objects = _quarantine_objects(source, target, run_id, problems)
+        outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
+        outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
+                     for k in by_key if k not in problems}
+        if parsed is None:
+            watermark.advance(target, known, outcomes)
+            return CompactionReport(run_id, objects_read=len(todo),
+                                    quarantined_objects=quarantined_objects,
+                                    ignored_objects=len(strays))
+        return _publish(spark, target, catalog, settings, run_id, now, parsed, tally,
+                        known, outcomes, CompactionReport(
+                            run_id, objects_read=len(todo),
+                            quarantined_objects=quarantined_objects,
+                            ignored_objects=len(strays)))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
 
-    # 2. Lines: parse against the contract; bad lines to quarantine, good ones on.
-    outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
-    outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED) for k in by_key if k not in problems}
-    if not readable:
-        watermark.advance(target, known, outcomes)
-        return CompactionReport(run_id, objects_read=len(todo),
-                                quarantined_objects=quarantined_objects,
-                                ignored_objects=len(strays))
-    file_path = F.col("_metadata.file_path")
-    lines = spark.read.text(readable).select(
-        F.regexp_extract(file_path, _RAW_TAIL, 1).alias("object"),
-        F.regexp_extract(file_path, _RAW_TAIL, 2).alias("raw_cluster"),
-        F.regexp_extract(file_path, _RAW_TAIL, 3).alias("raw_dt"),
-        "value")
-    parsed = lines.transform(C.parse_lines).persist(StorageLevel.MEMORY_AND_DISK)
-    # One pass over the parsed lines: good/bad totals and the partitions the good ones touch.
-    tally = parsed.transform(C.line_tally).collect()
+
+def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject]
+                ) -> tuple[DataFrame | None, list[Row], dict[str, str]]:
+    """(parsed lines, persisted; their tally; {key: problem} of the unreadable objects).
+
+    An empty object (the listing says so) is not gzip. Every other object is read as it is
+    trusted to be (the consumer wrote it); a damaged gzip stream fails the read, and only then
+    is each object checked, the damaged ones set apart and the rest read again."""
+    problems = {o.info.key: C.EMPTY_OBJECT for o in todo if o.info.size == 0}
+    readable = [o.info.key for o in todo if o.info.key not in problems]
+    while readable:
+        parsed = _raw_lines(spark, source, readable).transform(C.parse_lines) \
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            # One pass: good/bad totals and the partitions the good lines touch.
+            return parsed, parsed.transform(C.line_tally).collect(), problems
+        except Exception:  # any failure of the read: damaged objects explain it, else raised
+            parsed.unpersist()
+            damaged = _damaged_objects(spark, source, readable)
+            if not damaged:
+                raise
+            problems |= damaged
+            readable = [k for k in readable if k not in damaged]
+    return None, [], problems
+
+
+def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
+             settings: Settings, run_id: str, now: datetime, parsed: DataFrame,
+             tally: list[Row], known: dict, outcomes: dict, report: CompactionReport
+             ) -> CompactionReport:
+    """Steps 2-8 on the parsed lines: quarantine, exactly once, merge, write, switch, watermark,
+    cleanup."""
+    # 2. Bad lines to quarantine, good ones on.
     bad_count = sum(r["lines"] for r in tally if r["bad"])
     good_count = sum(r["lines"] for r in tally if not r["bad"])
     touched = [(r["cluster"], r["dt"]) for r in tally if not r["bad"]]
@@ -151,11 +189,25 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
     watermark.advance(target, known, outcomes)
     removed = remove_superseded_runs(target, added, catalog.locations(), now, settings.retain)
     events_added = sum(added.values())
-    return CompactionReport(
-        run_id, objects_read=len(todo), events_read=good_count, events_added=events_added,
-        duplicates_dropped=good_count - events_added, quarantined_objects=quarantined_objects,
-        quarantined_lines=bad_count, ignored_objects=len(strays),
+    return replace(
+        report, events_read=good_count, events_added=events_added,
+        duplicates_dropped=good_count - events_added, quarantined_lines=bad_count,
         partitions_published=len(added), files_written=files, runs_removed=removed)
+
+
+def _raw_lines(spark: SparkSession, source: LakeStore, keys: list[str]) -> DataFrame:
+    """(object, raw_cluster, raw_dt, value) of the objects' lines. cluster and dt come from the
+    key's partition directories (one value per file, no per-line work); object is the path."""
+    return (spark.read.schema(_RAW_TEXT_SCHEMA).option("basePath", source.root_uri + RAW_PREFIX)
+            .text([source.root_uri + k for k in keys])
+            .select(F.col("_metadata.file_path").alias("object"),
+                    F.col("cluster").alias("raw_cluster"), F.col("dt").alias("raw_dt"), "value"))
+
+
+def _damaged_objects(spark: SparkSession, source: LakeStore, keys: list[str]) -> dict[str, str]:
+    """{key: problem} of the objects whose gzip stream cannot be read, checked one by one."""
+    files = spark.read.format("binaryFile").load([source.root_uri + k for k in keys])
+    return {_raw_key(r["path"]): r["problem"] for r in C.object_problems(files).collect()}
 
 
 def _raw_key(spark_path: str) -> str:

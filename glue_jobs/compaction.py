@@ -3,10 +3,11 @@
 Every function takes and returns DataFrames (or plain values), reads no files and knows no
 clock, so each is tested on hand-built frames. The entry script (compact_events) does the I/O.
 
-Quarantine grain: a line whose JSON or schema is wrong is quarantined on its own and the other
-lines of its object are kept, because one object holds a whole SQS message (up to ~1000 events
-of 1 MiB) and a single bad event must not hold back the rest. An object whose gzip stream or
-UTF-8 is broken is quarantined whole: after the first bad byte no line of it can be trusted.
+Quarantine grain: a line whose JSON, schema or UTF-8 is wrong is quarantined on its own and the
+other lines of its object are kept, because one object holds a whole SQS message (up to ~1000
+events of 1 MiB) and a single bad event must not hold back the rest (a bad UTF-8 byte cannot
+hide a newline: every byte of a multi-byte sequence is >= 0x80). An object whose gzip stream is
+broken is quarantined whole: after the first bad byte no line of it can be trusted.
 """
 
 from __future__ import annotations
@@ -26,32 +27,34 @@ from hdfs_events.validation import line_problem
 
 PartitionKey = tuple[str, str]
 
-# Raw lines arrive with: object (its key), raw_cluster, raw_dt (from the key), value (the line).
+# Raw lines arrive with: object (the path Spark read it from, ending in its raw key),
+# raw_cluster, raw_dt (from the key), value (the line).
 RAW_LINE_COLUMNS = ("object", "raw_cluster", "raw_dt", "value")
+# The raw key at the end of a path as Spark reports it (file:/..., s3://...).
+RAW_KEY_TAIL = r"(raw/cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
 _MS_PER_DAY = 86_400_000
 # A decompressed object may not exceed this: the consumer writes at most one SQS message's
 # events (1 MiB of gzip) per object; anything far bigger is not ours.
 MAX_OBJECT_TEXT_BYTES = 256 * 1_048_576
+EMPTY_OBJECT = "empty object (not even a gzip header)"
+NOT_UTF8 = "line is not UTF-8"
 
 
 # --- whole objects -----------------------------------------------------------------------------
 
 def gzip_problem(content: bytes | None) -> str | None:
-    """Why a raw object's bytes are not a readable gzip UTF-8 text, or None when they are."""
+    """Why a raw object's bytes are not a readable gzip stream, or None when they are."""
     if content is None:
         return "object could not be read"
     if len(content) == 0:
-        return "empty object (not even a gzip header)"
-    remaining, data, produced = MAX_OBJECT_TEXT_BYTES, content, 0
-    text = bytearray()
+        return EMPTY_OBJECT
+    remaining, data = MAX_OBJECT_TEXT_BYTES, content
     try:
         # Concatenated gzip members are valid gzip (Hadoop's codec reads them): loop over them.
         while data:
             inflater = zlib.decompressobj(wbits=31)
             chunk = inflater.decompress(data, remaining)
-            produced += len(chunk)
             remaining -= len(chunk)
-            text += chunk
             if inflater.unconsumed_tail:
                 return f"gzip expands past {MAX_OBJECT_TEXT_BYTES} bytes"
             if not inflater.eof:
@@ -59,19 +62,17 @@ def gzip_problem(content: bytes | None) -> str | None:
             data = inflater.unused_data
     except zlib.error as exc:
         return f"not valid gzip: {exc}"
-    try:
-        text.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"decompressed text is not UTF-8: {exc}"
     return None
 
 
 def object_problems(binary_files: DataFrame) -> DataFrame:
     """binaryFile rows (path, content, ...) -> (path, problem) for each unreadable object.
 
-    A Python UDF because Spark has no gzip check of its own: its text reader either fails the
-    job on a corrupt stream or, with ignoreCorruptFiles, keeps the lines read before the damage
-    and drops the rest silently; neither says which object was bad.
+    Run only after Spark's text reader failed on a run's objects (compact_events): Hadoop's
+    GzipCodec fails the whole job on a corrupt stream without saying which object, and with
+    ignoreCorruptFiles it keeps the lines read before the damage and drops the rest silently.
+    A Python UDF because Spark has no gzip check of its own; it reads every byte twice, so it
+    is the exception path, not the way every object is read.
     """
     check = F.udf(gzip_problem, T.StringType())
     return (binary_files.select("path", check("content").alias("problem"))
@@ -111,7 +112,11 @@ def _first_problem() -> Column:
     contract = F.udf(line_problem, T.StringType())("value")
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
     known = F.array(*[F.lit(n) for n in FIELDS])
+    # Spark keeps a line's bytes as read; decoding them replaces a malformed sequence by U+FFFD,
+    # so a line that does not survive the round trip is not UTF-8.
+    utf8 = F.decode(F.col("value").cast("binary"), "UTF-8") == F.col("value")
     checks: list[tuple[Column, Column]] = [
+        (~utf8, F.lit(NOT_UTF8)),
         (k.isNull(), F.lit("line is not a JSON object")),
         (e[CORRUPT_RECORD].isNotNull(),
          F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
@@ -141,8 +146,10 @@ def line_tally(parsed: DataFrame) -> DataFrame:
 
 
 def bad_lines(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("reason").isNotNull()).select("object", "reason",
-                                                            F.col("value").alias("line"))
+    """(object, reason, line) of each bad line; object is the raw key."""
+    return parsed.where(F.col("reason").isNotNull()).select(
+        F.regexp_extract("object", RAW_KEY_TAIL, 1).alias("object"), "reason",
+        F.col("value").alias("line"))
 
 
 def good_events(parsed: DataFrame) -> DataFrame:
@@ -223,6 +230,12 @@ def sorted_for_files(total_files: int, *, one_per_partition: bool = False
 
 
 # --- planning (plain values) -------------------------------------------------------------------
+
+def shuffle_partitions(input_bytes: int, bytes_per_partition: int, cores: int) -> int:
+    """Shuffle partitions for an input: about bytes_per_partition each, never fewer than two
+    per core (so every core has work while a slow task finishes)."""
+    return max(2 * cores, math.ceil(input_bytes / max(1, bytes_per_partition)))
+
 
 def files_for(rows: int, rows_per_file: int) -> int:
     return max(1, math.ceil(rows / max(1, rows_per_file)))

@@ -113,26 +113,36 @@ class Chain:
         return dict(fn.get("Environment", {}).get("Variables", {}))
 
     # --- the agent ------------------------------------------------------------------------
-    def agent_config(self, name: str = "agent", max_message_bytes: int = 65536) -> Path:
+    def agent_config(self, name: str = "agent", max_message_bytes: int = 65536, *,
+                     hdfs_uri: str | None = None, conf_dir: Path | None = None) -> Path:
+        """agent.toml for `replay`, or with `hdfs_uri` and `conf_dir` also for `run` (the same
+        checkpoint file: a backfill hands over to the live agent where it ended)."""
         path = self.work / f"{name}.toml"
+        live = "" if hdfs_uri is None else (
+            f'\n[hdfs]\nuri = "{hdfs_uri}"\nconf_dir = "{conf_dir}"\n'
+            f'\n[inotify]\npoll_timeout_ms = 100\n'
+            f'\n[metrics]\nprometheus_port = 0\nheartbeat_interval_s = 0\n')
         path.write_text(
             f'cluster = "{self.cluster}"\n\n[sqs]\nqueue_url = "{self.queue_url}"\n\n'
-            f'[checkpoint]\nstore = "file"\npath = "{self.work / (name + ".checkpoint.json")}"\n'
+            f'[checkpoint]\nstore = "file"\npath = "{self.checkpoint_path(name)}"\n'
             f'interval_ms = 200\n\n[filter]\ncover_dirs = []\nignore_patterns = ["\\\\._COPYING_$"]\n'
             f'\n[packing]\ngroup_by = "prefix:2"\nmax_message_bytes = {max_message_bytes}\nlinger_ms = 200\n'
-            f'compress = true\n\n[progress]\ninterval_ms = 2000\n', encoding="utf-8")
+            f'compress = true\n\n[progress]\ninterval_ms = 2000\n' + live, encoding="utf-8")
         return path
+
+    def checkpoint_path(self, name: str = "agent") -> Path:
+        return self.work / f"{name}.checkpoint.json"
 
     def replay(self, edits: Sequence[Path], *, kills: int = 0, seed: int = 0,
                kill_within_s: float = 0.6, log: Path | None = None,
                on_start: Callable[[int], None] | None = None,
-               max_message_bytes: int = 65536) -> AgentRun:
+               max_message_bytes: int = 65536, config: Path | None = None) -> AgentRun:
         """Runs `hdfs-events-agent replay` to completion, killing it with SIGKILL `kills` times
         and restarting it each time, as systemd would. Each kill comes at a random moment within
         `kill_within_s` after the agent's checkpoint first moves: mid-flight, with events sent
         but not yet checkpointed, so the restart re-sends some."""
-        config = self.agent_config(max_message_bytes=max_message_bytes)
-        checkpoint = self.work / "agent.checkpoint.json"
+        config = config or self.agent_config(max_message_bytes=max_message_bytes)
+        checkpoint = self.checkpoint_path()
         cmd = [sys.executable, "-m", "onprem_agent.cli", "replay", "--config", str(config),
                "--edits", *map(str, edits)]
         rng, run = random.Random(seed), AgentRun()
@@ -142,7 +152,7 @@ class Chain:
                 proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO)
                 if on_start:
                     on_start(len(run.exits))
-                if run.kills < kills and self._shipping(proc, checkpoint, 60):
+                if run.kills < kills and self.shipping(proc, checkpoint, 60):
                     # Mid-flight: the agent has had events acknowledged and has more in flight.
                     time.sleep(rng.uniform(0, kill_within_s))
                     if proc.poll() is None:
@@ -160,7 +170,7 @@ class Chain:
             log_file.close()
 
     @staticmethod
-    def _shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
+    def shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
         """Waits until the agent's checkpoint moves (SQS acknowledged some of its events)."""
         def stamp() -> str:
             return checkpoint.read_text() if checkpoint.exists() else ""

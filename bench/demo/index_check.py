@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from bench.namespace_replay import in_order_state
+from hdfs_events.event import HdfsEvent
 from hdfs_events.index_reader import IndexEntry, IndexReader
-from onprem_agent.editlog import read_ops
-from onprem_agent.translate import translate_ops
 
 ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
               "symlink_target")
@@ -29,10 +27,9 @@ class IndexCheck:
         return not self.differences and self.entries == self.expected + self.learned
 
 
-def check_index(edits: Sequence[Path], cluster: str, table: str,
-                prefixes: Sequence[str]) -> IndexCheck:
-    events = [e for path in edits for e in translate_ops(read_ops(path), cluster,
-                                                         source=str(path))]
+def check_index(events: Sequence[HdfsEvent], table: str, prefixes: Sequence[str]) -> IndexCheck:
+    """`events` are the source of truth of one cluster, in txid order."""
+    cluster = events[0].cluster if events else ""
     expected: dict[str, dict] = {}
     seen: set[str] = set()
     for prefix in prefixes:

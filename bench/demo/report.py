@@ -28,6 +28,9 @@ class DemoReport:
     mass_deletes: list[tuple[str, str, int]]  # (who/prefix, window, unlinks)
     log_lines: list[str]
     figures: dict[str, str] = field(default_factory=dict)  # extra label -> value lines
+    source_name: str = "the source"  # where the events the lake must equal come from
+    provenance: list[str] = field(default_factory=list)  # what was live, what was replayed
+    lake_differences: list[str] = field(default_factory=list)  # the first few, field by field
 
     @property
     def duplicates_removed(self) -> int:
@@ -48,15 +51,21 @@ def text_summary(r: DemoReport) -> str:
         "",
         "hdfs-events demo: the whole chain on one machine",
         "=" * 48,
-        f"Source events (translated from the edit logs): {r.source_events:>9,}",
+        *r.provenance,
+        "",
+        f"Source of truth: {r.source_name}",
+        f"Source events:                                 {r.source_events:>9,}",
         f"Rows in the raw lake (with re-sends):          {r.raw_rows:>9,}",
         f"Rows in the compacted lake (Parquet):          {r.lake_rows:>9,}",
         f"Duplicates removed by compaction:              {r.duplicates_removed:>9,}",
         f"Poison messages quarantined:                   {r.quarantined:>9,}",
-        f"Send-to-lake latency p50 / p99 (backfill burst, one local consumer): "
+        f"Send-to-lake latency p50 / p99 (backfill burst, then live; one local consumer): "
         f"{percentile(r.lag_ms, 50) / 1000:.1f} s / {percentile(r.lag_ms, 99) / 1000:.1f} s",
     ]
     lines += [f"{k:<47}{v:>10}" for k, v in r.figures.items()]
+    if r.lake_differences:
+        lines += ["", "The lake differs from the source:"]
+        lines += [f"  - {d}" for d in r.lake_differences]
     lines += ["", "Events by type:"]
     lines += [f"  {t:<10}{n:>9,}" for t, n in sorted(r.events_by_type.items(), key=lambda kv: -kv[1])]
     lines += ["", "Top directories by bytes written:"]
@@ -82,7 +91,7 @@ def write_html(r: DemoReport, out_dir: Path) -> Path:
         ("Top directories by bytes written",
          bar_chart([(d, b) for d, b in r.top_dirs_by_bytes[:10]], value_format=_bytes),
          "chart-dirs"),
-        ("Send-to-lake latency per message, ms (a backfill burst into one local consumer)",
+        ("Send-to-lake latency per message, ms (backfill burst, then live; one local consumer)",
          histogram(r.lag_ms), "chart-lag"),
     ]
     stats = [
@@ -102,6 +111,10 @@ def write_html(r: DemoReport, out_dir: Path) -> Path:
         for title, svg, cid in charts)
     logs = html.escape("\n".join(_brief(line) for line in r.log_lines[:20]))
     reasons = "".join(f"<li>{html.escape(x)}</li>" for x in r.quarantine_reasons[:20])
+    provenance = "".join(f"<li>{html.escape(x)}</li>" for x in r.provenance)
+    differences = "" if not r.lake_differences else (
+        "<h2>The lake differs from the source</h2><ul>"
+        + "".join(f"<li>{html.escape(x)}</li>" for x in r.lake_differences) + "</ul>")
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>hdfs-events demo report</title>
 <style>
@@ -117,8 +130,11 @@ pre {{ background: #0b1722; color: #d9e2ec; padding: 1rem; border-radius: 8px; o
       font-size: .75rem; }}
 </style></head><body>
 <h1>hdfs-events demo</h1>
-<p class="sub">Edit logs &rarr; agent &rarr; SQS FIFO &rarr; consumer Lambda &rarr; S3 lake and
+<p class="sub">HDFS NameNode &rarr; agent &rarr; SQS FIFO &rarr; consumer Lambda &rarr; S3 lake and
 DynamoDB &rarr; Spark compaction and rollups, all on this machine (moto server, local Spark).</p>
+<ul class="provenance">{provenance}</ul>
+<p class="sub">The lake is checked against {html.escape(r.source_name)}, every field of every
+event.</p>{differences}
 <div class="stats">{stat_html}</div>
 <div class="grid">{chart_html}</div>
 <h2>Quarantined messages</h2><ul>{reasons or "<li>none</li>"}</ul>

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         publisher=OutcomePublisher(sns=boto3.client("sns"),
                                    cloudwatch=boto3.client("cloudwatch"),
                                    cluster=settings.cluster),
-        lister=HadoopShellLister(settings.list_command),
+        lister=HadoopShellLister(settings.list_command,
+                                 remove_command=settings.remove_command),
         run_distcp=DistcpRunner(timeout_s=settings.copy_timeout_s),
     )
     stop = threading.Event()

@@ -72,7 +72,10 @@ class DistcpRunner:
 def _drain(proc: subprocess.Popen[str], tail: collections.deque[str]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
-        tail.append(line.rstrip("\n")[:1000])
+        # A Java stack trace's frames ("\tat ...", "... 3 more") say where, not what; kept,
+        # they would push the exception's own line out of the tail.
+        if not line.lstrip().startswith(("at ", "... ")):
+            tail.append(line.rstrip("\n")[:1000])
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -8,7 +8,12 @@ that runs distcp, so the listing sees the cluster exactly as distcp wrote it: sa
 fs.defaultFS, Kerberos ticket and client config). Chosen over the Hadoop FileSystem client in a
 JVM because the worker then needs no JVM of its own and no Hadoop jars that match the cluster's
 version; the cost is one client start (a few seconds) per verification, small beside a distcp
-job. The interface is one method, so a JVM-backed lister can replace it.
+job. The interface is two methods, so a JVM-backed lister can replace it.
+
+DistCp's temporaries: without -direct, DistCp writes each file as
+`<dir>/.distcp.tmp.<task attempt>.<millis>` and renames it to its name only once complete
+(RetriableFileCopyCommand), so a file under its final name is always whole. A failing copy
+deletes its temporary; a SIGKILLed one (a host going down) leaves it behind, partial.
 """
 
 from __future__ import annotations
@@ -24,12 +29,25 @@ from onprem_agent.copy_worker.failures import CopyFailed, Rejected
 
 Listing = dict[str, int]  # name relative to the listed directory -> size in bytes
 
+DISTCP_TEMPORARY_PREFIX = ".distcp.tmp."
+_REMOVE_BATCH = 100  # paths per `hadoop fs -rm`: one client start each, argv stays short
+
 
 class DestinationLister(Protocol):
     def list(self, path: str) -> Listing | None:
         """Files below `path` (recursively) by relative name; None when `path` does not exist.
         Raises CopyFailed when the listing itself fails."""
         ...
+
+    def remove(self, root: str, names: Sequence[str]) -> None:
+        """Deletes these files (names relative to `root`); raises CopyFailed when it cannot."""
+        ...
+
+
+def distcp_temporaries(listing: Listing | None) -> list[str]:
+    """Names of DistCp temporaries (partial files of a killed copy) in a listing."""
+    return sorted(name for name in listing or ()
+                  if name.rsplit("/", 1)[-1].startswith(DISTCP_TEMPORARY_PREFIX))
 
 
 def list_s3(s3: Any, location: S3Location, max_objects: int) -> Listing:
@@ -58,11 +76,14 @@ Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 class HadoopShellLister:
-    """Lists with `<list_command> PATH`, by default `hadoop fs -ls -R PATH`."""
+    """Lists with `<list_command> PATH`, by default `hadoop fs -ls -R PATH`; removes with
+    `<remove_command> PATH...`, by default `hadoop fs -rm -f -skipTrash PATH...`."""
 
-    def __init__(self, command: Sequence[str], *, timeout_s: float = 600,
-                 run: Runner = subprocess.run) -> None:
+    def __init__(self, command: Sequence[str], *,
+                 remove_command: Sequence[str] = ("hadoop", "fs", "-rm", "-f", "-skipTrash"),
+                 timeout_s: float = 600, run: Runner = subprocess.run) -> None:
         self._command = list(command)
+        self._remove_command = list(remove_command)
         self._timeout_s = timeout_s
         self._run = run
 
@@ -81,6 +102,21 @@ class HadoopShellLister:
             raise CopyFailed(f"listing: {' '.join(argv[:-1])} exited {done.returncode}: "
                              f"{_last_line(done.stderr)}")
         return parse_ls_recursive(done.stdout, path)
+
+    def remove(self, root: str, names: Sequence[str]) -> None:
+        paths = [root.rstrip("/") + "/" + name for name in names]
+        for start in range(0, len(paths), _REMOVE_BATCH):
+            argv = [*self._remove_command, *paths[start:start + _REMOVE_BATCH]]
+            try:
+                done = self._run(argv, capture_output=True, text=True,
+                                 errors="surrogateescape", timeout=self._timeout_s, check=False)
+            except FileNotFoundError:
+                raise CopyFailed(f"removing: command {argv[0]!r} not found") from None
+            except subprocess.TimeoutExpired:
+                raise CopyFailed(f"removing: took longer than {self._timeout_s} s") from None
+            if done.returncode != 0:
+                raise CopyFailed(f"removing: {' '.join(self._remove_command)} exited "
+                                 f"{done.returncode}: {_last_line(done.stderr)}")
 
 
 def parse_ls_recursive(text: str, root: str) -> Listing:

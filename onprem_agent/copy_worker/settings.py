@@ -43,6 +43,7 @@ class CopySettings:
     allowed_notify_topics: tuple[str, ...] = ()
     distcp_command: tuple[str, ...] = ("hadoop", "distcp")
     list_command: tuple[str, ...] = ("hadoop", "fs", "-ls", "-R")
+    remove_command: tuple[str, ...] = ("hadoop", "fs", "-rm", "-f", "-skipTrash")
     max_concurrent: int = 2
     visibility_timeout_s: int = 300
     heartbeat_s: int = 60
@@ -73,7 +74,7 @@ _INT_KEYS: dict[str, tuple[int, int]] = {  # key -> (min, max)
 }
 _STR_KEYS = ("queue_url", "transfers_table", "notify_topic_arn", "cluster")
 _LIST_KEYS = ("allowed_sources", "allowed_destinations", "allowed_notify_topics",
-              "distcp_command", "list_command")
+              "distcp_command", "list_command", "remove_command")
 KNOWN_KEYS = frozenset((*_INT_KEYS, *_STR_KEYS, *_LIST_KEYS))
 
 
@@ -133,7 +134,7 @@ def parse_copy_settings(table: Mapping[str, Any], source: str,
         if not SNS_TOPIC_ARN.fullmatch(arn):
             raise err("allowed_notify_topics", f"{arn!r} is not an SNS topic ARN")
     kw["allowed_notify_topics"] = tuple(topics)
-    for key in ("distcp_command", "list_command"):
+    for key in ("distcp_command", "list_command", "remove_command"):
         if key in lists:
             words = lists[key]
             if not words:

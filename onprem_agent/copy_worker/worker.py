@@ -43,7 +43,7 @@ from onprem_agent.copy_worker.allowlist import check_allowed, notify_topics
 from onprem_agent.copy_worker.distcp import distcp_argv
 from onprem_agent.copy_worker.failures import CopyFailed, Rejected
 from onprem_agent.copy_worker.heartbeat import VisibilityHeartbeat
-from onprem_agent.copy_worker.listing import DestinationLister, list_s3
+from onprem_agent.copy_worker.listing import DestinationLister, distcp_temporaries, list_s3
 from onprem_agent.copy_worker.outcome import Outcome, OutcomePublisher
 from onprem_agent.copy_worker.plan import describe_problems, filter_lines, make_plan, verify
 from onprem_agent.copy_worker.settings import SQS_MAX_VISIBILITY_S, CopySettings
@@ -175,7 +175,7 @@ class CopyWorker:
                                      visibility_timeout_s=self._settings.visibility_timeout_s,
                                      every_s=self._settings.heartbeat_s,
                                      label=request.request_id):
-                copied_bytes, files = self._copy_and_verify(request)
+                copied_bytes, files = self._copy_and_verify(request, attempt)
         except Rejected as exc:
             return self._reject(request, exc.reason, message, attempt=attempt)
         except CopyFailed as exc:
@@ -196,7 +196,7 @@ class CopyWorker:
             bytes=copied_bytes, files=files, duration_ms=duration_ms), self._topics(request))
         return TransferState.VERIFIED.value
 
-    def _copy_and_verify(self, request: CopyRequest) -> tuple[int, int]:
+    def _copy_and_verify(self, request: CopyRequest, attempt: int) -> tuple[int, int]:
         settings = self._settings
         source_objects = list_s3(self._s3, request.source, settings.max_objects)
         existing = (self._lister.list(request.destination)
@@ -215,9 +215,20 @@ class CopyWorker:
                          request.request_id, argv, len(plan.to_copy), plan.bytes_to_copy,
                          len(plan.excluded_keys))
                 self._run_distcp(argv)
-        problems = verify(plan, self._lister.list(request.destination))
+        landed = self._lister.list(request.destination)
+        problems = verify(plan, landed)
         if problems:
             raise CopyFailed(f"verification: {describe_problems(problems)}")
+        # An earlier attempt of this request that was killed mid-copy left DistCp temporaries
+        # (partial files under .distcp.tmp.* names); this attempt has copied every file whole,
+        # so they are removed before the copy counts as done. Only from attempt 2 on: a first
+        # attempt has none to clean (DistCp deletes its temporaries when a copy fails), and a
+        # copy of another request running into the same directory keeps its own.
+        leftovers = distcp_temporaries(landed) if attempt > 1 else []
+        if leftovers:
+            log.info("copy %s: removing %d DistCp temporaries left by a killed attempt",
+                     request.request_id, len(leftovers))
+            self._lister.remove(request.destination, leftovers)
         return plan.bytes_to_copy, len(plan.to_copy)
 
     # --- endings ---------------------------------------------------------------------------

@@ -56,8 +56,9 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         stats = chain.stop_consumer(consumer, timeout_s=1200)
         dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
         prefixes = [p for p in chain.lambda_env[names.ENV_INDEX_PREFIXES].split(",") if p]
-        index = check_index(edits, chain.cluster, chain.lambda_env[names.ENV_INDEX_TABLE],
-                            prefixes)
+        source = [e for path in edits
+                  for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
+        index = check_index(source, chain.lambda_env[names.ENV_INDEX_TABLE], prefixes)
         lake = work / "lake"
         chain.download("raw/", lake)
         chain.download("quarantine/", lake)
@@ -66,8 +67,6 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
                                   log=work / "glue.log")
         rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
                                "--mass_delete_threshold", "200", log=work / "glue.log")
-        source = [e for path in edits
-                  for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
         yield ChainRun(chain=chain, lake=lake, source=source, kills=run.kills, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
                        log_path=work / "cloudwatch/ingest.log", index=index)

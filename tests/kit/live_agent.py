@@ -10,27 +10,37 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from onprem_agent.checkpoint import DynamoCheckpointStore
 
 AGENT = Path(sys.executable).parent / "hdfs-events-agent"
 
 
 def write_agent_config(directory: Path, *, cluster: str, queue_url: str, uri: str,
                        conf_dir: Path, checkpoint_txid: int | None = None,
-                       extra: str = "") -> Path:
-    """agent.toml with a file checkpoint (at `checkpoint_txid` when given: the agent resumes
-    after it; else none, a first start) and short poll, linger and checkpoint intervals."""
+                       state_table: str | None = None, extra: str = "") -> Path:
+    """agent.toml with a file checkpoint, or the checkpoint item of the DynamoDB agent-state
+    table `state_table` (at `checkpoint_txid` when given: the agent resumes after it; else
+    none, a first start), and short poll, linger and checkpoint intervals."""
     directory.mkdir(parents=True, exist_ok=True)
     checkpoint = directory / "checkpoint.json"
     checkpoint.unlink(missing_ok=True)
-    if checkpoint_txid is not None:
-        checkpoint.write_text(json.dumps({"txid": checkpoint_txid}))
+    if state_table is not None:
+        store = f'store = "dynamodb"\ntable = "{state_table}"'
+        if checkpoint_txid is not None:
+            DynamoCheckpointStore(state_table, cluster).save(checkpoint_txid)
+    else:
+        store = f'path = "{checkpoint}"'
+        if checkpoint_txid is not None:
+            checkpoint.write_text(json.dumps({"txid": checkpoint_txid}))
     config = directory / "agent.toml"
     config.write_text(
         f'cluster = "{cluster}"\n'
         f'[sqs]\nqueue_url = "{queue_url}"\n'
-        f'[checkpoint]\npath = "{checkpoint}"\ninterval_ms = 100\n'
+        f'[checkpoint]\n{store}\ninterval_ms = 100\n'
         f'[packing]\nlinger_ms = 50\n'
         f'[hdfs]\nuri = "{uri}"\nconf_dir = "{conf_dir}"\n'
         f'[inotify]\npoll_timeout_ms = 50\n'
@@ -54,6 +64,9 @@ class AgentProcess:
         return cls(config, log, process)
 
     def checkpoint(self) -> int | None:
+        doc = tomllib.loads(self.config.read_text(encoding="utf-8"))
+        if doc["checkpoint"].get("store") == "dynamodb":
+            return DynamoCheckpointStore(doc["checkpoint"]["table"], doc["cluster"]).load()
         path = self.config.parent / "checkpoint.json"
         try:
             return int(json.loads(path.read_text())["txid"])

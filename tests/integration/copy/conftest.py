@@ -1,5 +1,7 @@
-"""The copy worker's world for integration tests: moto server (S3, SQS FIFO + DLQ, DynamoDB,
-SNS, CloudWatch) and the stand-in `hadoop` first on PATH, copying into a local directory."""
+"""The copy worker's world for integration tests: moto server (S3, SQS + DLQ, DynamoDB, SNS,
+CloudWatch), a real HDFS (one NameNode + DataNode per test module, tests/kit/hadoop), and an edge
+node's `hadoop` first on PATH whose `distcp` and `fs` run Hadoop's own DistCp (S3A source, local
+job runner) and FsShell against that cluster (tests/kit/hadoop/edge.py)."""
 
 from __future__ import annotations
 
@@ -25,9 +27,10 @@ from onprem_agent.copy_worker.outcome import OutcomePublisher
 from onprem_agent.copy_worker.settings import CopySettings, load_copy_settings
 from onprem_agent.copy_worker.transfers import TransfersTable
 from onprem_agent.copy_worker.worker import CopyWorker
+from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
 
 REPO = Path(__file__).resolve().parents[3]
-STANDIN = Path(__file__).with_name("standin_hadoop.py")
 BUCKET = "lake-exports"
 OTHER_BUCKET = "other-team"
 TABLE = "hdfs-events-transfers"
@@ -36,9 +39,8 @@ TABLE = "hdfs-events-transfers"
 @dataclass
 class CopyWorld:
     tmp: Path
-    root: Path  # where the stand-in keeps "HDFS"
-    log: Path  # stand-in invocation log
-    control: Path  # stand-in behaviour
+    hdfs: HdfsCluster
+    log: Path  # the `hadoop` launcher's record of each invocation (argv, pid)
     queue_url: str
     dlq_url: str
     topic_arn: str
@@ -56,17 +58,28 @@ class CopyWorld:
         if success:
             self.put(prefix + "_SUCCESS", b"")
 
-    def tell_hadoop(self, **control: Any) -> None:
-        self.control.write_text(json.dumps(control))
-
     def invocations(self, command: str = "distcp") -> list[list[str]]:
+        return [call["argv"] for call in self.calls(command)]
+
+    def calls(self, command: str = "distcp") -> list[dict[str, Any]]:
         if not self.log.exists():
             return []
-        calls = [json.loads(line)["argv"] for line in self.log.read_text().splitlines()]
-        return [argv for argv in calls if argv[:1] == [command]]
+        calls = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [call for call in calls if call["argv"][:1] == [command]]
 
-    def hdfs(self, path: str) -> Path:
-        return self.root / path.lstrip("/")
+    def listing(self, path: str) -> dict[str, int]:
+        """Files below `path` in HDFS as the NameNode has them: {relative name: length}."""
+        [found] = self.hdfs.run([["list", path]])
+        return found
+
+    def read(self, path: str) -> bytes:
+        [text] = self.hdfs.run([["read", path]])
+        return text.encode()
+
+    def landed(self, path: str) -> dict[str, bytes]:
+        """Every file below `path` with its bytes, read back from HDFS."""
+        root = path.rstrip("/") + "/"
+        return {name: self.read(root + name) for name in sorted(self.listing(path))}
 
     def item(self, key: str) -> dict[str, Any] | None:
         return TransfersTable(self.ddb, TABLE, retention_days=1).get(key)
@@ -135,7 +148,8 @@ class CopyWorld:
             publisher=OutcomePublisher(sns=boto3.client("sns"),
                                        cloudwatch=boto3.client("cloudwatch"),
                                        cluster=settings.cluster),
-            lister=HadoopShellLister(settings.list_command),
+            lister=HadoopShellLister(settings.list_command,
+                                     remove_command=settings.remove_command),
             run_distcp=DistcpRunner(timeout_s=settings.copy_timeout_s))
 
     def run_until_idle(self, **overrides: Any) -> int:
@@ -179,22 +193,36 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 60,
         time.sleep(0.1)
 
 
-@pytest.fixture
-def standin_hadoop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    hadoop = bin_dir / "hadoop"
-    hadoop.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
-    hadoop.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("STANDIN_HADOOP_ROOT", str(tmp_path / "hdfs"))
-    monkeypatch.setenv("STANDIN_HADOOP_LOG", str(tmp_path / "hadoop-calls.jsonl"))
-    monkeypatch.setenv("STANDIN_HADOOP_CONTROL", str(tmp_path / "hadoop-control.json"))
-    yield hadoop
+@dataclass(frozen=True)
+class EdgeNode:
+    hdfs: HdfsCluster
+    bin_dir: Path
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def edge_node(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EdgeNode]:
+    """One real HDFS per test module (start-up ~6-8 s) and the `hadoop` an edge node has for it:
+    the cluster's client conf plus S3A's settings for moto server (credentials from the AWS
+    environment variables the session sets)."""
+    base = tmp_path_factory.mktemp("copy-hdfs")
+    hdfs = HdfsCluster.start(base / "cluster")
+    try:
+        conf = write_edge_conf(hdfs.conf_dir, base / "edge-conf", s3_endpoint=moto_server,
+                               region=os.environ["AWS_DEFAULT_REGION"])
+        log = base / "hadoop-calls.jsonl"
+        write_hadoop_launcher(base / "bin", conf, log=log, java_options=QUICK_START)
+        yield EdgeNode(hdfs=hdfs, bin_dir=base / "bin", log=log)
+    finally:
+        hdfs.stop()
 
 
 @pytest.fixture
-def world(moto_endpoint: str, standin_hadoop: Path, tmp_path: Path) -> CopyWorld:
+def world(moto_endpoint: str, edge_node: EdgeNode, tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> CopyWorld:
+    monkeypatch.setenv("PATH", f"{edge_node.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    edge_node.log.unlink(missing_ok=True)
+    edge_node.hdfs.run([["delete", "/data", True]])  # each test starts from an empty /data
     s3 = boto3.client("s3")
     sqs = boto3.client("sqs")
     ddb = boto3.client("dynamodb")
@@ -218,7 +246,6 @@ def world(moto_endpoint: str, standin_hadoop: Path, tmp_path: Path) -> CopyWorld
     outcomes_arn = sqs.get_queue_attributes(QueueUrl=outcomes_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=outcomes_arn)
-    return CopyWorld(tmp=tmp_path, root=tmp_path / "hdfs", log=tmp_path / "hadoop-calls.jsonl",
-                     control=tmp_path / "hadoop-control.json", queue_url=queue_url,
+    return CopyWorld(tmp=tmp_path, hdfs=edge_node.hdfs, log=edge_node.log, queue_url=queue_url,
                      dlq_url=dlq_url, topic_arn=topic_arn, outcomes_url=outcomes_url, s3=s3,
                      sqs=sqs, ddb=ddb)

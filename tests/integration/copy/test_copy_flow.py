@@ -1,4 +1,5 @@
-"""A request submitted with `hdfs-events copy submit` is copied, verified, tracked, notified."""
+"""A request submitted with `hdfs-events copy submit` is copied by Hadoop's DistCp from moto's S3
+into a real HDFS, verified, tracked, notified."""
 
 from __future__ import annotations
 
@@ -34,10 +35,7 @@ def test_submitted_request_is_copied_verified_recorded_and_notified(
 
     assert world.run_until_idle() == 1
 
-    target = world.hdfs("/data/imports/sales/dt=2026-11-20")
-    for name, data in FILES.items():
-        assert (target / name).read_bytes() == data
-    assert (target / "_SUCCESS").exists()
+    assert world.landed("/data/imports/sales/dt=2026-11-20") == {**FILES, "_SUCCESS": b""}
     item = world.item("sales-1")
     assert item["state"] == "verified"
     assert item["attempts"] == 1
@@ -92,9 +90,7 @@ def test_manifest_copies_only_listed_objects(world: CopyWorld,
     world.run_until_idle()
 
     assert world.item("m-1")["state"] == "verified"
-    target = world.hdfs("/data/imports/m")
-    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == \
-        sorted(FILES)
+    assert world.landed("/data/imports/m") == FILES  # not _temporary/
     [argv] = world.invocations()
     assert "-filters" in argv
 
@@ -102,9 +98,7 @@ def test_manifest_copies_only_listed_objects(world: CopyWorld,
 def test_skip_existing_keeps_files_already_there(world: CopyWorld,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     world.put_dataset("exports/s/", FILES)
-    existing = world.hdfs("/data/imports/s/part-00000.parquet")
-    existing.parent.mkdir(parents=True)
-    existing.write_bytes(b"local version")
+    world.hdfs.run([["write", "/data/imports/s/part-00000.parquet", "local version"]])
     submit(world, capsys, "--request-id", "s-1", "--source", f"s3://{BUCKET}/exports/s/",
            "--destination", "/data/imports/s", "--mode", "skip-existing")
 
@@ -112,9 +106,9 @@ def test_skip_existing_keeps_files_already_there(world: CopyWorld,
 
     item = world.item("s-1")
     assert item["state"] == "verified"
-    assert existing.read_bytes() == b"local version"
-    assert (world.hdfs("/data/imports/s/part-00001.parquet")).read_bytes() == FILES[
-        "part-00001.parquet"]
+    landed = world.landed("/data/imports/s")
+    assert landed["part-00000.parquet"] == b"local version"
+    assert landed["part-00001.parquet"] == FILES["part-00001.parquet"]
     assert item["files"] == len(FILES)  # 3 of the 4 (with _SUCCESS): one was there
 
 

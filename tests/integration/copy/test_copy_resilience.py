@@ -1,4 +1,5 @@
-"""Long copies, crashed workers, failing and hanging distcp: each request still ends once."""
+"""Long copies, crashed workers, failing and slow DistCp runs: each request still ends once, and
+a copy killed mid-way leaves no partial file under a final name, nor any after the retry."""
 
 from __future__ import annotations
 
@@ -12,26 +13,31 @@ import pytest
 
 from .conftest import BUCKET, CopyWorld, wait_for
 
-FILES = {"part-0": b"x" * 300, "part-1": b"y" * 400, "part-2": b"z" * 500}
+# 200 KB each: at DistCp's -bandwidth 0.1 (MB/s per map) a file takes ~2 s to copy.
+FILES = {"part-0": b"x" * 200_000, "part-1": b"y" * 200_000, "part-2": b"z" * 200_000}
 SRC = f"s3://{BUCKET}/exports/long/"
+DEST = "/data/imports/long"
+SLOW_DISTCP = ["hadoop", "distcp", "-bandwidth", "0.1"]
+TEMPORARY = ".distcp.tmp."
 
 
 def request(request_id: str, mode: str = "update") -> str:
-    return json.dumps({"v": 1, "request_id": request_id, "source": SRC,
-                       "destination": "/data/imports/long", "mode": mode})
+    return json.dumps({"v": 1, "request_id": request_id, "source": SRC, "destination": DEST,
+                       "mode": mode})
 
 
 def copied(world: CopyWorld) -> dict[str, bytes]:
-    target = world.hdfs("/data/imports/long")
-    return {str(p.relative_to(target)): p.read_bytes() for p in target.rglob("*")
-            if p.is_file() and p.name != "_SUCCESS"}
+    return {name: data for name, data in world.landed(DEST).items() if name != "_SUCCESS"}
+
+
+def temporaries(listing: dict[str, int]) -> list[str]:
+    return [name for name in listing if name.rsplit("/", 1)[-1].startswith(TEMPORARY)]
 
 
 @pytest.mark.slow
 def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_timeout(
         world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(pause_s=6)  # the copy takes > visibility_timeout_s (4 s)
     world.send(request("long-1"))
     seen_by_others: list[dict] = []
     stop = threading.Event()
@@ -42,11 +48,13 @@ def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_ti
                 QueueUrl=world.queue_url, WaitTimeSeconds=1).get("Messages", []))
 
     spy = threading.Thread(target=second_consumer)
-    with world.running_worker(visibility_timeout_s=4, heartbeat_s=1) as worker:
+    # The throttled copy takes ~6 s, more than the visibility timeout (4 s).
+    with world.running_worker(visibility_timeout_s=4, heartbeat_s=1,
+                              distcp_command=SLOW_DISTCP) as worker:
         wait_for(lambda: (world.item("long-1") or {}).get("state") == "running", 30, worker)
         spy.start()  # only now: before, the spy could take the message from the worker
         try:
-            wait_for(lambda: world.item("long-1")["state"] == "verified", 30, worker)
+            wait_for(lambda: world.item("long-1")["state"] == "verified", 120, worker)
         finally:
             stop.set()
             spy.join()
@@ -59,30 +67,38 @@ def test_heartbeat_keeps_the_message_invisible_through_a_copy_longer_than_its_ti
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_copy_is_redone_once_by_the_next_worker(world: CopyWorld) -> None:
+def test_copy_killed_mid_way_leaves_no_partial_file_and_is_redone_once(
+        world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(pause_s=60)
     world.send(request("crash-1", mode="overwrite"))
-    proc = world.start_worker_process(world.config(visibility_timeout_s=3, heartbeat_s=1))
+    proc = world.start_worker_process(world.config(visibility_timeout_s=3, heartbeat_s=1,
+                                                   distcp_command=SLOW_DISTCP))
     try:
-        wait_for(lambda: world.invocations() and (copied(world) or {}))
+        # Mid-way: one file renamed into place, the next one still being written.
+        wait_for(lambda: (lambda listing: temporaries(listing) and len(listing) > 1)(
+            world.listing(DEST)), 300)  # generous: a loaded 2-core machine
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the host goes down: worker and its distcp
+        os.killpg(proc.pid, signal.SIGKILL)  # the host goes down: worker and its DistCp
         proc.wait()
-    calls = [json.loads(line) for line in world.log.read_text().splitlines()]
-    for call in calls:
-        _kill(call["pid"])
+        for call in world.calls():
+            _kill(call["pid"])  # the launcher execs java: its pid is DistCp's JVM
     assert world.item("crash-1")["state"] == "running"
-    assert len(copied(world)) == 1  # a partial copy left behind
-    world.tell_hadoop()
+    after_kill = world.listing(DEST)
+    whole = {name: size for name, size in after_kill.items() if TEMPORARY not in name}
+    assert temporaries(after_kill), "the killed copy left its partial file as a temporary"
+    source = {**FILES, "_SUCCESS": b""}
+    assert 0 < len(whole) < len(source)
+    for name in whole:  # every file under its final name is whole
+        assert world.read(f"{DEST}/{name}") == source[name]
 
     world.run_until(lambda: (world.item("crash-1") or {}).get("state") == "verified",
-                    visibility_timeout_s=3, heartbeat_s=1)
+                    timeout_s=300, visibility_timeout_s=3, heartbeat_s=1)
 
     item = world.item("crash-1")
     assert item["attempts"] == 2
     assert [h["state"] for h in item["history"]] == ["running", "running", "verified"]
     assert copied(world) == FILES
+    assert temporaries(world.listing(DEST)) == []  # the killed attempt's partial file is gone
     assert len(world.invocations()) == 2
     world.send(request("crash-1", mode="overwrite"))  # one more redelivery
     world.run_until_idle()
@@ -92,32 +108,37 @@ def test_worker_killed_mid_copy_is_redone_once_by_the_next_worker(world: CopyWor
 
 def test_failed_copy_is_retried_with_backoff_and_then_verified(world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(fail=1)
+    world.hdfs.run([["write", DEST, "a file where the directory should be"]])
     world.send(request("retry-1"))
 
-    world.run_until(lambda: (world.item("retry-1") or {}).get("state") == "verified")
+    world.run_until(lambda: (world.item("retry-1") or {}).get("state") == "failed",
+                    timeout_s=120)
+    world.hdfs.run([["delete", DEST]])  # the operator clears the way
+    world.run_until(lambda: world.item("retry-1")["state"] == "verified", timeout_s=120)
 
     item = world.item("retry-1")
     assert item["attempts"] == 2
     failed = [h for h in item["history"] if h["state"] == "failed"]
-    assert len(failed) == 1 and "failing as told" in failed[0]["reason"]
+    assert len(failed) == 1 and "distcp: exited with status" in failed[0]["reason"]
     assert not failed[0]["final"]
     assert copied(world) == FILES
     assert [o["state"] for o in world.outcomes()] == ["verified"]
 
 
+@pytest.mark.slow
 def test_copy_that_keeps_failing_ends_in_the_dead_letter_queue(world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(fail_always=True)
+    world.hdfs.run([["write", DEST, "a file where the directory should be"]])
     world.send(request("doomed-1"))
 
-    world.run_until(lambda: world.queue_depth(world.dlq_url) == 1)
+    world.run_until(lambda: world.queue_depth(world.dlq_url) == 1, timeout_s=240)
 
     item = world.item("doomed-1")
     assert item["state"] == "failed"
     assert item["final"] is True
     assert item["attempts"] == 3  # max_attempts = the queue's maxReceiveCount
-    assert "exited with status 1" in item["reason"]
+    assert "distcp: exited with status" in item["reason"]
+    assert "InvalidInputException: Cannot copy" in item["reason"], item["reason"]
     assert len(world.invocations()) == 3
     [outcome] = world.outcomes()
     assert outcome["state"] == "failed" and outcome["request_id"] == "doomed-1"
@@ -125,34 +146,33 @@ def test_copy_that_keeps_failing_ends_in_the_dead_letter_queue(world: CopyWorld)
     assert json.loads(dead["Body"])["request_id"] == "doomed-1"
 
 
-def test_hung_distcp_is_stopped_at_the_timeout_and_retried(world: CopyWorld) -> None:
+def test_distcp_over_its_time_limit_is_stopped_and_retried(world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(hang=True)
     world.send(request("hang-1"))
 
     world.run_until(lambda: (world.item("hang-1") or {}).get("state") == "failed",
-                    copy_timeout_s=2)
-    hung_pid = json.loads(world.log.read_text().splitlines()[0])["pid"]
-    assert not _alive(hung_pid)
-    assert "still running after 2 s" in world.item("hang-1")["reason"]
-    world.tell_hadoop()
-    world.run_until(lambda: world.item("hang-1")["state"] == "verified", copy_timeout_s=2)
+                    copy_timeout_s=3, distcp_command=SLOW_DISTCP)
+    [slow] = world.calls()
+    assert not _alive(slow["pid"])
+    assert "still running after 3 s" in world.item("hang-1")["reason"]
+    world.run_until(lambda: world.item("hang-1")["state"] == "verified", timeout_s=120)
     assert copied(world) == FILES
 
 
 def test_copy_whose_result_does_not_match_is_not_verified(world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
-    world.tell_hadoop(corrupt=True)
+    # An operator's extra DistCp filter that drops a file: DistCp succeeds, the check does not.
+    drops = world.tmp / "drop-part-1.txt"
+    drops.write_text(".*/part-1\n")
     world.send(request("bad-1"))
 
-    world.run_until(lambda: (world.item("bad-1") or {}).get("state") == "failed")
+    world.run_until(lambda: (world.item("bad-1") or {}).get("state") == "failed",
+                    timeout_s=120, distcp_command=["hadoop", "distcp", "-filters", str(drops)])
 
     item = world.item("bad-1")
-    assert item["reason"].startswith("verification:")
-    assert "expected" in item["reason"]
+    assert item["reason"] == "verification: 'part-1' missing"
     assert world.queue_depth(world.queue_url) == 1  # kept for the retry
-    world.tell_hadoop()
-    world.run_until(lambda: world.item("bad-1")["state"] == "verified")
+    world.run_until(lambda: world.item("bad-1")["state"] == "verified", timeout_s=120)
     assert copied(world) == FILES
 
 

@@ -39,3 +39,7 @@ class FakeClock:
 def clock() -> FakeClock:
     return FakeClock()
 
+
+
+# The real-HDFS tests' queue and lake fixtures, shared with test_ha.py.
+from tests.integration.hdfs.conftest import index_table, queue  # noqa: E402, F401

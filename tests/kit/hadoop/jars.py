@@ -9,6 +9,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 LIB = REPO / ".hadoop" / "lib"
 KIT_JAR = LIB / "hdfs-events-hadoop-kit.jar"
+# An edge node's client for DistCp and S3A (pom.xml, execution distcp-client): its own JVM.
+DISTCP_LIB = REPO / ".hadoop" / "distcp"
 
 # Hadoop 3.3 predates Java 17's strong encapsulation; these are the module openings Hadoop's
 # and Spark's own launch scripts pass (reflection into java.lang, nio buffers, Kerberos).
@@ -30,6 +32,13 @@ def jars() -> list[str]:
     found = sorted(glob.glob(str(LIB / "*.jar")))
     if not any("hadoop-client-minicluster" in j for j in found) or not KIT_JAR.exists():
         raise HadoopJarsMissing(f"Hadoop's jars are not in {LIB}: run `make hadoop`")
+    return found
+
+
+def distcp_jars() -> list[str]:
+    found = sorted(glob.glob(str(DISTCP_LIB / "*.jar")))
+    if not any("hadoop-distcp" in j for j in found) or not any("hadoop-aws" in j for j in found):
+        raise HadoopJarsMissing(f"DistCp and S3A jars are not in {DISTCP_LIB}: run `make hadoop`")
     return found
 
 

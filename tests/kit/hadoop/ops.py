@@ -13,7 +13,8 @@ Operations (paths absolute; `data` a str written as UTF-8):
     setacl path [entries]             removeacl path
     symlink target link               read path (returns the text)
     open_file path data (a writer left open; close_file path ends it)
-    status path (a file's attributes as a dict)   files root (every file under root, by path)
+    list path (files below path, recursively: {relative name: length}; {} when path is missing)
+    status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
 """
 
 from __future__ import annotations
@@ -146,6 +147,17 @@ class Workload:
         finally:
             stream.close()
 
+    def op_list(self, path: str) -> dict[str, int]:
+        root = self.Path(path)
+        if not self.fs.exists(root):
+            return {}
+        prefix = str(self.fs.makeQualified(root).toUri().getPath()).rstrip("/") + "/"
+        found, files = {}, self.fs.listFiles(root, True)
+        while files.hasNext():
+            status = files.next()
+            name = str(status.getPath().toUri().getPath())
+            found[name[len(prefix):]] = int(status.getLen())
+        return found
 
     def op_status(self, path: str) -> dict[str, Any]:
         s = self.fs.getFileStatus(self.Path(path))

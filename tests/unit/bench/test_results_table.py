@@ -56,27 +56,34 @@ def test_last_error_line_is_the_exception_not_the_traceback_head():
     assert last_error_line("", "") == "no output"
 
 
+_TRANSLATE = next(b for b in run_all.BENCHES if b.name == "translate")
+
+
+def _bench(name: str, output: str) -> Bench:
+    return Bench(name, f"bench.{name}", output, _TRANSLATE.figures, quick=(),
+                 quick_size="tiny", smoke=())
+
+
 def test_unreadable_bench_json_is_reported_not_raised():
-    bench = Bench("translate", ("bench.translate",), "translate.json", "200k")
+    bench = _bench("translate", "translate.json")
     rows, problem = figures_of(BenchRun("translate", "ok", 1.0, "", {"ops": 1}), bench)
     assert rows == [] and "unreadable translate.json" in problem
 
 
 def test_failing_bench_does_not_stop_the_others(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_all, "OUT_DIR", tmp_path)
-    ok = Bench("translate", ("bench.nonexistent_ok",), "translate.json", "tiny")
+    ok = _bench("translate", "translate.json")
     result = {"ops": 10, "same_events": True,
               "results": {"ours": {"ops_per_cpu_s": 20}, "baseline": {"ops_per_cpu_s": 10}}}
 
-    def fake_run(bench: Bench, out_dir):
+    def fake_run(bench: Bench, work_dir, size):
         if bench.name == "bridge":
             return BenchRun("bridge", "failed", 0.1, "exit 1: ImportError: jpype")
         return BenchRun(bench.name, "ok", 0.1, "", result)
 
     monkeypatch.setattr(run_all, "run_bench", fake_run)
-    monkeypatch.setattr(run_all, "BENCHES", (ok, Bench("bridge", ("x",), "bridge.json", "")))
-    out = tmp_path / "results.json"
-    assert run_all.main(["--out", str(out)]) == 1
+    monkeypatch.setattr(run_all, "BENCHES", (ok, _bench("bridge", "bridge.json")))
+    out = tmp_path / "bench-out" / "results.json"
+    assert run_all.main(["--work-dir", str(tmp_path)]) == 1
     saved = json.loads(out.read_text())
     assert saved["benches"]["bridge"]["status"] == "failed"
     assert saved["benches"]["translate"]["status"] == "ok"

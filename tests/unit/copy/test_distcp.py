@@ -69,3 +69,18 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_failure_reason_is_the_exception_not_its_stack_frames(tmp_path: Path) -> None:
+    script = tmp_path / "fails.py"
+    frames = "".join(f"\tat org.apache.hadoop.tools.DistCp.run(DistCp.java:{i})\n"
+                     for i in range(40))
+    script.write_text("import sys\nsys.stderr.write(" + repr(
+        "ERROR tools.DistCp: Invalid input: \norg.apache.hadoop.tools.CopyListing$"
+        "InvalidInputException: Cannot copy s3a://b/p, which is not a file to /d\n"
+        + frames + "\t... 3 more\n") + ")\nsys.exit(255)\n")
+    with pytest.raises(CopyFailed) as failed:
+        DistcpRunner(timeout_s=30)([sys.executable, str(script)])
+    assert "status 255" in failed.value.reason
+    assert "InvalidInputException: Cannot copy s3a://b/p" in failed.value.reason
+    assert "DistCp.java" not in failed.value.reason

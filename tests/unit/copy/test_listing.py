@@ -7,7 +7,11 @@ import subprocess
 import pytest
 
 from onprem_agent.copy_worker.failures import CopyFailed
-from onprem_agent.copy_worker.listing import HadoopShellLister, parse_ls_recursive
+from onprem_agent.copy_worker.listing import (
+    HadoopShellLister,
+    distcp_temporaries,
+    parse_ls_recursive,
+)
 
 # Real FsShell output shape (Hadoop 3.3), including an ACL '+' and a name with spaces.
 LS_OUTPUT = """\
@@ -62,3 +66,28 @@ def test_other_listing_errors_fail_the_attempt() -> None:
 def test_missing_command_fails_the_attempt() -> None:
     with pytest.raises(CopyFailed, match="not found"):
         HadoopShellLister(["no-such-hadoop-here"]).list("/x")
+
+
+def test_distcp_temporaries_are_found_at_any_depth_and_nothing_else() -> None:
+    listing = {"part-0": 10, "sub/.distcp.tmp.attempt_local1_0001_m_000000_0.1795": 3,
+               ".distcp.tmp.attempt_local1_0001_m_000000_0.1796": 0, ".hidden": 1,
+               "distcp.tmp.x": 2}
+    assert distcp_temporaries(listing) == [
+        ".distcp.tmp.attempt_local1_0001_m_000000_0.1796",
+        "sub/.distcp.tmp.attempt_local1_0001_m_000000_0.1795"]
+    assert distcp_temporaries(None) == []
+
+
+def test_remove_passes_each_path_as_one_argument_in_batches() -> None:
+    run, calls = fake_run(0)
+    names = [f"d/.distcp.tmp.{i}" for i in range(150)]
+    HadoopShellLister(["hadoop", "fs", "-ls", "-R"], run=run).remove("/data/imports/x/", names)
+    assert [len(argv) for argv in calls] == [105, 55]
+    assert calls[0][:6] == ["hadoop", "fs", "-rm", "-f", "-skipTrash",
+                            "/data/imports/x/d/.distcp.tmp.0"]
+
+
+def test_failed_remove_fails_the_attempt() -> None:
+    run, _ = fake_run(1, stderr="rm: Permission denied\n")
+    with pytest.raises(CopyFailed, match="Permission denied"):
+        HadoopShellLister(["hadoop", "fs", "-ls", "-R"], run=run).remove("/x", ["a"])

@@ -10,6 +10,7 @@ from glue_jobs.compaction import (
     gzip_problem,
     lookback_partitions,
     rows_per_file,
+    shuffle_partitions,
     total_files,
 )
 from glue_jobs.layout import new_run_id, parse_raw_key, run_started
@@ -42,7 +43,8 @@ def test_gzip_problems_are_named():
     assert "not valid gzip" in gzip_problem(b"plain text")
     assert "truncated" in gzip_problem(good[:-6])
     assert "empty object" in gzip_problem(b"")
-    assert "not UTF-8" in gzip_problem(gzip.compress(b"\xff\xfe"))
+    # UTF-8 is checked line by line in Spark (parse_lines), not here.
+    assert gzip_problem(gzip.compress(b"\xff\xfe")) is None
 
 
 def test_raw_keys_parse_as_the_consumer_writes_them():
@@ -59,3 +61,11 @@ def test_run_ids_sort_by_start_time_and_carry_it():
     assert run_started(run) == t
     assert run_started("not-a-run") is None
     assert new_run_id(t) != run
+
+
+def test_shuffle_partitions_follow_the_input_with_two_per_core_at_least():
+    mib = 1_048_576
+    assert shuffle_partitions(0, 128 * mib, cores=2) == 4
+    assert shuffle_partitions(10 * mib, 128 * mib, cores=2) == 4
+    assert shuffle_partitions(2_400 * mib, 128 * mib, cores=2) == 19  # 10M events of text
+    assert shuffle_partitions(2_400 * mib, 128 * mib, cores=40) == 80  # a Glue fleet
