@@ -38,6 +38,9 @@ METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"
 METRIC_AGENT_SEND_ERRORS = "AgentSendErrors"
 METRIC_INOTIFY_GAP = "InotifyGap"  # agent: edits purged before they were read
 METRIC_INDEX_DRIFT = "IndexDrift"  # agent verify: mismatched entries
+METRIC_SYNC_LAG_SECONDS = "SyncLagSeconds"  # sync: now - NameNode time of the oldest unapplied event
+METRIC_SYNC_BYTES = "SyncBytesCopied"
+METRIC_SYNC_PARKED = "SyncParkedPaths"
 METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"
 
 # --- Consumer Lambda environment (set by stacks/, read by lambdas/ingest) -----------------
@@ -67,6 +70,11 @@ STATE_ITEM_LEASE = "lease"
 # Namespace index (the S3mper idea): partition = "<cluster>#<parent dir>", sort = entry name.
 INDEX_PK = "parent"
 INDEX_SK = "name"
+# Sync state (`hdfs-events-agent sync`): keyed as the agent-state table, so the same LeadingKeys
+# condition scopes a cluster's principal to its own partition; items "<destination>|checkpoint",
+# "<destination>|window", "<destination>|pending|<path>", "<destination>|parked|<path>".
+SYNC_PK = STATE_PK
+SYNC_SK = STATE_SK
 # Transfers (return channel): one item per copy request.
 TRANSFERS_PK = "request_id"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table

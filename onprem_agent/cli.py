@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "check config, credentials, queue, JVM, classpath and NameNode"),
     "verify": ("onprem_agent.commands.verify",
                "compare an HDFS listing with the DynamoDB namespace index"),
+    "sync": ("onprem_agent.commands.sync",
+             "replicate covered HDFS directories to S3 (run, status, verify)"),
     "copy-worker": ("onprem_agent.commands.copy_worker",
                     "copy data from S3 back into HDFS on request (distcp)"),
 }

@@ -1,7 +1,7 @@
 """The agent's configuration: one TOML file (`agent.toml`), read once into a frozen AgentConfig.
 
 Every section the shipping pipeline uses is typed and checked here. Sections owned by other
-components ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy") are handed out
+components ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync") are handed out
 raw by `AgentConfig.section(name)`; each component validates its own. Anything else is an error,
 so a typo never silently falls back to a default.
 
@@ -24,7 +24,7 @@ from hdfs_events.envelope import SQS_BILLING_CHUNK_BYTES, SQS_MAX_MESSAGE_BYTES
 from hdfs_events.ids import validate_cluster_name, validate_group_strategy
 
 # Sections other components validate themselves.
-FOREIGN_SECTIONS = ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy")
+FOREIGN_SECTIONS = ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync")
 CHECKPOINT_STORES = ("file", "dynamodb")
 RETRY_MODES = ("standard", "adaptive")
 # Keys refused anywhere in the file (any section, any depth), by exact name or by these parts.

@@ -35,7 +35,8 @@ class IngestStack(Stack):
         targets = OnPremTargets(
             event_queue=self.events.queue, copy_queue=self.copy_requests.queue,
             lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
-            index_table=storage.index_table, transfers_table=storage.transfers_table)
+            index_table=storage.index_table, transfers_table=storage.transfers_table,
+            sync_table=storage.sync_table)
         anchor = (RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
                   if settings.roles_anywhere else None)
         self.principals = [

@@ -42,6 +42,7 @@ class OnPremTargets:
     state_table: dynamodb.ITable
     index_table: dynamodb.ITable
     transfers_table: dynamodb.ITable
+    sync_table: dynamodb.ITable
 
 
 def onprem_statements(cluster: str, settings: Settings,
@@ -66,6 +67,15 @@ def onprem_statements(cluster: str, settings: Settings,
                             actions=["dynamodb:GetItem", "dynamodb:PutItem",
                                      "dynamodb:UpdateItem"],
                             resources=[t.state_table.table_arn],
+                            conditions={"ForAllValues:StringEquals": {
+                                "dynamodb:LeadingKeys": [cluster]}}),
+        # `sync`: its own state, only items whose partition key is this cluster (a finished
+        # window's item and a path no longer pending or parked are deleted).
+        iam.PolicyStatement(sid="OwnSyncState",
+                            actions=["dynamodb:GetItem", "dynamodb:PutItem",
+                                     "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                                     "dynamodb:Query"],
+                            resources=[t.sync_table.table_arn],
                             conditions={"ForAllValues:StringEquals": {
                                 "dynamodb:LeadingKeys": [cluster]}}),
         # The copy worker (return channel) records each state change of a request.

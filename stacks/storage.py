@@ -1,4 +1,4 @@
-"""Storage: the S3 event lake (and its access-log bucket) and the three DynamoDB tables."""
+"""Storage: the S3 event lake (and its access-log bucket) and the four DynamoDB tables."""
 
 from __future__ import annotations
 
@@ -74,6 +74,9 @@ class StorageStack(Stack):
             partition=names.INDEX_PK, sort=names.INDEX_SK)
         self.transfers_table = self._table(
             "TransfersTable", settings, removal, partition=names.TRANSFERS_PK, sort=None)
+        # `hdfs-events-agent sync`: replicated txid, running window, pending and parked paths.
+        self.sync_table = self._table(
+            "SyncTable", settings, removal, partition=names.SYNC_PK, sort=names.SYNC_SK)
 
         self.settings = settings
         CfnOutput(self, "LakeBucketName", value=self.lake.bucket_name,
@@ -86,6 +89,8 @@ class StorageStack(Stack):
                   description="Namespace index: partition parent directory, sort name")
         CfnOutput(self, "TransfersTableName", value=self.transfers_table.table_name,
                   description="Copy requests of the return channel and their status")
+        CfnOutput(self, "SyncTableName", value=self.sync_table.table_name,
+                  description="Sync state: replicated txid, window, pending and parked paths")
         if self.lake_key:
             CfnOutput(self, "LakeKeyArn", value=self.lake_key.key_arn,
                       description="KMS key of the lake bucket")

@@ -1,5 +1,5 @@
-"""The dashboard's rows: stream in, queue health, consumer, agents, gaps, namespace index, Glue,
-lake."""
+"""The dashboard's rows: stream in, queue health, consumer, agents, gaps, namespace index, sync,
+Glue, lake."""
 
 from __future__ import annotations
 
@@ -137,6 +137,16 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
             cw.GraphWidget(title="Namespace index: quarantined messages a range went on without",
                            width=width,
                            left=[_consumer(names.METRIC_INDEX_SKIPPED, c, "Sum")
+                                 for c in clusters]),
+        ],
+        [
+            cw.GraphWidget(title="Sync lag (s, NameNode -> replicated)", width=width,
+                           left=[_agent(names.METRIC_SYNC_LAG_SECONDS, c, "Maximum")
+                                 for c in clusters]),
+            cw.GraphWidget(title="Sync bytes replicated", width=width,
+                           left=[_agent(names.METRIC_SYNC_BYTES, c, "Sum") for c in clusters]),
+            cw.GraphWidget(title="Sync parked paths", width=width,
+                           left=[_agent(names.METRIC_SYNC_PARKED, c, "Maximum")
                                  for c in clusters]),
         ],
         [

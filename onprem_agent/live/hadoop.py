@@ -124,6 +124,10 @@ class HadoopClient:
     def lister(self) -> HadoopLister:
         return HadoopLister(self._fs)
 
+    def file_system(self) -> Any:
+        """The org.apache.hadoop.fs.FileSystem itself, for readers of file data (the sync)."""
+        return self._fs
+
     def close(self) -> None:
         self._fs.close()
 

@@ -145,6 +145,16 @@ def test_dashboard_has_a_namespace_index_row_per_cluster(deployed_env: Synthesiz
     assert wait["properties"]["annotations"]["horizontal"][0]["value"] == 900_000
 
 
+def test_dashboard_has_a_sync_row_per_cluster(deployed_env: Synthesized) -> None:
+    widgets = [w for w in _dashboard_widgets(deployed_env)
+               if w["properties"].get("title", "").startswith("Sync")]
+    shown = {m[1]: (m[3], m[4]["stat"]) for w in widgets for m in w["properties"]["metrics"]}
+    assert shown == {names.METRIC_SYNC_LAG_SECONDS: (deployed_env.env, "Maximum"),
+                     names.METRIC_SYNC_BYTES: (deployed_env.env, "Sum"),
+                     names.METRIC_SYNC_PARKED: (deployed_env.env, "Maximum")}
+    assert len({w["y"] for w in widgets}) == 1  # one row
+
+
 def test_dashboard_shows_stream_queues_consumer_agents_glue_and_lake(
         deployed_env: Synthesized) -> None:
     (dashboard,) = deployed_env.resources("Monitoring", "AWS::CloudWatch::Dashboard").values()

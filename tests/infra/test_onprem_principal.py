@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 EXPECTED_ACTIONS = {
     "sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
     "s3:GetObject", "s3:ListBucket", "dynamodb:GetItem", "dynamodb:PutItem",
-    "dynamodb:UpdateItem", "dynamodb:Query", "cloudwatch:PutMetricData",
+    "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "cloudwatch:PutMetricData",
 }
 
 
@@ -86,6 +86,8 @@ def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
     cluster = "prod" if deployed_env.env == "prod" else "dev"  # clusters of cdk.json
     by_sid = {s["Sid"]: s for s in _statements(deployed_env)}
     assert by_sid["OwnAgentState"]["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [cluster]}}
+    assert by_sid["OwnSyncState"]["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [cluster]}}
     assert by_sid["VerifyOwnIndex"]["Condition"] == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{cluster}#*"]}}

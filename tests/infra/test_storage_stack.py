@@ -88,6 +88,15 @@ def test_tables_are_on_demand_encrypted_recoverable_with_ttl(deployed_env: Synth
     })
 
 
+def test_the_sync_has_its_own_state_table_keyed_by_cluster(deployed_env: Synthesized) -> None:
+    tables = deployed_env.resources("Storage", "AWS::DynamoDB::Table")
+    (sync,) = [t for k, t in tables.items() if k.startswith("SyncTable")]
+    assert sync["Properties"]["KeySchema"] == [
+        {"AttributeName": names.SYNC_PK, "KeyType": "HASH"},
+        {"AttributeName": names.SYNC_SK, "KeyType": "RANGE"}]
+    assert "SyncTableName" in deployed_env.templates["Storage"]["Outputs"]
+
+
 STATEFUL = ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::KMS::Key")
 
 

@@ -14,6 +14,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     symlink target link               read path (returns the text)
     open_file path data (a writer left open; close_file path ends it)
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
+    status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
 """
 
 from __future__ import annotations
@@ -157,6 +158,21 @@ class Workload:
             name = str(status.getPath().toUri().getPath())
             found[name[len(prefix):]] = int(status.getLen())
         return found
+
+    def op_status(self, path: str) -> dict[str, Any]:
+        s = self.fs.getFileStatus(self.Path(path))
+        return {"length": int(s.getLen()), "mtime": int(s.getModificationTime()),
+                "owner": str(s.getOwner()), "group": str(s.getGroup()),
+                "perms": format(int(s.getPermission().toShort()) & 0o1777, "04o"),
+                "replication": int(s.getReplication())}
+
+    def op_files(self, root: str) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        it = self.fs.listFiles(self.Path(root), True)
+        while it.hasNext():
+            path = str(it.next().getPath().toUri().getPath())
+            out[path] = self.op_status(path)
+        return out
 
 
 def _read_all(stream: Any) -> str:

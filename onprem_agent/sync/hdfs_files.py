@@ -1,0 +1,106 @@
+"""HDFS files as the sync reads them, through the agent's Hadoop client (JPype): status, whether
+a file is still open for write, its file checksum, and its bytes with their CRC32C computed on
+the way (in Java: java.util.zip.CRC32C, hardware-accelerated, one call per chunk).
+
+File checksums: with dfs.checksum.combine.mode=COMPOSITE_CRC the NameNode's DataNodes combine
+their per-chunk CRCs into the CRC of the whole file ("COMPOSITE-CRC32C", 4 bytes), the same
+whatever the block and chunk sizes. That is exactly S3's full-object CRC32C of the same bytes,
+so the two sides compare without reading the file twice. A file written with CRC32 chunks
+(dfs.checksum.type=CRC32) gives "COMPOSITE-CRC32": the bytes read are then also checked against
+it with java.util.zip.CRC32, and S3 still gets their CRC32C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hdfs_events.event import INodeType
+from onprem_agent.live.hadoop import entry_from_status
+from onprem_agent.live.snapshot import NamespaceEntry
+
+# The Configuration keys that make getFileChecksum comparable with S3 (see above).
+CHECKSUM_CONF = {"dfs.checksum.combine.mode": "COMPOSITE_CRC"}
+SUPPORTED_CHECKSUMS = ("COMPOSITE-CRC32C", "COMPOSITE-CRC32")
+_CHUNK = 1024 * 1024
+
+
+class FileGone(Exception):
+    """The HDFS path no longer exists (renamed or deleted after the window's events)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileChecksum:
+    algorithm: str  # "COMPOSITE-CRC32C" or "COMPOSITE-CRC32"
+    value: int
+
+
+class JavaCrc:
+    """java.util.zip.CRC32C (or CRC32) over Java byte arrays, without copying them."""
+
+    def __init__(self, kind: str = "CRC32C") -> None:
+        import jpype
+
+        self._crc = jpype.JClass(f"java.util.zip.{kind}")()
+
+    def update(self, buf: Any, offset: int, length: int) -> None:
+        self._crc.update(buf, offset, length)
+
+    def reset(self) -> None:
+        self._crc.reset()
+
+    @property
+    def value(self) -> int:
+        return int(self._crc.getValue())
+
+
+class HdfsFiles:
+    def __init__(self, fs: Any) -> None:
+        import jpype
+
+        self._jpype = jpype
+        self._fs = fs
+        self._path = jpype.JClass("org.apache.hadoop.fs.Path")
+        self._not_found = jpype.JClass("java.io.FileNotFoundException")
+
+    def status(self, path: str) -> NamespaceEntry | None:
+        try:
+            return entry_from_status(self._fs.getFileStatus(self._path(path)))
+        except self._not_found:
+            return None
+
+    def is_closed(self, path: str) -> bool:
+        """False while a writer holds the file (create or append not yet closed)."""
+        try:
+            return bool(self._fs.isFileClosed(self._path(path)))
+        except self._not_found as exc:
+            raise FileGone(path) from exc
+
+    def checksum(self, path: str) -> FileChecksum:
+        try:
+            cs = self._fs.getFileChecksum(self._path(path))
+        except self._not_found as exc:
+            raise FileGone(path) from exc
+        return FileChecksum(str(cs.getAlgorithmName()),
+                            int.from_bytes(bytes(cs.getBytes()), "big"))
+
+    def read(self, path: str, chunk: int = _CHUNK) -> Iterator[tuple[Any, int]]:
+        """(Java byte[] buffer, bytes filled) chunks; the buffer is reused between chunks."""
+        try:
+            stream = self._fs.open(self._path(path))
+        except self._not_found as exc:
+            raise FileGone(path) from exc
+        buf = self._jpype.JArray(self._jpype.JByte)(chunk)
+        try:
+            while True:
+                n = int(stream.read(buf))
+                if n < 0:
+                    return
+                if n:
+                    yield buf, n
+        finally:
+            stream.close()
+
+    def is_file(self, entry: NamespaceEntry | None) -> bool:
+        return entry is not None and entry.inode_type is INodeType.FILE

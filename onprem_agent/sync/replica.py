@@ -1,0 +1,310 @@
+"""The S3 side of the sync: one object per replicated HDFS file under `s3://bucket/prefix/`, the
+key being the HDFS path without its leading "/", the file's attributes as object metadata.
+
+Every upload is verified end to end before it counts (docs/sync.md, "Verified copies"):
+1. HDFS's own checksum first (COMPOSITE-CRC32C, onprem_agent.sync.hdfs_files);
+2. the bytes read are CRC32C'd as they stream (in Java) and must equal it, and their count
+   must equal the file's length: a file changed under the reader is not uploaded;
+3. S3 is told the CRC32C of every part and of the whole object (ChecksumType FULL_OBJECT; one
+   PutObject with ChecksumCRC32C below the multipart threshold), checks the bytes it got
+   against them, and returns its own full-object CRC32C, which must equal (1) as well.
+A mismatch at (2) aborts the multipart upload; at (3) the object is deleted. Either way the
+step fails with ChecksumMismatch and is retried, then parked: never accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote
+
+from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.sync.hdfs_files import FileChecksum, HdfsFiles, JavaCrc
+from onprem_agent.sync.plan import FileState, under
+from onprem_agent.sync.settings import SyncSettings
+
+# S3 CopyObject copies at most 5 GiB in one request; bigger objects are read from HDFS again.
+_MAX_COPY_OBJECT = 5 * 1024**3
+_META = {"owner": "hdfs-owner", "group": "hdfs-group", "permissions": "hdfs-permission",
+         "replication": "hdfs-replication"}
+# Always written: the sync compares size and mtime to know an object is current.
+_MTIME = "hdfs-mtime"
+
+
+class ChecksumMismatch(Exception):
+    """The bytes S3 holds (or would hold) are not the HDFS file's."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectState:
+    file: FileState
+    crc32c: int | None  # S3's full-object CRC32C, when it has one
+    checksum_type: str | None
+
+
+@dataclass(slots=True)
+class Counters:
+    uploads: int = 0  # objects written from HDFS bytes
+    bytes: int = 0
+    server_copies: int = 0
+    metadata_updates: int = 0
+    deletes: int = 0
+    requests: int = 0  # every S3 call, for the bill per replicated file
+
+    def add(self, other: Counters) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Throttle:
+    """A byte budget per second shared by all workers (bandwidth_mb_s); 0 = no limit."""
+
+    def __init__(self, bytes_per_s: int, clock: Any = time.monotonic, sleep: Any = time.sleep):
+        self._rate, self._clock, self._sleep = bytes_per_s, clock, sleep
+        self._lock = threading.Lock()
+        self._next = clock()
+
+    def take(self, n: int) -> None:
+        if not self._rate:
+            return
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next)
+            self._next = start + n / self._rate
+        if start > now:
+            self._sleep(start - now)
+
+
+def crc_b64(value: int) -> str:
+    return base64.b64encode(value.to_bytes(4, "big")).decode()
+
+
+def crc_int(b64: str) -> int:
+    return int.from_bytes(base64.b64decode(b64), "big")
+
+
+class S3Replica:
+    def __init__(self, settings: SyncSettings, client: Any = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self.s3, self.bucket, self.prefix = client, settings.bucket, settings.prefix
+        self.settings = settings
+        self.counters = Counters()
+        self._lock = threading.Lock()
+
+    def _count(self, **kw: int) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self.counters, k, getattr(self.counters, k) + v)
+
+    # -- names -----------------------------------------------------------------------------------
+    def key(self, path: str) -> str:
+        return self.prefix + path.lstrip("/")
+
+    def path(self, key: str) -> str:
+        return "/" + key[len(self.prefix):]
+
+    def metadata(self, entry: NamespaceEntry) -> dict[str, str]:
+        values = {"owner": entry.owner, "group": entry.group, "permissions": entry.perms,
+                  "replication": str(entry.replication)}
+        meta = {_META[k]: quote(values[k], safe="") for k in self.settings.preserve if k in _META}
+        meta[_MTIME] = str(entry.mtime)
+        return meta
+
+    # -- reading S3 --------------------------------------------------------------------------------
+    def head(self, path: str) -> ObjectState | None:
+        self._count(requests=1)
+        try:
+            r = self.s3.head_object(Bucket=self.bucket, Key=self.key(path), ChecksumMode="ENABLED")
+        except self.s3.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        m = r.get("Metadata", {})
+        file = FileState(size=int(r["ContentLength"]), mtime=int(m.get(_MTIME, -1)),
+                         owner=unquote(m.get(_META["owner"], "")),
+                         group=unquote(m.get(_META["group"], "")),
+                         perms=unquote(m.get(_META["permissions"], "")),
+                         replication=int(m.get(_META["replication"], 0)))
+        crc = r.get("ChecksumCRC32C")
+        return ObjectState(file, crc_int(crc) if crc else None, r.get("ChecksumType"))
+
+    def paths_under(self, roots: frozenset[str] | set[str]) -> set[str]:
+        """Paths of the objects at or under each root (one LIST per root and 1,000 keys)."""
+        out: set[str] = set()
+        for root in sorted(roots):
+            prefix = self.key(root) if root != "/" else self.prefix
+            for key in self._list(prefix):
+                path = self.path(key)
+                if under(path, root):
+                    out.add(path)
+        return out
+
+    def _list(self, prefix: str) -> list[str]:
+        keys = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
+                                                                       Prefix=prefix):
+            self._count(requests=1)
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+        return keys
+
+    def states_under(self, root: str) -> dict[str, FileState]:
+        out = {}
+        for path in sorted(self.paths_under({root})):
+            state = self.head(path)
+            if state is not None:
+                out[path] = state.file
+        return out
+
+    # -- writing S3 ----------------------------------------------------------------------------------
+    def upload(self, path: str, entry: NamespaceEntry, hdfs: HdfsFiles, checksum: FileChecksum,
+               throttle: Throttle) -> None:
+        """The file's bytes from HDFS into one object, verified (module doc)."""
+        whole, own = JavaCrc("CRC32C"), None
+        if checksum.algorithm == "COMPOSITE-CRC32":
+            own = JavaCrc("CRC32")
+        key, meta = self.key(path), self.metadata(entry)
+        if entry.size <= self.settings.multipart_threshold:
+            body = bytearray()
+            for buf, n in hdfs.read(path):
+                throttle.take(n)
+                whole.update(buf, 0, n)
+                if own is not None:
+                    own.update(buf, 0, n)
+                body += memoryview(buf)[:n]
+            self._check_read(path, entry, checksum, len(body), whole, own)
+            self._count(requests=1)
+            r = self.s3.put_object(Bucket=self.bucket, Key=key, Body=bytes(body), Metadata=meta,
+                                   ChecksumAlgorithm="CRC32C", ChecksumCRC32C=crc_b64(whole.value))
+            self._check_stored(key, r, whole.value)
+            self._count(uploads=1, bytes=len(body))
+            return
+        self._count(requests=1)
+        upload_id = self.s3.create_multipart_upload(
+            Bucket=self.bucket, Key=key, Metadata=meta, ChecksumAlgorithm="CRC32C",
+            ChecksumType="FULL_OBJECT")["UploadId"]
+        try:
+            parts = self._upload_parts(path, key, upload_id, hdfs, throttle, whole, own)
+            self._check_read(path, entry, checksum, sum(size for _, size in parts), whole, own)
+            self._count(requests=1)
+            r = self.s3.complete_multipart_upload(
+                Bucket=self.bucket, Key=key, UploadId=upload_id,
+                ChecksumCRC32C=crc_b64(whole.value), ChecksumType="FULL_OBJECT",
+                MultipartUpload={"Parts": [p for p, _ in parts]})
+        except BaseException:
+            self._count(requests=1)
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            raise
+        self._check_stored(key, r, whole.value)
+        self._count(uploads=1, bytes=sum(size for _, size in parts))
+
+    def _upload_parts(self, path: str, key: str, upload_id: str, hdfs: HdfsFiles,
+                      throttle: Throttle, whole: JavaCrc, own: JavaCrc | None
+                      ) -> list[tuple[dict[str, Any], int]]:
+        part_size = self.settings.part_size
+        part, part_crc = bytearray(), JavaCrc("CRC32C")
+        parts: list[tuple[dict[str, Any], int]] = []
+
+        def send() -> None:
+            number = len(parts) + 1
+            self._count(requests=1)
+            r = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id,
+                                    PartNumber=number, Body=bytes(part),
+                                    ChecksumCRC32C=crc_b64(part_crc.value))
+            parts.append(({"PartNumber": number, "ETag": r["ETag"],
+                           "ChecksumCRC32C": crc_b64(part_crc.value)}, len(part)))
+            part.clear()
+            part_crc.reset()
+
+        for buf, n in hdfs.read(path):
+            throttle.take(n)
+            whole.update(buf, 0, n)
+            if own is not None:
+                own.update(buf, 0, n)
+            offset = 0
+            while offset < n:
+                take = min(n - offset, part_size - len(part))
+                part_crc.update(buf, offset, take)
+                part += memoryview(buf)[offset:offset + take]
+                offset += take
+                if len(part) == part_size:
+                    send()
+        if part or not parts:
+            send()
+        return parts
+
+    def _check_read(self, path: str, entry: NamespaceEntry, checksum: FileChecksum, size: int,
+                    whole: JavaCrc, own: JavaCrc | None) -> None:
+        read = (own or whole).value
+        if size != entry.size or read != checksum.value:
+            raise ChecksumMismatch(
+                f"{path}: read {size} bytes with {checksum.algorithm.split('-')[-1]} "
+                f"{read:08x}; HDFS reports {entry.size} bytes, {checksum.value:08x} "
+                "(changed while read?)")
+
+    def _check_stored(self, key: str, response: dict[str, Any], crc: int) -> None:
+        if response.get("ChecksumCRC32C") is None:
+            # S3 returns the checksum it stored in the response; moto 5.2 does not for
+            # CompleteMultipartUpload, so ask for it (one HEAD).
+            self._count(requests=1)
+            response = self.s3.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
+        stored = response.get("ChecksumCRC32C")
+        if stored is None or crc_int(stored.split("-")[0]) != crc or (
+                response.get("ChecksumType") not in (None, "FULL_OBJECT")):
+            self._count(requests=1)
+            self.s3.delete_object(Bucket=self.bucket, Key=key)
+            raise ChecksumMismatch(f"s3://{self.bucket}/{key}: S3 stored CRC32C {stored} "
+                                   f"({response.get('ChecksumType')}), sent {crc_b64(crc)}; "
+                                   "object deleted")
+
+    def server_copy(self, src: str, dst: str, entry: NamespaceEntry) -> bool:
+        """CopyObject src -> dst with dst's metadata, when src holds dst's bytes as far as size
+        and mtime tell (a rename keeps both) and fits one CopyObject; False: read HDFS instead."""
+        have = self.head(src)
+        if (have is None or (have.file.size, have.file.mtime) != (entry.size, entry.mtime)
+                or entry.size > _MAX_COPY_OBJECT or have.crc32c is None):
+            return False
+        self._copy(src, dst, entry, have.crc32c)
+        self._count(server_copies=1)
+        return True
+
+    def update_metadata(self, path: str, entry: NamespaceEntry, checksum: FileChecksum) -> bool:
+        """Metadata in place (CopyObject onto itself) when the object holds the file's bytes by
+        S3's own CRC32C; False: read HDFS instead."""
+        have = self.head(path)
+        if (have is None or have.crc32c is None or checksum.algorithm != "COMPOSITE-CRC32C"
+                or have.crc32c != checksum.value or have.file.size != entry.size
+                or entry.size > _MAX_COPY_OBJECT):
+            return False
+        self._copy(path, path, entry, have.crc32c)
+        self._count(metadata_updates=1)
+        return True
+
+    def _copy(self, src: str, dst: str, entry: NamespaceEntry, crc: int) -> None:
+        self._count(requests=1)
+        r = self.s3.copy_object(Bucket=self.bucket, Key=self.key(dst),
+                                CopySource={"Bucket": self.bucket, "Key": self.key(src)},
+                                MetadataDirective="REPLACE", Metadata=self.metadata(entry),
+                                ChecksumAlgorithm="CRC32C")
+        self._check_stored(self.key(dst), r.get("CopyObjectResult", {}), crc)
+
+    def delete(self, path: str) -> None:
+        self._count(requests=1, deletes=1)
+        self.s3.delete_object(Bucket=self.bucket, Key=self.key(path))
+
+    def abort_open_uploads(self) -> int:
+        """Aborts every multipart upload left open under the prefix (a SIGKILL mid-copy): the
+        sync is the only writer of its prefix, so none of them can be another's."""
+        aborted = 0
+        for page in self.s3.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=self.prefix):
+            for u in page.get("Uploads", []):
+                self.s3.abort_multipart_upload(Bucket=self.bucket, Key=u["Key"],
+                                               UploadId=u["UploadId"])
+                aborted += 1
+        return aborted

@@ -1,0 +1,342 @@
+"""Runs the sync: windows of events planned (onprem_agent.sync.plan), their steps executed against
+HDFS and S3, the replicated txid saved after each window; listings (first start, after a GAP)
+reconciled whole. Nothing here reads a config file or starts a JVM: commands/sync.py builds the
+parts and hands them in.
+
+Execution rules (docs/sync.md):
+- Phases in order (server-side copies, copies from HDFS, deletes, relists, metadata); within a
+  phase, steps run `workers` at a time, each on its own key. That is the per-path lock: two
+  steps of one window never touch one key at the same time, and windows run one after another.
+- A step reconciles its key with HDFS as it is *now*: a file gone since is carried to the next
+  window (pending); a file open for write again waits for its CLOSE.
+- Only I/O failures (boto3/botocore errors, Java IOExceptions) and checksum mismatches are
+  retried, with exponential backoff, `max_attempts` times; then the path is parked with the
+  last reason, a SyncParkedPaths metric and an alert. Anything else is a poison path: parked at
+  once, never retried. A parked path does not hold the window back; its next successful step
+  unparks it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.live.snapshot import NamespaceLister, walk
+from onprem_agent.source import TxBatch
+from onprem_agent.sync.hdfs_files import SUPPORTED_CHECKSUMS, FileGone, HdfsFiles
+from onprem_agent.sync.plan import (
+    FileState,
+    Scope,
+    Steps,
+    listed_files,
+    plan_window,
+    reconcile,
+    resolve,
+)
+from onprem_agent.sync.replica import ChecksumMismatch, Counters, S3Replica, Throttle
+from onprem_agent.sync.settings import SyncSettings
+from onprem_agent.sync.state import PENDING_COPY, PENDING_RELIST, SyncState
+
+log = logging.getLogger(__name__)
+
+
+class PoisonPath(Exception):
+    """A path the sync cannot replicate whatever it retries (the message says why)."""
+
+
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """What is retried: AWS and HDFS I/O failures and checksum mismatches."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    errors: list[type[BaseException]] = [BotoCoreError, ClientError, ChecksumMismatch, OSError]
+    try:
+        import jpype
+
+        if jpype.isJVMStarted():
+            errors.append(jpype.JClass("java.io.IOException"))
+    except ImportError:  # pragma: no cover - JPype is a dependency
+        pass
+    return tuple(errors)
+
+
+@dataclass(slots=True)
+class SyncStats:
+    """Read by `sync status`'s lag figures and the metrics; written by the loop's thread."""
+
+    windows: int = 0
+    listings: int = 0
+    replicated_txid: int | None = None
+    oldest_unapplied_ms: int | None = None  # NameNode time of the oldest event not yet applied
+    parked: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFigures:
+    """What one applied window tells the operator (CloudWatch: sync_metrics)."""
+
+    txid: int
+    lag_s: float | None  # now - NameNode time of the window's oldest event (None: a listing)
+    bytes: int
+    uploads: int
+    parked: int
+
+
+def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
+    """The window's CloudWatch data (names in hdfs_events.names)."""
+    from hdfs_events import names
+    from onprem_agent.opsmetrics import cloudwatch_datum
+
+    data = [cloudwatch_datum(cluster, names.METRIC_SYNC_BYTES, figures.bytes, "Bytes"),
+            cloudwatch_datum(cluster, names.METRIC_SYNC_PARKED, figures.parked)]
+    if figures.lag_s is not None:
+        data.append(cloudwatch_datum(cluster, names.METRIC_SYNC_LAG_SECONDS, figures.lag_s,
+                                     "Seconds"))
+    return data
+
+
+class Replicator:
+    def __init__(self, settings: SyncSettings, *, hdfs: HdfsFiles, lister: NamespaceLister,
+                 replica: S3Replica, state: SyncState,
+                 on_park: Callable[[str, str], None] | None = None,
+                 on_window: Callable[[WindowFigures], None] | None = None,
+                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.2) -> None:
+        self.settings, self.hdfs, self.lister = settings, hdfs, lister
+        self.replica, self.state = replica, state
+        self.scope = Scope.of(settings.paths, settings.ignore_patterns)
+        self.throttle = Throttle(settings.bandwidth_bytes_s)
+        self.stats = SyncStats()
+        self._on_park, self._on_window = on_park, on_window
+        self._sleep, self._backoff = sleep, backoff_s
+        self._transient = transient_errors()
+        status = state.status()
+        self.stats.replicated_txid = status.txid
+        self.stats.parked = {p.path for p in status.parked}
+        self._pending: dict[str, str] = dict(status.pending)
+        self._gone: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._txid = status.txid or 0
+
+    @property
+    def resume_after(self) -> int | None:
+        return self.stats.replicated_txid
+
+    # -- windows and listings -------------------------------------------------------------------
+    def apply_window(self, events: Sequence[HdfsEvent], last_txid: int) -> Steps:
+        plan = plan_window(
+            events, self.scope,
+            pending_copies=[p for p, k in self._pending.items() if k == PENDING_COPY],
+            pending_relists=[p for p, k in self._pending.items() if k == PENDING_RELIST])
+        steps = resolve(plan, self.replica.paths_under(plan.touched) if plan.touched else set())
+        self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events))
+        self.stats.windows += 1
+        return steps
+
+    def apply_listing(self, batch: TxBatch) -> Steps:
+        """A SNAPSHOT batch (the covered namespace at txid T): copy what differs, delete what
+        HDFS no longer has; pending paths are superseded by the listing."""
+        hdfs = listed_files(batch.events, self.scope)
+        s3: dict[str, FileState] = {}
+        for root in self.settings.paths:
+            s3.update(self.replica.states_under(root))
+        steps = reconcile(hdfs, s3).steps()  # an object at an ignored path is stale too
+        self._pending = {}
+        self._run(steps, batch.txid, batch.txid, oldest_ms=None)
+        self.stats.listings += 1
+        return steps
+
+    def _run(self, steps: Steps, txid: int, first_txid: int | None, *,
+             oldest_ms: int | None) -> None:
+        self._txid = txid
+        self.stats.oldest_unapplied_ms = oldest_ms
+        before = Counters()
+        before.add(self.replica.counters)
+        if steps.count:
+            self.state.window_started(first_txid, txid, steps.count)
+        self._gone = {}
+        self._execute(steps)
+        previous = list(self._pending)
+        self._pending = dict(self._gone)
+        if previous or self._pending:
+            self.state.set_pending(self._pending, previous)
+        done = self.replica.counters
+        totals = {name: getattr(done, name) - getattr(before, name) for name in Counters.__slots__}
+        self.state.save_txid(txid, totals)
+        if steps.count:
+            self.state.window_done()
+        self.stats.replicated_txid = txid
+        self.stats.oldest_unapplied_ms = None
+        log.info("replicated through txid %d: %s", txid, _describe(steps, totals))
+        if self._on_window is not None:
+            lag_s = None if oldest_ms is None else max(0.0, time.time() - oldest_ms / 1000)
+            self._on_window(WindowFigures(txid=txid, lag_s=lag_s, bytes=totals["bytes"],
+                                          uploads=totals["uploads"], parked=len(self.stats.parked)))
+
+    def _execute(self, steps: Steps) -> None:
+        self._each([(dst, lambda s=src, d=dst: self._server_copy(s, d))
+                    for src, dst in steps.server_copies])
+        self._each([(p, lambda p=p: self._copy(p)) for p in steps.copies])
+        self._each([(p, lambda p=p: self.replica.delete(p)) for p in steps.deletes])
+        for root in steps.relists:
+            self._relist(root)
+        self._each([(p, lambda p=p: self._metadata(p)) for p in steps.metadata])
+
+    def _each(self, work: list[tuple[str, Callable[[], None]]]) -> None:
+        if not work:
+            return
+        if len(work) == 1 or self.settings.workers == 1:
+            for path, fn in work:
+                self._attempt(path, fn)
+            return
+        with ThreadPoolExecutor(self.settings.workers, thread_name_prefix="sync") as pool:
+            for f in [pool.submit(self._attempt, path, fn) for path, fn in work]:
+                f.result()
+
+    # -- one step, retried -------------------------------------------------------------------------
+    def _attempt(self, path: str, fn: Callable[[], None]) -> None:
+        attempts = self.settings.max_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                fn()
+            except FileGone:
+                with self._lock:
+                    self._gone[path] = PENDING_COPY
+                return
+            except self._transient as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                if attempt == attempts:
+                    self._park(path, reason, attempt)
+                    return
+                log.warning("sync %s: attempt %d of %d failed: %s", path, attempt, attempts,
+                            reason)
+                self._sleep(min(self._backoff * 2 ** (attempt - 1), 30.0))
+                continue
+            except Exception as exc:  # a poison path: retrying cannot help
+                self._park(path, f"{type(exc).__name__}: {exc}", attempt)
+                return
+            if path in self.stats.parked:
+                self.state.unpark(path)
+                with self._lock:
+                    self.stats.parked.discard(path)
+            return
+
+    def _park(self, path: str, reason: str, attempts: int) -> None:
+        log.error("sync %s: parked after %d attempt(s): %s", path, attempts, reason)
+        self.state.park(path, reason, self._txid, attempts)
+        with self._lock:
+            self.stats.parked.add(path)
+        if self._on_park is not None:
+            self._on_park(path, reason)
+
+    # -- the steps ------------------------------------------------------------------------------------
+    def _closed_file(self, path: str) -> Any:
+        """The file's status when it is a closed file; None when there is nothing to copy."""
+        entry = self.hdfs.status(path)
+        if entry is None:
+            raise FileGone(path)
+        if not self.hdfs.is_file(entry) or not self.hdfs.is_closed(path):
+            return None  # a directory, a symlink, or open for write: its CLOSE comes later
+        return entry
+
+    def _copy(self, path: str) -> None:
+        entry = self._closed_file(path)
+        if entry is None:
+            return
+        checksum = self.hdfs.checksum(path)
+        if checksum.algorithm not in SUPPORTED_CHECKSUMS:
+            raise PoisonPath(f"HDFS file checksum {checksum.algorithm}: set "
+                             "dfs.checksum.combine.mode=COMPOSITE_CRC for the sync's client")
+        self.replica.upload(path, entry, self.hdfs, checksum, self.throttle)
+
+    def _server_copy(self, src: str, dst: str) -> None:
+        entry = self._closed_file(dst)
+        if entry is not None and not self.replica.server_copy(src, dst, entry):
+            self._copy(dst)
+
+    def _metadata(self, path: str) -> None:
+        entry = self._closed_file(path)
+        if entry is None:
+            return
+        if not self.replica.update_metadata(path, entry, self.hdfs.checksum(path)):
+            self._copy(path)
+
+    def _relist(self, root: str) -> None:
+        if self.hdfs.status(root) is None:
+            with self._lock:
+                self._gone[root] = PENDING_RELIST
+            return
+        hdfs = {e.path: FileState(size=e.size, mtime=e.mtime, owner=e.owner, group=e.group,
+                                  perms=e.perms, replication=e.replication)
+                for e in walk(self.lister, [root])
+                if self.hdfs.is_file(e) and self.scope.covered.passes(e.path)}
+        drift = reconcile(hdfs, self.replica.states_under(root))
+        self._execute(drift.steps())
+
+
+def _oldest(events: Iterable[HdfsEvent]) -> int | None:
+    return next((e.timestamp for e in events if e.timestamp is not None), None)
+
+
+def _describe(steps: Steps, totals: dict[str, int]) -> str:
+    return (f"{totals['uploads']} upload(s), {totals['bytes']} bytes, "
+            f"{totals['server_copies']} server-side copies, {totals['metadata_updates']} "
+            f"metadata updates, {totals['deletes']} deletes, {len(steps.relists)} relists, "
+            f"{totals['requests']} S3 requests")
+
+
+class Windows:
+    """Gathers the stream's batches into windows (window_ms, max_window_events) and hands them
+    to the replicator; a SNAPSHOT batch ends the window and is reconciled whole; a GAP ends the
+    window and is otherwise left to the SNAPSHOT that follows it (LiveSource's rule)."""
+
+    def __init__(self, replicator: Replicator, settings: SyncSettings,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._r, self._settings, self._clock = replicator, settings, clock
+        self._events: list[HdfsEvent] = []
+        self._last_txid: int | None = None
+        self._opened: float | None = None
+
+    def add(self, batch: TxBatch) -> None:
+        kinds = {e.type for e in batch.events}
+        if EventType.GAP in kinds:
+            self.flush()
+            return
+        if EventType.SNAPSHOT in kinds or (not batch.events and self._r.resume_after is None):
+            self.flush()
+            self._r.apply_listing(batch)
+            return
+        self._events.extend(batch.events)
+        self._last_txid = batch.txid
+        if self._opened is None:
+            self._opened = self._clock()
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        if self._last_txid is None:
+            return
+        assert self._opened is not None
+        if (len(self._events) >= self._settings.max_window_events
+                or (self._clock() - self._opened) * 1000 >= self._settings.window_ms):
+            self.flush()
+
+    def flush(self) -> None:
+        if self._last_txid is None:
+            return
+        events, last = self._events, self._last_txid
+        self._events, self._last_txid, self._opened = [], None, None
+        self._r.apply_window(events, last)
+
+
+def replicate(batches: Iterator[TxBatch], windows: Windows, stop: threading.Event) -> None:
+    """Feeds the stream to the windows until `stop`; what was gathered is applied on the way
+    out (SIGTERM), so a restart does not redo it."""
+    for batch in batches:
+        windows.add(batch)
+        if stop.is_set():
+            break
+    windows.flush()

@@ -1,0 +1,96 @@
+"""The [sync] section of agent.toml: what `hdfs-events-agent sync` replicates, and where.
+
+    [sync]
+    destination = "s3://bucket/prefix"   # required; keys are <prefix>/<HDFS path without "/">
+    table = "hdfs-events-sync"           # required: the sync state table (CDK: storage stack)
+    paths = ["/data/finance"]            # else [filter] cover_dirs, else ["/"]
+    ignore_patterns = ["\\._COPYING_$"]  # else [filter] ignore_patterns
+    preserve = ["owner", "group", "permissions", "replication", "mtime"]  # as object metadata
+    workers = 4                          # steps of one phase run this many at a time
+    part_size_mb = 8                     # multipart part size (S3: 5 MiB minimum, 10,000 parts)
+    multipart_threshold_mb = 8           # smaller files: one PutObject
+    bandwidth_mb_s = 0                   # read+write cap over all workers; 0 = none
+    window_ms = 1000                     # how long events gather before their steps run
+    max_window_events = 10000
+    max_attempts = 5                     # per step, for AWS/HDFS I/O failures and checksum
+                                         # mismatches; then the path is parked
+    alert_topic_arn = ""                 # SNS topic for parked paths
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from onprem_agent.config import AgentConfig, ConfigError
+from onprem_agent.live.settings import _arn, _bounded, _Section
+
+PRESERVABLE = ("owner", "group", "permissions", "replication", "mtime")
+MIB = 1024 * 1024
+# S3's multipart limits: parts of 5 MiB at least (but the last) and 5 GiB at most.
+_MIN_PART_MB, _MAX_PART_MB = 5, 5 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    bucket: str
+    prefix: str  # "" or ends with "/"
+    table: str
+    paths: tuple[str, ...]
+    ignore_patterns: tuple[str, ...]
+    preserve: tuple[str, ...] = PRESERVABLE
+    workers: int = 4
+    part_size: int = 8 * MIB
+    multipart_threshold: int = 8 * MIB
+    bandwidth_bytes_s: int = 0
+    window_ms: int = 1000
+    max_window_events: int = 10_000
+    max_attempts: int = 5
+    alert_topic_arn: str | None = None
+
+    @property
+    def destination(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+def load_sync_settings(config: AgentConfig) -> SyncSettings:
+    s = _Section(config, "sync")
+    s.check_keys(("destination", "table", "paths", "ignore_patterns", "preserve", "workers",
+                  "part_size_mb", "multipart_threshold_mb", "bandwidth_mb_s", "window_ms",
+                  "max_window_events", "max_attempts", "alert_topic_arn"))
+    destination = s.get("destination", str, None)
+    if destination is None:
+        raise s.error("destination", "required (s3://bucket/prefix)")
+    if not destination.startswith("s3://") or not destination[5:].split("/", 1)[0]:
+        raise s.error("destination", f"must be s3://bucket/prefix, got {destination!r}")
+    bucket, _, prefix = destination[5:].partition("/")
+    prefix = prefix.strip("/")
+    table = s.get("table", str, None)
+    if table is None:
+        raise s.error("table", "required (the sync state table the CDK app creates)")
+    paths = s.strings("paths", config.filter.cover_dirs or ("/",))
+    for p in paths:
+        if not p.startswith("/"):
+            raise s.error("paths", f"{p!r} is not an absolute HDFS path")
+    preserve = s.strings("preserve", PRESERVABLE)
+    for p in preserve:
+        if p not in PRESERVABLE:
+            raise s.error("preserve", f"{p!r} is not one of {', '.join(PRESERVABLE)}")
+    part_mb = _bounded(s, "part_size_mb", 8, _MIN_PART_MB, _MAX_PART_MB)
+    return SyncSettings(
+        bucket=bucket, prefix=prefix + "/" if prefix else "", table=table, paths=paths,
+        ignore_patterns=s.strings("ignore_patterns", config.filter.ignore_patterns),
+        preserve=preserve, workers=_bounded(s, "workers", 4, 1, 64), part_size=part_mb * MIB,
+        multipart_threshold=_bounded(s, "multipart_threshold_mb", 8, 0, _MAX_PART_MB) * MIB,
+        bandwidth_bytes_s=_bounded(s, "bandwidth_mb_s", 0, 0, 100_000) * MIB,
+        window_ms=_bounded(s, "window_ms", 1000, 0, 600_000),
+        max_window_events=_bounded(s, "max_window_events", 10_000, 1, 1_000_000),
+        max_attempts=_bounded(s, "max_attempts", 5, 1, 20),
+        alert_topic_arn=_arn(s, "alert_topic_arn"))
+
+
+def check_sync_config(config: AgentConfig) -> SyncSettings:
+    """load_sync_settings, or a ConfigError naming the file when [sync] is absent."""
+    if not config.section("sync"):
+        raise ConfigError(f"{config.path.name}: [sync]: required for `sync` "
+                          "(destination and table at least)")
+    return load_sync_settings(config)

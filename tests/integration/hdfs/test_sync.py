@@ -1,0 +1,189 @@
+"""`hdfs-events-agent sync` on a real NameNode into moto server S3: the initial listing, then
+the live stream; a workload of temporary files renamed into place, appends, truncates,
+overwrites, directory renames and deletes and metadata changes ends with the S3 prefix equal
+to HDFS (keys, bytes, CRC32C, preserved metadata) and the uploads the merge rules predict; a
+SIGKILL mid-copy leaves no partial object and no open multipart upload; purged edits (a GAP)
+are repaired by the listing."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import boto3
+import crc32c
+import pytest
+
+from tests.kit.sync_agent import (
+    SyncProcess,
+    create_sync_table,
+    replicated_txid,
+    sync_command,
+    sync_totals,
+    write_sync_config,
+)
+
+CLUSTER = "prod"
+BUCKET = "replica"
+
+
+@pytest.fixture
+def bucket(moto_endpoint: str) -> str:
+    boto3.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    create_sync_table()
+    return BUCKET
+
+
+def text(name: str, size: int) -> str:
+    """Distinct, non-repeating-enough content of `size` characters."""
+    line = f"{name}:" + "".join(chr(48 + (i * 7 + len(name)) % 75) for i in range(97)) + "\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+def marker(hdfs, name: str) -> int:
+    """An event outside the sync's paths; its txid is what the sync must reach."""
+    hdfs.run([["mkdirs", f"/markers/{name}"]])
+    return hdfs.txid()
+
+
+def s3_objects(prefix: str) -> dict[str, dict]:
+    s3, out = boto3.client("s3"), {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        for o in page.get("Contents", []):
+            r = s3.get_object(Bucket=BUCKET, Key=o["Key"], ChecksumMode="ENABLED")
+            body = r["Body"].read()
+            out["/" + o["Key"][len(prefix):]] = {
+                "body": body, "crc32c": r.get("ChecksumCRC32C"),
+                "checksum_type": r.get("ChecksumType"), "meta": r["Metadata"]}
+    return out
+
+
+def assert_s3_equals_hdfs(hdfs, root: str, prefix: str) -> None:
+    files = hdfs.run([["files", root]])[0]
+    objects = s3_objects(prefix)
+    assert sorted(objects) == sorted(files)
+    for path, st in files.items():
+        obj, data = objects[path], hdfs.run([["read", path]])[0].encode()
+        assert obj["body"] == data, path
+        want = base64.b64encode(crc32c.crc32c(data).to_bytes(4, "big")).decode()
+        # A full-object CRC32C (moto names the type of multipart objects only).
+        assert obj["crc32c"] == want and obj["checksum_type"] != "COMPOSITE", path
+        assert obj["meta"] == {"hdfs-owner": st["owner"], "hdfs-group": st["group"],
+                               "hdfs-permission": st["perms"],
+                               "hdfs-replication": str(st["replication"]),
+                               "hdfs-mtime": str(st["mtime"])}, path
+
+
+def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rules_predict(
+        hdfs, bucket, tmp_path):
+    root, dest = "/sync1", f"s3://{BUCKET}/mirror/"
+    hdfs.run([["mkdirs", f"{root}/out"], ["write", f"{root}/old/a", text("a", 3000)],
+              ["write", f"{root}/old/b", text("b", 100)],
+              ["write", f"{root}/keep/c", text("c", 70_000)]])
+    boto3.client("s3").put_object(Bucket=BUCKET, Key="mirror/sync1/ghost", Body=b"stale")
+    config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
+                               sync_extra='ignore_patterns = ["\\\\.tmp$"]\nwindow_ms = 3000\n')
+    sync = SyncProcess.start(config)
+    try:
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "listed"))
+        assert sync_totals(CLUSTER, dest)["uploads"] == 3  # the listing: a, b, c; ghost deleted
+
+        # One window (3 s from its first event: each run() here takes well under that): each
+        # temporary file is uploaded once, under its final name.
+        hdfs.run([
+            ["write", f"{root}/out/.part-0.tmp", text("p0", 5000)],
+            ["rename", f"{root}/out/.part-0.tmp", f"{root}/out/part-0"],
+            ["write", f"{root}/out/_staging-1", text("p1", 4000)],
+            ["rename", f"{root}/out/_staging-1", f"{root}/out/part-1"],
+            ["write", f"{root}/junk/x", "x"], ["write", f"{root}/junk/y", "y"],
+            ["delete", f"{root}/junk/x"]])
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "tmp"))
+        assert sync_totals(CLUSTER, dest)["uploads"] == 3 + 3  # part-0, part-1, junk/y
+
+        hdfs.run([["append", f"{root}/old/a", text("more", 500)],
+                  ["truncate", f"{root}/keep/c", 40_001],
+                  ["write", f"{root}/old/b", text("b2", 200), True]])
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "changed"))
+        assert sync_totals(CLUSTER, dest)["uploads"] == 6 + 3
+
+        hdfs.run([["rename", f"{root}/keep", f"{root}/kept"],  # moved server-side, no upload
+                  ["delete", f"{root}/junk", True],
+                  ["chmod", f"{root}/old/a", "0600"], ["chown", f"{root}/old/b", "alice", "staff"],
+                  ["setrep", f"{root}/out/part-0", 2], ["set_times", f"{root}/out/part-1",
+                                                         1_700_000_000_000, -1]])
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "moved"))
+    finally:
+        assert sync.stop() == 0, sync.log_tail()
+    totals = sync_totals(CLUSTER, dest)
+    assert totals["uploads"] == 9, sync.log_tail()
+    assert totals["server_copies"] == 1 and totals["metadata_updates"] >= 3
+    assert_s3_equals_hdfs(hdfs, root, "mirror/")
+    verify = sync_command(config, "verify", "--prefix", root)
+    assert verify.returncode == 0 and "5 files in HDFS, 5 checksums compared, 0 differ" in (
+        verify.stdout), verify.stdout + verify.stderr
+    status = sync_command(config, "status")
+    assert "parked paths: 0" in status.stdout and "running window: none" in status.stdout
+
+
+def test_a_sigkill_mid_copy_leaves_no_partial_object_and_no_open_upload(hdfs, bucket,
+                                                                        tmp_path):
+    root, dest = "/sync2", f"s3://{BUCKET}/mirror/"
+    hdfs.run([["mkdirs", root]])
+    config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
+                               sync_extra="part_size_mb = 5\nmultipart_threshold_mb = 5\n"
+                                          "bandwidth_mb_s = 4\nwindow_ms = 200\n")
+    sync = SyncProcess.start(config)
+    sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "start"))
+    big = text("big", 22 * 1024 * 1024)
+    hdfs.run([["write", f"{root}/big", big]])
+    s3 = boto3.client("s3")
+    deadline = time.monotonic() + 60
+    while not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads"):
+        assert time.monotonic() < deadline, sync.log_tail()
+        time.sleep(0.05)
+    time.sleep(1.5)  # a part or two in
+    sync.kill()
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="mirror/sync2/")
+    assert s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")  # what the kill left
+
+    config.write_text(config.read_text().replace("bandwidth_mb_s = 4", "bandwidth_mb_s = 0"))
+    sync = SyncProcess.start(config)
+    try:
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "restarted"))
+    finally:
+        assert sync.stop() == 0, sync.log_tail()
+    assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
+    assert "aborted 1 multipart upload(s) left open" in sync.log.read_text()
+    assert_s3_equals_hdfs(hdfs, root, "mirror/")
+
+
+def test_purged_edits_during_sync_are_repaired_by_the_listing(hdfs, bucket, tmp_path):
+    root, dest = "/sync3", f"s3://{BUCKET}/mirror/"
+    hdfs.run([["write", f"{root}/a", "a"], ["write", f"{root}/b", "b"], ["write", f"{root}/c", "c"]])
+    config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
+                               sync_extra="window_ms = 200\n")
+    sync = SyncProcess.start(config)
+    sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "first"))
+    assert sync.stop() == 0, sync.log_tail()
+    stopped_at = replicated_txid(CLUSTER, dest)
+    assert stopped_at is not None
+
+    # While the sync is down: changes it will never read, then checkpoints purge their edits.
+    hdfs.run([["delete", f"{root}/a"], ["mkdirs", f"{root}/d"], ["rename", f"{root}/b", f"{root}/d/b"],
+              ["write", f"{root}/c", "c2", True], ["write", f"{root}/e", "e"],
+              ["chmod", f"{root}/e", "0600"]])
+    hdfs.purge_edits_through(stopped_at + 1)
+
+    sync = SyncProcess.start(config)
+    try:
+        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "after-gap"))
+    finally:
+        assert sync.stop() == 0, sync.log_tail()
+    assert "inotify gap" in sync.log.read_text()
+    assert_s3_equals_hdfs(hdfs, root, "mirror/")
+    verify = sync_command(config, "verify", "--prefix", root)
+    assert verify.returncode == 0 and " 0 differ" in verify.stdout, verify.stdout + verify.stderr

@@ -1,0 +1,222 @@
+"""The planner against a plain-dict model of HDFS and S3: whatever the workload and however the
+events fall into windows, and however far HDFS has moved on when a window runs, the S3 copy
+ends equal to HDFS's closed covered files; and the merge rules hold their promises on the
+counts a user pays for (a temp-then-rename file is uploaded once)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.sync.plan import (
+    FileState,
+    Kill,
+    Move,
+    Scope,
+    backward,
+    forward,
+    plan_window,
+    reconcile,
+    resolve,
+)
+from tests.unit.sync.model import ModelHdfs, ModelS3
+
+COVERED = Scope.of(["/c"], [r"\.tmp$"])
+DIRS = ["/c", "/c/d1", "/c/d2", "/out"]
+NAMES = ["a", "b", "x.tmp"]
+PATHS = [f"{d}/{n}" for d in DIRS for n in NAMES] + DIRS
+
+
+def run(hdfs: ModelHdfs, op: tuple) -> None:
+    name, *args = op
+    getattr(hdfs, name)(*args)
+
+
+OPS = ("create", "create", "close", "append", "truncate", "rename", "rename", "delete",
+       "chmod", "touch", "sync", "sync")
+
+
+def draw_op(data: st.DataObject, hdfs: ModelHdfs) -> tuple:
+    """An operation on what exists more often than not (else few renames would succeed)."""
+    existing = sorted(hdfs.files) + sorted(hdfs.dirs - {"/"})
+    path = st.sampled_from(existing + PATHS) if existing else st.sampled_from(PATHS)
+    name = data.draw(st.sampled_from(OPS))
+    if name == "create":
+        return name, data.draw(path), data.draw(st.booleans()), data.draw(st.booleans())
+    if name == "append":
+        return name, data.draw(path), data.draw(st.booleans())
+    if name == "rename":
+        return name, data.draw(path), data.draw(st.sampled_from(PATHS)), data.draw(st.booleans())
+    if name == "chmod":
+        return name, data.draw(path), data.draw(st.sampled_from(["0600", "0640", "0755"]))
+    if name == "sync":
+        return (name,)
+    return name, data.draw(path)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_s3_copy_ends_equal_to_hdfs_whatever_the_windows_and_the_lag(data):
+    """A window ends at a random event; it runs later, with HDFS possibly ahead of it."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for d in ("/c/d1", "/out"):
+        hdfs.mkdirs(d)
+    done = cut = 0
+
+    def sync_up_to(end: int) -> None:
+        nonlocal done
+        if end > done:
+            s3.run_window(s3.plan(hdfs.events[done:end], COVERED), hdfs, COVERED)
+            done = end
+
+    for _ in range(data.draw(st.integers(0, 40))):
+        o = draw_op(data, hdfs)
+        if o[0] == "sync":
+            sync_up_to(cut)
+            cut = len(hdfs.events) if data.draw(st.booleans()) else cut
+        else:
+            run(hdfs, o)
+            if data.draw(st.booleans()):
+                cut = len(hdfs.events)
+    hdfs.close_all()
+    sync_up_to(len(hdfs.events))
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_temp_then_rename_is_one_upload_and_nothing_else():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.mkdirs("/c/d1")
+    start = len(hdfs.events)
+    hdfs.create("/c/d1/_tmp_part-0", overwrite=False)
+    hdfs.rename("/c/d1/_tmp_part-0", "/c/d1/part-0")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.copies == ("/c/d1/part-0",) and steps.count == 1
+    assert (s3.uploads, s3.server_copies, s3.deletes) == (1, 0, 0)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_a_delete_cancels_the_pending_copy():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    start = len(hdfs.events)
+    hdfs.create("/c/a", overwrite=False)
+    hdfs.append("/c/a")
+    hdfs.delete("/c/a")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.count == 0 and s3.uploads == 0
+
+
+def test_a_file_open_for_write_is_not_copied_until_close():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False, close=False)
+    assert s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED).copies == ()
+    start = len(hdfs.events)
+    hdfs.close("/c/a")
+    assert s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED).copies == (
+        "/c/a",)
+
+
+def test_a_directory_rename_moves_only_what_was_copied_and_uploads_only_the_new():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for name in ("a", "b"):
+        hdfs.create(f"/c/d1/{name}", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    assert s3.uploads == 2
+    start = len(hdfs.events)
+    hdfs.create("/c/d1/new", overwrite=False)  # not copied yet when the directory moves
+    hdfs.rename("/c/d1", "/c/d9")
+    hdfs.chmod("/c/d9/a", "0600")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.server_copies == (("/c/d1/a", "/c/d9/a"), ("/c/d1/b", "/c/d9/b"))
+    assert steps.copies == ("/c/d9/new",) and steps.deletes == ("/c/d1/a", "/c/d1/b")
+    assert steps.metadata == ()  # the server-side copy writes /c/d9/a's metadata anyway
+    assert (s3.uploads, s3.server_copies) == (3, 2)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_metadata_changes_move_no_data():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.chmod("/c/a", "0600")
+    s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert (s3.uploads, s3.metadata_updates) == (1, 1)
+    assert s3.objects["/c/a"].perms == "0600"
+
+
+def test_a_swap_through_a_temporary_name_never_reads_an_overwritten_key():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    hdfs.create("/c/b", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.rename("/c/a", "/c/t")
+    hdfs.rename("/c/b", "/c/a")
+    hdfs.rename("/c/t", "/c/b")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.server_copies == () and steps.copies == ("/c/a", "/c/b")
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_a_rename_from_outside_the_covered_paths_relists_the_tree():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/out/d/a", overwrite=False)
+    hdfs.create("/out/d/b", overwrite=False)
+    hdfs.mkdirs("/c")
+    start = len(hdfs.events)
+    hdfs.rename("/out/d", "/c/d")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.relists == ("/c/d",)
+    assert sorted(s3.objects) == ["/c/d/a", "/c/d/b"]
+
+
+def test_the_path_function_composes_renames_and_kills():
+    ops = (Move("/c/a", "/c/t"), Move("/c/b", "/c/a"), Kill("/c/x"), Move("/c/d", "/c/e"))
+    assert forward("/c/a", ops) == "/c/t"
+    assert forward("/c/b", ops) == "/c/a"
+    assert forward("/c/x/y", ops) is None
+    assert forward("/c/d/f", ops) == "/c/e/f"
+    assert forward("/c/t", ops) is None  # overwritten by the first rename
+    assert backward("/c/e/f", ops) == "/c/d/f"
+    assert backward("/c/x", ops) is None
+
+
+def test_snapshot_and_gap_records_are_not_window_events():
+    with pytest.raises(ValueError, match="SNAPSHOT at txid 7"):
+        plan_window([HdfsEvent("m", 7, 0, EventType.SNAPSHOT, "/c")], COVERED)
+
+
+def test_reconcile_tells_missing_stale_metadata_and_extra_apart():
+    hdfs = {"/c/a": FileState(1, 1), "/c/b": FileState(2, 2), "/c/c": FileState(3, 3, perms="0600")}
+    s3 = {"/c/b": FileState(2, 5), "/c/c": FileState(3, 3), "/c/z": FileState(1, 1)}
+    drift = reconcile(hdfs, s3)
+    assert (drift.missing, drift.stale, drift.metadata, drift.extra) == (
+        ("/c/a",), ("/c/b",), ("/c/c",), ("/c/z",))
+    assert drift.count == 4
+    assert reconcile(hdfs, hdfs).count == 0
+
+
+def test_resolve_deletes_what_moved_out_of_cover():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    hdfs.mkdirs("/out")
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.rename("/c/a", "/out/a")
+    plan = plan_window(hdfs.events[start:], COVERED)
+    assert resolve(plan, {"/c/a"}).deletes == ("/c/a",)
+
+
+def test_a_file_overwritten_by_a_rename_then_moved_on_leaves_no_stale_key():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    hdfs.create("/c/b", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.rename("/c/a", "/c/b", overwrite=True)
+    hdfs.rename("/c/b", "/c/x")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.server_copies == (("/c/a", "/c/x"),) and set(steps.deletes) == {"/c/a", "/c/b"}
+    assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 2

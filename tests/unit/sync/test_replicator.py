@@ -1,0 +1,137 @@
+"""The replicator's rules on its own: a copy whose bytes disagree with HDFS's checksum is retried,
+then parked and alarmed, never accepted; a poison path is parked at once; a path gone since its
+event is carried as pending; a later good copy unparks. S3 and DynamoDB are moto in-process; the
+HDFS side is a double (the real one needs a NameNode: tests/integration/hdfs/test_sync.py), the
+CRCs are the agent's own (Java CRC32C in the `jvm` fixture's JVM)."""
+
+from __future__ import annotations
+
+import crc32c
+import pytest
+from moto import mock_aws
+
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.sync.hdfs_files import FileChecksum, FileGone
+from onprem_agent.sync.replica import S3Replica
+from onprem_agent.sync.replicator import Replicator, WindowFigures, sync_metrics
+from onprem_agent.sync.settings import SyncSettings
+from onprem_agent.sync.state import SyncState
+from tests.kit.sync_agent import SYNC_TABLE, create_sync_table
+
+SETTINGS = SyncSettings(bucket="replica", prefix="m/", table=SYNC_TABLE, paths=("/c",),
+                        ignore_patterns=(), workers=1, max_attempts=3)
+
+
+class HdfsFilesDouble:
+    """HdfsFiles over a dict; `checksums` overrides what HDFS reports for a path."""
+
+    def __init__(self, jvm, files: dict[str, bytes]) -> None:
+        self.jvm, self.files, self.checksums = jvm, files, {}
+
+    def status(self, path):
+        data = self.files.get(path)
+        return None if data is None else NamespaceEntry(
+            path, INodeType.FILE, size=len(data), mtime=7, owner="etl", group="hadoop",
+            perms="0640", replication=3)
+
+    def is_file(self, entry):
+        return entry is not None
+
+    def is_closed(self, path):
+        return True
+
+    def checksum(self, path):
+        if path not in self.files:
+            raise FileGone(path)
+        return self.checksums.get(path) or FileChecksum("COMPOSITE-CRC32C",
+                                                        crc32c.crc32c(self.files[path]))
+
+    def read(self, path, chunk=4):
+        data = self.files[path]
+        for i in range(0, len(data), chunk):
+            part = data[i:i + chunk]
+            yield self.jvm.JArray(self.jvm.JByte)(part), len(part)
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        import boto3
+
+        boto3.client("s3").create_bucket(
+            Bucket="replica", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        create_sync_table()
+        yield boto3.client("s3")
+
+
+def replicator(jvm, files, alarms, windows=None):
+    hdfs = HdfsFilesDouble(jvm, files)
+    state = SyncState(SYNC_TABLE, "prod", SETTINGS.destination)
+    r = Replicator(SETTINGS, hdfs=hdfs, lister=None, replica=S3Replica(SETTINGS), state=state,
+                   on_park=lambda p, why: alarms.append((p, why)), sleep=lambda s: None,
+                   on_window=None if windows is None else windows.append)
+    return r, hdfs, state
+
+
+def closed(txid: int, path: str) -> HdfsEvent:
+    return HdfsEvent("prod", txid, 0, EventType.CLOSE, path, size=1)
+
+
+def test_a_checksum_mismatch_is_retried_then_parked_and_alarmed_never_accepted(jvm, aws):
+    alarms: list = []
+    r, hdfs, state = replicator(jvm, {"/c/a": b"hello world"}, alarms)
+    hdfs.checksums["/c/a"] = FileChecksum("COMPOSITE-CRC32C", 12345)
+    r.apply_window([closed(5, "/c/a")], 5)
+    assert "Contents" not in aws.list_objects_v2(Bucket="replica")
+    [parked] = state.status().parked
+    assert (parked.path, parked.attempts, parked.txid) == ("/c/a", 3, 5)
+    assert "ChecksumMismatch" in parked.reason and "00003039" in parked.reason
+    assert [p for p, _ in alarms] == ["/c/a"]
+    assert state.status().txid == 5  # a parked path does not hold the stream back
+
+    del hdfs.checksums["/c/a"]  # the next event on the path copies it and unparks it
+    r.apply_window([closed(6, "/c/a")], 6)
+    assert aws.get_object(Bucket="replica", Key="m/c/a")["Body"].read() == b"hello world"
+    assert state.status().parked == []
+
+
+def test_a_poison_path_is_parked_at_the_first_attempt(jvm, aws):
+    alarms: list = []
+    r, hdfs, state = replicator(jvm, {"/c/a": b"x"}, alarms)
+    hdfs.checksums["/c/a"] = FileChecksum("MD5-of-0MD5-of-512CRC32C", 1)
+    r.apply_window([closed(5, "/c/a")], 5)
+    [parked] = state.status().parked
+    assert parked.attempts == 1 and "COMPOSITE_CRC" in parked.reason
+
+
+def test_a_path_gone_since_its_event_is_pending_until_its_rename_arrives(jvm, aws):
+    r, _, state = replicator(jvm, {"/c/b": b"data"}, [])
+    r.apply_window([closed(5, "/c/a")], 5)  # /c/a was renamed to /c/b after txid 5
+    assert state.status().pending == {"/c/a": "copy"}
+    r.apply_window([HdfsEvent("prod", 6, 0, EventType.RENAME, "/c/a", dst_path="/c/b")], 6)
+    assert state.status().pending == {}
+    obj = aws.get_object(Bucket="replica", Key="m/c/b", ChecksumMode="ENABLED")
+    assert obj["Body"].read() == b"data"
+    assert obj["Metadata"] == {"hdfs-owner": "etl", "hdfs-group": "hadoop",
+                               "hdfs-permission": "0640", "hdfs-replication": "3",
+                               "hdfs-mtime": "7"}
+
+
+def test_each_window_reports_its_lag_bytes_and_parked_paths_as_cloudwatch_data(jvm, aws):
+    import time
+
+    import boto3
+
+    windows: list[WindowFigures] = []
+    r, _, _ = replicator(jvm, {"/c/a": b"12345"}, [], windows)
+    ten_s_ago = int(time.time() * 1000) - 10_000
+    r.apply_window([HdfsEvent("prod", 5, 0, EventType.CLOSE, "/c/a", size=5,
+                              timestamp=ten_s_ago)], 5)
+    [figures] = windows
+    assert (figures.txid, figures.bytes, figures.uploads, figures.parked) == (5, 5, 1, 0)
+    assert 10 <= figures.lag_s < 60
+    cloudwatch = boto3.client("cloudwatch")
+    cloudwatch.put_metric_data(Namespace="HdfsEvents", MetricData=sync_metrics("prod", figures))
+    listed = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="HdfsEvents")["Metrics"]}
+    assert listed == {"SyncBytesCopied", "SyncParkedPaths", "SyncLagSeconds"}
