@@ -30,8 +30,8 @@ from typing import Any
 
 import boto3
 
-REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "bench-out"
+from bench import OUT_DIR
+
 BUCKET = "bench"
 PREFIX = "copy/"
 DEST = "/bench/copy"
