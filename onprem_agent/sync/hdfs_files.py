@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events.event import INodeType
-from onprem_agent.live.hadoop import entry_from_status
+from onprem_agent.live.hadoop import HadoopLister
 from onprem_agent.live.snapshot import NamespaceEntry
 
 # The Configuration keys that make getFileChecksum comparable with S3 (see above).
@@ -63,12 +63,10 @@ class HdfsFiles:
         self._fs = fs
         self._path = jpype.JClass("org.apache.hadoop.fs.Path")
         self._not_found = jpype.JClass("java.io.FileNotFoundException")
+        self._lister = HadoopLister(fs)
 
     def status(self, path: str) -> NamespaceEntry | None:
-        try:
-            return entry_from_status(self._fs.getFileStatus(self._path(path)))
-        except self._not_found:
-            return None
+        return self._lister.status(path)
 
     def is_closed(self, path: str) -> bool:
         """False while a writer holds the file (create or append not yet closed)."""
