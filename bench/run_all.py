@@ -264,6 +264,33 @@ def _live(r: dict[str, Any], size: str) -> list[Figure]:
                         f"peak RSS {nn['vm_hwm_kb'] / 1024:.0f} MiB")]
 
 
+def _sync(r: dict[str, Any], size: str) -> list[Figure]:
+    first, steady, append = r["initial_copy"], r["steady"], r["append"]
+    sync, distcp = first["sync"], first["distcp"]
+    jvm = "JVM start in both"
+    return [
+        Figure("sync initial copy HDFS -> S3", "MB/s", sync["mb_per_s"], distcp["mb_per_s"],
+               "distcp -update -direct", size, note=f"{r['files']} files; {jvm}"),
+        Figure("sync initial copy HDFS -> S3", "objects/s", sync["objects_per_s"],
+               distcp["objects_per_s"], "distcp -update -direct", size, note=jvm),
+        *(Figure(f"sync lag edit -> object {q} at {steady['rate_per_s']:g} files/s", "ms",
+                 steady["lag_ms"][q], steady["distcp_update_seconds"] * 1000,
+                 "one distcp -update run", size, higher_is_better=False,
+                 note=f"window_ms {r['window_ms']}; scheduled DistCp adds half its period")
+          for q in ("p50", "p99")),
+        Figure("sync S3 requests per replicated file", "requests",
+               steady["sync_requests_per_file"]["total"],
+               steady["distcp_update_requests_per_file"]["total"], "distcp -update", size,
+               higher_is_better=False, note="counted at the server, steady workload"),
+        Figure(f"sync append {append['appended_bytes'] // 1024} KiB to "
+               f"{append['base_bytes'] / 2**20:.1f} MiB: bytes sent", "bytes",
+               append["recopy"]["bytes_sent"], append["part_copy"]["bytes_sent"],
+               "UploadPartCopy + part", size, higher_is_better=False,
+               note=f"re-copy {append['recopy']['requests']} requests, part copy "
+                    f"{append['part_copy']['requests']}"),
+    ]
+
+
 # Every bench, in the order they run (lake reads compact's input). Register a new bench here
 # once: `make bench`, `--size full` and the smoke in `make test` (tests/bench) all pick it up.
 BENCHES: tuple[Bench, ...] = (
@@ -309,6 +336,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--files", "4", "--mb-per-file", "8"),
           quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
           smoke=("--files", "2", "--mb-per-file", "0.25")),
+    Bench("sync", "bench.sync", "sync.json", _sync,
+          quick=("--files", "6", "--mb-per-file", "8", "--lag-seconds", "15"),
+          quick_size="6 x 8 MB, 15 s at 4 files/s (default 8 x 8 MB, 20 s)",
+          smoke=("--files", "2", "--mb-per-file", "0.25", "--lag-seconds", "2",
+                 "--append-base-mb", "5.25")),
 )
 
 

@@ -1,0 +1,395 @@
+"""Live replication to S3 (`hdfs-events-agent sync`) from a real NameNode into moto S3, beside
+Hadoop's `distcp -update` of the same tree, in the same run.
+
+    .venv/bin/python -m bench.sync [--files 8] [--mb-per-file 8] [--lag-seconds 20]
+                                   [--lag-rate 4] [--append-base-mb 8] [--out bench-out/sync.json]
+
+1. A real HDFS starts (tests/kit/hadoop) and a moto server whose S3 requests to the bench
+   bucket are counted at the server (method and kind: the bill's classes), for both tools.
+2. Initial copy of `--files` files: `hadoop distcp -update -direct hdfs://.../tree s3a://...`
+   (tests/kit/hadoop/edge.py: Hadoop's own DistCp, LocalJobRunner) and the sync's first start
+   (`hdfs-events-agent sync run`, a process of its own: the listing copies the tree), each
+   timed from its command's start until the copy is done (JVM start included in both).
+   `-direct` writes each object once; without it DistCp writes a temporary object and renames
+   it (a COPY and a DELETE more per file on S3).
+3. Lag: a writer closes `--lag-rate` files a second for `--lag-seconds` while the sync runs
+   (window_ms = 1000, the default); a poller lists the prefix every 50 ms (its requests are
+   not counted) and notes when each object appears. Lag = appearance - the client's close.
+   Beside it, the baseline a scheduled DistCp gives: `distcp -update` of the same changed tree,
+   timed (a change waits at least one such run, plus half the schedule's period on average).
+4. S3 requests per replicated file in the steady phase, beside the incremental DistCp's.
+5. Append: an `--append-base-mb` file already replicated gets 64 KiB appended. The sync
+   re-copies the file (measured: bytes sent, requests). The alternative, a multipart upload of
+   UploadPartCopy (the unchanged bytes, copied inside S3) + UploadPart (the new bytes), is run
+   with boto3 on the same objects and checked byte for byte against HDFS.
+Prints the figures and writes bench-out/sync.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from bench import OUT_DIR
+
+BUCKET = "bench-replica"
+CLUSTER = "bench"
+TREE = "/bench/tree"
+APPENDED = "/bench/append/base"
+MIB = 1024 * 1024
+_POLLER = "bench-poller"  # the poller's User-Agent mark: its requests are not the sync's bill
+_AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+
+
+# --- the S3 bill, counted at the server ----------------------------------------------------------
+
+class S3Requests:
+    """WSGI middleware in front of moto: counts the requests to one bucket by S3's price classes
+    (PUT, COPY, POST and LIST are billed at one price, GET and HEAD at another, DELETE free)."""
+
+    def __init__(self, app: Callable[..., Any], bucket: str) -> None:
+        self._app, self._bucket = app, bucket
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        kind = self.kind(environ)
+        if kind is not None:
+            with self._lock:
+                self.counts[kind] += 1
+        return self._app(environ, start_response)
+
+    def kind(self, environ: dict[str, Any]) -> str | None:
+        if _POLLER in environ.get("HTTP_USER_AGENT", ""):
+            return None
+        path, host = environ.get("PATH_INFO", ""), environ.get("HTTP_HOST", "")
+        if host.startswith(self._bucket + "."):
+            key = path.lstrip("/")
+        elif path == "/" + self._bucket or path.startswith(f"/{self._bucket}/"):
+            key = path[len(self._bucket) + 2:]
+        else:
+            return None  # DynamoDB (the sync's state), another bucket
+        method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
+        if method == "DELETE":
+            return "delete"
+        if method == "GET" and (not key or "uploads" in query or "list-type" in query):
+            return "list"
+        if method in ("GET", "HEAD"):
+            return "read"
+        if method == "PUT" and "HTTP_X_AMZ_COPY_SOURCE" in environ:
+            return "copy"
+        return "write"  # PUT object or part, POST (create / complete multipart upload)
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.counts)
+
+
+@contextmanager
+def moto_server() -> Iterator[tuple[str, S3Requests]]:
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
+    counter = S3Requests(DomainDispatcherApplication(create_backend_app), BUCKET)
+    server = make_server("127.0.0.1", 0, counter, True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, name="moto", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", counter
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def per_file(counts: Counter[str], files: int) -> dict[str, float]:
+    out = {k: round(v / files, 2) for k, v in sorted(counts.items())}
+    out["total"] = round(sum(counts.values()) / files, 2)
+    return out
+
+
+# --- the workload ----------------------------------------------------------------------------------
+
+def content(n: int) -> str:
+    """n characters of incompressible text (base64 of random bytes: HDFS writes str as UTF-8)."""
+    return base64.b64encode(os.urandom(n * 3 // 4 + 3)).decode()[:n]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def distcp(hadoop: Path, source: str, target: str) -> None:
+    done = subprocess.run([str(hadoop), "distcp", "-update", "-direct", source, target],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"distcp exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+def keys_under(s3: Any, prefix: str) -> dict[str, int]:
+    out = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        out.update({o["Key"][len(prefix):]: o["Size"] for o in page.get("Contents", [])})
+    return out
+
+
+class SteadyWriter:
+    """Closes one new file every 1/rate s under TREE/steady while the sync runs, and a poller
+    that notes when each file's object appears in S3."""
+
+    def __init__(self, hdfs: Any, rate: float, seconds: float, size: int, prefix: str) -> None:
+        self.hdfs, self.rate, self.seconds, self.size = hdfs, rate, seconds, size
+        self.prefix = prefix + TREE.lstrip("/") + "/steady/"
+        self.closed: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self._done = threading.Event()
+        self._s3 = boto3.client("s3", config=Config(user_agent_extra=_POLLER))
+
+    def run(self) -> None:
+        poller = threading.Thread(target=self._poll, name="poller", daemon=True)
+        poller.start()
+        start, i = time.monotonic(), 0
+        body = content(self.size)
+        while time.monotonic() - start < self.seconds:
+            due = start + i / self.rate
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
+            name = f"f-{i:05d}"
+            self.hdfs.run([["write", f"{TREE}/steady/{name}", body]])
+            self.closed[name] = time.time()
+            i += 1
+        deadline = time.monotonic() + 120
+        while set(self.closed) - set(self.seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._done.set()
+        poller.join()
+        missing = set(self.closed) - set(self.seen)
+        if missing:
+            raise SystemExit(f"sync never replicated {len(missing)} of {len(self.closed)} "
+                             f"steady files, e.g. {sorted(missing)[:3]}")
+
+    def _poll(self) -> None:
+        while not self._done.is_set():
+            keys = keys_under(self._s3, self.prefix)
+            now = time.time()
+            for name in keys:
+                self.seen.setdefault(name, now)
+            time.sleep(0.05)
+
+    def lags_ms(self) -> list[float]:
+        return [(self.seen[n] - t) * 1000 for n, t in self.closed.items()]
+
+
+def part_copy_append(s3: Any, source_key: str, target_key: str, old_size: int,
+                     new_bytes: bytes) -> dict[str, Any]:
+    """The append alternative: the unchanged bytes copied inside S3 (UploadPartCopy; every part
+    but the last must be >= 5 MiB, so only when the old object is), the new bytes uploaded."""
+    if old_size < 5 * MIB:
+        raise SystemExit(f"UploadPartCopy needs the copied part >= 5 MiB, got {old_size}")
+    start = time.perf_counter()
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=target_key)["UploadId"]
+    copied = s3.upload_part_copy(Bucket=BUCKET, Key=target_key, UploadId=upload, PartNumber=1,
+                                 CopySource={"Bucket": BUCKET, "Key": source_key},
+                                 CopySourceRange=f"bytes=0-{old_size - 1}")
+    sent = s3.upload_part(Bucket=BUCKET, Key=target_key, UploadId=upload, PartNumber=2,
+                          Body=new_bytes)
+    s3.complete_multipart_upload(
+        Bucket=BUCKET, Key=target_key, UploadId=upload, MultipartUpload={"Parts": [
+            {"PartNumber": 1, "ETag": copied["CopyPartResult"]["ETag"]},
+            {"PartNumber": 2, "ETag": sent["ETag"]}]})
+    return {"seconds": round(time.perf_counter() - start, 3), "requests": 4,
+            "bytes_sent": len(new_bytes)}
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_base: int,
+            work: Path) -> dict[str, Any]:
+    from tests.kit.hadoop.cluster import HdfsCluster
+    from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
+    from tests.kit.sync_agent import (
+        SyncProcess,
+        create_sync_table,
+        sync_totals,
+        write_sync_config,
+    )
+
+    os.environ.update(_AWS)
+    os.environ.pop("AWS_PROFILE", None)
+    dest = f"s3://{BUCKET}/sync/"
+    with moto_server() as (endpoint, requests):
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        hdfs = HdfsCluster.start(work / "cluster")
+        sync = None
+        try:
+            s3 = boto3.client("s3")
+            s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={
+                "LocationConstraint": _AWS["AWS_DEFAULT_REGION"]})
+            create_sync_table()
+            conf = write_edge_conf(hdfs.conf_dir, work / "edge-conf", s3_endpoint=endpoint,
+                                   region=_AWS["AWS_DEFAULT_REGION"])
+            hadoop = write_hadoop_launcher(work / "bin", conf, java_options=QUICK_START)
+            bodies = {f"part-{i:05d}": content(size) for i in range(files)}
+            hdfs.run([["mkdirs", str(Path(APPENDED).parent)],
+                      *(["write", f"{TREE}/{name}", body] for name, body in bodies.items())])
+            total = sum(len(b) for b in bodies.values())
+
+            # 2. the initial copy, DistCp then the sync (one at a time: 2 shared cores)
+            before = requests.snapshot()
+            distcp_s, _ = timed(lambda: distcp(hadoop, hdfs.uri + TREE, f"s3a://{BUCKET}/distcp/"))
+            distcp_requests = requests.snapshot() - before
+            if keys_under(s3, "distcp/") != {n: len(b) for n, b in bodies.items()}:
+                raise SystemExit("distcp: the objects are not the tree")
+            config = write_sync_config(work / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                                       conf_dir=hdfs.conf_dir, destination=dest,
+                                       paths=[TREE, str(Path(APPENDED).parent)],
+                                       sync_extra="window_ms = 1000\n")
+            before = requests.snapshot()
+            start = time.perf_counter()
+            sync = SyncProcess.start(config)
+            hdfs.run([["mkdirs", "/markers/listed"]])
+            sync.wait_for_txid(CLUSTER, dest, hdfs.txid(), timeout_s=600)
+            sync_s = time.perf_counter() - start
+            sync_requests = requests.snapshot() - before
+            listed = keys_under(s3, "sync" + TREE + "/")
+            if listed != {n: len(b) for n, b in bodies.items()}:
+                raise SystemExit(f"sync: the objects are not the tree: {sorted(listed)[:5]}")
+            listing_totals = sync_totals(CLUSTER, dest)
+
+            # 3. steady workload: lag, and the bill per file
+            before = requests.snapshot()
+            writer = SteadyWriter(hdfs, lag_rate, lag_seconds, 64 * 1024, "sync/")
+            writer.run()
+            hdfs.run([["mkdirs", "/markers/steady"]])
+            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            steady_requests = requests.snapshot() - before
+            steady = len(writer.closed)
+            lags = writer.lags_ms()
+            before = requests.snapshot()
+            incremental_s, _ = timed(lambda: distcp(hadoop, hdfs.uri + TREE,
+                                                    f"s3a://{BUCKET}/distcp/"))
+            incremental_requests = requests.snapshot() - before
+            if len(keys_under(s3, "distcp/steady/")) != steady:
+                raise SystemExit("distcp -update did not copy the steady files")
+
+            # 5. append: the sync's re-copy, then UploadPartCopy + UploadPart on the same bytes
+            base, added = content(append_base), content(64 * 1024)
+            hdfs.run([["write", APPENDED, base], ["mkdirs", "/markers/base"]])
+            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            totals_before, before = sync_totals(CLUSTER, dest), requests.snapshot()
+            hdfs.run([["append", APPENDED, added]])
+            hdfs.run([["mkdirs", "/markers/appended"]])
+            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            append_requests = requests.snapshot() - before
+            totals_after = sync_totals(CLUSTER, dest)
+            key = "sync" + APPENDED
+            if s3.head_object(Bucket=BUCKET, Key=key)["ContentLength"] != len(base) + len(added):
+                raise SystemExit("sync: the appended file's object has the wrong size")
+            s3.put_object(Bucket=BUCKET, Key="alt/base", Body=base.encode())  # before the append
+            alternative = part_copy_append(s3, "alt/base", "alt/appended", len(base),
+                                           added.encode())
+            if s3.get_object(Bucket=BUCKET, Key="alt/appended")["Body"].read() != (
+                    base + added).encode():
+                raise SystemExit("UploadPartCopy + UploadPart: the object is not the file")
+            if sync.stop() != 0:
+                raise SystemExit(f"sync exited {sync.process.returncode}: {sync.log_tail()}")
+            sync = None
+        finally:
+            if sync is not None:
+                sync.kill()
+            hdfs.stop()
+    mb = total / 1e6
+    return {
+        "files": files, "bytes": total, "window_ms": 1000,
+        "initial_copy": {
+            "sync": {"seconds": round(sync_s, 3), "mb_per_s": round(mb / sync_s, 2),
+                     "objects_per_s": round(files / sync_s, 2),
+                     "requests_per_file": per_file(sync_requests, files),
+                     "own_count": listing_totals},
+            "distcp": {"seconds": round(distcp_s, 3), "mb_per_s": round(mb / distcp_s, 2),
+                       "objects_per_s": round(files / distcp_s, 2),
+                       "requests_per_file": per_file(distcp_requests, files)},
+        },
+        "steady": {
+            "files": steady, "rate_per_s": lag_rate, "seconds": lag_seconds,
+            "file_bytes": 64 * 1024,
+            "lag_ms": {"p50": round(statistics.median(lags), 1),
+                       "p99": round(percentile(lags, 99), 1), "max": round(max(lags), 1)},
+            "poll_ms": 50,
+            "sync_requests_per_file": per_file(steady_requests, steady),
+            "distcp_update_seconds": round(incremental_s, 3),
+            "distcp_update_requests_per_file": per_file(incremental_requests, steady),
+        },
+        "append": {
+            "base_bytes": len(base), "appended_bytes": len(added),
+            "recopy": {"bytes_sent": totals_after.get("bytes", 0) - totals_before.get("bytes", 0),
+                       "requests": sum(append_requests.values()),
+                       "requests_by_kind": dict(append_requests)},
+            "part_copy": alternative,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.sync", description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--mb-per-file", type=float, default=8)
+    parser.add_argument("--lag-seconds", type=float, default=20)
+    parser.add_argument("--lag-rate", type=float, default=4, help="files closed per second")
+    parser.add_argument("--append-base-mb", type=float, default=8,
+                        help="the appended file's size before (UploadPartCopy: >= 5 MiB)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "sync.json")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
+        result = measure(args.files, int(args.mb_per_file * 1_000_000), args.lag_seconds,
+                         args.lag_rate, int(args.append_base_mb * MIB), Path(tmp))
+    result["load_average"] = os.getloadavg()
+    first, steady, append = result["initial_copy"], result["steady"], result["append"]
+    print(f"sync: {args.files} x {args.mb_per_file:g} MB: sync {first['sync']['mb_per_s']} MB/s "
+          f"{first['sync']['objects_per_s']} obj/s ({first['sync']['seconds']} s), distcp -update "
+          f"{first['distcp']['mb_per_s']} MB/s {first['distcp']['objects_per_s']} obj/s "
+          f"({first['distcp']['seconds']} s), JVM start in both; lag p50 "
+          f"{steady['lag_ms']['p50']} ms p99 {steady['lag_ms']['p99']} ms at "
+          f"{args.lag_rate:g} files/s (distcp -update of the changes: "
+          f"{steady['distcp_update_seconds']} s); S3 requests per file "
+          f"{steady['sync_requests_per_file']['total']} (distcp -update "
+          f"{steady['distcp_update_requests_per_file']['total']}); append re-copy "
+          f"{append['recopy']['bytes_sent']} B / {append['recopy']['requests']} requests, part "
+          f"copy {append['part_copy']['bytes_sent']} B / {append['part_copy']['requests']}; "
+          f"load {result['load_average'][0]:.1f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
