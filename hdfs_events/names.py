@@ -40,6 +40,8 @@ METRIC_INOTIFY_GAP = "InotifyGap"  # agent: edits purged before they were read
 METRIC_INDEX_DRIFT = "IndexDrift"  # agent verify: mismatched entries
 METRIC_SYNC_LAG_SECONDS = "SyncLagSeconds"  # sync: now - NameNode time of the oldest unapplied event
 METRIC_SYNC_BYTES = "SyncBytesCopied"
+# sync: bytes the gathered and running windows still have to copy (the lag in bytes)
+METRIC_SYNC_BYTES_PENDING = "SyncBytesPending"
 METRIC_SYNC_PARKED = "SyncParkedPaths"
 METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"
 

@@ -126,6 +126,10 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
                             replica=replica, state=state, on_park=on_park,
                             on_window=on_window if live.metrics.heartbeat_interval_s else None)
     windows = Windows(replicator, sync)
+    if live.metrics.heartbeat_interval_s:
+        threading.Thread(target=_publish_progress, name="sync-metrics", daemon=True,
+                         args=(config.cluster, windows, live.metrics.heartbeat_interval_s,
+                               stop)).start()
     source = LiveSource(
         client.stream_source(), JavaBatchConverter(config.cluster), cluster=config.cluster,
         start_txid=replicator.resume_after, stop=stop, gap_policy="snapshot",
@@ -137,6 +141,25 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
     log.info("replicating %s to %s from txid %s", ", ".join(sync.paths), sync.destination,
              replicator.resume_after if replicator.resume_after is not None else "<listing>")
     replicate(iter(source), windows, stop)
+
+
+def _publish_progress(cluster: str, windows: Any, interval_s: float,
+                      stop: threading.Event) -> None:
+    """The lag in bytes and seconds every interval, also in the middle of an hour-long window
+    (the per-window figures come only when a window ends)."""
+    import time
+
+    import boto3
+
+    from onprem_agent.opsmetrics import put_metrics
+    from onprem_agent.sync.replicator import progress_metrics
+
+    client = boto3.client("cloudwatch")
+    while not stop.wait(interval_s):
+        try:
+            put_metrics(progress_metrics(cluster, windows, time.time()), client)
+        except Exception as exc:  # the replica is what matters; the next beat tries again
+            log.warning("sync progress metrics not sent: %s", exc)
 
 
 def print_status(status: Any, out: Any = None) -> None:

@@ -331,3 +331,15 @@ def listed_files(entries: Iterable[HdfsEvent], scope: Scope) -> dict[str, FileSt
                                     group=e.group or "", perms=e.perms or "",
                                     replication=e.replication or 0)
     return out
+
+
+def bytes_to_copy(events: Iterable[HdfsEvent], scope: Scope) -> int:
+    """The sync's lag in bytes, known before any HDFS call: the sizes the events' CLOSE and
+    TRUNCATE report, the last one per path under the roots (a temporary name counts too: its
+    bytes are copied under the final one). A concat's CLOSE reports -1 and counts 0; a file
+    deleted before its copy counts until the window ends."""
+    sizes: dict[str, int] = {}
+    for e in events:
+        if e.type in (EventType.CLOSE, EventType.TRUNCATE) and scope.within.passes(e.path):
+            sizes[e.path] = max(e.size or 0, 0)
+    return sum(sizes.values())

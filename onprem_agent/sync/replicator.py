@@ -34,6 +34,7 @@ from onprem_agent.sync.plan import (
     FileState,
     Scope,
     Steps,
+    bytes_to_copy,
     listed_files,
     plan_window,
     reconcile,
@@ -74,6 +75,8 @@ class SyncStats:
     replicated_txid: int | None = None
     oldest_unapplied_ms: int | None = None  # NameNode time of the oldest event not yet applied
     parked: set[str] = field(default_factory=set)
+    window_bytes: int = 0  # what the running window's copies read (plan.bytes_to_copy)
+    copied_before_window: int = 0  # the replica's byte count when the window started
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,21 @@ class WindowFigures:
     bytes: int
     uploads: int
     parked: int
+
+
+def progress_metrics(cluster: str, windows: Windows, now_s: float) -> list[dict[str, Any]]:
+    """What the sync publishes every heartbeat, also while a long window runs: the lag in bytes
+    (SyncBytesPending) and, when events wait, in seconds."""
+    from hdfs_events import names
+    from onprem_agent.opsmetrics import cloudwatch_datum
+
+    data = [cloudwatch_datum(cluster, names.METRIC_SYNC_BYTES_PENDING, windows.bytes_pending(),
+                             "Bytes")]
+    oldest = windows.oldest_unapplied_ms()
+    if oldest is not None:
+        data.append(cloudwatch_datum(cluster, names.METRIC_SYNC_LAG_SECONDS,
+                                     max(0.0, now_s - oldest / 1000), "Seconds"))
+    return data
 
 
 def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
@@ -126,6 +144,11 @@ class Replicator:
     def resume_after(self) -> int | None:
         return self.stats.replicated_txid
 
+    def bytes_pending(self) -> int:
+        """What the running window has still to copy (0 between windows)."""
+        done = self.replica.counters.bytes - self.stats.copied_before_window
+        return max(0, self.stats.window_bytes - done)
+
     # -- windows and listings -------------------------------------------------------------------
     def apply_window(self, events: Sequence[HdfsEvent], last_txid: int) -> Steps:
         plan = plan_window(
@@ -133,7 +156,8 @@ class Replicator:
             pending_copies=[p for p, k in self._pending.items() if k == PENDING_COPY],
             pending_relists=[p for p, k in self._pending.items() if k == PENDING_RELIST])
         steps = resolve(plan, self.replica.paths_under(plan.touched) if plan.touched else set())
-        self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events))
+        self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
+                  window_bytes=bytes_to_copy(events, self.scope))
         self.stats.windows += 1
         return steps
 
@@ -146,16 +170,19 @@ class Replicator:
             s3.update(self.replica.states_under(root))
         steps = reconcile(hdfs, s3).steps()  # an object at an ignored path is stale too
         self._pending = {}
-        self._run(steps, batch.txid, batch.txid, oldest_ms=None)
+        self._run(steps, batch.txid, batch.txid, oldest_ms=None,
+                  window_bytes=sum(hdfs[p].size for p in steps.copies if p in hdfs))
         self.stats.listings += 1
         return steps
 
     def _run(self, steps: Steps, txid: int, first_txid: int | None, *,
-             oldest_ms: int | None) -> None:
+             oldest_ms: int | None, window_bytes: int) -> None:
         self._txid = txid
         self.stats.oldest_unapplied_ms = oldest_ms
         before = Counters()
         before.add(self.replica.counters)
+        self.stats.copied_before_window = before.bytes
+        self.stats.window_bytes = window_bytes
         if steps.count:
             self.state.window_started(first_txid, txid, steps.count)
         self._gone = {}
@@ -171,6 +198,7 @@ class Replicator:
             self.state.window_done()
         self.stats.replicated_txid = txid
         self.stats.oldest_unapplied_ms = None
+        self.stats.window_bytes = 0
         log.info("replicated through txid %d: %s", txid, _describe(steps, totals))
         if self._on_window is not None:
             lag_s = None if oldest_ms is None else max(0.0, time.time() - oldest_ms / 1000)
@@ -300,6 +328,16 @@ class Windows:
         self._events: list[HdfsEvent] = []
         self._last_txid: int | None = None
         self._opened: float | None = None
+
+    def bytes_pending(self) -> int:
+        """The lag in bytes: what the gathered events will copy and the running window still
+        has to. Read by the heartbeat's thread: the list is only ever extended or replaced."""
+        return bytes_to_copy(list(self._events), self._r.scope) + self._r.bytes_pending()
+
+    def oldest_unapplied_ms(self) -> int | None:
+        """NameNode time of the oldest event not yet applied (running window, else gathered)."""
+        running = self._r.stats.oldest_unapplied_ms
+        return running if running is not None else _oldest(list(self._events))
 
     def add(self, batch: TxBatch) -> None:
         kinds = {e.type for e in batch.events}

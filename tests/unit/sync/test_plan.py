@@ -16,6 +16,7 @@ from onprem_agent.sync.plan import (
     Move,
     Scope,
     backward,
+    bytes_to_copy,
     forward,
     plan_window,
     reconcile,
@@ -220,3 +221,17 @@ def test_a_file_overwritten_by_a_rename_then_moved_on_leaves_no_stale_key():
     steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
     assert steps.server_copies == (("/c/a", "/c/x"),) and set(steps.deletes) == {"/c/a", "/c/b"}
     assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 2
+
+
+def test_the_lag_in_bytes_counts_each_closed_file_once_at_its_last_size():
+    def ev(type_: EventType, path: str, size: int | None = None) -> HdfsEvent:
+        return HdfsEvent("prod", 1, 0, type_, path, size=size)
+
+    scope = Scope.of(["/c"], [r"\.tmp$"])
+    events = [ev(EventType.CLOSE, "/c/a", 100), ev(EventType.APPEND, "/c/a"),
+              ev(EventType.CLOSE, "/c/a", 150),  # appended: the whole file is copied again
+              ev(EventType.CLOSE, "/c/x.tmp", 40),  # copied under the name it is renamed to
+              ev(EventType.TRUNCATE, "/c/b", 7),
+              ev(EventType.CLOSE, "/c/concat", -1),  # Hadoop's CLOSE after a concat
+              ev(EventType.CLOSE, "/elsewhere/z", 1000), ev(EventType.CREATE, "/c/open")]
+    assert bytes_to_copy(events, scope) == 150 + 40 + 7

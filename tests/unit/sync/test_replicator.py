@@ -12,9 +12,16 @@ from moto import mock_aws
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.source import TxBatch
 from onprem_agent.sync.hdfs_files import FileChecksum, FileGone
 from onprem_agent.sync.replica import S3Replica
-from onprem_agent.sync.replicator import Replicator, WindowFigures, sync_metrics
+from onprem_agent.sync.replicator import (
+    Replicator,
+    WindowFigures,
+    Windows,
+    progress_metrics,
+    sync_metrics,
+)
 from onprem_agent.sync.settings import SyncSettings
 from onprem_agent.sync.state import SyncState
 from tests.kit.sync_agent import SYNC_TABLE, create_sync_table
@@ -135,3 +142,40 @@ def test_each_window_reports_its_lag_bytes_and_parked_paths_as_cloudwatch_data(j
     cloudwatch.put_metric_data(Namespace="HdfsEvents", MetricData=sync_metrics("prod", figures))
     listed = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="HdfsEvents")["Metrics"]}
     assert listed == {"SyncBytesCopied", "SyncParkedPaths", "SyncLagSeconds"}
+
+
+def test_the_lag_in_bytes_is_what_gathered_and_running_windows_still_have_to_copy(jvm, aws):
+    import time
+
+    import boto3
+
+    r, hdfs, _ = replicator(jvm, {"/c/a": b"a" * 30, "/c/b": b"b" * 12}, [])
+    windows = Windows(r, SETTINGS, clock=lambda: 0.0)  # never due: flushed by hand
+    r.stats.replicated_txid = 1  # not a first start: no listing
+    ten_s_ago = int(time.time() * 1000) - 10_000
+    windows.add(TxBatch(2, (HdfsEvent("prod", 2, 0, EventType.CLOSE, "/c/a", size=30,
+                                      timestamp=ten_s_ago),)))
+    windows.add(TxBatch(3, (HdfsEvent("prod", 3, 0, EventType.CLOSE, "/c/b", size=12),)))
+    assert windows.bytes_pending() == 42 and windows.oldest_unapplied_ms() == ten_s_ago
+
+    seen = []  # what a heartbeat reads while each file is being read
+    read = hdfs.read
+
+    def reading(path, chunk=4):
+        seen.append((path, windows.bytes_pending()))
+        yield from read(path, chunk)
+
+    hdfs.read = reading
+    windows.flush()
+    assert seen == [("/c/a", 42), ("/c/b", 12)]  # steps run one at a time (workers=1)
+    assert windows.bytes_pending() == 0 and windows.oldest_unapplied_ms() is None
+
+    windows.add(TxBatch(4, (HdfsEvent("prod", 4, 0, EventType.CLOSE, "/c/a", size=30,
+                                      timestamp=ten_s_ago),)))
+    data = progress_metrics("prod", windows, time.time())
+    cloudwatch = boto3.client("cloudwatch")
+    cloudwatch.put_metric_data(Namespace="HdfsEvents", MetricData=data)
+    assert {d["MetricName"]: d["Value"] for d in data}["SyncBytesPending"] == 30
+    assert 10 <= {d["MetricName"]: d["Value"] for d in data}["SyncLagSeconds"] < 60
+    listed = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="HdfsEvents")["Metrics"]}
+    assert listed == {"SyncBytesPending", "SyncLagSeconds"}
