@@ -32,6 +32,10 @@ INDEX_STALLED_PERIODS = 3
 # three 5-minute periods are not.
 DRAIN_FAILURE_PERIODS, DRAIN_FAILURE_DATAPOINTS = 3, 2
 
+# The sync's backlog stays above the threshold for this many 5-minute periods (its Minimum in
+# each: one big file copied in a burst is not a backlog).
+SYNC_BEHIND_PERIODS = 3
+
 # Fields the consumer logs on each event line (powertools puts extra keys at the top level).
 LOGS_QUERIES: dict[str, logs.QueryString] = {
     "who-deleted-what-under-a-path": logs.QueryString(
@@ -220,11 +224,26 @@ class MonitoringStack(Stack):
                   "see the consumer's 'index skipped an event' log lines (Logs Insights query "
                   "'index-drain-problems') and `hdfs-events-agent verify`")
 
+            # The sync's lag in bytes (onprem_agent/sync): published every heartbeat while the
+            # sync runs; no data is no sync (or a dead one: its own unit's journal says).
+            alarm(f"sync-bytes-pending-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_SYNC_BYTES_PENDING,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="Minimum", period=five_min),
+                  threshold=settings.sync_bytes_pending_alarm,
+                  periods=SYNC_BEHIND_PERIODS,
+                  description=f"The {cluster} sync has had more than "
+                  f"{settings.sync_bytes_pending_alarm:,} bytes still to copy to S3 for "
+                  f"{SYNC_BEHIND_PERIODS * 5} minutes: see `hdfs-events-agent sync status` "
+                  "(running window, parked paths) and docs/sync.md")
+
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,
             widgets=dashboard_rows(settings=settings, ingest=ingest, analytics=analytics,
                                    lake_bucket=lake_bucket_name(settings),
-                                   service=SERVICE_NAME, index_stalled_ms=INDEX_STALLED_MS))
+                                   service=SERVICE_NAME, index_stalled_ms=INDEX_STALLED_MS,
+                                   sync_bytes_pending_alarm=settings.sync_bytes_pending_alarm))
 
         for query_id, query in LOGS_QUERIES.items():
             logs.QueryDefinition(self, f"Query-{query_id}",

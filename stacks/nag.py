@@ -71,6 +71,11 @@ def acknowledge_findings(product: Product, settings: Settings) -> None:
             "resource-level permissions; the cloudwatch:namespace condition limits it to the "
             f"{names.METRICS_NAMESPACE} namespace")
         _ack_prefixes(principal.policy, lake, list(settings.export_prefixes))
+        for bucket, prefix in settings.sync_destinations_of(principal.cluster):
+            ack(principal.policy, f"IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{prefix}*]",
+                "`sync` writes one object per replicated HDFS file under this destination "
+                "prefix (cdk.json sync_destinations), keyed by its HDFS path: the prefix is "
+                "the narrowest grant")
         ack(principal.access_key_secret, "SMG4", "An IAM user's access key cannot be rotated "
             "without redeploying it to the edge node; the rotation procedure is in "
             "docs/deploy.md, and IAM Roles Anywhere (no long-lived key) is the recommended "

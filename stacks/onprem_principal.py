@@ -96,11 +96,41 @@ def onprem_statements(cluster: str, settings: Settings,
                             conditions={"StringEquals": {
                                 "cloudwatch:namespace": names.METRICS_NAMESPACE}}),
     ]
+    statements += sync_destination_statements(cluster, settings)
     if t.lake_key is not None:
         # GetObject on a KMS-encrypted object needs Decrypt on its key, through S3 only.
         statements.append(iam.PolicyStatement(
             sid="DecryptExports", actions=["kms:Decrypt"], resources=[t.lake_key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
+    return statements
+
+
+def sync_destination_statements(cluster: str,
+                                settings: Settings) -> list[iam.PolicyStatement]:
+    """`hdfs-events-agent sync` into the customer's bucket (cdk.json `sync_destinations`):
+    objects under exactly the prefix, and listings of that prefix only. The calls it makes
+    (onprem_agent/sync/replica.py): PutObject, CreateMultipartUpload, UploadPart,
+    CompleteMultipartUpload (s3:PutObject); HeadObject, CopyObject's read side (s3:GetObject);
+    DeleteObject; AbortMultipartUpload; ListObjectsV2 (s3:ListBucket, prefix condition);
+    ListMultipartUploads at start, to abort what a killed run left open
+    (s3:ListBucketMultipartUploads: IAM has no s3:prefix condition key for it, so it is on the
+    bucket alone)."""
+    statements = []
+    for n, (bucket, prefix) in enumerate(settings.sync_destinations_of(cluster)):
+        bucket_arn = f"arn:{Aws.PARTITION}:s3:::{bucket}"
+        statements += [
+            iam.PolicyStatement(sid=f"ReplicateObjects{n}",
+                                actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject",
+                                         "s3:AbortMultipartUpload",
+                                         "s3:ListMultipartUploadParts"],
+                                resources=[f"{bucket_arn}/{prefix}*"]),
+            iam.PolicyStatement(sid=f"ListReplica{n}", actions=["s3:ListBucket"],
+                                resources=[bucket_arn],
+                                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}),
+            iam.PolicyStatement(sid=f"ListReplicaUploads{n}",
+                                actions=["s3:ListBucketMultipartUploads"],
+                                resources=[bucket_arn]),
+        ]
     return statements
 
 

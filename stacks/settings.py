@@ -82,6 +82,9 @@ class Settings:
     # PEM of the site's CA for IAM Roles Anywhere; None = a placeholder CA whose private key
     # was destroyed, with the trust anchor disabled until a real CA is configured.
     roles_anywhere_ca_file: str | None = None
+    # `hdfs-events-agent sync` destinations, the customer's buckets: "<cluster>=s3://bucket/
+    # prefix/". The cluster's principal may write, read and delete under exactly that prefix.
+    sync_destinations: tuple[str, ...] = ()
 
     # --- storage -----------------------------------------------------------------------------
     lake_kms: bool = False
@@ -102,7 +105,15 @@ class Settings:
     # --- monitoring --------------------------------------------------------------------------
     oldest_message_alarm_seconds: int = 900
     heartbeat_missing_minutes: int = 10
+    # The sync's lag in bytes (SyncBytesPending) above this for 15 minutes pages: the replica
+    # is that far behind HDFS (10 GiB: an hour at ~3 MB/s).
+    sync_bytes_pending_alarm: int = 10 * 1024**3
     alarm_email: str | None = None
+
+    def sync_destinations_of(self, cluster: str) -> list[tuple[str, str]]:
+        """(bucket, prefix) of each sync destination of `cluster`; the prefix ends in "/"."""
+        return [parse_sync_destination(url) for entry in self.sync_destinations
+                for name, _, url in [entry.partition("=")] if name == cluster]
 
     def extra_senders_of(self, cluster: str) -> list[str]:
         return [sender for entry in self.extra_senders
@@ -116,6 +127,29 @@ class Settings:
     @property
     def glue_database(self) -> str:
         return f"hdfs_events_{self.env_name.replace('-', '_')}"
+
+
+# S3 bucket names (general purpose buckets): 3-63 of a-z, 0-9, '.', '-', starting and ending
+# with a letter or digit.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def parse_sync_destination(url: str) -> tuple[str, str]:
+    """`s3://bucket/prefix/` -> (bucket, "prefix/"); ValueError saying the rule otherwise.
+
+    A prefix is required: the sync is the only writer of its prefix (it aborts every multipart
+    upload it finds open there), so it never takes a whole bucket."""
+    if not url.startswith("s3://"):
+        raise ValueError(f"{url!r} is not s3://bucket/prefix/")
+    bucket, _, prefix = url[5:].partition("/")
+    if not _BUCKET.fullmatch(bucket) or ".." in bucket:
+        raise ValueError(f"{url!r}: {bucket!r} is not an S3 bucket name (3-63 of a-z, 0-9, "
+                         "'.', '-')")
+    prefix = prefix.strip("/")
+    if not prefix or "*" in prefix or "//" in prefix or ".." in prefix.split("/"):
+        raise ValueError(f"{url!r}: needs a prefix (s3://bucket/prefix/), without '*', '//' "
+                         "or '..': the sync owns that prefix, never a whole bucket")
+    return bucket, prefix + "/"
 
 
 def load_settings(context: Mapping[str, Any], env_name: str | None = None) -> Settings:
@@ -189,6 +223,15 @@ def _validate(where: str, s: Settings) -> None:
         cluster, _, sender = entry.partition("=")
         check(cluster in s.clusters and bool(IAM_UNIQUE_ID.fullmatch(sender)), "extra_senders",
               f"{entry!r} is not '<cluster>=<IAM unique id>' of a cluster in 'clusters'")
+    for entry in s.sync_destinations:
+        cluster, sep, url = entry.partition("=")
+        check(bool(sep) and cluster in s.clusters, "sync_destinations",
+              f"{entry!r} is not '<cluster>=s3://bucket/prefix/' of a cluster in 'clusters'")
+        try:
+            parse_sync_destination(url)
+        except ValueError as exc:
+            raise SettingsError(f"{where}.sync_destinations: {exc}") from exc
+    check(s.sync_bytes_pending_alarm >= 1, "sync_bytes_pending_alarm", "must be >= 1 (bytes)")
     check(not (s.retain_data and s.auto_delete_objects), "auto_delete_objects",
           "cannot be true when retain_data is true")
     # SQS allows maxReceiveCount 1..1000.

@@ -48,7 +48,8 @@ def _glue(job_name: str, metric_name: str) -> cw.Metric:
 
 def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
                    lake_bucket: str, service: str,
-                   index_stalled_ms: int) -> list[list[cw.IWidget]]:
+                   index_stalled_ms: int,
+                   sync_bytes_pending_alarm: int) -> list[list[cw.IWidget]]:
     events, copy = ingest.events, ingest.copy_requests
     fn = ingest.consumer.function
     clusters = settings.clusters
@@ -139,13 +140,18 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                            left=[_consumer(names.METRIC_INDEX_SKIPPED, c, "Sum")
                                  for c in clusters]),
         ],
-        [
-            cw.GraphWidget(title="Sync lag (s, NameNode -> replicated)", width=width,
+        [  # four to the row: the lag in seconds and in bytes side by side
+            cw.GraphWidget(title="Sync lag (s, NameNode -> replicated)", width=6,
                            left=[_agent(names.METRIC_SYNC_LAG_SECONDS, c, "Maximum")
                                  for c in clusters]),
-            cw.GraphWidget(title="Sync bytes replicated", width=width,
+            cw.GraphWidget(title="Sync lag (bytes still to copy)", width=6,
+                           left=[_agent(names.METRIC_SYNC_BYTES_PENDING, c, "Maximum")
+                                 for c in clusters],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=sync_bytes_pending_alarm, label="alarm")]),
+            cw.GraphWidget(title="Sync bytes replicated", width=6,
                            left=[_agent(names.METRIC_SYNC_BYTES, c, "Sum") for c in clusters]),
-            cw.GraphWidget(title="Sync parked paths", width=width,
+            cw.GraphWidget(title="Sync parked paths", width=6,
                            left=[_agent(names.METRIC_SYNC_PARKED, c, "Maximum")
                                  for c in clusters]),
         ],

@@ -26,6 +26,7 @@ from bench.demo.index_check import check_index
 from bench.demo.lake import POISON_BODIES, build_report
 from bench.demo.live import backfill, watch_live
 from bench.demo.report import text_summary, write_html
+from bench.demo.sync import DemoSync
 from hdfs_events import names
 from tests.kit.hadoop.cluster import HdfsCluster
 
@@ -81,12 +82,18 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  {fill.segments} segment(s) replayed through txid {fill.last_txid}; "
                 "the checkpoint rests there")
 
+            replication = DemoSync(chain, hdfs).start()
+            say(f"sync: `hdfs-events-agent sync run` replicating {replication.root} to "
+                f"{replication.destination} (cdk.json sync_destinations)")
             say(f"live: `hdfs-events-agent run` on {hdfs.uri} from that checkpoint, while the "
                 f"other {len(workload.ops) - cut:,} client calls run")
             live, events = watch_live(chain, hdfs, workload.ops[cut:], config,
                                       kills=args.kills, seed=1, say=say)
             say(f"  live agent done in {live.seconds:.1f} s (exits {live.exits}); "
                 f"{len(events):,} events through txid {events[-1].txid if events else 0}")
+            replica = replication.finish()
+            say(f"  sync: {replica.objects} objects in {replica.destination}; verify: "
+                f"{replica.verify}")
 
         while (depth := chain.queue_depth()) > 0:
             say(f"  {depth} message(s) on the queue, {chain.count_objects('raw/')} objects in raw/")
@@ -142,11 +149,13 @@ def main(argv: list[str] | None = None) -> int:
                               rollups=rollups, agent_kills=live.kills, dlq_depth=dlq,
                               index=index, provenance=provenance,
                               source_name="Hadoop's DFSInotifyEventInputStream, read in Java")
+    report.figures.update(replica.figures())
     page = write_html(report, out)
     print(text_summary(report))
     print(f"\nHTML report: {page}")
     print(f"Demo finished in {time.monotonic() - started:.0f} s.")
     exact = all(report.figures.get(f) == "yes" for f in (LAKE_EQUALS, INDEX_EQUALS))
+    exact = exact and replica.drift == 0
     return 0 if exact else 1
 
 

@@ -38,7 +38,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
-        "foreign-sender-prod"}
+        "foreign-sender-prod", "sync-bytes-pending-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -150,9 +150,29 @@ def test_dashboard_has_a_sync_row_per_cluster(deployed_env: Synthesized) -> None
                if w["properties"].get("title", "").startswith("Sync")]
     shown = {m[1]: (m[3], m[4]["stat"]) for w in widgets for m in w["properties"]["metrics"]}
     assert shown == {names.METRIC_SYNC_LAG_SECONDS: (deployed_env.env, "Maximum"),
+                     names.METRIC_SYNC_BYTES_PENDING: (deployed_env.env, "Maximum"),
                      names.METRIC_SYNC_BYTES: (deployed_env.env, "Sum"),
                      names.METRIC_SYNC_PARKED: (deployed_env.env, "Maximum")}
     assert len({w["y"] for w in widgets}) == 1  # one row
+    (pending,) = [w for w in widgets if "bytes still to copy" in w["properties"]["title"]]
+    assert pending["properties"]["annotations"]["horizontal"][0]["value"] == 10 * 2**30
+
+
+def test_the_sync_lag_in_bytes_alarms_above_the_cdk_json_threshold_for_15_minutes(
+        deployed_env: Synthesized, local: Synthesized) -> None:
+    # dev and prod keep the default (10 GiB); cdk.json's local sets 1 GiB.
+    for env, cluster, threshold in ((deployed_env, deployed_env.env, 10 * 2**30),
+                                    (local, "demo", 2**30)):
+        alarm = _alarms(env)[f"sync-bytes-pending-{cluster}"]
+        assert (alarm["Namespace"], alarm["MetricName"]) == (
+            names.METRICS_NAMESPACE, names.METRIC_SYNC_BYTES_PENDING)
+        assert alarm["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+        assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+            "Minimum", 300, 3)
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == (
+            "GreaterThanThreshold", threshold)
+        assert alarm["TreatMissingData"] == "notBreaching"  # no sync on that cluster
+        assert "sync status" in alarm["AlarmDescription"]
 
 
 def test_dashboard_shows_stream_queues_consumer_agents_glue_and_lake(

@@ -47,6 +47,19 @@ def test_defaults_are_the_dev_settings() -> None:
     ({"glue_worker_type": "G.3X"}, "test.glue_worker_type"),
     ({"retain_data": True}, "test.auto_delete_objects: cannot be true when retain_data"),
     ({"index_prefixes": ["user"]}, "HDFS prefixes must be absolute paths"),
+    ({"sync_destinations": ["other=s3://b-1/p/"]},
+     "test.sync_destinations: 'other=s3://b-1/p/' is not '<cluster>=s3://bucket/prefix/' of a "
+     "cluster in 'clusters'"),
+    ({"sync_destinations": ["s3://b-1/p/"]}, "test.sync_destinations: 's3://b-1/p/' is not"),
+    ({"sync_destinations": ["dev=b-1/p/"]}, "test.sync_destinations: 'b-1/p/' is not "
+     "s3://bucket/prefix/"),
+    ({"sync_destinations": ["dev=s3://Bad_Bucket/p/"]},
+     "test.sync_destinations: 's3://Bad_Bucket/p/': 'Bad_Bucket' is not an S3 bucket name"),
+    ({"sync_destinations": ["dev=s3://replica"]},
+     "test.sync_destinations: 's3://replica': needs a prefix"),
+    ({"sync_destinations": ["dev=s3://replica/a/*/"]}, "needs a prefix (s3://bucket/prefix/), "
+     "without '*'"),
+    ({"sync_bytes_pending_alarm": 0}, "test.sync_bytes_pending_alarm: must be >= 1"),
 ])
 def test_a_bad_setting_names_the_key_and_cdk_json(env: dict, message: str) -> None:
     with pytest.raises(SettingsError) as excinfo:
@@ -58,3 +71,13 @@ def test_a_bad_setting_names_the_key_and_cdk_json(env: dict, message: str) -> No
 def test_unknown_environment_lists_the_known_ones() -> None:
     with pytest.raises(SettingsError, match=r"unknown environment 'qa'; known: dev, test"):
         load_settings(_context(), "qa")
+
+
+def test_sync_destinations_give_each_cluster_its_buckets_and_prefixes() -> None:
+    settings = load_settings(_context(clusters=["dev", "prod"], sync_destinations=[
+        "prod=s3://customer-lake/hdfs/mirror", "prod=s3://archive.example/x/", "dev=s3://d-1/m/"]),
+        "test")
+    assert settings.sync_destinations_of("prod") == [("customer-lake", "hdfs/mirror/"),
+                                                      ("archive.example", "x/")]
+    assert settings.sync_destinations_of("dev") == [("d-1", "m/")]
+    assert Settings().sync_destinations == () and Settings().sync_bytes_pending_alarm == 10 * 2**30
