@@ -26,8 +26,13 @@ from onprem_agent.sync.hdfs_files import FileChecksum, HdfsFiles, JavaCrc
 from onprem_agent.sync.plan import FileState, under
 from onprem_agent.sync.settings import SyncSettings
 
-# S3 CopyObject copies at most 5 GiB in one request; bigger objects are read from HDFS again.
-_MAX_COPY_OBJECT = 5 * 1024**3
+# S3 CopyObject copies at most 5 GiB in one request; a bigger object is copied server-side by a
+# multipart upload of UploadPartCopy parts (each 5 MiB..5 GiB, at most 10,000 of them).
+COPY_OBJECT_LIMIT = 5 * 1024**3
+# Parts of a server-side multipart copy: no byte crosses the WAN, so big parts (few requests,
+# the bill) cost nothing; still 5 MiB at least and few enough for S3's 10,000.
+COPY_PART_SIZE = 512 * 1024**2
+_MIN_PART, _MAX_PARTS = 5 * 1024**2, 10_000
 _META = {"owner": "hdfs-owner", "group": "hdfs-group", "permissions": "hdfs-permission",
          "replication": "hdfs-replication"}
 # Always written: the sync compares size and mtime to know an object is current.
@@ -87,13 +92,18 @@ def crc_int(b64: str) -> int:
 
 
 class S3Replica:
-    def __init__(self, settings: SyncSettings, client: Any = None) -> None:
+    def __init__(self, settings: SyncSettings, client: Any = None, *,
+                 copy_object_limit: int = COPY_OBJECT_LIMIT,
+                 copy_part_size: int = COPY_PART_SIZE) -> None:
+        """copy_object_limit and copy_part_size are S3's rules (above); a test lowers them to
+        see the multipart copy on small objects."""
         if client is None:
             import boto3
 
             client = boto3.client("s3")
         self.s3, self.bucket, self.prefix = client, settings.bucket, settings.prefix
         self.settings = settings
+        self.copy_object_limit, self.copy_part_size = copy_object_limit, copy_part_size
         self.counters = Counters()
         self._lock = threading.Lock()
 
@@ -263,11 +273,11 @@ class S3Replica:
                                    "object deleted")
 
     def server_copy(self, src: str, dst: str, entry: NamespaceEntry) -> bool:
-        """CopyObject src -> dst with dst's metadata, when src holds dst's bytes as far as size
-        and mtime tell (a rename keeps both) and fits one CopyObject; False: read HDFS instead."""
+        """Copies src -> dst inside S3 with dst's metadata, when src holds dst's bytes as far as
+        size and mtime tell (a rename keeps both); False: read HDFS instead."""
         have = self.head(src)
         if (have is None or (have.file.size, have.file.mtime) != (entry.size, entry.mtime)
-                or entry.size > _MAX_COPY_OBJECT or have.crc32c is None):
+                or have.crc32c is None):
             return False
         self._copy(src, dst, entry, have.crc32c)
         self._count(server_copies=1)
@@ -278,20 +288,53 @@ class S3Replica:
         S3's own CRC32C; False: read HDFS instead."""
         have = self.head(path)
         if (have is None or have.crc32c is None or checksum.algorithm != "COMPOSITE-CRC32C"
-                or have.crc32c != checksum.value or have.file.size != entry.size
-                or entry.size > _MAX_COPY_OBJECT):
+                or have.crc32c != checksum.value or have.file.size != entry.size):
             return False
         self._copy(path, path, entry, have.crc32c)
         self._count(metadata_updates=1)
         return True
 
     def _copy(self, src: str, dst: str, entry: NamespaceEntry, crc: int) -> None:
+        """src's bytes to dst inside S3, with entry's metadata; the stored CRC32C must be crc."""
+        if entry.size > self.copy_object_limit:
+            self._part_copy(src, dst, entry, crc)
+            return
         self._count(requests=1)
         r = self.s3.copy_object(Bucket=self.bucket, Key=self.key(dst),
                                 CopySource={"Bucket": self.bucket, "Key": self.key(src)},
                                 MetadataDirective="REPLACE", Metadata=self.metadata(entry),
                                 ChecksumAlgorithm="CRC32C")
         self._check_stored(self.key(dst), r.get("CopyObjectResult", {}), crc)
+
+    def _part_copy(self, src: str, dst: str, entry: NamespaceEntry, crc: int) -> None:
+        """A copy over CopyObject's limit: UploadPartCopy of byte ranges into a multipart upload
+        with the full-object CRC32C, which S3 checks against the parts it copied."""
+        key, source = self.key(dst), {"Bucket": self.bucket, "Key": self.key(src)}
+        part_size = max(self.copy_part_size, _MIN_PART, -(-entry.size // _MAX_PARTS))
+        self._count(requests=1)
+        upload_id = self.s3.create_multipart_upload(
+            Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
+            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT")["UploadId"]
+        try:
+            parts = []
+            for number, start in enumerate(range(0, entry.size, part_size), 1):
+                end = min(start + part_size, entry.size) - 1
+                self._count(requests=1)
+                r = self.s3.upload_part_copy(
+                    Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                    CopySource=source, CopySourceRange=f"bytes={start}-{end}")["CopyPartResult"]
+                parts.append({"PartNumber": number, "ETag": r["ETag"],
+                              **({"ChecksumCRC32C": r["ChecksumCRC32C"]}
+                                 if r.get("ChecksumCRC32C") else {})})
+            self._count(requests=1)
+            done = self.s3.complete_multipart_upload(
+                Bucket=self.bucket, Key=key, UploadId=upload_id, ChecksumCRC32C=crc_b64(crc),
+                ChecksumType="FULL_OBJECT", MultipartUpload={"Parts": parts})
+        except BaseException:
+            self._count(requests=1)
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            raise
+        self._check_stored(key, done, crc)
 
     def delete(self, path: str) -> None:
         self._count(requests=1, deletes=1)

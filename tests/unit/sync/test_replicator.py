@@ -14,7 +14,7 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType
 from onprem_agent.live.snapshot import NamespaceEntry
 from onprem_agent.source import TxBatch
 from onprem_agent.sync.hdfs_files import FileChecksum, FileGone
-from onprem_agent.sync.replica import S3Replica
+from onprem_agent.sync.replica import S3Replica, crc_b64
 from onprem_agent.sync.replicator import (
     Replicator,
     WindowFigures,
@@ -179,3 +179,30 @@ def test_the_lag_in_bytes_is_what_gathered_and_running_windows_still_have_to_cop
     assert 10 <= {d["MetricName"]: d["Value"] for d in data}["SyncLagSeconds"] < 60
     listed = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="HdfsEvents")["Metrics"]}
     assert listed == {"SyncBytesPending", "SyncLagSeconds"}
+
+
+def test_a_rename_over_copy_objects_limit_is_a_multipart_copy_inside_s3(jvm, aws):
+    data = bytes(range(256)) * (12 * 4096)  # 12 MiB
+    r, hdfs, _ = replicator(jvm, {"/c/big": data}, [])
+    # S3's limit is 5 GiB; here 1 MiB, so 12 MiB is "over" it and copied in 5 MiB parts.
+    r.replica = S3Replica(SETTINGS, copy_object_limit=2**20, copy_part_size=5 * 2**20)
+    read = hdfs.read
+    hdfs.read = lambda path, chunk=2**20: read(path, chunk)
+    r.apply_window([closed(5, "/c/big")], 5)
+
+    calls: list[str] = []
+    r.replica.s3.meta.events.register("before-call.s3.*",
+                                      lambda model, **_: calls.append(model.name))
+    hdfs.read = lambda path, chunk=2**20: pytest.fail(f"{path} read from HDFS again")
+    hdfs.files["/c/moved"] = hdfs.files.pop("/c/big")
+    r.apply_window([HdfsEvent("prod", 6, 0, EventType.RENAME, "/c/big", dst_path="/c/moved")], 6)
+
+    assert calls.count("UploadPartCopy") == 3 and "CopyObject" not in calls
+    assert not {"PutObject", "UploadPart"} & set(calls)
+    obj = aws.get_object(Bucket="replica", Key="m/c/moved", ChecksumMode="ENABLED")
+    assert obj["Body"].read() == data
+    assert obj["ChecksumCRC32C"] == crc_b64(crc32c.crc32c(data))
+    assert obj["Metadata"]["hdfs-owner"] == "etl" and obj["Metadata"]["hdfs-mtime"] == "7"
+    assert "Contents" not in aws.list_objects_v2(Bucket="replica", Prefix="m/c/big")
+    assert not aws.list_multipart_uploads(Bucket="replica").get("Uploads")
+    assert r.replica.counters.server_copies == 1
