@@ -9,7 +9,9 @@ Hadoop's `distcp -update` of the same tree, in the same run.
 2. Initial copy of `--files` files: `hadoop distcp -update -direct hdfs://.../tree s3a://...`
    (tests/kit/hadoop/edge.py: Hadoop's own DistCp, LocalJobRunner) and the sync's first start
    (`hdfs-events-agent sync run`, a process of its own: the listing copies the tree), each
-   timed from its command's start until the copy is done (JVM start included in both).
+   timed from its command's start until the copy is done (JVM start included in both). Before
+   them each copies a tree of one 1-byte file: its fixed cost, so the JSON also has the rate
+   once running, bytes / (time - fixed cost) (`--no-fixed-cost`: the smoke skips it).
    `-direct` writes each object once; without it DistCp writes a temporary object and renames
    it (a COPY and a DELETE more per file on S3).
 3. Lag: a writer closes `--lag-rate` files a second for `--lag-seconds` while the sync runs
@@ -233,9 +235,9 @@ def part_copy_append(s3: Any, source_key: str, target_key: str, old_size: int,
 # --- the run -----------------------------------------------------------------------------------------
 
 def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_base: int,
-            work: Path) -> dict[str, Any]:
+            work: Path, fixed_cost: bool = True) -> dict[str, Any]:
     from tests.kit.hadoop.cluster import HdfsCluster
-    from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
+    from tests.kit.hadoop.edge import write_edge_conf, write_hadoop_launcher
     from tests.kit.sync_agent import (
         SyncProcess,
         create_sync_table,
@@ -257,11 +259,32 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             create_sync_table()
             conf = write_edge_conf(hdfs.conf_dir, work / "edge-conf", s3_endpoint=endpoint,
                                    region=_AWS["AWS_DEFAULT_REGION"])
-            hadoop = write_hadoop_launcher(work / "bin", conf, java_options=QUICK_START)
+            hadoop = write_hadoop_launcher(work / "bin", conf)  # as production runs it
             bodies = {f"part-{i:05d}": content(size) for i in range(files)}
             hdfs.run([["mkdirs", str(Path(APPENDED).parent)],
                       *(["write", f"{TREE}/{name}", body] for name, body in bodies.items())])
             total = sum(len(b) for b in bodies.values())
+
+            # What each tool costs before its first byte (JVM, clients, listing, job set-up):
+            # each copies a tree of one 1-byte file.
+            fixed: dict[str, float] = {}
+            if fixed_cost:
+                hdfs.run([["write", "/bench/one/byte", "x"]])
+                fixed["distcp"], _ = timed(lambda: distcp(hadoop, hdfs.uri + "/bench/one",
+                                                          f"s3a://{BUCKET}/fixed-distcp/"))
+                one = write_sync_config(work / "sync-one", cluster=CLUSTER, uri=hdfs.uri,
+                                        conf_dir=hdfs.conf_dir,
+                                        destination=f"s3://{BUCKET}/fixed-sync/",
+                                        paths=["/bench/one"])
+                start = time.perf_counter()
+                first = SyncProcess.start(one)
+                hdfs.run([["mkdirs", "/markers/one"]])
+                first.wait_for_txid(CLUSTER, f"s3://{BUCKET}/fixed-sync/", hdfs.txid(),
+                                    timeout_s=600)
+                fixed["sync"] = time.perf_counter() - start
+                if first.stop() != 0:
+                    raise SystemExit(f"sync exited {first.process.returncode}: "
+                                     f"{first.log_tail()}")
 
             # 2. the initial copy, DistCp then the sync (one at a time: 2 shared cores)
             before = requests.snapshot()
@@ -328,15 +351,25 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                 sync.kill()
             hdfs.stop()
     mb = total / 1e6
+
+    def running(seconds: float, tool: str) -> float | None:
+        """MB/s once started: bytes / (time - the tool's fixed cost)."""
+        rest = seconds - fixed.get(tool, seconds)
+        return round(mb / rest, 2) if rest > 0 else None
+
     return {
         "files": files, "bytes": total, "window_ms": 1000,
         "initial_copy": {
             "sync": {"seconds": round(sync_s, 3), "mb_per_s": round(mb / sync_s, 2),
                      "objects_per_s": round(files / sync_s, 2),
+                     "fixed_cost_s": round(fixed["sync"], 3) if fixed else None,
+                     "running_mb_per_s": running(sync_s, "sync"),
                      "requests_per_file": per_file(sync_requests, files),
                      "own_count": listing_totals},
             "distcp": {"seconds": round(distcp_s, 3), "mb_per_s": round(mb / distcp_s, 2),
                        "objects_per_s": round(files / distcp_s, 2),
+                       "fixed_cost_s": round(fixed["distcp"], 3) if fixed else None,
+                       "running_mb_per_s": running(distcp_s, "distcp"),
                        "requests_per_file": per_file(distcp_requests, files)},
         },
         "steady": {
@@ -367,17 +400,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lag-rate", type=float, default=4, help="files closed per second")
     parser.add_argument("--append-base-mb", type=float, default=8,
                         help="the appended file's size before (UploadPartCopy: >= 5 MiB)")
+    parser.add_argument("--no-fixed-cost", action="store_true",
+                        help="skip the 1-byte copies that measure each tool's fixed cost")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "sync.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         result = measure(args.files, int(args.mb_per_file * 1_000_000), args.lag_seconds,
-                         args.lag_rate, int(args.append_base_mb * MIB), Path(tmp))
+                         args.lag_rate, int(args.append_base_mb * MIB), Path(tmp),
+                         fixed_cost=not args.no_fixed_cost)
     result["load_average"] = os.getloadavg()
     first, steady, append = result["initial_copy"], result["steady"], result["append"]
     print(f"sync: {args.files} x {args.mb_per_file:g} MB: sync {first['sync']['mb_per_s']} MB/s "
           f"{first['sync']['objects_per_s']} obj/s ({first['sync']['seconds']} s), distcp -update "
           f"{first['distcp']['mb_per_s']} MB/s {first['distcp']['objects_per_s']} obj/s "
-          f"({first['distcp']['seconds']} s), JVM start in both; lag p50 "
+          f"({first['distcp']['seconds']} s), JVM start in both (1-byte copy: sync "
+          f"{first['sync']['fixed_cost_s']} s, distcp {first['distcp']['fixed_cost_s']} s); lag p50 "
           f"{steady['lag_ms']['p50']} ms p99 {steady['lag_ms']['p99']} ms at "
           f"{args.lag_rate:g} files/s (distcp -update of the changes: "
           f"{steady['distcp_update_seconds']} s); S3 requests per file "
