@@ -23,6 +23,9 @@ from onprem_agent.live.snapshot import NamespaceEntry
 # The Configuration keys that make getFileChecksum comparable with S3 (see above).
 CHECKSUM_CONF = {"dfs.checksum.combine.mode": "COMPOSITE_CRC"}
 SUPPORTED_CHECKSUMS = ("COMPOSITE-CRC32C", "COMPOSITE-CRC32")
+# What HDFS answers for a file with no blocks whatever the combine mode: there is no block to
+# ask a DataNode for a CRC ("MD5-of-0MD5-of-0CRC32", 0 bytes per CRC, 0 CRCs per block).
+_NO_BLOCKS = "MD5-of-0MD5-of-0"
 _CHUNK = 1024 * 1024
 
 
@@ -78,10 +81,13 @@ class HdfsFiles:
     def checksum(self, path: str) -> FileChecksum:
         try:
             cs = self._fs.getFileChecksum(self._path(path))
+            algorithm = str(cs.getAlgorithmName())
+            if algorithm.startswith(_NO_BLOCKS) and self._fs.getFileStatus(
+                    self._path(path)).getLen() == 0:
+                return FileChecksum("COMPOSITE-CRC32C", 0)  # the CRC32C of no bytes
         except self._not_found as exc:
             raise FileGone(path) from exc
-        return FileChecksum(str(cs.getAlgorithmName()),
-                            int.from_bytes(bytes(cs.getBytes()), "big"))
+        return FileChecksum(algorithm, int.from_bytes(bytes(cs.getBytes()), "big"))
 
     def read(self, path: str, chunk: int = _CHUNK) -> Iterator[tuple[Any, int]]:
         """(Java byte[] buffer, bytes filled) chunks; the buffer is reused between chunks."""

@@ -80,7 +80,9 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
     root, dest = "/sync1", f"s3://{BUCKET}/mirror/"
     hdfs.run([["mkdirs", f"{root}/out"], ["write", f"{root}/old/a", text("a", 3000)],
               ["write", f"{root}/old/b", text("b", 100)],
-              ["write", f"{root}/keep/c", text("c", 70_000)]])
+              ["write", f"{root}/keep/c", text("c", 70_000)],
+              # No blocks: HDFS gives its MD5 checksum whatever the combine mode.
+              ["write", f"{root}/old/_SUCCESS", ""]])
     boto3.client("s3").put_object(Bucket=BUCKET, Key="mirror/sync1/ghost", Body=b"stale")
     config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
                                conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
@@ -88,7 +90,8 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
     sync = SyncProcess.start(config)
     try:
         sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "listed"))
-        assert sync_totals(CLUSTER, dest)["uploads"] == 3  # the listing: a, b, c; ghost deleted
+        assert sync_totals(CLUSTER, dest)["uploads"] == 4  # the listing: a, b, c, _SUCCESS;
+        # ghost deleted
 
         # One window (3 s from its first event: each run() here takes well under that): each
         # temporary file is uploaded once, under its final name.
@@ -100,13 +103,13 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
             ["write", f"{root}/junk/x", "x"], ["write", f"{root}/junk/y", "y"],
             ["delete", f"{root}/junk/x"]])
         sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "tmp"))
-        assert sync_totals(CLUSTER, dest)["uploads"] == 3 + 3  # part-0, part-1, junk/y
+        assert sync_totals(CLUSTER, dest)["uploads"] == 4 + 3  # part-0, part-1, junk/y
 
         hdfs.run([["append", f"{root}/old/a", text("more", 500)],
                   ["truncate", f"{root}/keep/c", 40_001],
                   ["write", f"{root}/old/b", text("b2", 200), True]])
         sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "changed"))
-        assert sync_totals(CLUSTER, dest)["uploads"] == 6 + 3
+        assert sync_totals(CLUSTER, dest)["uploads"] == 7 + 3
 
         hdfs.run([["rename", f"{root}/keep", f"{root}/kept"],  # moved server-side, no upload
                   ["delete", f"{root}/junk", True],
@@ -117,11 +120,11 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
     finally:
         assert sync.stop() == 0, sync.log_tail()
     totals = sync_totals(CLUSTER, dest)
-    assert totals["uploads"] == 9, sync.log_tail()
+    assert totals["uploads"] == 10, sync.log_tail()
     assert totals["server_copies"] == 1 and totals["metadata_updates"] >= 3
     assert_s3_equals_hdfs(hdfs, root, "mirror/")
     verify = sync_command(config, "verify", "--prefix", root)
-    assert verify.returncode == 0 and "5 files in HDFS, 5 checksums compared, 0 differ" in (
+    assert verify.returncode == 0 and "6 files in HDFS, 6 checksums compared, 0 differ" in (
         verify.stdout), verify.stdout + verify.stderr
     status = sync_command(config, "status")
     assert "parked paths: 0" in status.stdout and "running window: none" in status.stdout
