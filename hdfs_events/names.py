@@ -75,8 +75,9 @@ INDEX_SK = "name"
 # "<destination>|window", "<destination>|pending|<path>", "<destination>|parked|<path>".
 SYNC_PK = STATE_PK
 SYNC_SK = STATE_SK
-# Transfers (return channel): one item per copy request.
-TRANSFERS_PK = "request_id"
+# Transfers (return channel): one item per copy request, keyed "<cluster>#<request_id>" so a
+# cluster's principal may touch only its own (dynamodb:LeadingKeys "<cluster>#*").
+TRANSFERS_PK = "transfer"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
 
 # --- SQS message attributes -------------------------------------------------------------------
@@ -85,6 +86,11 @@ ATTR_ENCODING = "encoding"
 
 def index_partition(cluster: str, parent: str) -> str:
     return f"{cluster}#{parent}"
+
+
+def transfer_key(cluster: str, request_id: str) -> str:
+    """A cluster name holds no '#': the prefix is the owner, whatever the request id holds."""
+    return f"{cluster}#{request_id}"
 
 
 # The consumer's sequencer keeps its items in the index table beside the entries; their
