@@ -108,7 +108,7 @@ class MonitoringStack(Stack):
             principal.attach(policy)
             self.agent_alert_policies.append(policy)
 
-        events, copy = ingest.events, ingest.copy_requests
+        events = ingest.events
         fn = ingest.consumer.function
         self.alarms: list[cw.Alarm] = []
 
@@ -131,10 +131,12 @@ class MonitoringStack(Stack):
                   period=five_min, statistic="Maximum"),
               threshold=0, description="Event messages failed max_receive_count times: "
               "inspect the DLQ, fix, then redrive")
-        alarm("copy-dlq-not-empty",
-              copy.dlq.metric_approximate_number_of_messages_visible(
-                  period=five_min, statistic="Maximum"),
-              threshold=0, description="A copy request can never succeed: see its reason")
+        for cluster, copy in ingest.copy_requests.items():
+            alarm(f"copy-dlq-not-empty-{cluster}",
+                  copy.dlq.metric_approximate_number_of_messages_visible(
+                      period=five_min, statistic="Maximum"),
+                  threshold=0, description=f"A copy request to {cluster} can never succeed: "
+                  "see its reason in the transfers table")
         alarm("events-oldest-message-age",
               events.queue.metric_approximate_age_of_oldest_message(
                   period=five_min, statistic="Maximum"),

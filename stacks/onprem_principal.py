@@ -36,7 +36,7 @@ class OnPremTargets:
     """The resources an on-prem principal is allowed to touch."""
 
     event_queue: sqs.IQueue
-    copy_queue: sqs.IQueue
+    copy_queue: sqs.IQueue  # the cluster's own
     lake: s3.IBucket
     lake_key: kms.IKey | None
     state_table: dynamodb.ITable
@@ -52,6 +52,7 @@ def onprem_statements(cluster: str, settings: Settings,
     statements = [
         iam.PolicyStatement(sid="ShipEvents", actions=["sqs:SendMessage"],
                             resources=[t.event_queue.queue_arn]),
+        # Its own cluster's copy-request queue only (a queue per cluster, stacks/queues.py).
         iam.PolicyStatement(sid="TakeCopyRequests",
                             actions=["sqs:ReceiveMessage", "sqs:DeleteMessage",
                                      "sqs:ChangeMessageVisibility"],
@@ -78,11 +79,14 @@ def onprem_statements(cluster: str, settings: Settings,
                             resources=[t.sync_table.table_arn],
                             conditions={"ForAllValues:StringEquals": {
                                 "dynamodb:LeadingKeys": [cluster]}}),
-        # The copy worker (return channel) records each state change of a request.
-        iam.PolicyStatement(sid="TrackTransfers",
+        # The copy worker (return channel) records each state change of its own cluster's
+        # requests: items "<cluster>#<request_id>" (names.transfer_key).
+        iam.PolicyStatement(sid="TrackOwnTransfers",
                             actions=["dynamodb:GetItem", "dynamodb:PutItem",
                                      "dynamodb:UpdateItem"],
-                            resources=[t.transfers_table.table_arn]),
+                            resources=[t.transfers_table.table_arn],
+                            conditions={"ForAllValues:StringLike": {
+                                "dynamodb:LeadingKeys": [names.transfer_key(cluster, "*")]}}),
         # `verify` compares an HDFS listing with the index: read-only, own cluster's partitions
         # ("<cluster>#<parent dir>", see names.index_partition).
         iam.PolicyStatement(sid="VerifyOwnIndex", actions=["dynamodb:Query"],

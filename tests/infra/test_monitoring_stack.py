@@ -34,12 +34,12 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         prod: Synthesized) -> None:
     alarms = _alarms(prod)
     assert set(alarms) == {
-        "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
+        "event-dlq-not-empty", "copy-dlq-not-empty-prod", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
         "foreign-sender-prod"}
-    for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
+    for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
         assert alarms[dlq]["ComparisonOperator"] == "GreaterThanThreshold"
