@@ -30,6 +30,9 @@ METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 # consumer: events the index skipped because DynamoDB could never store them (a name over its
 # key limits, a RENAME into its own subtree): logged with the reason, alarmed on.
 METRIC_INDEX_SKIPPED_EVENTS = "IndexSkippedEvents"
+# consumer: txid ranges the index passed without (all of) their manifest, because the cluster's
+# own manifest message was quarantined: their events are in the lake, not in the index.
+METRIC_INDEX_BRIDGED_RANGES = "IndexBridgedRanges"
 # consumer: how far behind the index is, now minus the NameNode time of the last event applied.
 METRIC_INDEX_LAG_MS = "IndexLagMs"
 METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
@@ -101,6 +104,12 @@ SEQUENCER_SK = "-"
 def manifests_partition(cluster: str) -> str:
     """Sort key: "<end, 20 digits>.<after or ->.<range id>.<part, 5 digits>"."""
     return f"{cluster}!manifests"
+
+
+def lost_manifests_partition(cluster: str) -> str:
+    """Manifests of the cluster's own principal that could not be read (quarantined); sort key
+    "<received ms, 15 digits>.<message id>"."""
+    return f"{cluster}!lost-manifests"
 
 
 def arrival_partition(cluster: str, dedup_id: str) -> str:

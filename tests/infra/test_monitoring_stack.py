@@ -38,7 +38,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
-        "foreign-sender-prod"}
+        "foreign-sender-prod", "index-bridged-ranges-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
