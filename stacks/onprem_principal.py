@@ -25,6 +25,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names
+from stacks import nag
 from stacks.settings import Settings
 
 PLACEHOLDER_CA = Path(__file__).with_name("roles_anywhere_placeholder_ca.pem")
@@ -178,6 +179,15 @@ class OnPremPrincipal(Construct):
         self.profile: rolesanywhere.CfnProfile | None = None
         if anchor is not None:
             self._add_roles_anywhere(cluster, settings, anchor)
+
+        nag.ack(self.policy, "IAM5[Resource::*]", "cloudwatch:PutMetricData supports no "
+                "resource-level permissions; the cloudwatch:namespace condition limits it to "
+                f"the {names.METRICS_NAMESPACE} namespace")
+        nag.ack_lake_prefixes(self.policy, settings, list(settings.export_prefixes))
+        nag.ack(self.access_key_secret, "SMG4", "An IAM user's access key cannot be rotated "
+                "without redeploying it to the edge node; the rotation procedure is in "
+                "docs/deploy.md, and IAM Roles Anywhere (no long-lived key) is the recommended "
+                "alternative deployed beside it")
 
     def attach(self, policy: iam.ManagedPolicy) -> None:
         """Attaches a policy of another stack to the user and the role (from the policy's side,
