@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from bench import OUT_DIR
@@ -44,14 +45,18 @@ PER_OBJECT = 2000
 SPARK_MASTERS = {"spark": "local[2]", "spark_local1": "local[1]"}
 
 
-def _spark(memory: str = "4g", master: str = "local[2]"):
+def _spark(memory: str = "4g", master: str = "local[2]", conf: Mapping[str, str] | None = None):
+    """The benches' session; `conf` adds settings (bench.compact_s3a: S3A's)."""
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName("bench-compact")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", memory)
-             .config("spark.sql.shuffle.partitions", "16")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("bench-compact")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", memory)
+               .config("spark.sql.shuffle.partitions", "16")
+               .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -224,6 +224,13 @@ def _compact(r: dict[str, Any], size: str) -> list[Figure]:
                    note="goal >= 1.7x")]
 
 
+def _compact_s3a(r: dict[str, Any], size: str) -> list[Figure]:
+    res = r["results"]
+    return [Figure("compaction through S3A on moto", "rows/s", res["s3a"]["rows_per_s"],
+                   res["file"]["rows_per_s"], "same job on file://", size,
+                   note="local[2], session start excluded")]
+
+
 def _lake(r: dict[str, Any], size: str) -> list[Figure]:
     return [Figure("raw lake bytes/event (gzip JSON lines)", "bytes",
                    r["raw_bytes_per_event"], r["raw_bytes_per_single_event_object"],
@@ -321,6 +328,10 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
           smoke=("--events", "3000"), full_size="10M events + 5% duplicates",
           timeout_s=3600),
+    Bench("compact_s3a", "bench.compact_s3a", "compact_s3a.json", _compact_s3a,
+          quick=("--events", "200000"), quick_size="200k events + 5% duplicates",
+          smoke=("--events", "3000"), full=("--events", "1000000"),
+          full_size="1M events + 5% duplicates", timeout_s=3600),
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
           smoke=("--measure-lake",), full=("--measure-lake",),

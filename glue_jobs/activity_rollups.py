@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
     settings = settings_from(args)
     source, target = store_for(args["source"]), store_for(args["target"])
-    with job_session(JOB_NAME, args, spark) as session:
+    with job_session(JOB_NAME, args, spark, uris=(source.root_uri, target.root_uri)) as session:
         result = rollups(session, catalog_for(args, source), settings)
         if result.days:
             write_by_day(result.activity, target.root_uri + ACTIVITY_PREFIX)

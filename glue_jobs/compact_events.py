@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
     settings = settings_from(args)
     source, target = store_for(args["source"]), store_for(args["target"])
-    with job_session(JOB_NAME, args, spark) as session:
+    with job_session(JOB_NAME, args, spark, uris=(source.root_uri, target.root_uri)) as session:
         report = compact(session, source, target, catalog_for(args, target), settings)
     print(json.dumps({"job": JOB_NAME, **asdict(report)}))
     return 0

@@ -1,17 +1,24 @@
-"""What differs between a run on AWS Glue and a local run: arguments and the Spark session.
+"""What differs between a run on AWS Glue and a local run: arguments, the Spark session, and
+how Spark reaches S3.
 
 On Glue (the `awsglue` package is importable) arguments come from getResolvedOptions and the
-session from a GlueContext, inside Job.init/commit. Locally the same argument names are parsed by
-argparse and a local SparkSession is built. Job code sees a dict of strings and a SparkSession.
+session from a GlueContext, inside Job.init/commit; Spark opens s3:// through Glue's own
+connector, configured by Glue. Locally the same argument names are parsed by argparse and a local
+SparkSession is built; Spark opens s3:// lake URIs through Hadoop's S3A connector (hadoop-aws and
+the AWS SDK bundle it was built with, resolved by `make hadoop` into .hadoop/distcp/), configured
+from the standard AWS environment (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID...), so the
+same job arguments reach moto server, MinIO or S3. Job code sees a dict of strings and a
+SparkSession.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -51,23 +58,74 @@ def resolve_args(argv: Sequence[str], spec: Sequence[Arg], *, prog: str) -> dict
     return {k: v for k, v in vars(parser.parse_args(list(argv))).items()}
 
 
-def local_session(app_name: str) -> SparkSession:
-    """A local session sized for this machine; SPARK_MASTER overrides local[2]."""
-    return (
+# Where `make hadoop` puts hadoop-aws and its AWS SDK bundle (tests/kit/hadoop/pom.xml,
+# execution distcp-client); S3A_JARS_DIR names another directory holding the same two jars.
+S3A_JARS_DIR = Path(__file__).resolve().parent.parent / ".hadoop" / "distcp"
+# Only these two: the Hadoop client they need (3.3.4) is the one inside the pyspark wheel.
+_S3A_JARS = ("hadoop-aws-*.jar", "aws-java-sdk-bundle-*.jar")
+
+
+def spark_scheme(scheme: str) -> str:
+    """The scheme Spark opens for a lake URI's scheme. Glue reads s3:// itself; a local Spark
+    has no s3:// file system, so s3:// goes through S3A, the connector Glue's s3:// stands for.
+    The one place the mapping is made."""
+    return "s3a" if scheme == "s3" and not on_glue() else scheme
+
+
+class S3AJarsMissing(RuntimeError):
+    pass
+
+
+def s3a_jars(env: Mapping[str, str] = os.environ) -> list[str]:
+    where = Path(env.get("S3A_JARS_DIR") or S3A_JARS_DIR)
+    found = [sorted(where.glob(pattern)) for pattern in _S3A_JARS]
+    if not all(found):
+        raise S3AJarsMissing(f"S3A jars ({', '.join(_S3A_JARS)}) not found in {where}: run "
+                             "`make hadoop`, or set S3A_JARS_DIR to a directory holding them")
+    return [str(paths[-1]) for paths in found]
+
+
+def s3a_conf(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Spark settings for s3a:// from the standard AWS environment; none is a secret (the
+    credentials stay in the environment, read by the SDK's own provider)."""
+    conf = {"spark.jars": ",".join(s3a_jars(env))}
+    hadoop = {}
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        # A custom endpoint (moto server, MinIO) serves buckets by path, often over plain HTTP.
+        hadoop |= {"fs.s3a.endpoint": endpoint, "fs.s3a.path.style.access": "true",
+                   "fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https:")).lower()}
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        hadoop["fs.s3a.endpoint.region"] = region
+    if env.get("AWS_ACCESS_KEY_ID"):
+        # Keys in the environment: take them from there. S3A's default chain would otherwise go
+        # on to the EC2 instance metadata address when they are refused.
+        hadoop["fs.s3a.aws.credentials.provider"] = \
+            "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
+    return conf | {f"spark.hadoop.{k}": v for k, v in hadoop.items()}
+
+
+def local_session(app_name: str, *, s3a: bool = False) -> SparkSession:
+    """A local session sized for this machine; SPARK_MASTER overrides local[2]. With `s3a`,
+    Spark can open s3a:// URIs (s3a_conf)."""
+    builder = (
         SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", os.environ.get("SPARK_SHUFFLE_PARTITIONS", "8"))
-        .getOrCreate()
     )
+    for key, value in (s3a_conf() if s3a else {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 @contextmanager
-def job_session(app_name: str, args: dict[str, str],
-                spark: SparkSession | None = None) -> Iterator[SparkSession]:
-    """The job's SparkSession; on Glue the job is committed (bookmarks advance) only when the
-    body returns without raising."""
+def job_session(app_name: str, args: dict[str, str], spark: SparkSession | None = None, *,
+                uris: Sequence[str] = ()) -> Iterator[SparkSession]:
+    """The job's SparkSession, able to open the Spark URIs `uris` (LakeStore.root_uri); on Glue
+    the job is committed (bookmarks advance) only when the body returns without raising."""
     if spark is not None:  # a caller's session (tests, notebooks): used, not stopped
         yield spark
         return
@@ -82,7 +140,7 @@ def job_session(app_name: str, args: dict[str, str],
         yield glue_context.spark_session
         job.commit()
         return
-    session = local_session(app_name)
+    session = local_session(app_name, s3a=any(u.startswith("s3a://") for u in uris))
     try:
         yield session
     finally:

@@ -1,8 +1,9 @@
 """Driver-side object I/O on the lake: listing raw objects, the compaction state, quarantine
 copies, removing superseded runs. Spark reads and writes the data itself; this is the small rest.
 
-Two stores behind one interface: the local file system (file:// URIs, the local runs and tests)
-and S3 through boto3 (on Glue). Keys are '/'-separated and relative to the store's root URI.
+Two stores behind one interface: the local file system (file:// URIs) and S3 through boto3 (on
+Glue, and locally against the endpoint of AWS_ENDPOINT_URL). Keys are '/'-separated and relative
+to the store's root URI, which is the URI Spark opens (s3a:// for a local run's s3://).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
+
+from glue_jobs.runtime import spark_scheme
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,8 @@ def store_for(uri: str, *, s3_client: Any = None) -> LakeStore:
             import boto3  # only on Glue / with S3 URIs; local runs need no AWS library
 
             s3_client = boto3.client("s3")
-        return S3Store(s3_client, parsed.netloc, parsed.path.lstrip("/"), scheme=parsed.scheme)
+        return S3Store(s3_client, parsed.netloc, parsed.path.lstrip("/"),
+                       scheme=spark_scheme(parsed.scheme))
     raise ValueError(f"unsupported lake URI {uri!r}: use file:///path or s3://bucket/prefix")
 
 

@@ -8,7 +8,8 @@ hdfs:// URI and conf dir) takes over at the backfill's checkpoint and reads the 
 while the rest runs, killed once with SIGKILL mid-stream and restarted. moto server stands in for
 AWS; the resources come from the CDK app's `local` environment; the real consumer Lambda runs
 behind a local SQS event source mapping (with injected S3 throttling on a share of first
-deliveries); the real Glue jobs run on a local SparkSession. The compacted lake must equal, every
+deliveries); the real Glue jobs run on a local SparkSession, reading raw/ and publishing curated/
+in the lake bucket through Hadoop's S3A connector. The compacted lake must equal, every
 field of every event, what Hadoop's own DFSInotifyEventInputStream yields for the same txids.
 Prints a summary; writes an HTML report to demo-out/index.html.
 """
@@ -27,6 +28,7 @@ from bench.demo.lake import POISON_BODIES, build_report
 from bench.demo.live import backfill, watch_live
 from bench.demo.report import text_summary, write_html
 from bench.demo.sync import DemoSync
+from glue_jobs.storage import store_for
 from hdfs_events import names
 from tests.kit.hadoop.cluster import HdfsCluster
 
@@ -104,20 +106,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{stats['failures']} failed and redelivered ({stats['injected_faults']} injected faults); "
             f"DLQ depth {dlq}")
 
-        lake = out / "lake"
-        raw_objects = chain.download("raw/", lake)
-        chain.download("quarantine/", lake)
-        say(f"copied {raw_objects} raw objects from the lake bucket for local Spark")
-        uri = lake.resolve().as_uri()
-        glue_log = work / "glue.log"
-        say("compacting raw/ into Parquet (glue_jobs.compact_events on a local SparkSession)")
+        uri, glue_log = chain.lake_uri, work / "glue.log"
+        say(f"compacting {chain.count_objects('raw/')} raw objects of {uri} into Parquet in "
+            "the same bucket (glue_jobs.compact_events on a local SparkSession, through S3A)")
         compaction = run_glue_job("glue_jobs.compact_events", "--source", uri, "--target", uri,
                                   log=glue_log)
-        say("computing activity rollups (glue_jobs.activity_rollups)")
+        say("computing activity rollups (glue_jobs.activity_rollups, through S3A)")
         rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
                                "--mass_delete_threshold", "500", log=glue_log)
-        uploaded = chain.upload(lake / "curated", "curated/")
-        say(f"published {uploaded} curated objects back to the lake bucket")
+        lake = store_for(uri)
 
         prefixes = [p for p in chain.lambda_env.get(names.ENV_INDEX_PREFIXES, "").split(",") if p]
         index = check_index(events, chain.lambda_env[names.ENV_INDEX_TABLE], prefixes)
@@ -142,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             f"NameNode's own {fill.segments} finalized edit segment(s), through Hadoop's "
             "OfflineEditsViewer and `hdfs-events-agent replay`.",
             "Stand-ins: moto server for SQS, S3, DynamoDB and CloudFormation; the consumer "
-            "Lambda's real handler in a local process; the Glue jobs on a local SparkSession.",
+            "Lambda's real handler in a local process; the Glue jobs on a local SparkSession "
+            "reading and writing the lake bucket through Hadoop's S3A connector.",
         ]
         report = build_report(lake=lake, expected=events, consumer=stats,
                               log_path=work / "cloudwatch/ingest.log", compaction=compaction,

@@ -5,9 +5,8 @@ deployment reaches AWS. The resources come from the CDK app itself (the `local` 
 synthesized templates deployed into moto's CloudFormation). The agent is the real
 `hdfs-events-agent replay` in its own process; the consumer is the real handler in its own
 process behind the local SQS event source mapping; compaction and rollups are the real Glue
-entry scripts on a local SparkSession. Spark has no S3 connector here (pyspark ships no s3a
-jars), so raw/ is copied from the lake bucket to a local directory for the jobs, which is the
-one step a deployment does differently (Glue reads s3:// directly).
+entry scripts on a local SparkSession, given the lake as Glue gives it (`s3://<bucket>`) and
+reaching the bucket through Hadoop's S3A connector (glue_jobs/runtime.py).
 """
 
 from __future__ import annotations
@@ -225,24 +224,10 @@ class Chain:
             Bucket=self.bucket, Prefix=prefix)
         return sum(page.get("KeyCount", 0) for page in pages)
 
-    def download(self, prefix: str, target: Path) -> int:
-        """Copies every object under `prefix` of the lake bucket to `target`; returns the count."""
-        s3, count = self.client("s3"), 0
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                path = target / obj["Key"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(self.bucket, obj["Key"], str(path))
-                count += 1
-        return count
-
-    def upload(self, source: Path, prefix: str) -> int:
-        s3, count = self.client("s3"), 0
-        for path in sorted(source.rglob("*")):
-            if path.is_file():
-                s3.upload_file(str(path), self.bucket, f"{prefix}{path.relative_to(source)}")
-                count += 1
-        return count
+    @property
+    def lake_uri(self) -> str:
+        """The lake as a Glue job run is given it."""
+        return f"s3://{self.bucket}"
 
 
 def run_glue_job(module: str, *args: str, log: Path) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Reads what the chain left in the lake (as a user of the lake would: the curated table through
-its catalog, the rollup tables, the quarantine) and turns it into the demo's report."""
+"""Reads what the chain left in the lake bucket (as a user of the lake would: the curated table
+through its catalog, the rollup tables, the quarantine), through boto3, and turns it into the
+demo's report."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from bench.demo.index_check import IndexCheck
 from bench.demo.report import DemoReport
+from glue_jobs.catalog import JsonFileCatalog
+from glue_jobs.curated_io import location_key
+from glue_jobs.layout import LOCAL_CATALOG_KEY
+from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELD_SET, FIELDS, HdfsEvent
-
-CATALOG = "curated/_catalog/events.json"
+from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
 
 # What a broken or hostile producer might put on the queue: each must be quarantined with its
 # reason, and none may block its message group.
@@ -56,36 +60,44 @@ def lake_differences(rows: Sequence[dict[str, Any]], expected: Sequence[HdfsEven
     return out
 
 
-def curated_table(lake: Path) -> pa.Table:
+def _parquet(lake: LakeStore, prefix: str) -> list[tuple[str, pa.Table]]:
+    """(key, table) of each Parquet object under prefix."""
+    return [(o.key, pq.read_table(pa.BufferReader(lake.read_bytes(o.key))))
+            for o in lake.list_objects(prefix) if o.key.endswith(".parquet")]
+
+
+def curated_table(lake: LakeStore) -> pa.Table:
     """The curated events at the locations the catalog names (never superseded runs)."""
-    doc = json.loads((lake / CATALOG).read_text())
     tables = []
-    for part in doc["partitions"].values():
-        location = part["location"]
-        path = Path(location.removeprefix("file://")) if location.startswith("file:") else lake / location
-        table = ds.dataset(str(path), format="parquet").to_table()
-        n = table.num_rows
-        table = table.append_column("cluster", pa.array([part["cluster"]] * n))
-        tables.append(table.append_column("dt", pa.array([part["dt"]] * n)))
+    for (cluster, dt), location in JsonFileCatalog(lake, LOCAL_CATALOG_KEY).locations().items():
+        prefix = location_key(lake, location)
+        if prefix is None:
+            raise ValueError(f"catalog location {location} is outside the lake {lake.root_uri}")
+        for _, table in _parquet(lake, prefix):
+            n = table.num_rows
+            table = table.append_column("cluster", pa.array([cluster] * n))
+            tables.append(table.append_column("dt", pa.array([dt] * n)))
     return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
 
 
-def _rows(lake: Path, name: str) -> list[dict[str, Any]]:
-    root = lake / "curated" / name
-    if not root.exists():
-        return []
-    return ds.dataset(str(root), format="parquet", partitioning="hive").to_table().to_pylist()
+def _rows(lake: LakeStore, name: str) -> list[dict[str, Any]]:
+    """A dt-partitioned rollup table's rows, dt taken from each object's key."""
+    rows = []
+    for key, table in _parquet(lake, f"{CURATED_PREFIX}{name}/"):
+        dt = key.split("/dt=", 1)[1].split("/", 1)[0]
+        rows += [{**r, "dt": dt} for r in table.to_pylist()]
+    return rows
 
 
-def _raw_rows(lake: Path) -> int:
-    return sum(sum(1 for _ in gzip.open(p, "rt")) for p in (lake / "raw").rglob("*.jsonl.gz"))
+def _raw_rows(lake: LakeStore) -> int:
+    return sum(gzip.decompress(lake.read_bytes(o.key)).count(b"\n")
+               for o in lake.list_objects(RAW_PREFIX) if o.key.endswith(".jsonl.gz"))
 
 
-def _quarantine_reasons(lake: Path) -> list[str]:
-    reasons = []
-    for path in sorted((lake / "quarantine" / "ingest").rglob("*.json")):
-        reasons.append(json.loads(path.read_text()).get("reason", "?"))
-    return reasons
+def quarantined_messages(lake: LakeStore) -> list[dict[str, Any]]:
+    """What the consumer quarantined: one JSON document per message, with its reason."""
+    return [json.loads(lake.read_bytes(o.key))
+            for o in lake.list_objects(f"{QUARANTINE_PREFIX}ingest/") if o.key.endswith(".json")]
 
 
 def _log_lines(log_path: Path, limit: int = 12) -> list[str]:
@@ -120,7 +132,7 @@ def _activity(timestamps: list[int], buckets: int = 40) -> list[tuple[str, int]]
             for i in range(max(counts) + 1)]
 
 
-def build_report(*, lake: Path, expected: Sequence[HdfsEvent], consumer: dict[str, Any],
+def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: dict[str, Any],
                  log_path: Path, compaction: dict[str, Any], rollups: dict[str, Any],
                  agent_kills: int, dlq_depth: int, index: IndexCheck | None = None,
                  provenance: Sequence[str] = (), source_name: str = "the source") -> DemoReport:
@@ -139,7 +151,7 @@ def build_report(*, lake: Path, expected: Sequence[HdfsEvent], consumer: dict[st
              f"{r['window_start']:%H:%M}-{r['window_end']:%H:%M}" if hasattr(r["window_start"], "strftime")
              else str(r["window_start"]), int(r["unlinks"]))
             for r in _rows(lake, "mass_deletes")]
-    reasons = _quarantine_reasons(lake)
+    reasons = [m.get("reason", "?") for m in quarantined_messages(lake)]
     return DemoReport(
         source_events=len(expected),
         source_name=source_name,

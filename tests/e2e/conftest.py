@@ -16,6 +16,7 @@ from bench.demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
 from bench.demo.index_check import IndexCheck, check_index
 from bench.demo.lake import POISON_BODIES
 from bench.workload import write_edit_log
+from glue_jobs.storage import LakeStore, store_for
 from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from onprem_agent.editlog import read_ops
@@ -28,7 +29,7 @@ FAIL_SHARE = 0.3
 @dataclass
 class ChainRun:
     chain: Chain
-    lake: Path
+    lake: LakeStore  # the lake bucket, read through boto3
     source: list[HdfsEvent]
     kills: int
     consumer: dict[str, Any]
@@ -59,14 +60,11 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         source = [e for path in edits
                   for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
         index = check_index(source, chain.lambda_env[names.ENV_INDEX_TABLE], prefixes)
-        lake = work / "lake"
-        chain.download("raw/", lake)
-        chain.download("quarantine/", lake)
-        uri = lake.resolve().as_uri()
+        uri = chain.lake_uri  # the jobs read and write the bucket itself, through S3A
         compaction = run_glue_job("glue_jobs.compact_events", "--source", uri, "--target", uri,
                                   log=work / "glue.log")
         rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
                                "--mass_delete_threshold", "200", log=work / "glue.log")
-        yield ChainRun(chain=chain, lake=lake, source=source, kills=run.kills, consumer=stats,
+        yield ChainRun(chain=chain, lake=store_for(uri), source=source, kills=run.kills, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
                        log_path=work / "cloudwatch/ingest.log", index=index)

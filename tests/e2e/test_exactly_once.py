@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.demo.lake import POISON_BODIES, curated_table
+from bench.demo.lake import POISON_BODIES, curated_table, quarantined_messages
 from hdfs_events.event import FIELDS
 
 pytestmark = pytest.mark.slow
@@ -55,10 +55,7 @@ def test_re_sent_events_reached_raw_and_were_removed_by_compaction(chain_run) ->
 
 
 def test_poison_bodies_are_quarantined_with_their_reasons(chain_run) -> None:
-    import json
-
-    records = [json.loads(p.read_text())
-               for p in sorted((chain_run.lake / "quarantine" / "ingest").rglob("*.json"))]
+    records = quarantined_messages(chain_run.lake)
     assert len(records) == len(POISON_BODIES)
     reasons = " | ".join(r["reason"] for r in records)
     for expected in ("not JSON", "version 99", "gzip", "index"):

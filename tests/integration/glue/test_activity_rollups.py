@@ -14,7 +14,6 @@ from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compact_events import Settings, compact
 from glue_jobs.layout import ACTIVITY_PREFIX, LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX
 from glue_jobs.rollups import UNKNOWN_OWNER
-from glue_jobs.storage import store_for
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from tests.integration.glue.frames import assert_frames_equal
 from tests.integration.glue.lake import RawLake
@@ -102,11 +101,11 @@ def read_table(spark, uri: str, schema: T.StructType):
 
 
 @pytest.fixture(scope="module")
-def rolled_up(spark, tmp_path_factory) -> RawLake:
+def rolled_up(spark, s3) -> RawLake:
     """The hand-checked events compacted, then rolled up (every day) once for the module."""
-    lake = RawLake(tmp_path_factory.mktemp("rollups") / "lake")
+    lake = RawLake(s3)
     lake.write_message("m1", EVENTS, sent_ms=DAY14_12H)
-    store = store_for(lake.uri)
+    store = lake.store
     compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), Settings())
     activity_rollups.main(["--source", lake.uri, "--target", lake.uri,
                            "--small_file_bytes", "1000", "--mass_delete_threshold", "4",
@@ -115,7 +114,7 @@ def rolled_up(spark, tmp_path_factory) -> RawLake:
 
 
 def test_daily_activity_matches_the_hand_checked_figures(spark, rolled_up):
-    got = read_table(spark, rolled_up.uri + "/" + ACTIVITY_PREFIX, ACTIVITY_SCHEMA)
+    got = read_table(spark, rolled_up.spark_uri(ACTIVITY_PREFIX), ACTIVITY_SCHEMA)
     expected = spark.createDataFrame(
         [(C, *row, "2015-01-14") for row in EXPECTED_DAY14]
         + [(C, "/data/a", "alice", 1, 0, 0, 0, 0, 1, "2015-01-13")], ACTIVITY_SCHEMA)
@@ -123,7 +122,7 @@ def test_daily_activity_matches_the_hand_checked_figures(spark, rolled_up):
 
 
 def test_mass_delete_windows_over_the_threshold_are_flagged(spark, rolled_up):
-    got = read_table(spark, rolled_up.uri + "/" + MASS_DELETE_PREFIX, MASS_DELETE_SCHEMA)
+    got = read_table(spark, rolled_up.spark_uri(MASS_DELETE_PREFIX), MASS_DELETE_SCHEMA)
     start, end = datetime(2015, 1, 14, 12, 0), datetime(2015, 1, 14, 12, 10)
     ten, ten_ten = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
     expected = spark.createDataFrame([
@@ -135,11 +134,11 @@ def test_mass_delete_windows_over_the_threshold_are_flagged(spark, rolled_up):
     assert_frames_equal(got, expected)
 
 
-def test_a_day_range_rolls_up_only_those_days(spark, rolled_up, tmp_path):
-    out = RawLake(tmp_path / "out")
+def test_a_day_range_rolls_up_only_those_days(spark, rolled_up, s3):
+    out = RawLake(s3, "out")
     activity_rollups.main(["--source", rolled_up.uri, "--target", out.uri,
                            "--from_dt", "2015-01-14", "--to_dt", "2015-01-14"], spark=spark)
-    got = read_table(spark, out.uri + "/" + ACTIVITY_PREFIX, ACTIVITY_SCHEMA)
+    got = read_table(spark, out.spark_uri(ACTIVITY_PREFIX), ACTIVITY_SCHEMA)
     assert {r["dt"] for r in got.select("dt").distinct().collect()} == {"2015-01-14"}
     # Owners still come from the earlier day's CREATE: old.csv's delete is alice's.
     alice = got.where((F.col("owner") == "alice") & (F.col("prefix") == "/data/a")).collect()

@@ -1,21 +1,21 @@
 """compact_events on a local SparkSession over raw objects laid out as the consumer writes
-them: exactly-once output, idempotent re-runs, late data, quarantine, atomic publication."""
+them in the moto server's S3, read and published through S3A: exactly-once output, idempotent
+re-runs, late data, quarantine, atomic publication."""
 
 from __future__ import annotations
 
 import dataclasses
 import gzip
 import json
+import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compact_events import CompactionReport, Settings, compact
-from glue_jobs.curated_io import read_curated
-from glue_jobs.layout import LOCAL_CATALOG_KEY
-from glue_jobs.storage import store_for
+from glue_jobs.curated_io import location_key, read_curated
+from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
 from hdfs_events.event import HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake
@@ -26,13 +26,13 @@ SENT = JAN_13_2015_MS + 8 * 3_600_000  # 08:00 on the sample's day
 
 
 def run(spark, lake: RawLake, **overrides) -> CompactionReport:
-    store = store_for(lake.uri)
+    store = lake.store
     settings = dataclasses.replace(Settings(), **overrides)
     return compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), settings)
 
 
 def curated(spark, lake: RawLake):
-    store = store_for(lake.uri)
+    store = lake.store
     return read_curated(spark, JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations())
 
 
@@ -57,16 +57,16 @@ def test_sample_edit_log_compacts_to_exactly_its_events(spark, lake, sample_even
                         curated_frame(spark, [(e, expected_dt(e, SENT)) for e in sample_events]))
 
 
-def parquet_files(lake: RawLake) -> dict[tuple[str, str], list[Path]]:
-    store = store_for(lake.uri)
-    out = {}
-    for key, location in JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().items():
-        out[key] = sorted(Path(location.removeprefix("file://")).glob("*.parquet"))
-    return out
+def parquet_files(lake: RawLake) -> dict[tuple[str, str], list[str]]:
+    """The Parquet keys of each partition at its catalog location."""
+    store = lake.store
+    return {key: [k for k in lake.keys(location_key(store, location) or "?")
+                  if k.endswith(".parquet")]
+            for key, location in JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().items()}
 
 
-def catalog_bytes(lake: RawLake) -> bytes:
-    return (lake.root / LOCAL_CATALOG_KEY).read_bytes()
+def catalog_bytes(lake: RawLake) -> bytes | None:
+    return lake.read(LOCAL_CATALOG_KEY)
 
 
 def test_duplicates_within_and_across_files_and_hours_appear_once(spark, lake):
@@ -77,7 +77,7 @@ def test_duplicates_within_and_across_files_and_hours_appear_once(spark, lake):
     # timestamp-less events go with that message's latest event, into another hour.
     m2 = lake.write_message("m2", events[100:300], sent_ms=SENT + 3_600_000)
     lake.write_message("m3", events[300:], sent_ms=SENT)
-    assert {p.parent.name for p in m2} - {p.parent.name for p in m1}
+    assert {k.rsplit("/", 2)[1] for k in m2} - {k.rsplit("/", 2)[1] for k in m1}
 
     report = run(spark, lake)
 
@@ -130,11 +130,11 @@ def test_rerun_without_new_raw_data_changes_nothing(spark, lake, sample_events):
 
 
 def test_redelivered_message_overwriting_its_object_publishes_nothing(spark, lake, sample_events):
-    (path,) = lake.write_message("m1", sample_events[:5], sent_ms=SENT)
+    lake.write_message("m1", sample_events[:5], sent_ms=SENT)
     run(spark, lake)
     before = catalog_bytes(lake)
+    time.sleep(1.1)  # S3's LastModified has whole seconds: the overwrite must show as a change
     lake.write_message("m1", sample_events[:5], sent_ms=SENT)  # SQS redelivery: same object
-    path.touch()
 
     report = run(spark, lake)
 
@@ -147,7 +147,7 @@ def test_late_objects_recompact_their_partition_once(spark, lake):
     events = generated_events("c1", count=300, start_ms=JAN_13_2015_MS, span_ms=DAY_MS)
     lake.write_message("m1", events[:200], sent_ms=SENT)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    store = store_for(lake.uri)
+    store = lake.store
     catalog = JsonFileCatalog(store, LOCAL_CATALOG_KEY)
     compact(spark, store, store, catalog, Settings(), now=t0)
     first_location = catalog.locations()[("c1", "2015-01-13")]
@@ -162,19 +162,20 @@ def test_late_objects_recompact_their_partition_once(spark, lake):
                         curated_frame(spark, [(e, expected_dt(e, SENT)) for e in events]))
     assert len(parquet_files(lake)[("c1", "2015-01-13")]) == 1
     # The superseded run stays for readers that listed it before the switch...
-    assert Path(first_location.removeprefix("file://")).is_dir()
+    first_key = location_key(store, first_location)
+    assert first_key and lake.keys(first_key)
     # ...and goes once its grace period is over and the partition is compacted again.
     lake.write_message("later", generated_events("c1", count=10, start_ms=JAN_13_2015_MS,
                                                  span_ms=1000, first_txid=9000), sent_ms=SENT)
     later = compact(spark, store, store, catalog, Settings(), now=t0 + timedelta(hours=30))
     assert later.runs_removed == 2
-    assert not Path(first_location.removeprefix("file://")).exists()
+    assert lake.keys(first_key) == []
 
 
 def test_empty_input_publishes_nothing(spark, lake):
     report = run(spark, lake)
     assert (report.objects_read, report.events_added, report.partitions_published) == (0, 0, 0)
-    assert not (lake.root / LOCAL_CATALOG_KEY).exists()
+    assert catalog_bytes(lake) is None
     lake.write_lines("c1", "2015-01-13", "08", "empty", [])  # a valid gzip of no lines
     report = run(spark, lake)
     assert (report.objects_read, report.events_added, report.quarantined_objects) == (1, 0, 0)
@@ -200,13 +201,14 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
 
     assert (report.quarantined_objects, report.quarantined_lines) == (2, 7)
     assert report.events_added == 10
-    qdir = lake.root / "quarantine" / "glue" / "compact_events"
-    reasons = sorted(p.read_text() for p in qdir.glob("objects/*/**/*.reason.txt"))
+    quarantined = lake.keys(QUARANTINE_GLUE_PREFIX)
+    reasons = sorted(lake.read(k).decode() for k in quarantined if k.endswith(".reason.txt"))
     assert len(reasons) == 2
     assert "not valid gzip" in reasons[0] or "not valid gzip" in reasons[1]
     assert any("truncated" in r for r in reasons)
-    lines = [json.loads(x) for p in qdir.glob("lines/*/*.json.gz")
-             for x in gzip.decompress(p.read_bytes()).decode().splitlines()]
+    lines = [json.loads(x) for k in quarantined
+             if k.startswith(QUARANTINE_GLUE_PREFIX + "lines/") and k.endswith(".json.gz")
+             for x in gzip.decompress(lake.read(k)).decode().splitlines()]
     by_line = {x["line"]: x["reason"] for x in lines}
     assert "wrong JSON type" in by_line[wrong_type]
     assert by_line[missing_key] == "missing key(s) owner"

@@ -11,8 +11,8 @@ import gzip
 import io
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
@@ -21,9 +21,14 @@ from pyspark.sql import types as T
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compact_events import CompactionReport, Settings, compact
-from glue_jobs.curated_io import read_curated
-from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX
-from glue_jobs.storage import store_for
+from glue_jobs.curated_io import location_key, read_curated
+from glue_jobs.layout import (
+    ACTIVITY_PREFIX,
+    GAPS_PREFIX,
+    LOCAL_CATALOG_KEY,
+    MASS_DELETE_PREFIX,
+    QUARANTINE_GLUE_PREFIX,
+)
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
@@ -37,13 +42,13 @@ DETECTED = JAN_13_2015_MS + 9 * 3_600_000  # the agent's clock when it found the
 
 
 def run(spark, lake: RawLake, **overrides) -> CompactionReport:
-    store = store_for(lake.uri)
+    store = lake.store
     return compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY),
                    dataclasses.replace(Settings(), **overrides))
 
 
 def curated(spark, lake: RawLake):
-    store = store_for(lake.uri)
+    store = lake.store
     return read_curated(spark, JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations())
 
 
@@ -108,17 +113,23 @@ def test_raw_lines_written_before_gap_end_txid_existed_compact_with_null(spark, 
                         curated_frame(spark, [(e, dt_of(e)) for e in sample_events]))
 
 
-def _drop_column_in_place(location: str, column: str) -> list[Path]:
-    """Rewrites a published partition's Parquet files as the job wrote them before the
+def _parquet_schemas(lake: RawLake, location: str) -> list[pa.Schema]:
+    keys = [k for k in lake.keys(location_key(lake.store, location) or "?")
+            if k.endswith(".parquet")]
+    return [pq.read_schema(pa.BufferReader(lake.read(k))) for k in keys]
+
+
+def _drop_column_in_place(lake: RawLake, location: str, column: str) -> list[str]:
+    """Rewrites a published partition's Parquet objects as the job wrote them before the
     contract had `column`."""
-    files = sorted(Path(location.removeprefix("file://")).glob("*.parquet"))
-    for f in files:
-        table = pq.read_table(f)
-        pq.write_table(table.drop([column]), f, compression="zstd")
-        # Hadoop's local file system checks each file against its .crc sibling: the old job's
-        # files had matching ones; these rewritten files have none.
-        f.with_name(f".{f.name}.crc").unlink(missing_ok=True)
-    return files
+    keys = [k for k in lake.keys(location_key(lake.store, location) or "?")
+            if k.endswith(".parquet")]
+    for key in keys:
+        table = pq.read_table(pa.BufferReader(lake.read(key)))
+        out = pa.BufferOutputStream()
+        pq.write_table(table.drop([column]), out, compression="zstd")
+        lake.store.write_bytes(key, out.getvalue().to_pybytes())
+    return keys
 
 
 def test_curated_files_written_before_gap_end_txid_existed_still_read_and_merge(
@@ -126,10 +137,10 @@ def test_curated_files_written_before_gap_end_txid_existed_still_read_and_merge(
     first, late = sample_events[:16], sample_events[16:]
     lake.write_message("m1", first, sent_ms=SENT)
     run(spark, lake)
-    store = store_for(lake.uri)
+    store = lake.store
     (location,) = JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().values()
-    files = _drop_column_in_place(location, "gap_end_txid")
-    assert files and all("gap_end_txid" not in pq.read_schema(f).names for f in files)
+    assert _drop_column_in_place(lake, location, "gap_end_txid")
+    assert all("gap_end_txid" not in s.names for s in _parquet_schemas(lake, location))
 
     # A reader of the table sees the old files with the new column, null.
     assert_frames_equal(curated(spark, lake),
@@ -144,8 +155,8 @@ def test_curated_files_written_before_gap_end_txid_existed_still_read_and_merge(
     assert_frames_equal(curated(spark, lake), curated_frame(
         spark, [(e, dt_of(e)) for e in [*sample_events, the_gap]]))
     (new_location,) = JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().values()
-    new_files = sorted(Path(new_location.removeprefix("file://")).glob("*.parquet"))
-    assert new_files and all(pq.read_schema(f).names[-1] == "gap_end_txid" for f in new_files)
+    new_schemas = _parquet_schemas(lake, new_location)
+    assert new_schemas and all(s.names[-1] == "gap_end_txid" for s in new_schemas)
 
 
 def test_a_gap_without_a_later_end_and_a_snapshot_without_inode_type_are_quarantined(
@@ -161,10 +172,9 @@ def test_a_gap_without_a_later_end_and_a_snapshot_without_inode_type_are_quarant
     report = run(spark, lake)
 
     assert (report.events_added, report.quarantined_lines) == (1, 3)
-    qdir = lake.root / "quarantine" / "glue" / "compact_events"
+    lines = [k for k in lake.keys(QUARANTINE_GLUE_PREFIX + "lines/") if k.endswith(".json.gz")]
     reasons = {json.loads(x)["line"]: json.loads(x)["reason"]
-               for p in qdir.glob("lines/*/*.json.gz")
-               for x in gzip.decompress(p.read_bytes()).decode().splitlines()}
+               for k in lines for x in gzip.decompress(lake.read(k)).decode().splitlines()}
     assert reasons == {no_end: "a GAP needs 'gap_end_txid' > txid 300, got None",
                        backwards: "a GAP needs 'gap_end_txid' > txid 301, got 250",
                        bad_snap: "a SNAPSHOT needs 'inode_type'"}
@@ -229,8 +239,8 @@ def read_table(spark, uri: str, schema: T.StructType):
 
 
 @pytest.fixture(scope="module")
-def rolled_up(spark, tmp_path_factory) -> tuple[RawLake, dict]:
-    lake = RawLake(tmp_path_factory.mktemp("agent-rollups") / "lake")
+def rolled_up(spark, s3) -> tuple[RawLake, dict]:
+    lake = RawLake(s3)
     lake.write_message("m1", ROLLUP_EVENTS, sent_ms=at(30))
     run(spark, lake)
     out = io.StringIO()
@@ -244,7 +254,7 @@ def rolled_up(spark, tmp_path_factory) -> tuple[RawLake, dict]:
 def test_snapshot_and_gap_records_are_not_activity_but_snapshots_name_owners(spark,
                                                                             rolled_up):
     lake, _ = rolled_up
-    got = read_table(spark, lake.uri + "/" + ACTIVITY_PREFIX, ACTIVITY_SCHEMA)
+    got = read_table(spark, lake.spark_uri(ACTIVITY_PREFIX), ACTIVITY_SCHEMA)
     #  prefix    owner     created deleted renamed bytes small net
     expected = [
         ("/data/a", "alice",  1, 0, 0, 500, 1, 1),
@@ -257,7 +267,7 @@ def test_snapshot_and_gap_records_are_not_activity_but_snapshots_name_owners(spa
 
 def test_mass_deletes_see_only_unlinks_with_owners_from_the_snapshot(spark, rolled_up):
     lake, _ = rolled_up
-    got = spark.read.parquet(lake.uri + "/" + MASS_DELETE_PREFIX)
+    got = spark.read.parquet(lake.spark_uri(MASS_DELETE_PREFIX))
     assert sorted((r["scope"], r["subject"], r["unlinks"], r["first_txid"], r["last_txid"])
                   for r in got.collect()) == [("owner", "bob", 2, 151, 152),
                                               ("prefix", "/data/b", 2, 151, 152)]
@@ -265,7 +275,7 @@ def test_mass_deletes_see_only_unlinks_with_owners_from_the_snapshot(spark, roll
 
 def test_gaps_daily_says_how_many_txids_the_day_lost(spark, rolled_up):
     lake, printed = rolled_up
-    got = read_table(spark, lake.uri + "/" + GAPS_PREFIX, GAPS_SCHEMA)
+    got = read_table(spark, lake.spark_uri(GAPS_PREFIX), GAPS_SCHEMA)
     snapshot_records = sum(e.type == EventType.SNAPSHOT for e in ROLLUP_EVENTS)
     assert snapshot_records == SNAPSHOT_FILES + 7
     assert_frames_equal(got, spark.createDataFrame(

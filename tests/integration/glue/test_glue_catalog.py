@@ -1,5 +1,6 @@
 """Compaction publishing through the Glue Data Catalog API (moto server over HTTP, reached via
-AWS_ENDPOINT_URL exactly as a Glue job reaches AWS), the path the job takes on Glue."""
+AWS_ENDPOINT_URL exactly as a Glue job reaches AWS), the path the job takes on Glue, with the
+data read and written through S3A in the same server's S3."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from glue_jobs.compact_events import Settings, catalog_for, compact
 from glue_jobs.curated_io import read_curated
-from glue_jobs.storage import store_for
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake
 
 pytestmark = pytest.mark.slow
@@ -16,7 +16,7 @@ SENT = JAN_13_2015_MS + 8 * 3_600_000
 
 
 def test_partitions_are_created_then_switched_in_the_glue_catalog(spark, lake: RawLake,
-                                                                  sample_events, moto_endpoint):
+                                                                  sample_events):
     glue = boto3.client("glue")
     glue.create_database(DatabaseInput={"Name": "hdfs_lake"})
     glue.create_table(DatabaseName="hdfs_lake", TableInput={
@@ -25,7 +25,7 @@ def test_partitions_are_created_then_switched_in_the_glue_catalog(spark, lake: R
                           {"Name": "dt", "Type": "string"}],
         "StorageDescriptor": {"Columns": [{"Name": "txid", "Type": "bigint"}],
                               "Location": lake.uri + "/curated/events/"}})
-    store = store_for(lake.uri)
+    store = lake.store
     catalog = catalog_for({"catalog_database": "hdfs_lake", "catalog_table": "events"}, store)
 
     lake.write_message("m1", sample_events[:16], sent_ms=SENT)

@@ -1,0 +1,137 @@
+"""What Hadoop's S3A connector costs the compaction job locally: glue_jobs.compact_events.compact
+reading raw/ from and publishing curated/ into a bucket of a moto server through S3A, beside the
+same job on the same input on file://, in the same run.
+
+    python -m bench.compact_s3a [--events 200000] [--duplicates 0.05] [--out bench-out/compact_s3a.json]
+
+Input: bench.compact's generated raw lake (cached under bench-out/), uploaded object by object
+with boto3 into the moto server's bucket under raw/ (not timed). Each contender runs in a fresh
+subprocess on local[2], one after the other, timed around compact() alone (the session's start
+is not in either figure):
+- `s3a`: source s3://bench, target s3://bench/out (s3a:// through glue_jobs.runtime.s3a_conf,
+  from AWS_ENDPOINT_URL like every local job run); its catalog, watermark and quarantine go
+  through boto3 to the same server;
+- `file`: bench.compact's `spark` contender, the local file system.
+Both must publish exactly the distinct events. Speed: input rows (duplicates included) per wall
+second. moto server runs in this process on 127.0.0.1: the ratio is what S3A and an HTTP object
+store add (request round trips, commit by copy-and-delete rename), not a network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import OUT_DIR
+from bench.compact import REPO, _peak_rss_mb, _spark, child, input_lake
+
+BUCKET = "bench"
+TARGET = f"s3://{BUCKET}/out"
+_AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+
+
+def upload(s3: Any, lake: Path) -> int:
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={
+        "LocationConstraint": _AWS["AWS_REGION"]})
+    objects = sorted(p for p in (lake / "raw").rglob("*.jsonl.gz") if p.is_file())
+    for path in objects:
+        s3.put_object(Bucket=BUCKET, Key=path.relative_to(lake).as_posix(),
+                      Body=path.read_bytes())
+    return len(objects)
+
+
+def run_s3a() -> dict:
+    """The child: compact() between s3:// URIs of the moto server named by AWS_ENDPOINT_URL."""
+    from glue_jobs.catalog import JsonFileCatalog
+    from glue_jobs.compact_events import Settings, compact
+    from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
+    from glue_jobs.runtime import s3a_conf
+    from glue_jobs.storage import store_for
+
+    spark = _spark(conf=s3a_conf())
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    source, target = store_for(f"s3://{BUCKET}"), store_for(TARGET)
+    t = time.perf_counter()
+    report = compact(spark, source, target, JsonFileCatalog(target, LOCAL_CATALOG_KEY),
+                     Settings())
+    seconds = time.perf_counter() - t
+    jvm_peak = _peak_rss_mb(jvm_pid)
+    spark.stop()
+    files = sum(1 for o in target.list_objects(EVENTS_PREFIX) if o.key.endswith(".parquet"))
+    return {"seconds": seconds, "rows_in": report.events_read, "rows_out": report.events_added,
+            "files": files, "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": jvm_peak}
+
+
+def measure(events: int, duplicates: float) -> dict[str, Any]:
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    lake = input_lake(events, duplicates)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {**{k: v for k, v in os.environ.items() if k != "AWS_PROFILE"}, **_AWS,
+           "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+    try:
+        s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"],
+                          region_name=_AWS["AWS_REGION"],
+                          aws_access_key_id=_AWS["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=_AWS["AWS_SECRET_ACCESS_KEY"])
+        objects = upload(s3, lake)
+        done = subprocess.run([sys.executable, "-m", "bench.compact_s3a", "--child"], cwd=REPO,
+                              env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            last = [x for x in done.stderr.splitlines() if x.strip()][-1:] or ["no output"]
+            raise SystemExit(f"bench.compact_s3a: the s3a run failed: {last[0]}")
+        s3a = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        server.stop()
+    results = {"s3a": s3a, "file": child("spark", lake)}
+    for name, r in results.items():
+        if r["rows_out"] != events:
+            raise SystemExit(f"bench.compact_s3a: {name} published {r['rows_out']} rows, "
+                             f"expected the {events} distinct events")
+        r["rows_per_s"] = r["rows_in"] / r["seconds"]
+    return {"events": events, "duplicates": duplicates, "objects": objects, "results": results,
+            "ratio_s3a_over_file": results["s3a"]["rows_per_s"] / results["file"]["rows_per_s"],
+            "load_average": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.compact_s3a",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000, help="distinct events")
+    parser.add_argument("--duplicates", type=float, default=0.05,
+                        help="fraction of events sent twice (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "compact_s3a.json")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_s3a()))
+        return 0
+    OUT_DIR.mkdir(exist_ok=True)
+    result = measure(args.events, args.duplicates)
+    print(f"compaction of {result['results']['s3a']['rows_in']:,} input rows "
+          f"({args.events:,} distinct, {result['objects']} objects), local[2]")
+    for name, r in result["results"].items():
+        print(f"{name:<5} {r['seconds']:>8.1f} s {r['rows_per_s']:>10,.0f} rows/s "
+              f"{r['files']:>4} files")
+    print(f"S3A on moto / file:// rows/s: {result['ratio_s3a_over_file']:.2f} "
+          f"(load {os.getloadavg()[0]:.1f})")
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
