@@ -71,7 +71,7 @@ class NamespaceIndex:
         self.store, self.prefixes = store, tuple(prefixes)
         self.subtree_budget = subtree_budget
         self._listing_budget = listing_budget
-        self.reads = self.writes = self.passes = 0
+        self.reads = self.writes = 0
 
     @property
     def listing_budget(self) -> int:
@@ -99,7 +99,6 @@ class NamespaceIndex:
         view.assume_absent(self._blind(events))
         cut: int | None = None  # the event whose walk goes on from the table
         while True:
-            self.passes += 1
             done, first_short = self._run(view, events, cut)
             if view.complete:
                 break
