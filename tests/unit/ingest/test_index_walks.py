@@ -167,3 +167,16 @@ def test_a_chunk_of_walks_applied_again_after_a_crash_mid_write(at, keep) -> Non
         assert applied.walk is None
     assert crashed
     assert crashing.live("prod") == in_order_state([*BEFORE, *chunk], "/data")
+
+
+def test_a_chunk_cut_elsewhere_before_a_crash_leaves_nothing_alive_it_ended() -> None:
+    """First run: the listing budget cuts the chunk at the big walk, so /data/t is written
+    alive, and the invocation dies before saving its position. The next run (more budget)
+    takes the whole chunk, where /data/t is born and gone: it is not skipped blindly."""
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"]), BEFORE)
+    chunk = [mkfile(100, "/data/t"), unlink(101, "/data/a"), unlink(102, "/data/t")]
+    first = NamespaceIndex(store, ["/data"], listing_budget=3).apply_until_walk(chunk)
+    assert first.taken == 2 and store.live("prod")["/data/t"]
+    assert apply_in_order(NamespaceIndex(store, ["/data"]), chunk) == []
+    assert store.live("prod") == in_order_state([*BEFORE, *chunk], "/data")
