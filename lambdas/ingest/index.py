@@ -2,12 +2,17 @@
 decides which and when). Only paths under the configured prefixes are indexed; a RENAME out
 of them counts as a delete, one into them as a create of unknown type.
 
-A chunk costs the fewest round trips its events allow: one parallel wave of BatchGetItem
-pages for the entries whose old state matters (a path whose first event in the chunk is a
-CREATE, a SNAPSHOT or a RENAME into it is written blind), the rules (index_rules) in memory,
-and one parallel wave of BatchWriteItem calls for the entries it changed, each once. A
-directory operation's subtree walk (subtree) runs before anything later: at once when it is
-small, else the chunk ends there and the sequencer saves and resumes the walk.
+A chunk costs about as many round trips as its deepest subtree walk has levels, whatever the
+number of walks: the chunk runs in memory (index_rules; walks over held children, subtree) on
+a view of the table (index_view), and each run notes what the view lacked: entries to read,
+directories to list. Those are fetched in one wave of parallel BatchGetItem pages and
+Queries, and the chunk runs again from its start, until a run lacks nothing (a walk over a
+directory listed in one wave lists its subdirectories in the next). Then one wave of parallel
+BatchWriteItem calls writes each changed entry once, in its final state. A path first met as
+the target of a CREATE, SNAPSHOT or RENAME is not read (whatever it held is replaced), and a
+directory the chunk created or moved in needs no listing. Listings are bounded per chunk
+(`listing_budget` entries): a walk over more ends the chunk and goes on from the table, a few
+pages at a time, saved and resumed by the sequencer.
 
 Applied again after a crash (its position was not saved), a chunk finds some entries in their
 final state: the rules leave an entry alone whose version is not older than the event's, and
@@ -25,14 +30,16 @@ from dataclasses import dataclass, field
 
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
-from lambdas.ingest.index_rules import apply_event, parents_of
+from lambdas.ingest.index_rules import apply_event
 from lambdas.ingest.index_view import IndexStore, IndexView, Refused
 from lambdas.ingest.settings import is_under
-from lambdas.ingest.subtree import SubtreeOp, walk_step
+from lambdas.ingest.subtree import SubtreeOp, walk_held, walk_step
 
-DEFAULT_SUBTREE_PAGE = 500  # children per directory page a walk reads (Query Limit)
-WALK_WIDTH = 16  # directories a walk step reads at once (parallel Queries)
-INLINE_WALK_STEPS = 4  # a walk longer than this is handed to the sequencer (saved, resumed)
+DEFAULT_SUBTREE_PAGE = 500  # children per directory page a resumed walk reads (Query Limit)
+WALK_WIDTH = 16  # directories a resumed walk step reads at once (parallel Queries)
+# Entries a chunk may list for its walks (~200 B each in memory): a subtree larger than this
+# is walked from the table by the sequencer instead, a step at a time.
+LISTED_PAGES = 40  # DEFAULT_SUBTREE_PAGE x 40 = 20,000 entries
 # DynamoDB's limits: a partition key holds at most 2,048 bytes, a sort key 1,024, an item
 # 400 KB (names and values together); the other attributes of an entry stay far below this.
 MAX_PARTITION_BYTES = 2048
@@ -59,10 +66,20 @@ class Applied:
 
 class NamespaceIndex:
     def __init__(self, store: IndexStore, prefixes: Sequence[str], *,
-                 subtree_budget: int = DEFAULT_SUBTREE_PAGE) -> None:
+                 subtree_budget: int = DEFAULT_SUBTREE_PAGE,
+                 listing_budget: int | None = None) -> None:
         self.store, self.prefixes = store, tuple(prefixes)
         self.subtree_budget = subtree_budget
+        self._listing_budget = listing_budget
         self.reads = self.writes = 0
+
+    @property
+    def listing_budget(self) -> int:
+        return self._listing_budget or self.subtree_budget * LISTED_PAGES
+
+    @listing_budget.setter
+    def listing_budget(self, entries: int) -> None:
+        self._listing_budget = entries
 
     def indexed(self, path: str) -> bool:
         return is_under(path, self.prefixes)
@@ -73,16 +90,38 @@ class NamespaceIndex:
             event.dst_path is not None and self.indexed(event.dst_path)))
 
     def apply_until_walk(self, events: Sequence[HdfsEvent]) -> Applied:
-        """Applies events of one cluster in order, up to and including the first that starts
-        a subtree walk (or up to the first that touches a RENAME's source again)."""
+        """Applies events of one cluster in order: all of them, or up to the first that
+        touches a RENAME's source again, or up to and including one whose walk is over the
+        listing budget (returned unfinished, to be resumed)."""
         if not events:
             return Applied(0)
         view = IndexView(self.store, events[0].cluster)
+        view.assume_absent(self._blind(events))
+        cut: int | None = None  # the event whose walk goes on from the table
+        while True:
+            done, first_short = self._run(view, events, cut)
+            if view.complete:
+                break
+            if first_short is not None and view.listed_entries >= self.listing_budget:
+                cut = first_short  # over the budget: that walk is the sequencer's
+                continue
+            view.fetch(listing_budget=self.listing_budget)
+        done.skipped += [_refused(r) for r in view.flush()]
+        self.reads += view.reads
+        self.writes += view.writes
+        return done
+
+    def _run(self, view: IndexView, events: Sequence[HdfsEvent],
+             cut: int | None) -> tuple[Applied, int | None]:
+        """One pass over the chunk on the view; also the first event whose walk lacked a
+        listing (None: none did)."""
+        view.begin()
         done = Applied(len(events))
-        chunk = [(i, e) for i, e in enumerate(events) if self.relevant(e)]
-        self._read(view, chunk)
+        first_short: int | None = None
         renamed: set[str] = set()
-        for position, event in chunk:
+        for position, event in enumerate(events):
+            if not self.relevant(event):
+                continue
             if _under(event.path, renamed) or (event.dst_path and _under(event.dst_path, renamed)):
                 done.taken = position
                 break
@@ -92,61 +131,37 @@ class NamespaceIndex:
             walk = apply_event(view, event, self.indexed)
             if event.type == EventType.RENAME and self.indexed(event.path):
                 renamed.add(event.path)
-            if walk is not None:
-                walk = self._walk_inline(view, walk, done)
-                if walk is not None:
-                    done.taken, done.walk = position + 1, walk
-                    break
-        done.skipped += [_refused(r) for r in view.flush()]
-        self.reads += view.reads
-        self.writes += view.writes
-        return done
-
-    def _walk_inline(self, view: IndexView, walk: SubtreeOp, done: Applied) -> SubtreeOp | None:
-        """Runs a small walk at once: what the chunk changed beneath the source is written
-        first (the walk reads the table), the walk's own changes join the chunk's and are
-        written with them, once. A large walk is handed back, unfinished, for the sequencer
-        to save and go on with (its roots keep their markers until it ends)."""
-        roots = [p for p in (walk.dst, walk.src) if p is not None]
-        done.skipped += [_refused(r) for r in view.flush(under=walk.src)]
-        for _ in range(INLINE_WALK_STEPS):
-            writes, left = walk_step(self.store, walk, page=self.subtree_budget,
-                                     width=WALK_WIDTH)
-            for entry in writes:  # written with the rest of the chunk
-                view.put(entry)
-            if left is None:
+            if walk is None:
+                continue
+            if position == cut:
+                done.taken, done.walk = position + 1, walk
                 break
-            walk = left
-        else:
-            return walk
-        for path in roots:  # done within the chunk: readers need no marker
-            view.put(view.get(path).marked(None))
-        return None
+            writes, whole = walk_held(view, walk)
+            for entry in writes:
+                view.put(entry)
+            if not whole and first_short is None:
+                first_short = position
+            for path in (walk.dst, walk.src):  # done within the chunk: readers need no marker
+                if path is not None and (entry := view.get(path)).walk == walk.marker():
+                    view.put(entry.marked(None))
+        return done, first_short
 
-    def _read(self, view: IndexView, chunk: list[tuple[int, HdfsEvent]]) -> None:
-        """One read for the entries whose stored state the chunk needs: a path first met as
-        the target of a CREATE, SNAPSHOT or RENAME is replaced whatever it held."""
-        first: dict[str, bool] = {}  # path -> read it
-        for _, e in chunk:
+    def _blind(self, events: Sequence[HdfsEvent]) -> list[str]:
+        """Paths first met as the target of a CREATE, SNAPSHOT or RENAME: replaced whatever
+        they held, so not read."""
+        first: dict[str, bool] = {}  # path -> blind
+        for e in events:
+            if not self.relevant(e):
+                continue
             if e.type == EventType.RENAME and e.dst_path is not None:
-                if self.indexed(e.path):
-                    first.setdefault(e.path, True)
-                if self.indexed(e.dst_path):
-                    self._with_parents(first, e.dst_path)
-                    first.setdefault(e.dst_path, False)
-            elif self.indexed(e.path):
+                first.setdefault(e.path, False)
+                _parents_read(first, e.dst_path)
+                first.setdefault(e.dst_path, True)
+            else:
                 if e.type != EventType.UNLINK:
-                    self._with_parents(first, e.path)
-                first.setdefault(e.path, e.type not in WRITE_ORDER)
-        view.prefetch([p for p, read in first.items() if read],
-                      blind=[p for p, read in first.items() if not read])
-
-    def _with_parents(self, first: dict[str, bool], path: str) -> None:
-        """Parents are read with what is created under them (index_rules._parents)."""
-        parent = names.split_path(path)[0]
-        if parent not in first:  # its own parents came with it
-            for p in parents_of(path, self.indexed):
-                first.setdefault(p, True)
+                    _parents_read(first, e.path)
+                first.setdefault(e.path, e.type in WRITE_ORDER)
+        return [p for p, blind in first.items() if blind and self.indexed(p)]
 
     def resume(self, op: SubtreeOp) -> tuple[SubtreeOp | None, list[SkippedEvent]]:
         """One step of a subtree walk; the walk left (None: done) and any entries refused."""
@@ -156,7 +171,7 @@ class NamespaceIndex:
         if left is None:  # the roots' markers go once every child is written
             view = IndexView(self.store, op.cluster)
             roots = [p for p in (op.dst, op.src) if p is not None]
-            view.prefetch(roots)
+            view.read(roots)
             for path in roots:
                 if (entry := view.get(path)).walk == op.marker():
                     view.put(entry.marked(None))
@@ -185,6 +200,14 @@ def unstorable(event: HdfsEvent) -> str | None:
             and event.dst_path.startswith(event.path.rstrip("/") + "/")):
         return f"RENAME of {event.path!r} into its own subtree {event.dst_path!r} (HDFS refuses it)"
     return None
+
+
+def _parents_read(first: dict[str, bool], path: str) -> None:
+    """The parents of what an event changes are looked at (index_rules._parents): read."""
+    cut = path.rfind("/")
+    while cut > 0:
+        first.setdefault(path[:cut], False)
+        cut = path.rfind("/", 0, cut)
 
 
 def _under(path: str, roots: set[str]) -> bool:

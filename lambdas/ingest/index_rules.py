@@ -24,7 +24,11 @@ from lambdas.ingest.subtree import RENAME, SNAPSHOT, UNLINK, SubtreeOp
 class Entries(Protocol):
     def get(self, path: str) -> Entry: ...
 
-    def put(self, entry: Entry) -> None: ...
+    def put(self, entry: Entry, *, old_children: bool = False) -> None:
+        """`old_children`: what the path held beneath it before may still be there (a
+        listed directory's, until its walk); otherwise an entry that comes alive is a new
+        incarnation, with nothing of an older one beneath it."""
+        ...
 
 
 def apply_event(entries: Entries, event: HdfsEvent,
@@ -41,16 +45,16 @@ def apply_event(entries: Entries, event: HdfsEvent,
         return None
     entry = entries.get(event.path)
     if entry.version >= version:
-        # Applied already; a listed directory's walk may not have finished (it is idempotent).
-        return _snapshot_walk(event) if kind == EventType.SNAPSHOT and entry.version == version \
-            else None
+        # Applied already (a chunk applied again after a crash). A listed directory's walk
+        # runs again all the same: what lay beneath it before it may not have been ended yet.
+        return _snapshot_walk(event) if kind == EventType.SNAPSHOT else None
     if kind == EventType.CREATE:
         entries.put(entry.changed(create_values(event), version))
         _parents(entries, event.path, version, indexed)
     elif kind == EventType.SNAPSHOT:
         op = _snapshot_walk(event)
         entries.put(entry.changed(snapshot_values(event), version).marked(
-            op.marker() if op else None))
+            op.marker() if op else None), old_children=True)
         _parents(entries, event.path, version, indexed)
         return op
     elif (values := update_values(event)) and _known_or_new(entries, entry, indexed):
@@ -101,7 +105,10 @@ def _may_have_children(entry: Entry) -> bool:
 def _end(entries: Entries, cluster: str, path: str, version: Version) -> SubtreeOp | None:
     entry = entries.get(path)
     if entry.version > version:
-        return None
+        # Applied already, and the path changed since (created again): the walk runs again
+        # all the same, since what lay beneath it before may not have been ended yet. It
+        # takes nothing newer than the UNLINK.
+        return SubtreeOp(kind=UNLINK, cluster=cluster, version=version, src=path)
     op = (SubtreeOp(kind=UNLINK, cluster=cluster, version=version, src=path)
           if _may_have_children(entry) else None)
     if entry.version < version and (entry.stored or op is not None):

@@ -1,16 +1,25 @@
 """The index as one chunk of events sees it: a store interface and the chunk's entries.
 
 The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the logic's tests.
-A chunk reads every entry its events touch at once (BatchGetItem pages, in parallel), applies
-its events to them in memory, and writes each changed entry once, in its final state (a path
-touched ten times in a chunk is one write): parallel BatchWriteItem calls. The writes carry no
-condition; one drain at a time holds the cluster's lease (lambdas/ingest/sequencer.py), and
-Lambda stops an invocation at its deadline, before the lease expires.
+The view holds two layers. The *base* is the table as it stood before the chunk: entries read
+(BatchGetItem pages), whole directory partitions listed (Queries), and paths the chunk first
+meets as the target of a CREATE, SNAPSHOT or RENAME, taken as absent unread ("blind": whatever
+the table held there is replaced). The *changes* are what the chunk's events did to it, in
+memory, reset before every pass over the chunk (index.NamespaceIndex runs the chunk until a
+pass needs nothing the base lacks; each pass's misses are read in one wave, in parallel).
+
+A directory's children are known when its partition was listed, or when the chunk made it a
+new incarnation (created, moved in, learnt): the table's older content there is dead, so
+nothing beneath it needs a listing. Writes carry no condition; one drain at a time holds the
+cluster's lease (lambdas/ingest/sequencer.py), and Lambda stops an invocation at its deadline,
+before the lease expires.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,70 +47,140 @@ class IndexStore(ChildPages, Protocol):
         ...
 
 
-def ancestors(path: str) -> list[str]:
-    """"/a/b/c" -> ["/", "/a", "/a/b"]."""
-    parts = path.strip("/").split("/") if path != "/" else []
-    return ["/", *("/" + "/".join(parts[:i]) for i in range(1, len(parts)))][:len(parts)]
-
-
-def child_path(parent: str, name: str) -> str:
-    return f"/{name}" if parent == "/" else f"{parent}/{name}"
-
-
-def name_of(path: str) -> str:
-    return names.split_path(path)[1]
+def parent_of(path: str) -> str:
+    return names.split_path(path)[0]
 
 
 class IndexView:
-    """Entries of one cluster read at most once per chunk, written once, when changed."""
+    """Entries of one cluster: the table before the chunk, and the chunk's changes."""
 
     def __init__(self, store: IndexStore, cluster: str) -> None:
         self.store, self.cluster = store, cluster
-        self._entries: dict[str, Entry] = {}
-        self._changed: dict[str, Entry] = {}
+        self._base: dict[str, Entry] = {}
+        self._known: set[str] = set()  # base paths whose table state was read or listed
+        self._listed: set[str] = set()  # directories whose whole partition is in the base
+        self._base_kids: defaultdict[str, set[str]] = defaultdict(set)
+        self.listed_entries = 0
         self.reads = self.writes = 0
+        self.begin()
 
-    def prefetch(self, paths: Iterable[str], *, blind: Iterable[str] = ()) -> None:
-        """Reads `paths` (one store call); `blind` ones are taken as absent, unread."""
-        for path in blind:
-            if path not in self._entries:
-                self._hold(Entry(self.cluster, path))
-        missing = [p for p in dict.fromkeys(paths) if p not in self._entries]
-        if not missing:
-            return
-        self.reads += len(missing)
-        found = self.store.get_many(self.cluster, missing)
-        for path in missing:
-            self._hold(found.get(path) or Entry(self.cluster, path))
+    # --- the base ----------------------------------------------------------------------------
+
+    def assume_absent(self, paths: Iterable[str]) -> None:
+        """Blind: `paths` are taken as absent, unread (the chunk replaces what they held)."""
+        for path in paths:
+            if path not in self._base:
+                self._hold(Entry(self.cluster, path), known=False)
+
+    def read(self, paths: Iterable[str]) -> None:
+        """Reads `paths` not held yet (one store call)."""
+        missing = [p for p in dict.fromkeys(paths) if p not in self._base]
+        if missing:
+            self.reads += len(missing)
+            found = self.store.get_many(self.cluster, missing)
+            for path in missing:
+                self._hold(found.get(path) or Entry(self.cluster, path), known=True)
+
+    def fetch(self, *, listing_budget: int) -> None:
+        """Reads the last pass's missing entries (one wave of parallel BatchGetItem pages),
+        then lists its missing directories (one wave of parallel Queries); a directory over
+        the budget left is not held (its walk is then handed to the sequencer). Not both in
+        one wave: moto, which the tests and the bench run against, breaks on a Query while
+        a BatchGetItem of a new partition key runs (it iterates the table's dict of
+        partitions as a get adds to it); DynamoDB would take them together."""
+        points, dirs = sorted(self.missing_points), sorted(self.missing_dirs)
+        left = listing_budget - self.listed_entries
+        if dirs and left <= 0:
+            dirs = []
+        self.read(points)
+        listings = (self.store.children_many(self.cluster, [(d, None) for d in dirs],
+                                             limit=left + 1) if dirs else [])
+        for directory, children in zip(dirs, listings, strict=True):
+            if self.listed_entries + len(children) > listing_budget:
+                self.listed_entries = listing_budget  # no more listings this chunk
+                continue
+            self.listed_entries += len(children)
+            self.reads += len(children)
+            for child in children:
+                if child.path not in self._known:  # read ones are the same; blind ones learn
+                    self._hold(child, known=True)
+            self._listed.add(directory)
+            self._known.update(self._base_kids[directory])  # the rest: absent
+
+    def _hold(self, entry: Entry, *, known: bool) -> None:
+        self._base[entry.path] = entry
+        self._base_kids[parent_of(entry.path)].add(entry.path)
+        if known:
+            self._known.add(entry.path)
+
+    # --- a pass over the chunk ---------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Forgets the changes of the last pass (the base stays)."""
+        self._changed: dict[str, Entry] = {}
+        self._changed_kids: defaultdict[str, set[str]] = defaultdict(set)
+        self._fresh: set[str] = set()  # directories made new incarnations by this pass
+        self.missing_points: set[str] = set()
+        self.missing_dirs: set[str] = set()
+
+    @property
+    def complete(self) -> bool:
+        return not (self.missing_points or self.missing_dirs)
 
     def get(self, path: str) -> Entry:
-        if path not in self._entries:
-            self.prefetch([path])
-        return self._entries[path]
+        """The entry as the chunk has it so far; one the base lacks is noted as missing and
+        taken as absent for the rest of this pass."""
+        if (entry := self._changed.get(path) or self._base.get(path)) is not None:
+            return entry
+        self.missing_points.add(path)
+        return Entry(self.cluster, path)
 
-    def held_under(self, root: str) -> list[Entry]:
-        """The entries held beneath `root`, any depth."""
-        below = root.rstrip("/") + "/"
-        return [e for path, e in self._entries.items() if path.startswith(below)]
-
-    def _hold(self, entry: Entry) -> None:
-        self._entries[entry.path] = entry
-
-    def put(self, entry: Entry) -> None:
-        self._hold(entry)
+    def put(self, entry: Entry, *, old_children: bool = False) -> None:
+        before = self._changed.get(entry.path) or self._base.get(entry.path)
+        if entry.alive and not old_children and (before is None or not before.alive):
+            self._fresh.add(entry.path)  # a new incarnation: no child of the old one lives
         self._changed[entry.path] = entry
+        self._changed_kids[parent_of(entry.path)].add(entry.path)
 
-    def flush(self, under: str | None = None) -> list[Refused]:
-        """Writes the changed entries (only those beneath `under`, if given: what a subtree
-        walk is about to read from the table); returns those refused."""
-        if under is None:
-            writes = list(self._changed.values())
-            self._changed.clear()
-        else:
-            writes = [e for e in self.held_under(under) if e.path in self._changed]
-            for entry in writes:
-                del self._changed[entry.path]
-        if not writes:
+    def children(self, directory: str) -> list[Entry] | None:
+        """The directory's children as the chunk has them so far; None (and the directory
+        noted as missing) when its partition was not listed and it is no new incarnation."""
+        if directory not in self._listed and directory not in self._fresh:
+            self.missing_dirs.add(directory)
+            return None
+        paths = self._base_kids.get(directory, set()) | self._changed_kids.get(directory, set())
+        return [self._changed.get(p) or self._base[p] for p in sorted(paths)]
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def flush(self) -> list[Refused]:
+        """Writes every entry the chunk changed, once, in its final state; returns those
+        refused. Not written: an entry left as the table holds it, and one the table does not
+        hold that the chunk ended (born and gone within it: a temporary file renamed into
+        place, a `_temporary` tree). A blind one of those is read first, beside the writes:
+        the table holds it when an earlier run of this chunk, cut elsewhere, left it alive."""
+        writes, unsure = [], []
+        for path, entry in self._changed.items():
+            base = self._base.get(path)
+            if base == entry:
+                continue
+            if entry.deleted and base is not None and not base.stored:
+                if path in self._known:
+                    continue
+                unsure.append(entry)
+                continue
+            writes.append(entry)
+        self._changed = {}
+        if not writes and not unsure:
             return []
-        self.writes += len(writes)
-        return self.store.put_many(writes)
+        with ThreadPoolExecutor(max_workers=1) as side:
+            stored = (side.submit(self.store.get_many, self.cluster, [e.path for e in unsure])
+                      if unsure else None)
+            refused = self.store.put_many(writes) if writes else []
+            held = stored.result() if stored is not None else {}
+        self.reads += len(unsure)
+        late = [e for e in unsure if e.path in held]
+        if late:
+            refused += self.store.put_many(late)
+        self.writes += len(writes) + len(late)
+        return refused

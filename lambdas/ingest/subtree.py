@@ -1,8 +1,12 @@
-"""Directory RENAME, UNLINK and SNAPSHOT: the subtree moves or goes, a few pages at a time.
+"""Directory RENAME, UNLINK and SNAPSHOT: the subtree moves or goes.
 
 DynamoDB cannot query by key prefix, but an entry's partition is its parent directory, so a
-subtree is a walk: Query a directory's partition, move or end each child, go on into child
-directories. The walk's position is a stack of (directory relative to the root, last child
+subtree is a walk: move or end each child of a directory, go on into child directories. One
+walk, two sources of children. Within a chunk the walk reads them from the chunk's view
+(`walk_held`: the table's partitions listed for the chunk, level by level across all its walks
+at once, plus what the chunk itself put there). A subtree larger than a chunk's listing budget
+is walked from the table a few pages at a time (`walk_step`), the chunk's own changes written
+first. That walk's position is a stack of (directory relative to the root, last child
 done); each step reads the top `width` directories' next pages with parallel Queries, so a
 wide tree costs a round trip per level, not per directory. The sequencer saves the walk (as
 JSON) in its position between steps, and finishes it before applying anything later: the
@@ -74,6 +78,33 @@ class SubtreeOp:
             raise ValueError(f"not a subtree continuation: {exc!r}") from exc
 
 
+class HeldChildren(Protocol):
+    def children(self, directory: str) -> list[Entry] | None:
+        """The directory's children as held; None when they are not (not listed yet)."""
+        ...
+
+
+def walk_held(held: HeldChildren, op: SubtreeOp) -> tuple[list[Entry], bool]:
+    """The whole walk over held children: the entries to write, and whether every directory
+    it met was held (if not, the view notes what to list, and the chunk runs again)."""
+    writes: list[Entry] = []
+    whole = True
+    stack = [op.src]
+    while stack:
+        children = held.children(stack.pop())
+        if children is None:
+            whole = False  # go on: every directory missing at this depth is listed at once
+            continue
+        for child in children:
+            if not child.stored or not walk_takes(op, child):
+                continue  # unstored: a path the chunk creates later, absent until then
+            writes += taken_by(op, child)
+        for child in children:
+            if child.stored and walk_descends(op, child):
+                stack.append(child.path)
+    return writes, whole
+
+
 def walk_step(pages: ChildPages, op: SubtreeOp, *, page: int,
               width: int) -> tuple[list[Entry], SubtreeOp | None]:
     """One step: the entries to write and the walk left (None: every directory is done)."""
@@ -86,10 +117,9 @@ def walk_step(pages: ChildPages, op: SubtreeOp, *, page: int,
         if len(children) == page:  # a full page: the partition may hold more
             left.append((rel, children[-1].path.rsplit("/", 1)[1]))
         for child in children:
-            if not walk_takes(op, child):
-                continue
-            writes += taken_by(op, child)
-            if child.type in (DIRECTORY, None):
+            if walk_takes(op, child):
+                writes += taken_by(op, child)
+            if walk_descends(op, child):
                 left.append((child.path[len(op.src):], None))
     return writes, (replace(op, cursor=tuple(left), step=op.step + 1) if left else None)
 
@@ -98,6 +128,14 @@ def walk_takes(op: SubtreeOp, child: Entry) -> bool:
     """Not what was gone before the operation (its own walk took its children), nor what
     came after it (a chunk applied again after a crash holds later states)."""
     return not (child.version > op.version or (child.deleted and child.version < op.version))
+
+
+def walk_descends(op: SubtreeOp, child: Entry) -> bool:
+    """Into a directory the walk takes, and beneath any path changed after the operation (a
+    chunk applied again after a crash: created again since), since what lay there before the
+    operation is the walk's all the same."""
+    return (walk_takes(op, child) and child.type in (DIRECTORY, None)) or (
+        child.version > op.version)
 
 
 def taken_by(op: SubtreeOp, child: Entry) -> list[Entry]:

@@ -139,7 +139,10 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
     redeliver = redeliver or (lambda: rng.randrange(10) == 0)
     clock = itertools.count(1_700_000_000_000)
     queue = Queue()
-    index = NamespaceIndex(MemoryIndexStore(), ["/data"], subtree_budget=budget)
+    # Walks over 3 x budget entries go on from the table, saved and resumed: both sources
+    # of a walk's children meet in one workload.
+    index = NamespaceIndex(MemoryIndexStore(), ["/data"], subtree_budget=budget,
+                           listing_budget=3 * budget)
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=rng.randrange(1, 6))

@@ -17,8 +17,8 @@ from tests.unit.ingest.helpers import pack, with_manifests
 from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
 
 T0 = 1_700_000_000_000
-# Files in the walked directory: more than a drain takes inline (index.INLINE_WALK_STEPS pages
-# of 4 or 5), so the walk goes on in later invocations.
+# Files in the walked directory: more than a chunk lists (`budget` entries, the tests' listing
+# budget), so the walk goes on from the table, `budget` children a page, in later invocations.
 FILES = 30
 
 
@@ -74,6 +74,12 @@ def short_invocations(seconds: int) -> Context:
     return context
 
 
+def budgets(entries: int) -> None:
+    """Walks of more than `entries` go on from the table, `entries` children a page."""
+    index = handler.consumer().index
+    index.subtree_budget = index.listing_budget = entries
+
+
 def drain(aws, budget: int, context: Context | None = None, max_rounds: int = 100) -> int:
     """Delivers what the handler sent to the queue (drain requests), as Lambda would, until
     none is left; returns how many invocations that took."""
@@ -85,7 +91,7 @@ def drain(aws, budget: int, context: Context | None = None, max_rounds: int = 10
         if not got:
             return rounds - 1
         records = [lambda_record(m, queue_arn=QUEUE_ARN, region="eu-west-1") for m in got]
-        handler.consumer().index.subtree_budget = budget
+        budgets(budget)
         assert handler.handler({"Records": records}, context or Context()) == {
             "batchItemFailures": []}
         aws.sqs.delete_message_batch(QueueUrl=aws.queue_url, Entries=[
@@ -95,7 +101,7 @@ def drain(aws, budget: int, context: Context | None = None, max_rounds: int = 10
 
 def ingest(events: list[HdfsEvent], budget: int, context: Context | None = None) -> None:
     """The events' messages and the manifest of their txids (consecutive in a Log)."""
-    handler.consumer().index.subtree_budget = budget
+    budgets(budget)
     sent = with_manifests(pack(events, per_message=50), after=events[0].txid - 1)
     assert handler.handler(event(*sent), context or Context()) == {"batchItemFailures": []}
 
