@@ -70,16 +70,8 @@ class NamespaceIndex:
                  listing_budget: int | None = None) -> None:
         self.store, self.prefixes = store, tuple(prefixes)
         self.subtree_budget = subtree_budget
-        self._listing_budget = listing_budget
+        self.listing_budget = listing_budget or subtree_budget * LISTED_PAGES
         self.reads = self.writes = 0
-
-    @property
-    def listing_budget(self) -> int:
-        return self._listing_budget or self.subtree_budget * LISTED_PAGES
-
-    @listing_budget.setter
-    def listing_budget(self, entries: int) -> None:
-        self._listing_budget = entries
 
     def indexed(self, path: str) -> bool:
         return is_under(path, self.prefixes)
