@@ -118,6 +118,7 @@ def _first_problem() -> Column:
     reads them as null), and values Spark's reader can hold."""
     e, clean = F.col("event"), F.col("_clean")
     keys = F.json_object_keys("value")
+    # Spark runs a Python UDF on every row, whatever CASE it sits in: a clean line passes null.
     contract = F.udf(_line_problem, T.StringType())(F.when(~clean, F.col("value")))
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
     known = F.array(*[F.lit(n) for n in FIELDS])

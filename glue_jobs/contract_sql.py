@@ -113,12 +113,17 @@ def _path_holds(cluster: Column, path: Column) -> Column:
     components = F.split(F.substring(path, 2, MAX_PATH_CHARS), "/")
     name_bytes = F.octet_length(F.substring_index(path, "/", -1))
     parent_bytes = F.greatest(F.lit(1), F.octet_length(path) - name_bytes - 1)  # "/" for /a
-    inner = ((F.size(components) <= MAX_PATH_DEPTH)
-             & ~F.exists(components, lambda c: c.isin("", ".", "..")
-                         | (F.octet_length(c) > MAX_COMPONENT_BYTES))
-             & (F.octet_length(cluster) + 1 + parent_bytes <= MAX_PARTITION_KEY_BYTES))
+    # check_path's fast path: with no "//", "/." or trailing "/" and no more bytes than one
+    # component may hold, no component can break a rule, so only other paths are split.
+    plain = ~(path.contains("//") | path.contains("/.") | path.endswith("/")
+              | (F.octet_length(path) > MAX_COMPONENT_BYTES))
+    normalized = F.when(plain, F.lit(True)).otherwise(
+        (F.size(components) <= MAX_PATH_DEPTH)
+        & ~F.exists(components, lambda c: c.isin("", ".", "..")
+                    | (F.octet_length(c) > MAX_COMPONENT_BYTES)))
+    index_key = F.octet_length(cluster) + 1 + parent_bytes <= MAX_PARTITION_KEY_BYTES
     return (path.startswith("/") & (F.length(path) <= MAX_PATH_CHARS)
-            & (F.instr(path, "\0") == 0) & ((path == "/") | inner))
+            & (F.instr(path, "\0") == 0) & ((path == "/") | (normalized & index_key)))
 
 
 def _optional(value: Column, rule: Column) -> Column:
