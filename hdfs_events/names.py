@@ -30,6 +30,9 @@ METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 # consumer: events the index skipped because DynamoDB could never store them (a name over its
 # key limits, a RENAME into its own subtree): logged with the reason, alarmed on.
 METRIC_INDEX_SKIPPED_EVENTS = "IndexSkippedEvents"
+# consumer: txid ranges the index passed without (all of) their manifest, because the cluster's
+# own manifest message was quarantined: their events are in the lake, not in the index.
+METRIC_INDEX_BRIDGED_RANGES = "IndexBridgedRanges"
 # consumer: how far behind the index is, now minus the NameNode time of the last event applied.
 METRIC_INDEX_LAG_MS = "IndexLagMs"
 METRIC_AGENT_HEARTBEAT = "AgentHeartbeat"  # agent: 1 per interval while alive
@@ -75,8 +78,9 @@ INDEX_SK = "name"
 # "<destination>|window", "<destination>|pending|<path>", "<destination>|parked|<path>".
 SYNC_PK = STATE_PK
 SYNC_SK = STATE_SK
-# Transfers (return channel): one item per copy request.
-TRANSFERS_PK = "request_id"
+# Transfers (return channel): one item per copy request, keyed "<cluster>#<request_id>" so a
+# cluster's principal may touch only its own (dynamodb:LeadingKeys "<cluster>#*").
+TRANSFERS_PK = "transfer"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
 
 # --- SQS message attributes -------------------------------------------------------------------
@@ -87,6 +91,11 @@ def index_partition(cluster: str, parent: str) -> str:
     return f"{cluster}#{parent}"
 
 
+def transfer_key(cluster: str, request_id: str) -> str:
+    """A cluster name holds no '#': the prefix is the owner, whatever the request id holds."""
+    return f"{cluster}#{request_id}"
+
+
 # The consumer's sequencer keeps its items in the index table beside the entries; their
 # partitions start "<cluster>!", an entry's "<cluster>#/" (a cluster name has neither).
 SEQUENCER_SK = "-"
@@ -95,6 +104,12 @@ SEQUENCER_SK = "-"
 def manifests_partition(cluster: str) -> str:
     """Sort key: "<end, 20 digits>.<after or ->.<range id>.<part, 5 digits>"."""
     return f"{cluster}!manifests"
+
+
+def lost_manifests_partition(cluster: str) -> str:
+    """Manifests of the cluster's own principal that could not be read (quarantined); sort key
+    "<received ms, 15 digits>.<message id>"."""
+    return f"{cluster}!lost-manifests"
 
 
 def arrival_partition(cluster: str, dedup_id: str) -> str:

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from hdfs_events import names
 from stacks import lake_catalog as catalog
+from stacks import nag
 from stacks.assets import glue_library_zip, glue_script
 from stacks.settings import Settings
 from stacks.storage import ATHENA_RESULTS_PREFIX, StorageStack, removal_policy
@@ -92,6 +93,7 @@ class AnalyticsStack(Stack):
         for table in (self.events_table, self.activity_table, self.mass_deletes_table,
                       self.gaps_table):
             table.grant_read_write(self.role)
+        self._acknowledge_role_findings(settings)
 
         library = glue.Code.from_asset(str(glue_library_zip()))
         workers = glue.WorkerConfiguration(
@@ -174,3 +176,22 @@ class AnalyticsStack(Stack):
                   description="Scheduled compaction then rollups")
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
                   description="Athena workgroup with the named queries")
+
+    def _acknowledge_role_findings(self, settings: Settings) -> None:
+        nag.ack(self.role, "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSGlueServiceRole]", "The AWS-maintained Glue service role policy (Glue's "
+                "own CloudWatch, EC2 network interface and catalog calls); lake access is "
+                "granted separately by prefix")
+        nag.ack_actions(self.role, ["s3:Abort*", "s3:DeleteObject*", "s3:GetBucket*",
+                                    "s3:GetObject*", "s3:List*", "kms:GenerateDataKey*",
+                                    "kms:ReEncrypt*"])
+        nag.ack_lake_prefixes(self.role, settings, [
+            names.RAW_PREFIX, names.CURATED_PREFIX, catalog.CURATED_EVENTS,
+            catalog.CURATED_ACTIVITY, catalog.CURATED_MASS_DELETES, catalog.CURATED_GAPS,
+            GLUE_QUARANTINE])
+        nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+                "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
+                "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")
+        nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-"
+                "<AWS::AccountId>-<AWS::Region>/*]", "Read access to the job scripts and library "
+                "zip that CDK uploads as assets (content-hashed keys)")

@@ -15,6 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names
+from stacks import nag
 from stacks.assets import lambda_package_dir
 from stacks.settings import Settings
 
@@ -108,6 +109,14 @@ class IngestConsumer(Construct):
             event_queue, batch_size=BATCH_SIZE, report_batch_item_failures=True,
             max_concurrency=settings.consumer_max_concurrency,
             enabled=settings.consumer_mapping_enabled))
+
+        nag.ack(self.function, "L1", "Python 3.11 is the runtime the consumer's code and tests "
+                "run on (pyproject pins 3.11, as Glue 5.1 does); upgrade both together")
+        nag.ack(self.role, "IAM5[Resource::*]", "X-Ray PutTraceSegments/PutTelemetryRecords "
+                "(active tracing) support no resource-level permissions")
+        nag.ack_actions(self.role, ["s3:Abort*",
+                                    *(nag.LAKE_KEY_ACTIONS if settings.lake_kms else ())])
+        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX])
 
     def accept_senders(self, senders: Mapping[str, Sequence[str]],
                        users: Sequence[iam.IUser]) -> None:

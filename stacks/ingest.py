@@ -1,5 +1,5 @@
-"""Ingest: the event queue and its DLQ, the copy-request queue, the on-prem principals (one per
-cluster) and the consumer Lambda."""
+"""Ingest: the event queue and its DLQ, per cluster an on-prem principal and its copy-request
+queue, and the consumer Lambda."""
 
 from __future__ import annotations
 
@@ -26,22 +26,26 @@ class IngestStack(Stack):
         removal = removal_policy(settings)
         lake = storage.lake_in(self)
         self.events = EventQueues(self, "Events", settings=settings, removal=removal)
-        self.copy_requests = CopyRequestQueues(self, "CopyRequests", settings=settings,
-                                               removal=removal)
+        self.copy_requests = {
+            cluster: CopyRequestQueues(self, f"CopyRequests-{cluster}", cluster=cluster,
+                                       settings=settings, removal=removal)
+            for cluster in settings.clusters}
         self.consumer = IngestConsumer(
             self, "Consumer", settings=settings, event_queue=self.events.queue,
             lake=lake, index_table=storage.index_table, removal=removal)
 
-        targets = OnPremTargets(
-            event_queue=self.events.queue, copy_queue=self.copy_requests.queue,
-            lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
-            index_table=storage.index_table, transfers_table=storage.transfers_table,
-            sync_table=storage.sync_table)
+        def targets(cluster: str) -> OnPremTargets:
+            return OnPremTargets(
+                event_queue=self.events.queue, copy_queue=self.copy_requests[cluster].queue,
+                lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
+                index_table=storage.index_table, transfers_table=storage.transfers_table,
+                sync_table=storage.sync_table)
+
         anchor = (RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
                   if settings.roles_anywhere else None)
         self.principals = [
             OnPremPrincipal(self, f"OnPrem-{cluster}", cluster=cluster, settings=settings,
-                            targets=targets, anchor=anchor)
+                            targets=targets(cluster), anchor=anchor)
             for cluster in settings.clusters]
 
         # Each cluster's events only from its own principals: the user (by ARN, resolved to its
@@ -73,10 +77,6 @@ class IngestStack(Stack):
         out("EventQueueArn", self.events.queue.queue_arn, "ARN of the event queue")
         out("EventDlqUrl", self.events.dlq.queue_url,
             "Event messages that failed max_receive_count times")
-        out("CopyRequestQueueUrl", self.copy_requests.queue.queue_url,
-            "Copy requests for the on-prem copy worker (return channel)")
-        out("CopyRequestDlqUrl", self.copy_requests.dlq.queue_url,
-            "Copy requests that could never succeed")
         out("IngestFunctionName", self.consumer.function.function_name,
             "Consumer Lambda of the event queue")
         out("IngestLogGroupName", self.consumer.log_group.log_group_name,
@@ -86,6 +86,11 @@ class IngestStack(Stack):
                 "IAM Roles Anywhere trust anchor of the agents' certificates")
         for p in self.principals:
             suffix = output_suffix(p.cluster)
+            copy = self.copy_requests[p.cluster]
+            out(f"CopyRequestQueueUrl{suffix}", copy.queue.queue_url,
+                f"Copy requests for the {p.cluster} copy worker (return channel)")
+            out(f"CopyRequestDlqUrl{suffix}", copy.dlq.queue_url,
+                f"Copy requests to {p.cluster} that could never succeed")
             out(f"AgentUserName{suffix}", p.user.user_name,
                 f"IAM user of the {p.cluster} agent (access key in Secrets Manager)")
             out(f"AgentAccessKeySecretArn{suffix}", p.access_key_secret.secret_arn,

@@ -58,12 +58,13 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
                 "message_id"],
         filter_statements=["type = 'GAP'"],
         sort="@timestamp desc", limit=1000),
-    # The consumer's drain failures (ERROR, with the stack trace) and ranges that went on
-    # without quarantined messages (WARNING), lambdas/ingest/consumer.py.
+    # The consumer's drain failures (ERROR, with the stack trace), ranges that went on
+    # without quarantined messages (WARNING) or a lost manifest (ERROR), events skipped
+    # (WARNING), lambdas/ingest/consumer.py.
     "index-drain-problems": logs.QueryString(
-        fields=["@timestamp", "level", "cluster", "message", "messages", "txid", "path",
-                "reason", "exception"],
-        filter_statements=["message like /^index (drain failed|skipped)/"],
+        fields=["@timestamp", "level", "cluster", "message", "messages", "range", "txid",
+                "path", "reason", "exception"],
+        filter_statements=["message like /^index (drain failed|skipped|passed)/"],
         sort="@timestamp desc", limit=1000),
 }
 
@@ -108,7 +109,7 @@ class MonitoringStack(Stack):
             principal.attach(policy)
             self.agent_alert_policies.append(policy)
 
-        events, copy = ingest.events, ingest.copy_requests
+        events = ingest.events
         fn = ingest.consumer.function
         self.alarms: list[cw.Alarm] = []
 
@@ -131,10 +132,12 @@ class MonitoringStack(Stack):
                   period=five_min, statistic="Maximum"),
               threshold=0, description="Event messages failed max_receive_count times: "
               "inspect the DLQ, fix, then redrive")
-        alarm("copy-dlq-not-empty",
-              copy.dlq.metric_approximate_number_of_messages_visible(
-                  period=five_min, statistic="Maximum"),
-              threshold=0, description="A copy request can never succeed: see its reason")
+        for cluster, copy in ingest.copy_requests.items():
+            alarm(f"copy-dlq-not-empty-{cluster}",
+                  copy.dlq.metric_approximate_number_of_messages_visible(
+                      period=five_min, statistic="Maximum"),
+                  threshold=0, description=f"A copy request to {cluster} can never succeed: "
+                  "see its reason in the transfers table")
         alarm("events-oldest-message-age",
               events.queue.metric_approximate_age_of_oldest_message(
                   period=five_min, statistic="Maximum"),
@@ -219,6 +222,18 @@ class MonitoringStack(Stack):
                   "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
                   "see the consumer's 'index skipped an event' log lines (Logs Insights query "
                   "'index-drain-problems') and `hdfs-events-agent verify`")
+
+            # The cluster's own manifest was unreadable (quarantined): its range is passed so
+            # the index goes on (lambdas/ingest/sequencer.py, _bridge_hole); its events are in
+            # the lake but not in the index.
+            alarm(f"index-bridged-ranges-{cluster}",
+                  _consumer_metric(names.METRIC_INDEX_BRIDGED_RANGES, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"The {cluster} namespace index passed a txid range whose "
+                  "manifest was quarantined: see the consumer's 'index passed a range' log "
+                  "line (Logs Insights query 'index-drain-problems') and the quarantined "
+                  "manifest; repair with `hdfs-events-agent verify`")
 
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,

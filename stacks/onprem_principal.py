@@ -25,6 +25,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names
+from stacks import nag
 from stacks.settings import Settings
 
 PLACEHOLDER_CA = Path(__file__).with_name("roles_anywhere_placeholder_ca.pem")
@@ -36,7 +37,7 @@ class OnPremTargets:
     """The resources an on-prem principal is allowed to touch."""
 
     event_queue: sqs.IQueue
-    copy_queue: sqs.IQueue
+    copy_queue: sqs.IQueue  # the cluster's own
     lake: s3.IBucket
     lake_key: kms.IKey | None
     state_table: dynamodb.ITable
@@ -52,6 +53,7 @@ def onprem_statements(cluster: str, settings: Settings,
     statements = [
         iam.PolicyStatement(sid="ShipEvents", actions=["sqs:SendMessage"],
                             resources=[t.event_queue.queue_arn]),
+        # Its own cluster's copy-request queue only (a queue per cluster, stacks/queues.py).
         iam.PolicyStatement(sid="TakeCopyRequests",
                             actions=["sqs:ReceiveMessage", "sqs:DeleteMessage",
                                      "sqs:ChangeMessageVisibility"],
@@ -78,11 +80,14 @@ def onprem_statements(cluster: str, settings: Settings,
                             resources=[t.sync_table.table_arn],
                             conditions={"ForAllValues:StringEquals": {
                                 "dynamodb:LeadingKeys": [cluster]}}),
-        # The copy worker (return channel) records each state change of a request.
-        iam.PolicyStatement(sid="TrackTransfers",
+        # The copy worker (return channel) records each state change of its own cluster's
+        # requests: items "<cluster>#<request_id>" (names.transfer_key).
+        iam.PolicyStatement(sid="TrackOwnTransfers",
                             actions=["dynamodb:GetItem", "dynamodb:PutItem",
                                      "dynamodb:UpdateItem"],
-                            resources=[t.transfers_table.table_arn]),
+                            resources=[t.transfers_table.table_arn],
+                            conditions={"ForAllValues:StringLike": {
+                                "dynamodb:LeadingKeys": [names.transfer_key(cluster, "*")]}}),
         # `verify` compares an HDFS listing with the index: read-only, own cluster's partitions
         # ("<cluster>#<parent dir>", see names.index_partition).
         iam.PolicyStatement(sid="VerifyOwnIndex", actions=["dynamodb:Query"],
@@ -174,6 +179,15 @@ class OnPremPrincipal(Construct):
         self.profile: rolesanywhere.CfnProfile | None = None
         if anchor is not None:
             self._add_roles_anywhere(cluster, settings, anchor)
+
+        nag.ack(self.policy, "IAM5[Resource::*]", "cloudwatch:PutMetricData supports no "
+                "resource-level permissions; the cloudwatch:namespace condition limits it to "
+                f"the {names.METRICS_NAMESPACE} namespace")
+        nag.ack_lake_prefixes(self.policy, settings, list(settings.export_prefixes))
+        nag.ack(self.access_key_secret, "SMG4", "An IAM user's access key cannot be rotated "
+                "without redeploying it to the edge node; the rotation procedure is in "
+                "docs/deploy.md, and IAM Roles Anywhere (no long-lived key) is the recommended "
+                "alternative deployed beside it")
 
     def attach(self, policy: iam.ManagedPolicy) -> None:
         """Attaches a policy of another stack to the user and the role (from the policy's side,

@@ -49,21 +49,27 @@ class EventQueues(Construct):
 
 
 class CopyRequestQueues(Construct):
-    """Standard queue of copy requests and its DLQ.
+    """One cluster's standard queue of copy requests and its DLQ.
 
-    Standard, not FIFO: requests are independent (the transfers table, keyed by request_id,
-    makes a duplicate delivery harmless) and the worker needs no group ordering.
+    A queue per cluster: a request names a directory of one cluster's HDFS, so only that
+    cluster's worker may take it, and only that cluster's principal may receive from it (a
+    shared queue would hand a request to whichever worker polled first). Standard, not FIFO:
+    requests are independent (the transfers table, keyed by cluster and request_id, makes a
+    duplicate delivery harmless) and the worker needs no group ordering.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
-                 removal: RemovalPolicy) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: str,
+                 settings: Settings, removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
+        self.cluster = cluster
+        # SQS queue names: at most 80 characters; a prefix and a cluster name (<= 63) fit.
+        name = f"{settings.prefix}-copy-requests-{cluster}"
         self.dlq = sqs.Queue(
-            self, "Dlq", queue_name=f"{settings.prefix}-copy-requests-dlq",
+            self, "Dlq", queue_name=f"{name}-dlq",
             encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
             retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
         self.queue = sqs.Queue(
-            self, "Queue", queue_name=f"{settings.prefix}-copy-requests",
+            self, "Queue", queue_name=name,
             encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
             # The worker extends visibility on a heartbeat while distcp runs.
             visibility_timeout=Duration.seconds(settings.copy_visibility_timeout_seconds),

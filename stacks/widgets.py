@@ -49,7 +49,7 @@ def _glue(job_name: str, metric_name: str) -> cw.Metric:
 def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
                    lake_bucket: str, service: str,
                    index_stalled_ms: int) -> list[list[cw.IWidget]]:
-    events, copy = ingest.events, ingest.copy_requests
+    events = ingest.events
     fn = ingest.consumer.function
     clusters = settings.clusters
     jobs = (analytics.compact_job, analytics.rollups_job)
@@ -75,8 +75,10 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
             cw.GraphWidget(title="DLQ depth", width=width,
                            left=[events.dlq.metric_approximate_number_of_messages_visible(
                                      period=FIVE_MIN, statistic="Maximum", label="events DLQ"),
-                                 copy.dlq.metric_approximate_number_of_messages_visible(
-                                     period=FIVE_MIN, statistic="Maximum", label="copy DLQ")]),
+                                 *(copy.dlq.metric_approximate_number_of_messages_visible(
+                                     period=FIVE_MIN, statistic="Maximum",
+                                     label=f"copy DLQ {cluster}")
+                                   for cluster, copy in ingest.copy_requests.items())]),
             cw.GraphWidget(title="Quarantined messages", width=width,
                            left=[_emf(names.METRIC_QUARANTINED, "Sum", "quarantined")]),
         ],

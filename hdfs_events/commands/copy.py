@@ -1,13 +1,14 @@
 """`hdfs-events copy submit ...` and `hdfs-events copy status REQUEST_ID`.
 
 submit validates a copy request exactly as the worker will (hdfs_events.copy_request), records
-it as `requested` in the transfers table when one is named, and sends it to the copy-request
+it as `requested` in the transfers table when one is named (under "<cluster>#<request_id>", the
+item the cluster's worker will move on), and sends it to that cluster's copy-request
 queue (standard, as the CDK app makes it, or FIFO: then group = destination, so requests for one
 directory run one after another, and dedup id = request_id). status reads the request's item
 from the transfers table.
 
-Queue URL and table name are flags (the CDK app prints both as outputs); AWS access comes from
-the standard chain.
+Queue URL and table name are flags (the CDK app prints both as outputs, a queue per cluster:
+CopyRequestQueueUrl<Cluster>); AWS access comes from the standard chain.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ PROG = "hdfs-events copy"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     submit = sub.add_parser("submit", help="validate and send one copy request")
-    submit.add_argument("--queue-url", required=True, help="the copy-request queue")
+    submit.add_argument("--queue-url", required=True,
+                        help="the copy-request queue of the destination's cluster")
+    submit.add_argument("--cluster", help="the destination's cluster (with --transfers-table)")
     submit.add_argument("--transfers-table", metavar="TABLE",
                         help="record the request as `requested` in this table first")
     submit.add_argument("--request", metavar="FILE",
@@ -66,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     status = sub.add_parser("status", help="show a request's state from the transfers table")
     status.add_argument("request_id")
+    status.add_argument("--cluster", required=True, help="the cluster that copies it")
     status.add_argument("--transfers-table", required=True, metavar="TABLE")
     status.add_argument("--json", action="store_true", help="print the item as JSON")
 
@@ -88,13 +92,17 @@ def _submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(request.to_json())
         return 0
+    if args.transfers_table and not args.cluster:
+        print(f"{PROG} submit: --transfers-table needs --cluster (items are per cluster)",
+              file=sys.stderr)
+        return 2
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         if args.transfers_table:
-            state = _record_requested(boto3.client("dynamodb"), args.transfers_table, request,
-                                      args.retention_days)
+            state = _record_requested(boto3.client("dynamodb"), args.transfers_table,
+                                      args.cluster, request, args.retention_days)
             if state in (TransferState.VERIFIED, TransferState.REJECTED):
                 print(f"{PROG} submit: {request.request_id} is already {state}; not sent "
                       "(use a new --request-id to copy again)", file=sys.stderr)
@@ -169,13 +177,16 @@ class _RequestIdTaken(Exception):
     pass
 
 
-def _record_requested(ddb: Any, table: str, request: CopyRequest,
+def _record_requested(ddb: Any, table: str, cluster: str, request: CopyRequest,
                       retention_days: int) -> TransferState:
     """Puts the `requested` item unless one exists; returns the state the item is in."""
     now = time.time()
     stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    key = {names.TRANSFERS_PK: {"S": names.transfer_key(cluster, request.request_id)}}
     item = {
-        names.TRANSFERS_PK: {"S": request.request_id},
+        **key,
+        "cluster": {"S": cluster},
+        "request_id": {"S": request.request_id},
         "state": {"S": TransferState.REQUESTED.value},
         "fingerprint": {"S": request.fingerprint},
         "request": {"S": request.to_json()},
@@ -197,7 +208,7 @@ def _record_requested(ddb: Any, table: str, request: CopyRequest,
     except ddb.exceptions.ConditionalCheckFailedException:
         pass
     existing = ddb.get_item(TableName=table, ConsistentRead=True,
-                            Key={names.TRANSFERS_PK: {"S": request.request_id}}).get("Item", {})
+                            Key=key).get("Item", {})
     if existing.get("fingerprint", {}).get("S") != request.fingerprint:
         raise _RequestIdTaken(f"request_id {request.request_id!r} is already used for a "
                               "different request")
@@ -212,12 +223,14 @@ def _status(args: argparse.Namespace) -> int:
     try:
         raw = boto3.client("dynamodb").get_item(
             TableName=args.transfers_table, ConsistentRead=True,
-            Key={names.TRANSFERS_PK: {"S": args.request_id}}).get("Item")
+            Key={names.TRANSFERS_PK: {"S": names.transfer_key(args.cluster,
+                                                              args.request_id)}}).get("Item")
     except (BotoCoreError, ClientError) as exc:
         print(f"{PROG} status: {exc}", file=sys.stderr)
         return 1
     if raw is None:
-        print(f"{PROG} status: no request {args.request_id!r} in {args.transfers_table}",
+        print(f"{PROG} status: no request {args.request_id!r} of cluster {args.cluster!r} in "
+              f"{args.transfers_table}",
               file=sys.stderr)
         return 1
     deserializer = TypeDeserializer()

@@ -168,6 +168,9 @@ class MessageConsumer:
                 self.logger.warning("index skipped quarantined messages named by a manifest",
                                     extra={"cluster": cluster,
                                            "messages": report.skipped_messages})
+            for what, reason in report.bridged:
+                self.logger.error("index passed a range whose manifest was lost", extra={
+                    "cluster": cluster, "range": what, "reason": reason})
             for skipped in report.skipped_events[:SKIPPED_LINES]:
                 self.logger.warning("index skipped an event DynamoDB cannot store", extra={
                     "cluster": cluster, "txid": skipped.txid, "index": skipped.index,
@@ -204,10 +207,14 @@ class MessageConsumer:
         cluster = cluster_hint(message)
         # Only the cluster's own principal may tell its index that a message is lost: another
         # sender could otherwise name a real message's deduplication id and make a range skip it.
-        if (self.sequencer is not None and cluster != UNKNOWN_CLUSTER and message.dedup_id
+        if (self.sequencer is not None and cluster != UNKNOWN_CLUSTER
                 and self.senders.allows(cluster, message.sender_id)):
-            # A manifest may name it: its range goes on without it (counted), not stuck.
-            self.sequencer.quarantined(cluster, message.dedup_id, reason)
+            if message.string_attribute(KIND_ATTRIBUTE) == KIND_MANIFEST:
+                # Its range must not wait for it (sequencer._bridge_hole).
+                self.sequencer.manifest_lost(cluster, message.message_id, reason)
+            elif message.dedup_id:
+                # A manifest may name it: its range goes on without it (counted), not stuck.
+                self.sequencer.quarantined(cluster, message.dedup_id, reason)
             self.to_drain.add(cluster)
         self.logger.info("message quarantined", extra={
             "message_id": message.message_id, "reason": reason, "quarantine_key": record.key,

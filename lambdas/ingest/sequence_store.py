@@ -7,6 +7,8 @@ directory starts with "/", these start with "<cluster>!".
   zero-padded so a Query reads ranges in txid order from a position onwards.
 - "<cluster>!arrived#<dedup id>" / "-": one item per message (its own partition: arrivals come
   at the message rate, and one partition takes at most 1,000 writes/s).
+- "<cluster>!lost-manifests" / "<received ms>.<message id>": manifests of the cluster's own
+  principal that were quarantined (so the range they closed is passed, not waited for).
 - "<cluster>!position" / "-": the position (txid, idx, and `walk`: an unfinished subtree walk
   as its JSON) and its lease.
 
@@ -28,6 +30,7 @@ from lambdas.ingest.dal import DELETE_MARKER_TTL_SECONDS, batch_get, client
 from lambdas.ingest.sequencer import (
     Arrival,
     LeaseLost,
+    LostManifest,
     Position,
     StoredManifest,
 )
@@ -72,6 +75,34 @@ class DynamoSequenceStore:
                                        ":from": {"S": f"{ending_from:020d}"}})
         return [StoredManifest(decode_manifest(i["manifest"]["S"]), int(i["received_ms"]["N"]))
                 for i in response["Items"]]
+
+    def put_lost_manifest(self, cluster: str, lost: LostManifest) -> None:
+        self.ddb.put_item(TableName=self.table, Item={
+            names.INDEX_PK: {"S": names.lost_manifests_partition(cluster)},
+            names.INDEX_SK: {"S": f"{lost.received_ms:015d}.{lost.message_id}"},
+            "reason": {"S": lost.reason[:1000]},
+            names.TTL_ATTRIBUTE: self._expires(),
+        })
+
+    def lost_manifests(self, cluster: str, *, received_from_ms: int,
+                       received_to_ms: int) -> list[LostManifest]:
+        if received_to_ms < received_from_ms:
+            return []  # BETWEEN with its bounds crossed is a ValidationException
+        # Sort keys "<ms, 15 digits>.<message id>": "/" sorts after ".", so the upper bound
+        # takes every id of its millisecond.
+        response = self.ddb.query(
+            TableName=self.table, ConsistentRead=True,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :from AND :to",
+            ExpressionAttributeNames={"#pk": names.INDEX_PK, "#sk": names.INDEX_SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": names.lost_manifests_partition(cluster)},
+                ":from": {"S": f"{received_from_ms:015d}"},
+                ":to": {"S": f"{received_to_ms:015d}/"}})
+        lost = []
+        for item in response["Items"]:
+            received, _, message_id = item[names.INDEX_SK]["S"].partition(".")
+            lost.append(LostManifest(int(received), message_id, item["reason"]["S"]))
+        return lost
 
     # --- arrivals --------------------------------------------------------------------------
 

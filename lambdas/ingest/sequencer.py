@@ -58,6 +58,15 @@ class StoredManifest:
 
 
 @dataclass(frozen=True, slots=True)
+class LostManifest:
+    """A manifest from the cluster's own principal that could not be read (quarantined)."""
+
+    received_ms: int
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Position:
     """Every event up to and including (txid, index) is applied, but for `walk`, the subtree
     walk of the last one if it is unfinished; txid None: nothing applied yet."""
@@ -82,6 +91,14 @@ class SequenceStore(Protocol):
 
     def manifests(self, cluster: str, *, ending_from: int, limit: int) -> list[StoredManifest]:
         """Stored manifest parts whose end >= `ending_from`, by end ascending."""
+        ...
+
+    def put_lost_manifest(self, cluster: str, lost: LostManifest) -> None: ...
+
+    def lost_manifests(self, cluster: str, *, received_from_ms: int,
+                       received_to_ms: int) -> list[LostManifest]:
+        """Lost manifests received from one time to the other (both included), oldest
+        first."""
         ...
 
     def put_arrival(self, cluster: str, arrival: Arrival) -> None: ...
@@ -113,6 +130,8 @@ class DrainReport:
     ranges: int = 0
     events: int = 0
     skipped_messages: int = 0  # quarantined messages a manifest named: their events are lost
+    # Ranges passed without (all of) their manifest, which was quarantined: (what, reason).
+    bridged: list[tuple[str, str]] = field(default_factory=list)
     skipped_events: list[SkippedEvent] = field(default_factory=list)  # DynamoDB cannot hold them
     applied_timestamp_ms: int | None = None  # NameNode time of the last event applied
     waiting_for: str | None = None  # what the next range still needs
@@ -125,6 +144,7 @@ class DrainReport:
 @dataclass(slots=True)
 class _Range:
     parts: list[StoredManifest]
+    bridged: bool = False  # passed without all its manifest parts (one was lost)
 
     @property
     def manifest(self) -> Manifest:
@@ -132,7 +152,7 @@ class _Range:
 
     @property
     def complete(self) -> bool:
-        return len({p.manifest.part for p in self.parts}) == self.manifest.parts
+        return self.bridged or len({p.manifest.part for p in self.parts}) == self.manifest.parts
 
     @property
     def ids(self) -> list[str]:
@@ -165,6 +185,10 @@ class IndexSequencer:
 
     def manifest(self, manifest: Manifest) -> None:
         self.store.put_manifest(manifest, received_ms=self.clock_ms())
+
+    def manifest_lost(self, cluster: str, message_id: str, reason: str) -> None:
+        """The cluster's own manifest could not be read: its range must not wait for it."""
+        self.store.put_lost_manifest(cluster, LostManifest(self.clock_ms(), message_id, reason))
 
     # --- draining --------------------------------------------------------------------------
 
@@ -221,7 +245,13 @@ class IndexSequencer:
         """The complete range that continues from `position`, with its arrivals; None (and
         what is missing, in `report`) when there is none yet."""
         want = position.next_txid
-        stored = self.store.manifests(cluster, ending_from=want or 0, limit=MANIFEST_LOOKAHEAD)
+        # From the range that ends at the position (when still stored): when the manifest
+        # after it was lost, that range's arrival time bounds when the loss happened.
+        stored = self.store.manifests(cluster, ending_from=max((want or 1) - 1, 0),
+                                      limit=MANIFEST_LOOKAHEAD)
+        previous_ms = max((p.received_ms for p in stored
+                           if want is not None and p.manifest.end == want - 1), default=0)
+        stored = [p for p in stored if p.manifest.end >= (want or 0)]
         ranges: dict[tuple[int | None, int, str], _Range] = {}
         for part in stored:
             m = part.manifest
@@ -230,6 +260,8 @@ class IndexSequencer:
         if want is None and ranges:  # nothing applied yet: start at the first range stored
             first = min(ranges, key=lambda k: k[1])
             ranges = {first: ranges[first]}
+        if want is not None and not ranges and stored:
+            return self._bridge_hole(cluster, want, stored, previous_ms, report)
         # Caught up (nothing stored past the position) is not waiting; a later range stored
         # while none continues from here is a hole: its manifest is late or lost.
         waiting: tuple[str | None, int | None] = (
@@ -239,9 +271,17 @@ class IndexSequencer:
             m = range_.manifest
             since = min(p.received_ms for p in range_.parts)
             if not range_.complete:
-                waiting = (f"{m.parts - len(range_.parts)} manifest part(s) of txids "
-                           f"({m.after}, {m.end}]", since)
-                continue
+                lost = self._lost_between(cluster, previous_ms, stored, after_end=m.end)
+                if lost is None:
+                    waiting = (f"{m.parts - len(range_.parts)} manifest part(s) of txids "
+                               f"({m.after}, {m.end}]", since)
+                    continue
+                if report is not None:
+                    report.bridged.append((f"txids ({m.after}, {m.end}]: "
+                                           f"{m.parts - len(range_.parts)} of {m.parts} "
+                                           "manifest parts lost, their messages not indexed",
+                                           lost.reason))
+                range_ = _Range(range_.parts, bridged=True)
             ids = range_.ids
             arrivals = self.store.arrivals(cluster, ids)
             if len(arrivals) == len(ids):
@@ -252,6 +292,43 @@ class IndexSequencer:
         if report is not None:
             report.waiting_for, report.waiting_since_ms = waiting
         return None
+
+    def _bridge_hole(self, cluster: str, want: int, stored: list[StoredManifest],
+                     previous_ms: int, report: DrainReport | None
+                     ) -> tuple[_Range, dict[str, Arrival]] | None:
+        """No stored range continues from txid `want`, a later one is stored. When a manifest
+        of the cluster's own was quarantined between the range before and the one after (SQS
+        FIFO delivers the manifest group in order, so it is the missing one), the hole is
+        passed as an empty range, reported; else the range waits (its manifest is late, or in
+        the DLQ, from where it can be redriven)."""
+        next_after = min((p.manifest.after for p in stored if p.manifest.after is not None),
+                         default=None)
+        lost = None if next_after is None else self._lost_between(
+            cluster, previous_ms, stored, after_end=want - 1)
+        if lost is None or next_after is None:
+            if report is not None:
+                report.waiting_for = f"the manifest of txid {want}"
+                report.waiting_since_ms = min(p.received_ms for p in stored)
+            return None
+        hole = Manifest(cluster=cluster, after=want - 1, end=next_after, range_id="lost",
+                        messages=(), part=0, parts=1)
+        if report is not None:
+            report.bridged.append((f"txids ({want - 1}, {next_after}]: manifest lost, "
+                                   "their events not indexed", lost.reason))
+        return _Range([StoredManifest(hole, lost.received_ms)], bridged=True), {}
+
+    def _lost_between(self, cluster: str, previous_ms: int, stored: list[StoredManifest], *,
+                      after_end: int) -> LostManifest | None:
+        """A lost manifest received after the range ending at the position and before the
+        first range stored past `after_end`: the one a hole or a range's part waits for. The
+        bounds include their millisecond: one Lambda batch can hold a manifest group's
+        messages in order within the same millisecond."""
+        later = [p.received_ms for p in stored if p.manifest.end > after_end]
+        if not later:
+            return None  # nothing after it yet: the manifest may still come
+        lost = self.store.lost_manifests(cluster, received_from_ms=previous_ms,
+                                         received_to_ms=min(later))
+        return lost[0] if lost else None
 
     def _apply(self, cluster: str, owner: str, position: Position, range_: _Range,
                arrivals: dict[str, Arrival], deadline_ms: int,

@@ -51,6 +51,7 @@ class ClusterTotals:
     drain_failures: int = 0
     skipped: int = 0
     skipped_events: int = 0
+    bridged_ranges: int = 0
 
 
 @dataclass(slots=True)
@@ -85,6 +86,7 @@ class BatchTelemetry:
         totals.index_wait_ms = max(totals.index_wait_ms or 0, wait)
         totals.skipped += report.skipped_messages
         totals.skipped_events += len(report.skipped_events)
+        totals.bridged_ranges += len(report.bridged)
         if report.applied_timestamp_ms is not None:
             lag = max(0, now_ms - report.applied_timestamp_ms)
             totals.index_lag_ms = max(totals.index_lag_ms or 0, lag)
@@ -108,6 +110,7 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_INDEX_DRAIN_FAILURES, "Count", t.drain_failures)
             metrics.add_metric(names.METRIC_INDEX_SKIPPED, "Count", t.skipped)
             metrics.add_metric(names.METRIC_INDEX_SKIPPED_EVENTS, "Count", t.skipped_events)
+            metrics.add_metric(names.METRIC_INDEX_BRIDGED_RANGES, "Count", t.bridged_ranges)
             if t.index_wait_ms is not None:
                 metrics.add_metric(names.METRIC_INDEX_WAIT_MS, "Milliseconds", t.index_wait_ms)
             if t.index_lag_ms is not None:

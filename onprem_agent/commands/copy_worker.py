@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         sqs=boto3.client("sqs"),
         s3=boto3.client("s3"),
         transfers=TransfersTable(boto3.client("dynamodb"), settings.transfers_table,
+                                 cluster=settings.cluster,
                                  retention_days=settings.retention_days),
         publisher=OutcomePublisher(sns=boto3.client("sns"),
                                    cloudwatch=boto3.client("cloudwatch"),

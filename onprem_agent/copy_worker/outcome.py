@@ -39,7 +39,7 @@ class Outcome:
 
 
 class OutcomePublisher:
-    def __init__(self, *, sns: Any, cloudwatch: Any, cluster: str | None) -> None:
+    def __init__(self, *, sns: Any, cloudwatch: Any, cluster: str) -> None:
         self._sns = sns
         self._cloudwatch = cloudwatch
         self._cluster = cluster
@@ -57,9 +57,8 @@ class OutcomePublisher:
                                        "StringValue": outcome.request_id}})
             except (ClientError, BotoCoreError) as exc:
                 log.error("copy %s: could not notify %s: %s", outcome.request_id, topic, exc)
-        dimensions = [{"Name": "Outcome", "Value": outcome.state}]
-        if self._cluster:
-            dimensions.append({"Name": names.DIMENSION_CLUSTER, "Value": self._cluster})
+        dimensions = [{"Name": "Outcome", "Value": outcome.state},
+                      {"Name": names.DIMENSION_CLUSTER, "Value": self._cluster}]
         try:
             self._cloudwatch.put_metric_data(Namespace=names.METRICS_NAMESPACE, MetricData=[{
                 "MetricName": names.METRIC_COPY_OUTCOME, "Dimensions": dimensions,

@@ -5,9 +5,8 @@ Every error names the key and the file, so an operator fixes the config without 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from hdfs_events.copy_request import (
     parse_s3_uri,
     validate_hdfs_path,
 )
+from onprem_agent.config import ConfigError, load_config
 
 # SQS allows a visibility timeout of 0 s to 12 hours (43,200 s).
 SQS_MAX_VISIBILITY_S = 43_200
@@ -35,6 +35,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CopySettings:
+    cluster: str  # the agent config's `cluster`: its transfers items are "<cluster>#<request>"
     queue_url: str
     transfers_table: str
     allowed_sources: tuple[S3Location, ...]
@@ -55,7 +56,6 @@ class CopySettings:
     max_objects: int = 100_000
     max_bytes: int = 10 * 1024**4
     retention_days: int = 90
-    cluster: str | None = None
 
 
 _INT_KEYS: dict[str, tuple[int, int]] = {  # key -> (min, max)
@@ -72,15 +72,16 @@ _INT_KEYS: dict[str, tuple[int, int]] = {  # key -> (min, max)
     "max_bytes": (1, 2**62),
     "retention_days": (1, 3650),
 }
-_STR_KEYS = ("queue_url", "transfers_table", "notify_topic_arn", "cluster")
+_STR_KEYS = ("queue_url", "transfers_table", "notify_topic_arn")
 _LIST_KEYS = ("allowed_sources", "allowed_destinations", "allowed_notify_topics",
               "distcp_command", "list_command", "remove_command")
 KNOWN_KEYS = frozenset((*_INT_KEYS, *_STR_KEYS, *_LIST_KEYS))
 
 
-def parse_copy_settings(table: Mapping[str, Any], source: str,
-                        cluster: str | None = None) -> CopySettings:
-    """Checks the raw [copy] table read from `source` (a file name, for messages)."""
+def parse_copy_settings(table: Mapping[str, Any], source: str, *,
+                        cluster: str) -> CopySettings:
+    """Checks the raw [copy] table read from `source` (a file name, for messages); `cluster`
+    is the config's own (checked by onprem_agent.config)."""
     def err(key: str, message: str) -> SettingsError:
         return SettingsError(f"{source}: [copy] {key}: {message}")
 
@@ -89,7 +90,7 @@ def parse_copy_settings(table: Mapping[str, Any], source: str,
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
         raise err(unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})")
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = {"cluster": cluster}
     for key in ("queue_url", "transfers_table"):
         if key not in table:
             raise err(key, "is required")
@@ -147,8 +148,6 @@ def parse_copy_settings(table: Mapping[str, Any], source: str,
             kw[key] = tuple(words)
 
     settings = CopySettings(**kw)
-    if settings.cluster is None and cluster is not None:
-        settings = replace(settings, cluster=cluster)
     # The heartbeat must renew before the message reappears; a third of the timeout leaves two
     # chances for a slow SQS call.
     if settings.heartbeat_s * 3 > settings.visibility_timeout_s:
@@ -160,16 +159,8 @@ def parse_copy_settings(table: Mapping[str, Any], source: str,
 
 
 def load_copy_settings(path: str | Path) -> CopySettings:
-    """Reads the [copy] section of the agent config at `path`.
-
-    Uses onprem_agent.config.load_config when that module exists (the shared agent config);
-    until then the file is read here with tomllib, so the worker does not wait on it.
-    """
+    """Reads the [copy] section of the agent config at `path` (one config for the agent)."""
     path = Path(path)
-    try:
-        from onprem_agent.config import ConfigError, load_config
-    except ImportError:
-        return _load_with_tomllib(path)
     try:
         config = load_config(path, {})
     except ConfigError as exc:
@@ -178,21 +169,6 @@ def load_copy_settings(path: str | Path) -> CopySettings:
     if not table:
         raise SettingsError(f"{path}: no [copy] section")
     return parse_copy_settings(table, str(path), cluster=config.cluster)
-
-
-def _load_with_tomllib(path: Path) -> CopySettings:
-    try:
-        with path.open("rb") as f:
-            doc = tomllib.load(f)
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
-    if "copy" not in doc:
-        raise SettingsError(f"{path}: no [copy] section")
-    cluster = doc.get("cluster")
-    return parse_copy_settings(doc["copy"], str(path),
-                               cluster=cluster if isinstance(cluster, str) else None)
 
 
 def _string_list(table: Mapping[str, Any], key: str, err: Any) -> list[str]:

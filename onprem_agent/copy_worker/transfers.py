@@ -46,16 +46,17 @@ class StaleAttempt(Exception):
 
 
 class TransfersTable:
-    def __init__(self, dynamodb: Any, table_name: str, *, retention_days: int,
+    def __init__(self, dynamodb: Any, table_name: str, *, cluster: str, retention_days: int,
                  clock: Callable[[], float] = time.time) -> None:
         self._ddb = dynamodb
         self._table = table_name
+        self._cluster = cluster
         self._retention_s = retention_days * 86_400
         self._clock = clock
 
     def get(self, request_id: str) -> dict[str, Any] | None:
         item = self._ddb.get_item(TableName=self._table, ConsistentRead=True,
-                                  Key={names.TRANSFERS_PK: {"S": request_id}}).get("Item")
+                                  Key=self._key(request_id)).get("Item")
         return None if item is None else {k: _deserializer.deserialize(v)
                                           for k, v in item.items()}
 
@@ -72,7 +73,8 @@ class TransfersTable:
             "updated_at": _iso(now), "started_at": _iso(now), "worker": worker,
             "message_id": message_id, names.TTL_ATTRIBUTE: int(now) + self._retention_s,
         }
-        set_once = {"created_at": _iso(now)}
+        set_once = {"created_at": _iso(now), "cluster": self._cluster,
+                    "request_id": request.request_id}
         try:
             result = self._update(
                 request.request_id,
@@ -145,7 +147,9 @@ class TransfersTable:
                                 "c_running": TransferState.RUNNING.value,
                                 "c_fp": request.fingerprint, "c_attempt": attempt or -1}
         try:
-            self._update(key, set_values=values, set_if_absent={"created_at": _iso(now)},
+            self._update(key, set_values=values,
+                         set_if_absent={"created_at": _iso(now), "cluster": self._cluster,
+                                        "request_id": key},
                          history={"state": TransferState.REJECTED.value, "at": _iso(now),
                                   "reason": reason[:_MAX_REASON_CHARS]},
                          condition=condition, condition_values=condition_values)
@@ -199,7 +203,7 @@ class TransfersTable:
             attr_values[f":{name}"] = value
         used = expression + " " + condition
         response = self._ddb.update_item(
-            TableName=self._table, Key={names.TRANSFERS_PK: {"S": key}},
+            TableName=self._table, Key=self._key(key),
             UpdateExpression=expression, ConditionExpression=condition,
             ExpressionAttributeNames={k: v for k, v in attr_names.items() if k in used},
             ExpressionAttributeValues={k: _serializer.serialize(v)
@@ -207,6 +211,10 @@ class TransfersTable:
             ReturnValues="ALL_NEW" if return_new else "NONE")
         attributes = response.get("Attributes", {})
         return {k: _deserializer.deserialize(v) for k, v in attributes.items()}
+
+
+    def _key(self, request_id: str) -> dict[str, Any]:
+        return {names.TRANSFERS_PK: {"S": names.transfer_key(self._cluster, request_id)}}
 
 
 def _iso(epoch_s: float) -> str:

@@ -55,7 +55,9 @@ def test_each_queue_redrives_to_its_own_dlq(deployed_env: Synthesized) -> None:
     by_id = deployed_env.resources("Ingest", "AWS::SQS::Queue")
     prefix = f"hdfs-events-{deployed_env.env}"
     expected = {f"{prefix}-events.fifo": f"{prefix}-events-dlq.fifo",
-                f"{prefix}-copy-requests": f"{prefix}-copy-requests-dlq"}
+                # a copy-request queue per cluster (cdk.json: dev -> dev, prod -> prod)
+                f"{prefix}-copy-requests-{deployed_env.env}":
+                    f"{prefix}-copy-requests-{deployed_env.env}-dlq"}
     for name, dlq_name in expected.items():
         (queue,) = [q for q in by_id.values() if q["Properties"]["QueueName"] == name]
         redrive = queue["Properties"]["RedrivePolicy"]
@@ -167,13 +169,13 @@ def test_consumer_role_has_no_managed_policies(deployed_env: Synthesized) -> Non
     assert "ManagedPolicyArns" not in consumer[0]["Properties"]
 
 
-OUTPUTS = ("EventQueueUrl", "EventDlqUrl", "CopyRequestQueueUrl", "CopyRequestDlqUrl",
-           "IngestFunctionName", "IngestLogGroupName")
+OUTPUTS = ("EventQueueUrl", "EventDlqUrl", "IngestFunctionName", "IngestLogGroupName")
 
 
 def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> None:
     outputs = deployed_env.templates["Ingest"]["Outputs"]
-    for name in OUTPUTS:
+    cluster = deployed_env.env.capitalize()  # its one cluster's output suffix
+    for name in (*OUTPUTS, f"CopyRequestQueueUrl{cluster}", f"CopyRequestDlqUrl{cluster}"):
         assert outputs[name]["Description"], name
     storage = deployed_env.templates["Storage"]["Outputs"]
     for name in ("LakeBucketName", "StateTableName", "IndexTableName", "TransfersTableName"):

@@ -34,12 +34,12 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         prod: Synthesized) -> None:
     alarms = _alarms(prod)
     assert set(alarms) == {
-        "event-dlq-not-empty", "copy-dlq-not-empty", "events-oldest-message-age",
+        "event-dlq-not-empty", "copy-dlq-not-empty-prod", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
         "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
-        "foreign-sender-prod"}
-    for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty"):
+        "foreign-sender-prod", "index-bridged-ranges-prod"}
+    for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
         assert alarms[dlq]["ComparisonOperator"] == "GreaterThanThreshold"
@@ -185,9 +185,10 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
     drains = queries["index-drain-problems"]["QueryString"]
     (pattern,) = re.findall(r"message like /(.+)/", drains)
     # The consumer's log lines (lambdas/ingest/consumer.py drain_index: a failed drain, skipped
-    # quarantined messages, skipped events) match the filter.
+    # quarantined messages, a range passed without its lost manifest, skipped events) match
+    # the filter.
     source = (REPO / "lambdas" / "ingest" / "consumer.py").read_text()
     lines = re.findall(r'logger\.\w+\(\s*"(index [^"]+)"', source)
-    assert len(lines) == 3 and all(re.search(pattern, line) for line in lines), lines
+    assert len(lines) == 4 and all(re.search(pattern, line) for line in lines), lines
     assert not re.search(pattern, "index ls /user")
     assert "cluster" in drains

@@ -72,12 +72,15 @@ def test_each_permission_names_its_resource(dev: Synthesized) -> None:
     by_sid = {s["Sid"]: s for s in _statements(dev)}
     assert "EventsQueue" in json.dumps(by_sid["ShipEvents"]["Resource"])
     assert _actions(by_sid["ShipEvents"]) == ["sqs:SendMessage"]
-    assert "CopyRequestsQueue" in json.dumps(by_sid["TakeCopyRequests"]["Resource"])
+    # its own cluster's copy-request queue (a queue per cluster)
+    (queue_id,) = [k for k, q in dev.resources("Ingest", "AWS::SQS::Queue").items()
+                   if q["Properties"]["QueueName"] == "hdfs-events-dev-copy-requests-dev"]
+    assert by_sid["TakeCopyRequests"]["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert json.dumps(by_sid["ReadExports"]["Resource"]).endswith('"/exports/*"]]}')
     assert by_sid["ListExports"]["Condition"] == {
         "StringLike": {"s3:prefix": ["exports/", "exports/*"]}}
     assert "StateTable" in json.dumps(by_sid["OwnAgentState"]["Resource"])
-    assert "TransfersTable" in json.dumps(by_sid["TrackTransfers"]["Resource"])
+    assert "TransfersTable" in json.dumps(by_sid["TrackOwnTransfers"]["Resource"])
     assert "IndexTable" in json.dumps(by_sid["VerifyOwnIndex"]["Resource"])
 
 
@@ -90,6 +93,9 @@ def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
     assert by_sid["OwnSyncState"]["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [cluster]}}
     assert by_sid["VerifyOwnIndex"]["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{cluster}#*"]}}
+    # copy requests: items "<cluster>#<request_id>" (names.transfer_key)
+    assert by_sid["TrackOwnTransfers"]["Condition"] == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{cluster}#*"]}}
 
 

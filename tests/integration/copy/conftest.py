@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[3]
 BUCKET = "lake-exports"
 OTHER_BUCKET = "other-team"
 TABLE = "hdfs-events-transfers"
+CLUSTER = "test-cluster"
 
 
 @dataclass
@@ -82,7 +83,7 @@ class CopyWorld:
         return {name: self.read(root + name) for name in sorted(self.listing(path))}
 
     def item(self, key: str) -> dict[str, Any] | None:
-        return TransfersTable(self.ddb, TABLE, retention_days=1).get(key)
+        return TransfersTable(self.ddb, TABLE, cluster=CLUSTER, retention_days=1).get(key)
 
     def items(self) -> list[dict[str, Any]]:
         from boto3.dynamodb.types import TypeDeserializer
@@ -130,7 +131,7 @@ class CopyWorld:
             "retention_days": 1,
         }
         copy.update(overrides)
-        lines = ['cluster = "test-cluster"', "", "[sqs]",
+        lines = [f'cluster = "{CLUSTER}"', "", "[sqs]",
                  'queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/events.fifo"',
                  "", "[checkpoint]", 'path = "state/checkpoint.json"', "", "[copy]"]
         lines += [f"{key} = {json.dumps(value)}" for key, value in copy.items()]
@@ -144,7 +145,7 @@ class CopyWorld:
     def worker(self, settings: CopySettings) -> CopyWorker:
         return CopyWorker(
             settings, sqs=self.sqs, s3=self.s3,
-            transfers=TransfersTable(self.ddb, TABLE, retention_days=1),
+            transfers=TransfersTable(self.ddb, TABLE, cluster=settings.cluster, retention_days=1),
             publisher=OutcomePublisher(sns=boto3.client("sns"),
                                        cloudwatch=boto3.client("cloudwatch"),
                                        cluster=settings.cluster),

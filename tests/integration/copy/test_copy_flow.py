@@ -11,7 +11,7 @@ import pytest
 from hdfs_events import names
 from hdfs_events.cli import main as cloud_cli
 
-from .conftest import BUCKET, TABLE, CopyWorld
+from .conftest import BUCKET, CLUSTER, TABLE, CopyWorld
 
 FILES = {"part-00000.parquet": b"a" * 1000, "part-00001.parquet": b"b" * 2345,
          "sub/part-00002.parquet": b"c" * 17}
@@ -19,7 +19,7 @@ FILES = {"part-00000.parquet": b"a" * 1000, "part-00001.parquet": b"b" * 2345,
 
 def submit(world: CopyWorld, capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     code = cloud_cli(["copy", "submit", "--queue-url", world.queue_url,
-                      "--transfers-table", TABLE, *args])
+                      "--cluster", CLUSTER, "--transfers-table", TABLE, *args])
     out = capsys.readouterr().out
     assert code == 0, out
     return json.loads(out)
@@ -53,7 +53,8 @@ def test_submitted_request_is_copied_verified_recorded_and_notified(
     assert argv == ["distcp", "-overwrite", f"s3a://{BUCKET}/exports/sales/dt=2026-11-20/",
                     "/data/imports/sales/dt=2026-11-20"]
 
-    assert cloud_cli(["copy", "status", "sales-1", "--transfers-table", TABLE]) == 0
+    assert cloud_cli(["copy", "status", "sales-1", "--cluster", CLUSTER,
+                      "--transfers-table", TABLE]) == 0
     status = capsys.readouterr().out
     assert "verified" in status and "sales-1" in status
 
@@ -131,12 +132,13 @@ def test_manifest_from_listing_and_resubmission_of_a_finished_request(
     assert world.item("l-1")["state"] == "verified"
 
     code = cloud_cli(["copy", "submit", "--queue-url", world.queue_url,
-                      "--transfers-table", TABLE, *args])
+                      "--cluster", CLUSTER, "--transfers-table", TABLE, *args])
 
     assert code == 0
     assert "already verified; not sent" in capsys.readouterr().err
     assert world.queue_depth(world.queue_url) == 0
-    assert cloud_cli(["copy", "status", "l-1", "--transfers-table", TABLE, "--json"]) == 0
+    assert cloud_cli(["copy", "status", "l-1", "--cluster", CLUSTER, "--transfers-table", TABLE,
+                      "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["state"] == "verified" and status["files"] == len(FILES)
     assert len(json.loads(status["request"])["manifest"]) == len(FILES)
@@ -157,7 +159,8 @@ def test_submit_from_a_request_file_to_a_fifo_queue_and_status_of_an_unknown_id(
                                           AttributeNames=["All"])["Messages"]
     assert message["Attributes"]["MessageDeduplicationId"] == "f-1"
     assert message["Attributes"]["MessageGroupId"].startswith("copy:/data/imports/f")
-    assert cloud_cli(["copy", "status", "nope", "--transfers-table", TABLE]) == 1
+    assert cloud_cli(["copy", "status", "nope", "--cluster", CLUSTER,
+                      "--transfers-table", TABLE]) == 1
     assert "no request 'nope'" in capsys.readouterr().err
 
 

@@ -13,7 +13,7 @@ from tests.infra.synth import synthesized
 pytestmark = pytest.mark.slow
 
 EXPECTED_OUTPUTS = {
-    "EventQueueUrl", "EventDlqUrl", "CopyRequestQueueUrl", "CopyRequestDlqUrl",
+    "EventQueueUrl", "EventDlqUrl", "CopyRequestQueueUrlDemo", "CopyRequestDlqUrlDemo",
     "LakeBucketName", "StateTableName", "IndexTableName", "TransfersTableName",
     "IngestFunctionName", "IngestLogGroupName", "AlertTopicArn", "AgentUserNameDemo",
 }

@@ -15,7 +15,7 @@ SETTINGS = parse_copy_settings({
     "allowed_destinations": ["/data/imports/", "/user/etl/in"],
     "notify_topic_arn": "arn:aws:sns:eu-west-1:123456789012:ops",
     "allowed_notify_topics": ["arn:aws:sns:eu-west-1:123456789012:team"],
-    "max_objects": 3, "max_bytes": 100}, "agent.toml")
+    "max_objects": 3, "max_bytes": 100}, "agent.toml", cluster="prod-nn1")
 
 
 def request(source: str = "s3://lake-exports/exports/a/", destination: str = "/data/imports/a",

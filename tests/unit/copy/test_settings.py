@@ -19,7 +19,8 @@ BASE = {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/copy.fifo",
 
 def parse(**changes: object):  # type: ignore[no-untyped-def]
     table = {**BASE, **changes}
-    return parse_copy_settings({k: v for k, v in table.items() if v is not None}, "agent.toml")
+    return parse_copy_settings({k: v for k, v in table.items() if v is not None}, "agent.toml",
+                               cluster="prod-nn1")
 
 
 def test_minimal_section_gets_safe_defaults() -> None:

@@ -25,7 +25,8 @@ def table() -> Iterator[TransfersTable]:
                          KeySchema=[{"AttributeName": names.TRANSFERS_PK, "KeyType": "HASH"}],
                          AttributeDefinitions=[{"AttributeName": names.TRANSFERS_PK,
                                                 "AttributeType": "S"}])
-        yield TransfersTable(ddb, "transfers", retention_days=7, clock=lambda: 1_800_000_000)
+        yield TransfersTable(ddb, "transfers", cluster="prod-nn1", retention_days=7,
+                             clock=lambda: 1_800_000_000)
 
 
 def test_lifecycle_records_each_state_change(table: TransfersTable) -> None:
@@ -92,3 +93,14 @@ def test_running_attempt_can_be_rejected_by_its_own_worker(table: TransfersTable
     assert item["state"] == "rejected" and item["final"] is True
     with pytest.raises(AlreadyFinished):
         table.begin(REQUEST, worker="w1", message_id="m2")
+
+
+def test_items_are_keyed_by_cluster_so_two_clusters_reuse_a_request_id_apart(
+        table: TransfersTable) -> None:
+    ddb = boto3.client("dynamodb")  # the fixture's moto is still in place
+    other = TransfersTable(ddb, "transfers", cluster="prod-nn2", retention_days=7)
+    assert table.begin(REQUEST, worker="w1", message_id="m1") == 1
+    assert other.begin(REQUEST, worker="w9", message_id="m9") == 1  # not "attempt 2"
+    keys = {i[names.TRANSFERS_PK]["S"]: i["cluster"]["S"]
+            for i in ddb.scan(TableName="transfers")["Items"]}
+    assert keys == {"prod-nn1#r1": "prod-nn1", "prod-nn2#r1": "prod-nn2"}

@@ -10,7 +10,13 @@ from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import MAX_NAME_BYTES
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
-from lambdas.ingest.sequencer import Arrival, LeaseLost, Position, StoredManifest
+from lambdas.ingest.sequencer import (
+    Arrival,
+    LeaseLost,
+    LostManifest,
+    Position,
+    StoredManifest,
+)
 
 
 class MemoryIndexStore:
@@ -71,6 +77,7 @@ class MemorySequenceStore:
     def __init__(self) -> None:
         self.manifest_parts: dict[tuple[str, int, str, int], StoredManifest] = {}
         self.arrived: dict[tuple[str, str], Arrival] = {}
+        self.lost: dict[str, list[LostManifest]] = {}
         self.positions: dict[str, Position] = {}
         self.leases: dict[str, tuple[str, int]] = {}
 
@@ -82,6 +89,14 @@ class MemorySequenceStore:
     def manifests(self, cluster: str, *, ending_from: int, limit: int) -> list[StoredManifest]:
         keys = sorted(k for k in self.manifest_parts if k[0] == cluster and k[1] >= ending_from)
         return [self.manifest_parts[k] for k in keys[:limit]]
+
+    def put_lost_manifest(self, cluster: str, lost: LostManifest) -> None:
+        self.lost.setdefault(cluster, []).append(lost)
+
+    def lost_manifests(self, cluster: str, *, received_from_ms: int,
+                       received_to_ms: int) -> list[LostManifest]:
+        return sorted(lost for lost in self.lost.get(cluster, [])
+                      if received_from_ms <= lost.received_ms <= received_to_ms)
 
     def put_arrival(self, cluster: str, arrival: Arrival) -> None:
         self.arrived[(cluster, arrival.dedup_id)] = arrival

@@ -1,0 +1,57 @@
+"""A quarantined manifest, through the Lambda handler on moto server: the lost manifest is
+recorded in the index table and the index passes its range to the end, with the metric the
+`index-bridged-ranges-<cluster>` alarm watches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from bench.namespace_replay import in_order_state
+from hdfs_events import names
+from lambdas.ingest import handler
+from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
+from tests.unit.ingest.helpers import manifests, pack
+from tests.unit.ingest.index_kit import live, mkdir, mkfile
+from tests.unit.ingest.lambda_events import Context, Sent, cluster_senders, event
+
+
+@pytest.fixture
+def ddb(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    client = boto3.client("dynamodb")
+    url = create_resources(boto3.client("s3"), client, boto3.client("sqs"))
+    for key, value in {names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
+                       names.ENV_INDEX_PREFIXES: "/data", names.ENV_LOG_MODE: "summary",
+                       names.ENV_EVENT_QUEUE_URL: url,
+                       names.ENV_CLUSTER_SENDERS: cluster_senders()}.items():
+        monkeypatch.setenv(key, value)
+    handler.consumer.cache_clear()
+    yield client
+    handler.consumer.cache_clear()
+
+
+def test_a_quarantined_manifest_is_passed_and_the_index_reaches_the_end(
+        ddb, capsys, caplog) -> None:
+    first = [mkdir(1, "/data"), mkdir(2, "/data/a"), mkfile(3, "/data/a/f")]
+    lost = [mkfile(4, "/data/a/g")]
+    last = [mkfile(5, "/data/a/h")]
+    sent = [pack(first), pack(lost), pack(last)]
+    (broken,) = manifests(sent[1], after=3)
+    unreadable = Sent(body=broken.body[:40], encoding=None, group_id=broken.group_id,
+                      dedup_id=broken.dedup_id, kind="manifest")
+    delivery = [*sent[0], *manifests(sent[0]), *sent[1], unreadable,
+                *sent[2], *manifests(sent[2], after=4)]
+
+    assert handler.handler(event(*delivery), Context()) == {"batchItemFailures": []}
+
+    assert '"IndexBridgedRanges":[1.0]' in capsys.readouterr().out.replace(" ", "")
+    assert "index passed a range whose manifest was lost" in caplog.text
+    # Every range but the lost one is in the index; the lost one's file is not.
+    assert live(ddb) == in_order_state([*first, *last], "/data")
+    lost_items = ddb.query(
+        TableName=TABLE, KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": names.INDEX_PK},
+        ExpressionAttributeValues={":pk": {"S": names.lost_manifests_partition("prod")}})
+    assert lost_items["Count"] == 1
