@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from glue_jobs.contract_sql import canonical, contract_holds
 from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS
 from hdfs_events.validation import line_problem
@@ -87,53 +88,65 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 
     Keeps `value` only on bad lines, so a cached frame does not hold every line twice.
     """
-    keys = F.json_object_keys("value")
+    e = F.col("event")
     parsed = (
         lines.where(F.trim("value") != "")
         .withColumn("event", F.from_json("value", RAW_LINE_SCHEMA, {
             "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
-        .withColumn("_keys", keys)
+        # A column of its own: the reason reads it twice, and Spark evaluates a Python UDF on
+        # every row whatever CASE it sits in, so the UDF's input must say which rows matter.
+        .withColumn("_clean", canonical(e, F.col("value")) & contract_holds(e))
     )
-    reason = _first_problem()
-    return (parsed.withColumn("reason", reason)
+    return (parsed.withColumn("reason", _first_problem())
             .withColumn("value", F.when(F.col("reason").isNotNull(), F.col("value")))
-            .drop("_keys"))
+            .drop("_clean"))
+
+
+def _line_problem(line: str | None) -> str | None:
+    return None if line is None else line_problem(line)
 
 
 def _first_problem() -> Column:
     """The first contract check a parsed line fails, as text; null when it passes all.
 
-    Spark checks what its schema needs: a JSON object, JSON types it can read, every key
-    present (canonical JSON), except the ADDED_FIELDS (a line the consumer wrote before the
-    contract gained them reads them as null instead of being quarantined). The contract's own
-    rules (required fields, enums, ranges, paths, the agent's records) are the one validation
-    every component runs, hdfs_events.validation, here as a Python UDF on the line."""
-    e, k = F.col("event"), F.col("_keys")
-    contract = F.udf(line_problem, T.StringType())("value")
+    A clean line (contract_sql: canonical JSON keeping every rule, checked in Spark SQL) can
+    only fail the partition's cluster. Any other line goes through the checks in order: UTF-8
+    and a JSON object, then the contract's rules through the one validation every component
+    runs, hdfs_events.validation.line_problem, in Python (the exception path; its reasons are
+    the consumer's words and name the field), then what the lake needs beyond it: every key
+    present except the ADDED_FIELDS (a line the consumer wrote before the contract gained them
+    reads them as null), and values Spark's reader can hold."""
+    e, clean = F.col("event"), F.col("_clean")
+    keys = F.json_object_keys("value")
+    # Spark runs a Python UDF on every row, whatever CASE it sits in: a clean line passes null.
+    contract = F.udf(_line_problem, T.StringType())(F.when(~clean, F.col("value")))
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
     known = F.array(*[F.lit(n) for n in FIELDS])
     # Spark keeps a line's bytes as read; decoding them replaces a malformed sequence by U+FFFD,
     # so a line that does not survive the round trip is not UTF-8.
     utf8 = F.decode(F.col("value").cast("binary"), "UTF-8") == F.col("value")
+    other_cluster = (e["cluster"] != F.col("raw_cluster"),
+                     F.concat(F.lit("event of cluster '"), e["cluster"],
+                              F.lit("' in the partition of cluster '"), F.col("raw_cluster"),
+                              F.lit("'")))
     checks: list[tuple[Column, Column]] = [
-        (~utf8, F.lit(NOT_UTF8)),
-        (k.isNull(), F.lit("line is not a JSON object")),
+        (~utf8, F.lit(NOT_UTF8)),  # first: Python would see the text with U+FFFD in place
+        (keys.isNull(), F.lit("line is not a JSON object")),
+        (contract.isNotNull(), contract),
+        # What the contract's Python check allows and the lake does not: a line without a key
+        # (canonical JSON has them all), a value Spark's reader cannot hold.
+        (F.size(F.array_except(expected, keys)) > 0,
+         F.concat(F.lit("missing key(s) "), F.array_join(F.array_except(expected, keys), ", "))),
+        (F.size(F.array_except(keys, known)) > 0,
+         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(keys, known), ", "))),
         (e[CORRUPT_RECORD].isNotNull(),
          F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
-        (F.size(F.array_except(expected, k)) > 0,
-         F.concat(F.lit("missing key(s) "), F.array_join(F.array_except(expected, k), ", "))),
-        (F.size(F.array_except(k, known)) > 0,
-         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(k, known), ", "))),
+        other_cluster,
     ]
-    checks.append((contract.isNotNull(), contract))
-    checks.append((e["cluster"] != F.col("raw_cluster"),
-                   F.concat(F.lit("event of cluster '"), e["cluster"],
-                            F.lit("' in the partition of cluster '"), F.col("raw_cluster"),
-                            F.lit("'"))))
     reason: Column = F.lit(None).cast("string")
     for condition, text in reversed(checks):  # first failing check wins
         reason = F.when(condition, text).otherwise(reason)
-    return reason
+    return F.when(clean, F.when(*other_cluster)).otherwise(reason)
 
 
 def line_tally(parsed: DataFrame) -> DataFrame:

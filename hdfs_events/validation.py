@@ -28,10 +28,12 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
-from hdfs_events.event import EventFormatError, EventType, HdfsEvent
+from hdfs_events.event import _ACL_ENTRY, _ENUMS, _PERMS, EventFormatError, EventType, HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME
 from hdfs_events.names import POSITION_TXID_DONE, index_partition, split_path
 
@@ -83,6 +85,17 @@ _REQUIRED_BY_TYPE: dict[EventType, tuple[str, ...]] = {
     EventType.RENAME: ("dst_path",),
     EventType.METADATA: ("metadata_type",),
 }
+
+
+# The rules above as tables, for checks built elsewhere from the same definitions (the Glue
+# compaction's Spark SQL pre-check, glue_jobs/contract_sql.py); read-only views, no copies.
+INT_FIELD_RANGES: Mapping[str, tuple[int, int]] = MappingProxyType(_INT_FIELDS)
+REQUIRED_BY_TYPE: Mapping[EventType, tuple[str, ...]] = MappingProxyType(_REQUIRED_BY_TYPE)
+NAME_FIELDS: tuple[str, ...] = _NAME_FIELDS
+# HdfsEvent.from_dict's own rules (hdfs_events.event), named here beside the limits.
+ENUM_FIELDS: Mapping[str, type[StrEnum]] = MappingProxyType(_ENUMS)
+PERMS_PATTERN: str = _PERMS.pattern
+ACL_ENTRY_PATTERN: str = _ACL_ENTRY.pattern
 
 
 class JsonTextError(ValueError):

@@ -210,7 +210,7 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
              if k.startswith(QUARANTINE_GLUE_PREFIX + "lines/") and k.endswith(".json.gz")
              for x in gzip.decompress(lake.read(k)).decode().splitlines()]
     by_line = {x["line"]: x["reason"] for x in lines}
-    assert "wrong JSON type" in by_line[wrong_type]
+    assert by_line[wrong_type] == "field 'txid' must be int, got 'four'"
     assert by_line[missing_key] == "missing key(s) owner"
     # The contract's own rules come from hdfs_events.validation, as the consumer's do.
     assert by_line[unknown_type] == "'CHMOD' is not a valid EventType"
