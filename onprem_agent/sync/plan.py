@@ -267,11 +267,34 @@ def resolve(plan: WindowPlan, existing: Iterable[str]) -> Steps:
         else:
             server.append((q, r))
     live = copies | {r for _, r in server}
-    deletes = sorted(q for q in leaving if q not in live and not relisted_path(q))
+    stale = [q for q in leaving if q not in live and not relisted_path(q)]
+    # A key a rename replaced is not simply deleted: HDFS holds the renamed thing there now,
+    # and when its source had no key (never copied, or a listing taken after the rename
+    # already copied it here: first start and after a GAP), that key is the only copy. The
+    # rename's destination is relisted (reconciled against HDFS) instead.
+    replaced = {q: d for q in stale
+                if (d := replaced_by_rename(q, plan.ops)) is not None and covered(d)}
+    relisted = tuple(sorted({*relisted, *replaced.values()}))
+    deletes = sorted(q for q in stale if q not in replaced)
     metadata = sorted(p for p in plan.meta
                       if covered(p) and p not in live and not relisted_path(p))
     return Steps(server_copies=tuple(server), copies=tuple(sorted(copies)),
                  deletes=tuple(deletes), relists=relisted, metadata=tuple(metadata))
+
+
+def replaced_by_rename(origin: str, ops: Sequence[PathOp]) -> str | None:
+    """The destination of the rename that last put something over `origin` (window start),
+    when nothing after it killed or moved that away; None otherwise."""
+    into: str | None = None
+    for op in ops:
+        if isinstance(op, Kill):
+            if under(origin, op.path):
+                into = None
+        elif under(origin, op.dst):
+            into = op.dst
+        elif under(origin, op.src):
+            into = None
+    return into
 
 
 # -- listings: first start, after a GAP, a relisted root, `sync verify` ---------------------------

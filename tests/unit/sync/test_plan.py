@@ -223,6 +223,32 @@ def test_a_file_overwritten_by_a_rename_then_moved_on_leaves_no_stale_key():
     assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 2
 
 
+def test_a_listing_taken_after_a_rename_keeps_the_renamed_file():
+    """First start (or after a GAP): the listing runs at txid T while HDFS moves on, so it can
+    see a file under the name a rename after T gave it; replaying that rename must not delete
+    the only copy (the demo lost one such file)."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    at_t = len(hdfs.events)
+    hdfs.rename("/c/a", "/c/b")  # after T, before the listing reached /c
+    s3.apply(reconcile({p: f.state() for p, f in hdfs.closed_files(COVERED).items()},
+                       {}).steps(), hdfs, COVERED)  # the listing: /c/b
+    steps = s3.run_window(s3.plan(hdfs.events[at_t:], COVERED), hdfs, COVERED)
+    assert steps.deletes == () and steps.relists == ("/c/b",)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_a_rename_over_a_copied_file_from_a_source_never_copied_copies_the_new_content():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/b", overwrite=False)
+    s3.run_window(s3.plan(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.create("/c/x.tmp", overwrite=False)  # ignored: never copied under its own name
+    hdfs.rename("/c/x.tmp", "/c/b", overwrite=True)
+    s3.run_window(s3.plan(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
 def test_the_lag_in_bytes_counts_each_closed_file_once_at_its_last_size():
     def ev(type_: EventType, path: str, size: int | None = None) -> HdfsEvent:
         return HdfsEvent("prod", 1, 0, type_, path, size=size)
