@@ -6,41 +6,26 @@ counted), which the next message for the cluster completes."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
-import boto3
 import pytest
 
 from bench.namespace_replay import in_order_state
 from bench.workload import write_edit_log
-from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
-from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
+from tests.unit.ingest.conftest import TABLE
 from tests.unit.ingest.helpers import pack, sample_events, with_manifests
 from tests.unit.ingest.index_kit import FailWrites, apply_in_order, ev, live, mkdir, mkfile
-from tests.unit.ingest.lambda_events import Context, cluster_senders, event
+from tests.unit.ingest.lambda_events import Context, event
 from tests.unit.ingest.memory_store import MemoryIndexStore
 
 FILES = 30
 
 
-@pytest.fixture
-def ddb(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    client = boto3.client("dynamodb")
-    url = create_resources(boto3.client("s3"), client, boto3.client("sqs"))
-    for key, value in {names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
-                       names.ENV_INDEX_PREFIXES: "/data", names.ENV_LOG_MODE: "summary",
-                       names.ENV_EVENT_QUEUE_URL: url,
-                       names.ENV_CLUSTER_SENDERS: cluster_senders()}.items():
-        monkeypatch.setenv(key, value)
-    handler.consumer.cache_clear()
-    yield client
-    handler.consumer.cache_clear()
 
 
 def generated_events(ops: int) -> list[HdfsEvent]:

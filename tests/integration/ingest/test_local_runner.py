@@ -132,10 +132,15 @@ def test_handler_exception_fails_the_whole_batch(aws) -> None:
 
 def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, capsys) -> None:
     log = tree()
+    built = len(log.events)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
-    for s in with_manifests(pack(log.events, per_message=100)):
+    # The rename in a range of its own: a directory made in the same chunk is walked in memory.
+    for s in [*with_manifests(pack(log.events[:built], per_message=100)),
+              *with_manifests(pack(log.events[built:]), after=log.events[built - 1].txid)]:
         aws.send(s)
-    handler.consumer().index.subtree_budget = 3
+    index = handler.consumer().index
+    # Walks over 3 entries go on from the table (not in memory), 3 children a step.
+    index.subtree_budget = index.listing_budget = 3
     # An invocation with no time left for the index after its records: each drain takes one
     # step (3 children), then asks for another invocation on the queue.
     runner = LocalSqsLambdaRunner(aws.queue_url, "lambdas.ingest.handler:handler",

@@ -4,32 +4,13 @@ recorded in the index table and the index passes its range to the end, with the 
 
 from __future__ import annotations
 
-from typing import Any
-
-import boto3
-import pytest
-
 from bench.namespace_replay import in_order_state
 from hdfs_events import names
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
+from tests.unit.ingest.conftest import TABLE
 from tests.unit.ingest.helpers import manifests, pack
 from tests.unit.ingest.index_kit import live, mkdir, mkfile
-from tests.unit.ingest.lambda_events import Context, Sent, cluster_senders, event
-
-
-@pytest.fixture
-def ddb(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    client = boto3.client("dynamodb")
-    url = create_resources(boto3.client("s3"), client, boto3.client("sqs"))
-    for key, value in {names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
-                       names.ENV_INDEX_PREFIXES: "/data", names.ENV_LOG_MODE: "summary",
-                       names.ENV_EVENT_QUEUE_URL: url,
-                       names.ENV_CLUSTER_SENDERS: cluster_senders()}.items():
-        monkeypatch.setenv(key, value)
-    handler.consumer.cache_clear()
-    yield client
-    handler.consumer.cache_clear()
+from tests.unit.ingest.lambda_events import Context, Sent, event
 
 
 def test_a_quarantined_manifest_is_passed_and_the_index_reaches_the_end(

@@ -51,6 +51,18 @@ def manifests(sent: Sequence[Sent], *, after: int | None = None,
             for m in manifests_for(events[0].cluster, after, end, [s.dedup_id for s in sent])]
 
 
+def three_ranges() -> list[tuple[list[Sent], list[Sent]]]:
+    """(event messages, manifests) of three consecutive txid ranges of the real edit log,
+    (start, 23], (23, 57], (57, 85]: messages of 3 events grouped by top-level path."""
+    events = sample_events("prod")
+    out = []
+    for after, end in [(None, 23), (23, 57), (57, 85)]:
+        chunk = [e for e in events if (after is None or e.txid > after) and e.txid <= end]
+        sent = pack(chunk, per_message=3, strategy="prefix:1")
+        out.append((sent, manifests(sent, after=after)))
+    return out
+
+
 def with_manifests(sent: Sequence[Sent], **kw: object) -> list[Sent]:
     return [*sent, *manifests(sent, **kw)]  # type: ignore[arg-type]
 

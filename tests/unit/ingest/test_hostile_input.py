@@ -28,7 +28,7 @@ from hdfs_events.manifest import manifests_for
 from lambdas.ingest import handler
 from lambdas.ingest.quarantine import MAX_REASON_CHARS
 from lambdas.ingest.sequencer import TXID_DONE, Position
-from tests.unit.ingest.helpers import manifests, pack, sample_events
+from tests.unit.ingest.helpers import three_ranges
 from tests.unit.ingest.hostile import (
     hostile_values,
     in_memory_consumer,
@@ -46,19 +46,7 @@ COPY_REQUEST_CASES = 500
 REASON_LIMIT = MAX_REASON_CHARS + 40
 
 
-def agent_ranges() -> list[tuple[list[Sent], list[Sent]]]:
-    """(event messages, manifests) of three consecutive txid ranges of the real edit log."""
-    events = sample_events("prod")
-    bounds = [(None, 23), (23, 57), (57, 85)]
-    out = []
-    for after, end in bounds:
-        chunk = [e for e in events if (after is None or e.txid > after) and e.txid <= end]
-        sent = pack(chunk, per_message=3, strategy="prefix:1")
-        out.append((sent, manifests(sent, after=after)))
-    return out
-
-
-RANGES = agent_ranges()
+RANGES = three_ranges()
 EVENT_MESSAGES = [s for sent, _ in RANGES for s in sent]
 LAST_TXID = 85
 

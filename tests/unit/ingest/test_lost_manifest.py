@@ -11,22 +11,9 @@ from __future__ import annotations
 
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.sequencer import TXID_DONE, DrainReport, Position
-from tests.unit.ingest.helpers import manifests, pack, sample_events
+from tests.unit.ingest.helpers import three_ranges
 from tests.unit.ingest.hostile import in_memory_consumer, queue_message
 from tests.unit.ingest.lambda_events import Sent
-
-BOUNDS = [(None, 23), (23, 57), (57, 85)]
-EVENTS = sample_events("prod")
-
-
-def ranges() -> list[tuple[list[Sent], list[Sent]]]:
-    """(event messages, manifests) of three consecutive txid ranges of the real edit log."""
-    out = []
-    for after, end in BOUNDS:
-        chunk = [e for e in EVENTS if (after is None or e.txid > after) and e.txid <= end]
-        sent = pack(chunk, per_message=3, strategy="prefix:1")
-        out.append((sent, manifests(sent, after=after)))
-    return out
 
 
 def deliver(messages: list[Sent], *, broken: str | None = None,
@@ -50,7 +37,7 @@ def in_order(rs: list[tuple[list[Sent], list[Sent]]]) -> list[Sent]:
 
 
 def test_a_range_whose_manifest_was_quarantined_is_passed_and_the_index_reaches_the_end() -> None:
-    rs = ranges()
+    rs = three_ranges()
     (lost,) = rs[1][1]
 
     report = deliver(in_order(rs), broken=lost.dedup_id)
@@ -63,7 +50,7 @@ def test_a_range_whose_manifest_was_quarantined_is_passed_and_the_index_reaches_
 
 
 def test_a_late_manifest_is_waited_for_and_then_applied() -> None:
-    rs = ranges()
+    rs = three_ranges()
     late = rs[1][1][0]
     consumer, _, _ = in_memory_consumer()
     for s in in_order(rs):
@@ -80,7 +67,7 @@ def test_a_late_manifest_is_waited_for_and_then_applied() -> None:
 
 
 def test_another_principals_broken_manifest_passes_no_range() -> None:
-    rs = ranges()
+    rs = three_ranges()
     (lost,) = rs[1][1]
 
     report = deliver(in_order(rs), broken=lost.dedup_id, sender_of_broken="AIDAOTHERCLUSTER0001")
@@ -90,7 +77,7 @@ def test_another_principals_broken_manifest_passes_no_range() -> None:
 
 
 def test_a_range_missing_one_manifest_part_applies_the_parts_present() -> None:
-    rs = ranges()
+    rs = three_ranges()
     sent = rs[1][0]
     half = len(sent) // 2
     parts = [Manifest("prod", 23, 57, tuple(sorted(ids)), part=i, parts=2, range_id="r2")
