@@ -239,9 +239,10 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
     from tests.kit.hadoop.cluster import HdfsCluster
     from tests.kit.hadoop.edge import write_edge_conf, write_hadoop_launcher
     from tests.kit.sync_agent import (
-        SyncProcess,
         create_sync_table,
+        start_sync,
         sync_totals,
+        wait_for_replication,
         write_sync_config,
     )
 
@@ -277,9 +278,9 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                                         destination=f"s3://{BUCKET}/fixed-sync/",
                                         paths=["/bench/one"])
                 start = time.perf_counter()
-                first = SyncProcess.start(one)
+                first = start_sync(one)
                 hdfs.run([["mkdirs", "/markers/one"]])
-                first.wait_for_txid(CLUSTER, f"s3://{BUCKET}/fixed-sync/", hdfs.txid(),
+                wait_for_replication(first, CLUSTER, f"s3://{BUCKET}/fixed-sync/", hdfs.txid(),
                                     timeout_s=600)
                 fixed["sync"] = time.perf_counter() - start
                 if first.stop() != 0:
@@ -298,9 +299,9 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                                        sync_extra="window_ms = 1000\n")
             before = requests.snapshot()
             start = time.perf_counter()
-            sync = SyncProcess.start(config)
+            sync = start_sync(config)
             hdfs.run([["mkdirs", "/markers/listed"]])
-            sync.wait_for_txid(CLUSTER, dest, hdfs.txid(), timeout_s=600)
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid(), timeout_s=600)
             sync_s = time.perf_counter() - start
             sync_requests = requests.snapshot() - before
             listed = keys_under(s3, "sync" + TREE + "/")
@@ -313,7 +314,7 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             writer = SteadyWriter(hdfs, lag_rate, lag_seconds, 64 * 1024, "sync/")
             writer.run()
             hdfs.run([["mkdirs", "/markers/steady"]])
-            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             steady_requests = requests.snapshot() - before
             steady = len(writer.closed)
             lags = writer.lags_ms()
@@ -327,11 +328,11 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             # 5. append: the sync's re-copy, then UploadPartCopy + UploadPart on the same bytes
             base, added = content(append_base), content(64 * 1024)
             hdfs.run([["write", APPENDED, base], ["mkdirs", "/markers/base"]])
-            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             totals_before, before = sync_totals(CLUSTER, dest), requests.snapshot()
             hdfs.run([["append", APPENDED, added]])
             hdfs.run([["mkdirs", "/markers/appended"]])
-            sync.wait_for_txid(CLUSTER, dest, hdfs.txid())
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             append_requests = requests.snapshot() - before
             totals_after = sync_totals(CLUSTER, dest)
             key = "sync" + APPENDED

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +52,19 @@ def write_agent_config(directory: Path, *, cluster: str, queue_url: str, uri: st
 
 @dataclass
 class AgentProcess:
+    """One `hdfs-events-agent` command (`run` by default; `sync run` for the sync) in its own
+    process, its output in a log beside the config."""
+
     config: Path
     log: Path
     process: subprocess.Popen[bytes]
 
     @classmethod
-    def start(cls, config: Path, *args: str) -> AgentProcess:
-        log = config.with_suffix(".log")
+    def start(cls, config: Path, *args: str, command: tuple[str, ...] = ("run",),
+              log_suffix: str = ".log") -> AgentProcess:
+        log = config.with_suffix(log_suffix)
         with log.open("ab") as out:
-            process = subprocess.Popen([str(AGENT), "run", "--config", str(config), *args],
+            process = subprocess.Popen([str(AGENT), *command, "--config", str(config), *args],
                                        stdout=out, stderr=out, env=dict(os.environ))
         return cls(config, log, process)
 
@@ -76,13 +81,19 @@ class AgentProcess:
     def wait_for_checkpoint(self, txid: int, timeout_s: float = 120) -> None:
         """Until the agent's checkpoint reaches `txid`: everything up to it was acknowledged
         by SQS (the checkpoint rests only on an acknowledged manifest's end)."""
+        self.wait_until(self.checkpoint, txid, "checkpoint", timeout_s)
+
+    def wait_until(self, progress: Callable[[], int | None], txid: int, what: str,
+                   timeout_s: float = 120) -> None:
+        """Until `progress()` (a txid the process saved) reaches `txid`; fails with the log's
+        tail when the process exits first or time runs out."""
         deadline = time.monotonic() + timeout_s
-        while (self.checkpoint() or -1) < txid:
+        while (progress() or -1) < txid:
             if self.process.poll() is not None:
-                raise AssertionError(f"the agent exited {self.process.returncode} before txid "
-                                     f"{txid}: {self.log_tail()}")
+                raise AssertionError(f"{self.log.name}: exited {self.process.returncode} "
+                                     f"before {what} {txid}: {self.log_tail()}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"checkpoint {self.checkpoint()} never reached {txid}: "
+                raise AssertionError(f"{what} {progress()} never reached {txid}: "
                                      f"{self.log_tail()}")
             time.sleep(0.05)
 
@@ -96,5 +107,5 @@ class AgentProcess:
         self.process.kill()
         self.process.wait()
 
-    def log_tail(self, lines: int = 30) -> str:
+    def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

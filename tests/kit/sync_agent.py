@@ -4,16 +4,13 @@ a [sync] section, AWS through the standard environment (moto server in tests).""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
 
 from hdfs_events import names
-from tests.kit.live_agent import AGENT, write_agent_config
+from tests.kit.live_agent import AGENT, AgentProcess, write_agent_config
 
 SYNC_TABLE = "hdfs-events-sync"
 
@@ -41,58 +38,31 @@ def write_sync_config(directory: Path, *, cluster: str, uri: str, conf_dir: Path
                               uri=uri, conf_dir=conf_dir, extra=sync)
 
 
-def replicated_txid(cluster: str, destination: str) -> int | None:
-    item = boto3.client("dynamodb").get_item(
-        TableName=SYNC_TABLE, ConsistentRead=True,
-        Key={names.SYNC_PK: {"S": cluster},
-             names.SYNC_SK: {"S": f"{destination}|checkpoint"}}).get("Item")
-    return int(item["txid"]["N"]) if item and "txid" in item else None
-
-
-def sync_totals(cluster: str, destination: str) -> dict[str, int]:
-    item = boto3.client("dynamodb").get_item(
+def _checkpoint_item(cluster: str, destination: str) -> dict:
+    return boto3.client("dynamodb").get_item(
         TableName=SYNC_TABLE, ConsistentRead=True,
         Key={names.SYNC_PK: {"S": cluster},
              names.SYNC_SK: {"S": f"{destination}|checkpoint"}}).get("Item") or {}
+
+
+def replicated_txid(cluster: str, destination: str) -> int | None:
+    item = _checkpoint_item(cluster, destination)
+    return int(item["txid"]["N"]) if "txid" in item else None
+
+
+def sync_totals(cluster: str, destination: str) -> dict[str, int]:
+    item = _checkpoint_item(cluster, destination)
     return {k: int(v["N"]) for k, v in item.items() if "N" in v and k != "txid"}
 
 
-@dataclass
-class SyncProcess:
-    config: Path
-    log: Path
-    process: subprocess.Popen[bytes]
+def start_sync(config: Path) -> AgentProcess:
+    return AgentProcess.start(config, command=("sync", "run"), log_suffix=".sync.log")
 
-    @classmethod
-    def start(cls, config: Path) -> SyncProcess:
-        log = config.with_suffix(".sync.log")
-        with log.open("ab") as out:
-            process = subprocess.Popen([str(AGENT), "sync", "run", "--config", str(config)],
-                                       stdout=out, stderr=out, env=dict(os.environ))
-        return cls(config, log, process)
 
-    def wait_for_txid(self, cluster: str, destination: str, txid: int,
-                      timeout_s: float = 120) -> None:
-        deadline = time.monotonic() + timeout_s
-        while (replicated_txid(cluster, destination) or -1) < txid:
-            if self.process.poll() is not None:
-                raise AssertionError(f"sync exited {self.process.returncode} before txid "
-                                     f"{txid}: {self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"sync never reached txid {txid}: {self.log_tail()}")
-            time.sleep(0.1)
-
-    def stop(self, timeout_s: float = 60) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout_s)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+def wait_for_replication(sync: AgentProcess, cluster: str, destination: str, txid: int,
+                         timeout_s: float = 120) -> None:
+    sync.wait_until(lambda: replicated_txid(cluster, destination), txid, "replicated txid",
+                    timeout_s)
 
 
 def sync_command(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

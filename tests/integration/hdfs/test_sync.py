@@ -15,11 +15,12 @@ import crc32c
 import pytest
 
 from tests.kit.sync_agent import (
-    SyncProcess,
     create_sync_table,
     replicated_txid,
+    start_sync,
     sync_command,
     sync_totals,
+    wait_for_replication,
     write_sync_config,
 )
 
@@ -87,9 +88,9 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
     config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
                                conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
                                sync_extra='ignore_patterns = ["\\\\.tmp$"]\nwindow_ms = 3000\n')
-    sync = SyncProcess.start(config)
+    sync = start_sync(config)
     try:
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "listed"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "listed"))
         assert sync_totals(CLUSTER, dest)["uploads"] == 4  # the listing: a, b, c, _SUCCESS;
         # ghost deleted
 
@@ -102,13 +103,13 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
             ["rename", f"{root}/out/_staging-1", f"{root}/out/part-1"],
             ["write", f"{root}/junk/x", "x"], ["write", f"{root}/junk/y", "y"],
             ["delete", f"{root}/junk/x"]])
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "tmp"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "tmp"))
         assert sync_totals(CLUSTER, dest)["uploads"] == 4 + 3  # part-0, part-1, junk/y
 
         hdfs.run([["append", f"{root}/old/a", text("more", 500)],
                   ["truncate", f"{root}/keep/c", 40_001],
                   ["write", f"{root}/old/b", text("b2", 200), True]])
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "changed"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "changed"))
         assert sync_totals(CLUSTER, dest)["uploads"] == 7 + 3
 
         hdfs.run([["rename", f"{root}/keep", f"{root}/kept"],  # moved server-side, no upload
@@ -116,7 +117,7 @@ def test_the_replica_equals_hdfs_after_a_live_workload_with_the_uploads_the_rule
                   ["chmod", f"{root}/old/a", "0600"], ["chown", f"{root}/old/b", "alice", "staff"],
                   ["setrep", f"{root}/out/part-0", 2], ["set_times", f"{root}/out/part-1",
                                                          1_700_000_000_000, -1]])
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "moved"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "moved"))
     finally:
         assert sync.stop() == 0, sync.log_tail()
     totals = sync_totals(CLUSTER, dest)
@@ -138,8 +139,8 @@ def test_a_sigkill_mid_copy_leaves_no_partial_object_and_no_open_upload(hdfs, bu
                                conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
                                sync_extra="part_size_mb = 5\nmultipart_threshold_mb = 5\n"
                                           "bandwidth_mb_s = 4\nwindow_ms = 200\n")
-    sync = SyncProcess.start(config)
-    sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "start"))
+    sync = start_sync(config)
+    wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "start"))
     big = text("big", 22 * 1024 * 1024)
     hdfs.run([["write", f"{root}/big", big]])
     s3 = boto3.client("s3")
@@ -153,9 +154,9 @@ def test_a_sigkill_mid_copy_leaves_no_partial_object_and_no_open_upload(hdfs, bu
     assert s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")  # what the kill left
 
     config.write_text(config.read_text().replace("bandwidth_mb_s = 4", "bandwidth_mb_s = 0"))
-    sync = SyncProcess.start(config)
+    sync = start_sync(config)
     try:
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "restarted"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "restarted"))
     finally:
         assert sync.stop() == 0, sync.log_tail()
     assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
@@ -169,8 +170,8 @@ def test_purged_edits_during_sync_are_repaired_by_the_listing(hdfs, bucket, tmp_
     config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
                                conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
                                sync_extra="window_ms = 200\n")
-    sync = SyncProcess.start(config)
-    sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "first"))
+    sync = start_sync(config)
+    wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "first"))
     assert sync.stop() == 0, sync.log_tail()
     stopped_at = replicated_txid(CLUSTER, dest)
     assert stopped_at is not None
@@ -181,9 +182,9 @@ def test_purged_edits_during_sync_are_repaired_by_the_listing(hdfs, bucket, tmp_
               ["chmod", f"{root}/e", "0600"]])
     hdfs.purge_edits_through(stopped_at + 1)
 
-    sync = SyncProcess.start(config)
+    sync = start_sync(config)
     try:
-        sync.wait_for_txid(CLUSTER, dest, marker(hdfs, "after-gap"))
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "after-gap"))
     finally:
         assert sync.stop() == 0, sync.log_tail()
     assert "inotify gap" in sync.log.read_text()
