@@ -33,6 +33,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from bench import OUT_DIR
 
@@ -185,22 +186,27 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
 # --- contenders ----------------------------------------------------------------------------------
 
 def run_spark(lake: Path, out: Path, master: str) -> dict:
-    from glue_jobs.catalog import JsonFileCatalog
-    from glue_jobs.compact_events import Settings, compact
-    from glue_jobs.layout import LOCAL_CATALOG_KEY
     from glue_jobs.storage import LocalStore
 
     shutil.rmtree(out, ignore_errors=True)
-    spark = _spark(master=master)
+    return timed_compaction(_spark(master=master), LocalStore(lake), LocalStore(out))
+
+
+def timed_compaction(spark: Any, source: Any, target: Any) -> dict:
+    """One compact() from `source` into `target` (LakeStores), timed around the call only,
+    with the Python and JVM peaks and the Parquet files written; stops the session."""
+    from glue_jobs.catalog import JsonFileCatalog
+    from glue_jobs.compact_events import Settings, compact
+    from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
+
     jvm_pid = spark.sparkContext._gateway.proc.pid
-    source, target = LocalStore(lake), LocalStore(out)
     t = time.perf_counter()
     report = compact(spark, source, target, JsonFileCatalog(target, LOCAL_CATALOG_KEY),
                      Settings())
     seconds = time.perf_counter() - t
     jvm_peak = _peak_rss_mb(jvm_pid)
     spark.stop()
-    files = len(glob.glob(str(out / "curated" / "events" / "**" / "*.parquet"), recursive=True))
+    files = sum(1 for o in target.list_objects(EVENTS_PREFIX) if o.key.endswith(".parquet"))
     return {"seconds": seconds, "rows_in": report.events_read, "rows_out": report.events_added,
             "files": files, "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": jvm_peak}
 

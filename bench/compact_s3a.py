@@ -25,12 +25,11 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
-from bench.compact import REPO, _peak_rss_mb, _spark, child, input_lake
+from bench.compact import REPO, _spark, child, input_lake, timed_compaction
 
 BUCKET = "bench"
 TARGET = f"s3://{BUCKET}/out"
@@ -51,24 +50,11 @@ def upload(s3: Any, lake: Path) -> int:
 
 def run_s3a() -> dict:
     """The child: compact() between s3:// URIs of the moto server named by AWS_ENDPOINT_URL."""
-    from glue_jobs.catalog import JsonFileCatalog
-    from glue_jobs.compact_events import Settings, compact
-    from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
     from glue_jobs.runtime import s3a_conf
     from glue_jobs.storage import store_for
 
-    spark = _spark(conf=s3a_conf())
-    jvm_pid = spark.sparkContext._gateway.proc.pid
-    source, target = store_for(f"s3://{BUCKET}"), store_for(TARGET)
-    t = time.perf_counter()
-    report = compact(spark, source, target, JsonFileCatalog(target, LOCAL_CATALOG_KEY),
-                     Settings())
-    seconds = time.perf_counter() - t
-    jvm_peak = _peak_rss_mb(jvm_pid)
-    spark.stop()
-    files = sum(1 for o in target.list_objects(EVENTS_PREFIX) if o.key.endswith(".parquet"))
-    return {"seconds": seconds, "rows_in": report.events_read, "rows_out": report.events_added,
-            "files": files, "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": jvm_peak}
+    return timed_compaction(_spark(conf=s3a_conf()), store_for(f"s3://{BUCKET}"),
+                            store_for(TARGET))
 
 
 def measure(events: int, duplicates: float) -> dict[str, Any]:
