@@ -47,7 +47,7 @@ test: $(STAMP) $(HADOOP_STAMP) .make/chromium
 	$(PY) -m pytest tests
 
 demo: $(STAMP) $(HADOOP_STAMP)
-	$(PY) -m bench.demo
+	$(PY) -m demo
 
 synth: $(STAMP)
 	$(PY) app.py --env $(ENV) --outdir cdk.out

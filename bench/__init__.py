@@ -1,6 +1,6 @@
-"""Benchmarks (each prints figures beside a baseline measured in the same run), the workload
-generator they share, and the local harness that runs the whole chain on one machine (moto
-server, deploy of the synthesized template, the demo)."""
+"""Benchmarks, each printing its figures beside a baseline measured in the same run. Their
+inputs come from the test kit (tests/kit); the freshness bench runs on the demo's local chain
+(demo/chain.py)."""
 
 import os
 from pathlib import Path

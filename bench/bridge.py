@@ -114,7 +114,7 @@ def measure_jpype(events: list[HdfsEvent]) -> dict[str, dict[str, float]]:
 
     from onprem_agent.live.convert import JavaBatchConverter
     from onprem_agent.live.jvm import resolve_classpath, start_jvm
-    from tests.unit.live import java_events as je
+    from tests.kit import java_events as je
 
     start_jvm(resolve_classpath(env={**os.environ, "PATH": "/nonexistent"}))
     batches = [je.event_batch(e.txid, [je.to_java(e)]) for e in events]

@@ -191,7 +191,7 @@ def designs(bench_out: Path, log_mode: str = "all"
             ) -> tuple[Design, Design, dict[str, float]]:
     """(ours, hdfs-inotify-example, moto's measured call latencies) from the bench JSON files
     under `bench_out`."""
-    ship, consumer = _read(bench_out, "ship.json"), _read(bench_out, "consumer.json")
+    ship, consumer = _read(bench_out, "ship.json"), _read(bench_out, "ingest_throughput.json")
     fresh, compact = _read(bench_out, "freshness.json"), _read(bench_out, "compact.json")
     lake = _read(bench_out, "lake.json")
 
@@ -205,12 +205,12 @@ def designs(bench_out: Path, log_mode: str = "all"
         return r["total_ms"] - r["parts_ms"]["s3"] - r["parts_ms"]["dynamodb"]
 
     ms_event = cpu_ms(off) / off["events_per_invocation"]
-    # bench.consumer indexes every event (prefix "/") when the index is on; the index logic's
+    # bench.ingest_throughput indexes every event (prefix "/") when the index is on; the index logic's
     # CPU lands in the "other" part (what no timed part covers).
     ms_indexed = max(0.0, (on["other_ms"] - off["other_ms"]) / on["events_per_invocation"])
     moto_s3_ms = off["parts_ms"]["s3"] / max(1, off["s3_calls"])
     moto_ddb_ms = on["parts_ms"]["dynamodb"] / max(1, on["dynamodb_calls"])
-    src_c = f"consumer.json: index off/on, log {mode}, CPU time (total - S3 - DynamoDB)"
+    src_c = f"ingest_throughput.json: index off/on, log {mode}, CPU time (total - S3 - DynamoDB)"
 
     phases = fresh["phases"]
     all_phases = [p for p in phases if p["log_mode"] == "all"]
@@ -250,7 +250,7 @@ def designs(bench_out: Path, log_mode: str = "all"
         send_requests_per_event=Q(live["billed_per_1000_events"] / 1000, src_live),
         message_bytes=Q(msg_bytes, src_live),
         lambda_ms_per_event=Q(ms_event, src_c),
-        index_ms_per_indexed_event=Q(ms_indexed, "consumer.json: other_ms, index on - off "
+        index_ms_per_indexed_event=Q(ms_indexed, "ingest_throughput.json: other_ms, index on - off "
                                                  "(index on = every event)"),
         ddb_calls_per_indexed_event=Q((writes + reads) / max(1, indexed),
                                       "freshness.json: DynamoDB calls/indexed event"),

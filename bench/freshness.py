@@ -2,10 +2,10 @@
 
     python -m bench.freshness [--rates 200,1000] [--seconds 20] [--out bench-out/freshness.json]
 
-The chain, all real parts on one machine: moto server (bench.demo.chain.local_aws), the CDK
+The chain, all real parts on one machine: moto server (demo.chain.local_aws), the CDK
 `local` environment deployed into moto's CloudFormation (Chain.deploy), the agent's live
 pipeline (onprem_agent.pipeline.Pipeline + SqsSender, `[packing] linger_ms` = 200 ms, the live
-linger, not replay's), and the consumer Lambda handler behind lambdas.local_runner in
+linger, not replay's), and the consumer Lambda handler behind tests.kit.sqs_lambda in
 `--consumers` processes (default 1, batch size 10; more pollers on 2 cores only slow moto down,
 and an invocation slower than the runner's 5 s visibility timeout is then redelivered to
 another poller: duplicates in raw/, as SQS would deliver them).
@@ -42,7 +42,7 @@ bytes and requests per event. The index is fed in txid order (lambdas/ingest/seq
 the agent's pipeline sends its manifests (`<cluster>:#manifest`), and with the index enabled
 the consumer writes beside the entries an arrival per event message, each manifest, and the
 position and its lease per drain, whatever share of the events is indexed. So DynamoDB calls
-are counted by what they touch (bench.consumer.ddb_purpose): "index writes per indexed event"
+are counted by what they touch (bench.ingest_throughput.ddb_purpose): "index writes per indexed event"
 counts the entries' writes alone, and the sequencer's calls are reported per message and per
 invocation. The index phase must add entries to the index (counted in the table before and
 after), or the run fails. Writes bench-out/freshness.json.
@@ -164,10 +164,10 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     """The real handler behind LocalSqsLambdaRunner; per event edit->sent and edit->lake."""
     import boto3
 
-    from bench.consumer import ddb_purpose
+    from bench.ingest_throughput import ddb_purpose
     from hdfs_events.envelope import decode_message
     from hdfs_events.manifest import KIND_ATTRIBUTE
-    from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
+    from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
 
     calls: Counter[str] = Counter()
     ddb_calls: Counter[str] = Counter()
@@ -249,7 +249,7 @@ def lake_objects(s3: Any, bucket: str, prefix: str = "raw/") -> tuple[int, int]:
 
 def index_entries(chain: Any) -> int:
     """The cluster's namespace entries in the deployed index table."""
-    from bench.consumer import index_entries as count
+    from bench.ingest_throughput import index_entries as count
     from hdfs_events import names
     return count(chain.client("dynamodb"), chain.lambda_env[names.ENV_INDEX_TABLE],
                  chain.cluster)
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.consumer:
         return consumer_child(args.consumer, args.stop_file, args.stats)
 
-    from bench.demo.chain import Chain, local_aws
+    from demo.chain import Chain, local_aws
 
     rates = [float(r) for r in args.rates.split(",") if r]
     plan = [(r, args.seconds, "all", False) for r in rates]

@@ -4,7 +4,7 @@ design measured in the same run.
     python -m bench.index_drain [--ops 60000] [--latency-ms 5] [--baseline-ref REF]
                                 [--no-baseline]
 
-Workload: bench.workload's edit log (jobs writing part files under `_temporary`, renaming
+Workload: tests.kit.workload's edit log (jobs writing part files under `_temporary`, renaming
 them into place, deleting `_temporary` at depth 4-5, appends, retention deletes of
 partitions, chmod/chown/touch), translated as the agent does, every path indexed (`/`).
 The events are applied in order as a drain applies a range: the index's own chunks
@@ -24,7 +24,7 @@ The previous design runs from git, in the same run: `git archive <baseline-ref>`
 hdfs_events/, onprem_agent/ and bench/ into a temporary directory, this very file copied in,
 and a subprocess there drives that tree's index (the converge-in-any-order entries, 200-event
 chunks, conditional PutItems). Each run's live entries are compared with the in-order replay
-(bench.namespace_replay, of each tree): a path the events created must hold its attributes, one
+(tests.kit.replay, of each tree): a path the events created must hold its attributes, one
 they deleted must not be live (paths older than the log, learnt by the index, count apart);
 the bench fails when this tree's index differs. Writes bench-out/index_drain.json.
 """
@@ -112,9 +112,9 @@ def _size(value: dict) -> int:
 
 
 def workload(ops: int) -> list[Any]:
-    from bench.workload import write_edit_log
     from onprem_agent.editlog import read_ops
     from onprem_agent.translate import translate_ops
+    from tests.kit.workload import write_edit_log
     buf = io.StringIO()
     write_edit_log(buf, ops=ops, seed=18)
     return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), CLUSTER))
@@ -164,7 +164,7 @@ def worker(ops: int, latency_ms: float) -> dict[str, Any]:
                 advance()
         seconds = time.perf_counter() - start
         live = _live(ddb)
-    from bench.namespace_replay import in_order_state
+    from tests.kit.replay import in_order_state
     seen: set[str] = set()
     want = {p: [str(v.get(a)) for a in ATTRIBUTES] for p, v in in_order_state(
         events, "/", seen).items()}

@@ -6,8 +6,8 @@ stream hands out, against Hadoop's own Java loop over the same stream, in the sa
 1. A real HDFS starts (Hadoop's own NameNode and DataNode, MiniDFSCluster, a process of its own:
    tests/kit/hadoop); its start time and the host process's peak RSS (VmHWM: NameNode, DataNode
    and their JVM) are recorded.
-2. A Hadoop client runs the generated workload (bench/client_workload.py, `--ops` records of
-   bench/workload.py as FileSystem calls) back to back: txids (A, B].
+2. A Hadoop client runs the generated workload (tests/kit/client_workload.py, `--ops` records of
+   tests/kit/workload.py as FileSystem calls) back to back: txids (A, B].
 3. Each round, while a second client saturates the NameNode with another workload (under its own
    root), two readers read (A, B] as fast as they can, one after the other:
    - the baseline: Hadoop's own loop over DFSInotifyEventInputStream in plain Java (poll, count,
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.client_workload import HDFS_CONF, client_workload, run_calls
+from tests.kit.client_workload import HDFS_CONF, client_workload, run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
 
 GOAL = 0.8

@@ -181,7 +181,7 @@ def _ship(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
-def _consumer(r: dict[str, Any], size: str) -> list[Figure]:
+def _ingest_throughput(r: dict[str, Any], size: str) -> list[Figure]:
     results = {x["config"]: x for x in r["results"]}
     base_name = next(name for name in results if name.startswith("baseline"))
     base = results[base_name]["events_per_s"]
@@ -316,7 +316,7 @@ BENCHES: tuple[Bench, ...] = (
           quick_size="100k-op log; moto 5k / 1k events (default 300k; 20k / 2k)",
           smoke=("--ops", "3000", "--moto-events", "200", "--moto-baseline-events", "50")),
     # The index through moto's DynamoDB takes ~25 ms a call: 100-event messages keep it short.
-    Bench("consumer", "bench.consumer", "consumer.json", _consumer,
+    Bench("ingest_throughput", "bench.ingest_throughput", "ingest_throughput.json", _ingest_throughput,
           quick=("--invocations", "1", "--events-per-message", "100"),
           quick_size="1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)",
           smoke=("--invocations", "1", "--events-per-message", "5")),

@@ -2,7 +2,7 @@
 
     python -m bench.ship [--ops 300000] [--moto-events 20000] [--out bench-out]
 
-Measures, on a generated edit log (bench/workload.py):
+Measures, on a generated edit log (tests/kit/workload.py):
 - the agent alone (no network): events/s of translate (XML parse + op -> events), of the
   pipeline from translated batches (filter + pack + gzip + envelope, NoopSender), and of both
   together, in CPU seconds of this process (one core; the GIL keeps it on one);
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
-from bench.workload import write_edit_log
 from hdfs_events.envelope import SQS_BILLING_CHUNK_BYTES
 from onprem_agent.config import AgentConfig, parse_config
 from onprem_agent.editlog import read_ops
@@ -37,6 +36,7 @@ from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import NoopSender, SqsSender
 from onprem_agent.source import TxBatch
 from onprem_agent.translate import translate_batches
+from tests.kit.workload import write_edit_log
 
 CLUSTER = "bench"
 # Agent variants measured side by side (defaults: prefix:2, 64 KiB, gzip level 3).

@@ -2,7 +2,7 @@
 
     python -m bench.translate [--ops 1000000] [--seed 0] [--out bench-out/translate.json]
 
-Generates (once, cached under bench-out/) a realistic edit log with bench.workload, then
+Generates (once, cached under bench-out/) a realistic edit log with tests.kit.workload, then
 translates it in a fresh subprocess per contender, one after the other on the same file:
 - `ours`: onprem_agent.editlog.read_ops + onprem_agent.translate.translate_ops.
 - `baseline`: ElementTree.iterparse with root.clear() and findtext for every field, the

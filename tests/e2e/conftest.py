@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from bench.demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
-from bench.demo.index_check import IndexCheck, check_index
-from bench.demo.lake import POISON_BODIES
-from bench.workload import write_edit_log
+from demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
+from demo.index_check import IndexCheck, check_index
+from demo.lake import POISON_BODIES
 from glue_jobs.storage import LakeStore, store_for
 from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
+from tests.kit.workload import write_edit_log
 
 KILLS = 3
 FAIL_SHARE = 0.3

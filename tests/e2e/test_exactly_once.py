@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.demo.lake import POISON_BODIES, curated_table, quarantined_messages
+from demo.lake import POISON_BODIES, curated_table, quarantined_messages
 from hdfs_events.event import FIELDS
 
 pytestmark = pytest.mark.slow

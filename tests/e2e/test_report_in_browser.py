@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.demo.browser import rendered_charts
-from bench.demo.lake import build_report
-from bench.demo.report import write_html
+from demo.browser import rendered_charts
+from demo.lake import build_report
+from demo.report import write_html
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.workload import write_edit_log
 from hdfs_events.ids import message_group_id
+from tests.kit.workload import write_edit_log
 from tests.unit.agent.chain import check_covered
 
 from .conftest import (

@@ -18,11 +18,11 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError
 
-from bench.workload import write_edit_log
 from hdfs_events.ids import message_group_id
 from onprem_agent.commands.replay import replay
 from onprem_agent.config import load_config
 from onprem_agent.sender import SqsSender
+from tests.kit.workload import write_edit_log
 from tests.unit.agent.chain import check_covered
 
 from .conftest import (

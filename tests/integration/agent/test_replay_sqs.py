@@ -12,10 +12,10 @@ from pathlib import Path
 
 import boto3
 
-from bench.workload import write_edit_log
 from hdfs_events.ids import message_group_id
 from onprem_agent.commands.replay import replay
 from onprem_agent.config import load_config
+from tests.kit.workload import write_edit_log
 from tests.unit.agent.chain import check_chain, check_covered
 
 from .conftest import (

@@ -19,8 +19,8 @@ from hdfs_events.envelope import decode_message
 from hdfs_events.event import FIELDS, HdfsEvent
 from hdfs_events.manifest import is_manifest
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT
-from tests.unit.ingest.lambda_events import MOTO_SENDER_ID, cluster_senders
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -99,7 +99,7 @@ def consume(queue_url: str, index_prefixes: list[str]) -> str:
            names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
-    done = subprocess.run([sys.executable, "-m", "lambdas.local_runner", queue_url,
+    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url,
                            "--idle-polls", "3"], env=env, capture_output=True, text=True,
                           timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]

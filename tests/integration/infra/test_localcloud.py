@@ -6,7 +6,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from bench.localcloud import deploy_to_moto
+from demo.localcloud import deploy_to_moto
 from hdfs_events import names
 from tests.infra.synth import synthesized
 

@@ -10,8 +10,8 @@ import pytest
 
 from hdfs_events import names
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
-from tests.unit.ingest.lambda_events import cluster_senders
+from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
+from tests.kit.lambda_events import cluster_senders
 
 
 @pytest.fixture

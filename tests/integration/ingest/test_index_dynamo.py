@@ -9,19 +9,20 @@ import io
 
 import pytest
 
-from bench.namespace_replay import in_order_state
-from bench.workload import write_edit_log
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
-from tests.unit.ingest.conftest import TABLE
-from tests.unit.ingest.helpers import pack, sample_events, with_manifests
-from tests.unit.ingest.index_kit import FailWrites, apply_in_order, ev, live, mkdir, mkfile
-from tests.unit.ingest.lambda_events import Context, event
-from tests.unit.ingest.memory_store import MemoryIndexStore
+from tests.kit.dynamodb_faults import FailWrites
+from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
+from tests.kit.ingest_aws import TABLE
+from tests.kit.ingest_builders import pack, sample_events, with_manifests
+from tests.kit.lambda_events import Context, event
+from tests.kit.memory_stores import MemoryIndexStore
+from tests.kit.replay import in_order_state
+from tests.kit.workload import write_edit_log
 
 FILES = 30
 

@@ -4,13 +4,13 @@ recorded in the index table and the index passes its range to the end, with the 
 
 from __future__ import annotations
 
-from bench.namespace_replay import in_order_state
 from hdfs_events import names
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import TABLE
-from tests.unit.ingest.helpers import manifests, pack
-from tests.unit.ingest.index_kit import live, mkdir, mkfile
-from tests.unit.ingest.lambda_events import Context, Sent, event
+from tests.kit.index_builders import live, mkdir, mkfile
+from tests.kit.ingest_aws import TABLE
+from tests.kit.ingest_builders import manifests, pack
+from tests.kit.lambda_events import Context, Sent, event
+from tests.kit.replay import in_order_state
 
 
 def test_a_quarantined_manifest_is_passed_and_the_index_reaches_the_end(

@@ -7,11 +7,11 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.workload import write_edit_log
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAttr
 from onprem_agent.editlog import read_ops
 from onprem_agent.event_json import event_json
 from onprem_agent.translate import translate_ops
+from tests.kit.workload import write_edit_log
 
 
 def test_matches_to_json_on_the_real_edit_log(edits_sample: Path) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from bench.workload import write_edit_log
 from hdfs_events import schema
 from hdfs_events.envelope import decode_message, encode_message
 from hdfs_events.event import FIELDS, REQUIRED, EventFormatError, HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
+from tests.kit.workload import write_edit_log
 from tests.unit.contract.strategies import events
 
 EVENT = schema.validator("event")

@@ -1,5 +1,5 @@
-"""Test kit for hostile input: mutations of real envelopes, and the real consumer on in-memory
-stores (fast enough for hundreds of hypothesis examples).
+"""Hostile input: mutations of real envelopes, for the real consumer on in-memory stores
+(tests/kit/memory_consumer.py).
 
 Mutations start from what the agent really sends (`encode_message` over events translated from
 the bundled NameNode edit log) and break one thing, the way an attacker or a buggy agent would:
@@ -12,79 +12,13 @@ import base64
 import gzip
 import json
 import random
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
-from hdfs_events.event import FIELDS, HdfsEvent
-from lambdas.ingest.consumer import MessageConsumer
-from lambdas.ingest.index import NamespaceIndex
-from lambdas.ingest.records import QueueMessage
-from lambdas.ingest.senders import ClusterSenders
-from lambdas.ingest.sequencer import IndexSequencer
-from tests.unit.ingest.lambda_events import AGENT_SENDER_IDS, Sent, record
-from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
-
-SENDERS = ClusterSenders({c: frozenset({s}) for c, s in AGENT_SENDER_IDS.items()})
-
-
-class MemoryLake:
-    """The consumer's Lake (and the sequencer's raw reader) in memory."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def put(self, key: str, body: bytes, content_type: str) -> None:
-        self.objects[key] = body
-
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
-        return [HdfsEvent.from_dict(json.loads(line)) for key in keys
-                for line in gzip.decompress(self.objects[key]).splitlines() if line]
-
-    def quarantined(self) -> dict[str, dict[str, Any]]:
-        return {k: json.loads(v) for k, v in self.objects.items() if k.startswith("quarantine/")}
-
-    def raw_keys(self) -> list[str]:
-        return sorted(k for k in self.objects if k.startswith("raw/"))
-
-
-class RecordingLogger:
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, str, dict[str, Any]]] = []
-
-    def _log(self, level: str, msg: str, *args: object, extra: dict | None = None,
-             **kw: object) -> None:
-        self.lines.append((level, msg, extra or {}))
-
-    def info(self, msg: str, *args: object, **kw: Any) -> None:
-        self._log("INFO", msg, **kw)
-
-    def error(self, msg: str, *args: object, **kw: Any) -> None:
-        self._log("ERROR", msg, **kw)
-
-    def warning(self, msg: str, *args: object, **kw: Any) -> None:
-        self._log("WARNING", msg, **kw)
-
-    def exception(self, msg: str, *args: object, **kw: Any) -> None:
-        self._log("EXCEPTION", msg, **kw)
-
-
-def in_memory_consumer(prefixes: Sequence[str] = ("/",)) -> tuple[MessageConsumer, MemoryLake,
-                                                                   MemoryIndexStore]:
-    """The real consumer, sequencer and index on in-memory stores; no drain requests."""
-    lake, store = MemoryLake(), MemoryIndexStore()
-    sequencer = IndexSequencer(MemorySequenceStore(), NamespaceIndex(store, list(prefixes)), lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=None,
-                               log_mode="all", logger=RecordingLogger(), senders=SENDERS)
-    return consumer, lake, store
-
-
-def queue_message(sent: Sent, *, sender_id: str | None = None) -> QueueMessage:
-    """What the handler hands the consumer for `sent`, as Lambda delivers it."""
-    return QueueMessage.from_lambda_record(record(sent, sender_id=sender_id))
-
+from hdfs_events.event import FIELDS
+from tests.kit.lambda_events import Sent
 
 # --- mutations --------------------------------------------------------------------------------
 

@@ -19,9 +19,9 @@ from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import handler
 from lambdas.ingest.logging_modes import GAP_MESSAGE
-from tests.unit.ingest.conftest import emf_documents, log_lines
-from tests.unit.ingest.helpers import lake_events, lake_lines, pack, sample_events
-from tests.unit.ingest.lambda_events import Context, event
+from tests.kit.ingest_aws import emf_documents, lake_events, lake_lines, log_lines
+from tests.kit.ingest_builders import pack, sample_events
+from tests.kit.lambda_events import Context, event
 
 CLUSTER = "prod"
 DETECTED_MS = int(datetime(2026, 11, 21, 10, 0, tzinfo=UTC).timestamp() * 1000)

@@ -11,9 +11,9 @@ from hdfs_events import names
 from lambdas.ingest import handler
 from lambdas.ingest.dal import IamUsers
 from lambdas.ingest.senders import ClusterSenders, resolve_senders
-from tests.unit.ingest.conftest import emf_documents, log_lines
-from tests.unit.ingest.helpers import manifests, pack, sample_events
-from tests.unit.ingest.lambda_events import AGENT_SENDER_IDS, Context, Sent, event, record
+from tests.kit.ingest_aws import emf_documents, log_lines
+from tests.kit.ingest_builders import manifests, pack, sample_events
+from tests.kit.lambda_events import AGENT_SENDER_IDS, Context, Sent, event, record
 
 PROD, DEV = AGENT_SENDER_IDS["prod"], AGENT_SENDER_IDS["dev"]
 

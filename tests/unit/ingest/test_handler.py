@@ -8,9 +8,9 @@ import json
 from hdfs_events import names
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import TABLE, emf_documents, log_lines
-from tests.unit.ingest.helpers import lake_events, lake_lines, pack, sample_events, with_manifests
-from tests.unit.ingest.lambda_events import Context, event
+from tests.kit.ingest_aws import TABLE, emf_documents, lake_events, lake_lines, log_lines
+from tests.kit.ingest_builders import pack, sample_events, with_manifests
+from tests.kit.lambda_events import Context, event
 
 
 def test_real_edit_log_lands_in_lake_partitioned_by_namenode_time(aws, capsys) -> None:

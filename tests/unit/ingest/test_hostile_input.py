@@ -28,15 +28,10 @@ from hdfs_events.manifest import manifests_for
 from lambdas.ingest import handler
 from lambdas.ingest.quarantine import MAX_REASON_CHARS
 from lambdas.ingest.sequencer import TXID_DONE, Position
-from tests.unit.ingest.helpers import three_ranges
-from tests.unit.ingest.hostile import (
-    hostile_values,
-    in_memory_consumer,
-    mutated_body,
-    queue_message,
-    with_body,
-)
-from tests.unit.ingest.lambda_events import Context, Sent, event
+from tests.kit.ingest_builders import three_ranges
+from tests.kit.lambda_events import Context, Sent, event
+from tests.kit.memory_consumer import in_memory_consumer, queue_message
+from tests.unit.ingest.hostile import hostile_values, mutated_body, with_body
 
 ENVELOPE_CASES = 300
 HANDLER_CASES = 40

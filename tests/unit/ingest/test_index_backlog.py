@@ -7,12 +7,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.manifest import manifests_for
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
-from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
+from tests.kit.memory_stores import MemoryIndexStore, MemorySequenceStore
+from tests.kit.replay import in_order_state
 
 CLUSTER = "prod"
 T0 = 1_700_000_000_000

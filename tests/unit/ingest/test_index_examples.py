@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
-from tests.unit.ingest.index_kit import apply_in_order, ev, mkdir, mkfile
-from tests.unit.ingest.memory_store import MemoryIndexStore
-from tests.unit.ingest.workload import Workload
+from tests.kit.index_builders import apply_in_order, ev, mkdir, mkfile
+from tests.kit.memory_stores import MemoryIndexStore
+from tests.kit.random_namespace import RandomNamespace
+from tests.kit.replay import in_order_state
 
 
 def check(events, page: int = 100, chunk: int = 1000) -> MemoryIndexStore:
@@ -101,7 +101,7 @@ def test_a_chunk_applied_again_after_a_crash_mid_write_ends_in_the_in_order_stat
     """A drain that died with part of a chunk's (or a walk step's) writes landed starts again
     from its saved position: the index ends as if it had not."""
     rng = random.Random(seed)
-    events = Workload(rng, dir_op_depth=1).run(steps)
+    events = RandomNamespace(rng, dir_op_depth=1).run(steps)
     store = CrashingStore(rng)
     index = NamespaceIndex(store, ["/data"], subtree_budget=page, listing_budget=3 * page)
     done, walk = 0, None  # the saved position
@@ -118,7 +118,7 @@ def test_a_chunk_applied_again_after_a_crash_mid_write_ends_in_the_in_order_stat
 
 
 def test_a_chunk_applied_twice_changes_nothing_the_second_time() -> None:
-    events = Workload(random.Random(4), dir_op_depth=99).run(60)
+    events = RandomNamespace(random.Random(4), dir_op_depth=99).run(60)
     store = check(events)
     before = {e.path: e for e in store.entries()}
     apply_in_order(NamespaceIndex(store, ["/data"]), events)

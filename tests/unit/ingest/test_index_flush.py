@@ -13,12 +13,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
-from tests.unit.ingest.conftest import TABLE, create_resources
-from tests.unit.ingest.index_kit import FailWrites, apply_in_order, ev, live, mkdir, mkfile
+from tests.kit.dynamodb_faults import FailWrites
+from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
+from tests.kit.ingest_aws import TABLE, create_resources
+from tests.kit.replay import in_order_state
 
 FILES = 60
 

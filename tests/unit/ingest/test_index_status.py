@@ -10,9 +10,9 @@ import boto3
 from hdfs_events import cli
 from hdfs_events.index_status import describe, read_status
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import TABLE
-from tests.unit.ingest.helpers import manifests, pack, sample_events
-from tests.unit.ingest.lambda_events import Context, event
+from tests.kit.ingest_aws import TABLE
+from tests.kit.ingest_builders import manifests, pack, sample_events
+from tests.kit.lambda_events import Context, event
 
 
 def test_status_names_the_message_a_range_waits_for_then_says_caught_up(aws, capsys) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent
 from lambdas.ingest.index import NamespaceIndex
-from tests.unit.ingest.index_kit import apply_in_order, ev, mkdir, mkfile
-from tests.unit.ingest.memory_store import MemoryIndexStore
+from tests.kit.index_builders import apply_in_order, ev, mkdir, mkfile
+from tests.kit.memory_stores import MemoryIndexStore
+from tests.kit.replay import in_order_state
 
 
 def tree(txid: int, root: str, depth: int, files: int = 2) -> list[HdfsEvent]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.sequencer import TXID_DONE, DrainReport, Position
-from tests.unit.ingest.helpers import three_ranges
-from tests.unit.ingest.hostile import in_memory_consumer, queue_message
-from tests.unit.ingest.lambda_events import Sent
+from tests.kit.ingest_builders import three_ranges
+from tests.kit.lambda_events import Sent
+from tests.kit.memory_consumer import in_memory_consumer, queue_message
 
 
 def deliver(messages: list[Sent], *, broken: str | None = None,

@@ -11,9 +11,9 @@ import pytest
 
 from hdfs_events import names
 from lambdas.ingest import handler
-from tests.unit.ingest.conftest import emf_documents
-from tests.unit.ingest.helpers import pack, sample_events
-from tests.unit.ingest.lambda_events import Context, Sent, event
+from tests.kit.ingest_aws import emf_documents
+from tests.kit.ingest_builders import pack, sample_events
+from tests.kit.lambda_events import Context, Sent, event
 
 GOOD = {"cluster": "prod", "txid": 5, "index": 0, "type": "CREATE", "path": "/a",
         "timestamp": 1_421_135_800_000, "inode_type": "FILE"}

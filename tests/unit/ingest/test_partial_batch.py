@@ -8,8 +8,9 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import handler
-from tests.unit.ingest.helpers import lake_events, pack
-from tests.unit.ingest.lambda_events import Context, event, record
+from tests.kit.ingest_aws import lake_events
+from tests.kit.ingest_builders import pack
+from tests.kit.lambda_events import Context, event, record
 
 
 def _events(prefix: str, first_txid: int) -> list[HdfsEvent]:

@@ -6,18 +6,15 @@ merge rules alone could not always get right (test_index_property)."""
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import random
 from collections import defaultdict, deque
-from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.envelope import encode_message
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.ids import message_group_id
@@ -27,26 +24,24 @@ from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import ClusterSenders
 from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
-from tests.unit.ingest.memory_store import MemoryIndexStore, MemorySequenceStore
-from tests.unit.ingest.workload import CLUSTER, CROSS_GROUP_CASES, Workload, chunks, with_a_gap
+from tests.kit.memory_consumer import MemoryLake
+from tests.kit.memory_stores import MemoryIndexStore, MemorySequenceStore
+from tests.kit.random_namespace import CLUSTER, RandomNamespace, chunks, with_a_gap
+from tests.kit.replay import in_order_state
 
 STRATEGIES = ["prefix:1", "prefix:2", "prefix:3", "parent", "path"]
-AGENT = "AIDAIO23YVJENQZJOL4VO"  # SenderId of the workload cluster's agent
+AGENT = "AIDAIO23YVJENQZJOL4VO"  # SenderId of the random namespace's cluster's agent
 SENDERS = ClusterSenders({CLUSTER: frozenset({AGENT})})
 
-
-class MemoryLake:
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-        self.reads = 0
-
-    def put(self, key: str, body: bytes, content_type: str) -> None:
-        self.objects[key] = body
-
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
-        self.reads += len(keys)
-        return [HdfsEvent.from_dict(json.loads(line)) for key in keys
-                for line in gzip.decompress(self.objects[key]).splitlines() if line]
+# Cross-group directory moves and deletes whose index once ended wrong when messages were
+# applied on arrival (found by fuzzing the design before the sequencer):
+# (namespace seed, steps, group strategy, subtree page).
+CROSS_GROUP_CASES = [
+    (610, 4, "path", 3), (772, 5, "prefix:2", 3), (563, 7, "prefix:2", 3),
+    (48, 11, "prefix:1", 1), (132, 8, "prefix:1", 1), (41, 23, "prefix:1", 1),
+    (8, 29, "prefix:1", 1), (137, 5, "path", 3), (836, 7, "path", 3), (145, 8, "path", 3),
+    (1080, 11, "prefix:2", 3), (1943, 10, "path", 3),
+]
 
 
 class Logger:
@@ -140,7 +135,7 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
     clock = itertools.count(1_700_000_000_000)
     queue = Queue()
     # Walks over 3 x budget entries go on from the table, saved and resumed: both sources
-    # of a walk's children meet in one workload.
+    # of a walk's children meet in one history.
     index = NamespaceIndex(MemoryIndexStore(), ["/data"], subtree_budget=budget,
                            listing_budget=3 * budget)
     lake = MemoryLake()
@@ -179,7 +174,7 @@ def test_directory_moves_across_groups_end_in_the_in_order_state(seed, steps, st
     """Directory renames and deletes at any depth, files and directories under them in other
     groups, any interleaving, random redelivery, walks a few children per invocation."""
     rng = random.Random(seed)
-    events = Workload(rng, dir_op_depth=1).run(steps)
+    events = RandomNamespace(rng, dir_op_depth=1).run(steps)
     live, _ = converge(events, strategy, budget, rng,
                        pick=lambda ready: data.draw(st.sampled_from(ready), label="group"),
                        redeliver=lambda: data.draw(st.integers(0, 9), label="redeliver") == 0)
@@ -194,13 +189,13 @@ def test_directory_moves_across_groups_end_in_the_in_order_state(seed, steps, st
 def test_after_purged_edits_the_snapshot_brings_the_index_to_the_namespace(
         seed, steps, strategy, data) -> None:
     rng = random.Random(seed)
-    events = Workload(rng, dir_op_depth=1).run(steps)
+    events = RandomNamespace(rng, dir_op_depth=1).run(steps)
     live, _ = converge(with_a_gap(events, rng), strategy, 3, rng,
                        pick=lambda ready: data.draw(st.sampled_from(ready), label="group"))
     assert live == in_order_state(events, "/data")
 
 
-# Workloads whose index diverged from the in-order state when messages were applied on
+# Random histories whose index diverged from the in-order state when messages were applied on
 # arrival (docs/consumer.md before the sequencer): the regression cases of the merge rules,
 # and the fuzzer's long cross-group rename chains that they never fixed.
 DIVERGED_ON_ARRIVAL = [(seed, steps, strategy, budget)
@@ -214,14 +209,14 @@ def test_workloads_that_diverged_when_applied_on_arrival_converge(seed, steps, s
                                                                   budget) -> None:
     for attempt in range(5):  # five interleavings of each
         rng = random.Random(seed * 100 + attempt)
-        events = Workload(random.Random(seed), dir_op_depth=1).run(steps)
+        events = RandomNamespace(random.Random(seed), dir_op_depth=1).run(steps)
         live, _ = converge(events, strategy, budget, rng)
         assert live == in_order_state(events, "/data")
 
 
 def test_a_range_waits_for_its_last_message_and_says_which() -> None:
     rng = random.Random(7)
-    events = Workload(rng, dir_op_depth=1).run(12)
+    events = RandomNamespace(rng, dir_op_depth=1).run(12)
     queue = Queue()
     consumer = in_memory_consumer(queue)
     index, sequencer = consumer.index, consumer.sequencer
@@ -243,7 +238,7 @@ def test_a_range_waits_for_its_last_message_and_says_which() -> None:
 
 def test_a_quarantined_message_does_not_stop_the_index_and_is_counted() -> None:
     rng = random.Random(3)
-    events = Workload(rng, dir_op_depth=99).run(10)
+    events = RandomNamespace(rng, dir_op_depth=99).run(10)
     queue = Queue()
     consumer = in_memory_consumer(queue)
     sequencer = consumer.sequencer
@@ -263,7 +258,7 @@ def test_a_quarantined_message_does_not_stop_the_index_and_is_counted() -> None:
 
 def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
     rng = random.Random(11)
-    events = Workload(rng, dir_op_depth=99).run(30)
+    events = RandomNamespace(rng, dir_op_depth=99).run(30)
     queue = Queue()
     clock = itertools.count(0, 10)
     index = NamespaceIndex(MemoryIndexStore(), ["/data"])
@@ -288,7 +283,7 @@ def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
 
 def test_events_outside_the_indexed_prefixes_are_not_read_back() -> None:
     rng = random.Random(5)
-    events = Workload(rng, prefix="/tmp", dir_op_depth=99).run(10)
+    events = RandomNamespace(rng, prefix="/tmp", dir_op_depth=99).run(10)
     _, consumer = converge(events, "path", 3, rng)
     assert consumer.sequencer is not None
     assert consumer.sequencer.lake.reads == 0  # type: ignore[attr-defined]
@@ -296,7 +291,7 @@ def test_events_outside_the_indexed_prefixes_are_not_read_back() -> None:
 
 def test_a_gap_record_does_not_change_the_index() -> None:
     rng = random.Random(9)
-    events = Workload(rng, dir_op_depth=99).run(5)
+    events = RandomNamespace(rng, dir_op_depth=99).run(5)
     last = events[-1].txid
     gap = HdfsEvent(CLUSTER, last + 1, 0, EventType.GAP, "/", gap_end_txid=last + 5)
     live, _ = converge([*events, gap], "path", 3, rng)

@@ -4,53 +4,18 @@ later applied before the walk ends."""
 
 from __future__ import annotations
 
-from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
 from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.handler import DRAIN_MARGIN_MS
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.subtree import SubtreeOp
-from lambdas.local_runner import lambda_record
-from tests.unit.ingest.conftest import TABLE
-from tests.unit.ingest.helpers import pack, with_manifests
-from tests.unit.ingest.lambda_events import QUEUE_ARN, Context, event
-
-T0 = 1_700_000_000_000
-# Files in the walked directory: more than a chunk lists (`budget` entries, the tests' listing
-# budget), so the walk goes on from the table, `budget` children a page, in later invocations.
-FILES = 30
-
-
-class Log:
-    def __init__(self) -> None:
-        self.txid, self.events = 1000, []
-
-    def add(self, type_: EventType, path: str, **kw) -> None:
-        self.txid += 1
-        self.events.append(HdfsEvent(cluster="prod", txid=self.txid, index=0, type=type_,
-                                     path=path, timestamp=T0 + self.txid, **kw))
-
-    def mkdir(self, path: str) -> None:
-        self.add(EventType.CREATE, path, inode_type=INodeType.DIRECTORY, ctime=T0,
-                 owner="etl", group="etl", perms="0755")
-
-    def file(self, path: str, size: int) -> None:
-        self.add(EventType.CREATE, path, inode_type=INodeType.FILE, ctime=T0, owner="etl",
-                 group="etl", perms="0644", replication=3)
-        self.add(EventType.CLOSE, path, size=size)
-
-
-def tree() -> Log:
-    log = Log()
-    log.mkdir("/data")
-    log.mkdir("/data/d")
-    for i in range(FILES):
-        log.file(f"/data/d/f{i:02d}", 100 + i)
-    log.mkdir("/data/d/sub")
-    for i in range(5):
-        log.file(f"/data/d/sub/g{i}", 200 + i)
-    return log
+from tests.kit.index_builders import T0, TREE_FILES, tree
+from tests.kit.ingest_aws import TABLE
+from tests.kit.ingest_builders import pack, with_manifests
+from tests.kit.lambda_events import QUEUE_ARN, Context, event
+from tests.kit.sqs_lambda import lambda_record
 
 
 class Clock:
@@ -120,7 +85,7 @@ def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -
     assert reader.ls("/data/d")  # what has not moved yet is still at the source
     rounds = drain(aws, budget=4, context=context)
     assert rounds >= 1  # 36 children, 4 per page, a few steps per invocation
-    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(FILES)] + [
+    assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(TREE_FILES)] + [
         "sub"]
     assert {e.name: e.size for e in reader.ls("/data/e/sub")} == {
         f"g{i}": 200 + i for i in range(5)}
@@ -141,7 +106,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     reader = IndexReader(TABLE, "prod")
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
     markers = reader.ls("/data/d", include_deleted=True)
-    assert len(markers) == FILES + 1 and all(m.deleted for m in markers)
+    assert len(markers) == TREE_FILES + 1 and all(m.deleted for m in markers)
     assert [e.name for e in reader.ls("/data")] == []
     items = aws.index_items()
     assert all("expires_at" in i for i in items if i["deleted"]["BOOL"])
@@ -163,7 +128,7 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
     drain(aws, budget=2, context=context)
     sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
-    expected = {f"f{i:02d}": 100 + i for i in range(FILES) if i != 5} | {"f03": 999, "new": 7,
+    expected = {f"f{i:02d}": 100 + i for i in range(TREE_FILES) if i != 5} | {"f03": 999, "new": 7,
                                                                       "sub": None}
     assert sizes == expected
 

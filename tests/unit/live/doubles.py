@@ -18,7 +18,7 @@ import jpype
 from hdfs_events.event import INodeType
 from onprem_agent.live.snapshot import NamespaceEntry
 from onprem_agent.live.stream import StreamSource
-from tests.unit.live import java_events as je
+from tests.kit import java_events as je
 
 
 def unlink(path: str, ts: int = 1) -> Any:

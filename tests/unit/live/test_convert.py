@@ -10,7 +10,7 @@ from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAt
 from onprem_agent.editlog import read_ops
 from onprem_agent.live.convert import ConversionError, EventsListDecoder, JavaBatchConverter
 from onprem_agent.translate import translate_batches
-from tests.unit.live import java_events as je
+from tests.kit import java_events as je
 
 C = "prod"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.workload import write_edit_log
 from onprem_agent.editlog import EditLogError, read_ops
 from onprem_agent.translate import translate_ops
+from tests.kit.workload import write_edit_log
 
 
 def events(source) -> list[dict]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.workload import DEFAULT_START_MS, write_edit_log
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import TranslationStats, translate_ops
+from tests.kit.workload import DEFAULT_START_MS, write_edit_log
 
 BLOCK_OPS = {"OP_ALLOCATE_BLOCK_ID", "OP_SET_GENSTAMP_V2", "OP_ADD_BLOCK", "OP_UPDATE_BLOCKS"}
 

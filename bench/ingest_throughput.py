@@ -2,8 +2,8 @@
 maximum): 9 full packed event messages (~1000 events each) and the agent's manifest for them,
 against moto server, with the time split by part.
 
-    python -m bench.consumer [--invocations 3] [--events-per-message 1000] [--ops 60000]
-                             [--ddb-latency-ms 0]
+    python -m bench.ingest_throughput [--invocations 3] [--events-per-message 1000] [--ops 60000]
+                                     [--ddb-latency-ms 0]
 
 The index is fed in txid order (lambdas/ingest/sequencer.py): a message records its arrival,
 the manifest closes its txid range, and the drain at the end of the invocation applies the
@@ -29,7 +29,7 @@ afterwards and fails if a drain did not apply its invocation's events.
 Moto server runs in this process and answers in CPU time alone, so requests issued at once
 barely overlap here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
 for real DynamoDB's round trip (single-digit milliseconds): that is what concurrent writes
-hide. Writes bench-out/consumer.json.
+hide. Writes bench-out/ingest_throughput.json.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-OUT = Path("bench-out/consumer.json")
+OUT = Path("bench-out/ingest_throughput.json")
 PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
 CLUSTER = "bench"
 SENDER_ID = "AIDAEXAMPLEBENCHAGENT"  # the bench cluster's agent, as CLUSTER_SENDERS names it
@@ -205,9 +205,9 @@ class TimedProxy:
 
 
 def make_events(ops: int) -> list[Any]:
-    from bench.workload import write_edit_log
     from onprem_agent.editlog import read_ops
     from onprem_agent.translate import translate_ops
+    from tests.kit.workload import write_edit_log
 
     buf = io.StringIO()
     write_edit_log(buf, ops=ops, seed=1)
@@ -307,8 +307,8 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     from hdfs_events import names
     from lambdas.ingest import consumer as consumer_module
     from lambdas.ingest import handler
-    from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
-    from tests.unit.ingest.lambda_events import Context
+    from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
+    from tests.kit.lambda_events import Context
 
     if reset is not None:
         reset()

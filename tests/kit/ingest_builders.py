@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Sequence
 
 from hdfs_events.envelope import decode_message, encode_message
@@ -13,7 +11,7 @@ from hdfs_events.manifest import manifests_for
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.conftest import EDITS_SAMPLE
-from tests.unit.ingest.lambda_events import Sent, from_wire
+from tests.kit.lambda_events import Sent, from_wire
 
 
 def sample_events(cluster: str = "prod") -> list[HdfsEvent]:
@@ -65,11 +63,3 @@ def three_ranges() -> list[tuple[list[Sent], list[Sent]]]:
 
 def with_manifests(sent: Sequence[Sent], **kw: object) -> list[Sent]:
     return [*sent, *manifests(sent, **kw)]  # type: ignore[arg-type]
-
-
-def lake_lines(body: bytes) -> list[str]:
-    return gzip.decompress(body).decode().splitlines()
-
-
-def lake_events(aws, prefix: str = "raw/") -> list[dict]:
-    return [json.loads(line) for key in aws.lake_keys(prefix) for line in lake_lines(aws.get(key))]

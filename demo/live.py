@@ -2,7 +2,7 @@
 history and the live agent watching the rest.
 
 - The NameNode and DataNode are Hadoop's own (tests/kit/hadoop: a MiniDFSCluster in a process
-  of its own); the workload is the generated one as client calls (bench/client_workload.py).
+  of its own); the workload is the generated one as client calls (tests/kit/client_workload.py).
 - Backfill: the first part of the workload runs before any agent; its finalized edit segments,
   turned to XML by Hadoop's OfflineEditsViewer, go through `hdfs-events-agent replay`, which
   leaves its checkpoint where the history ends.
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.client_workload import run_calls
-from bench.demo.chain import REPO, Chain
+from demo.chain import REPO, Chain
 from hdfs_events.event import HdfsEvent
+from tests.kit.client_workload import run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AGENT
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import boto3
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SAMPLE_EDITS = REPO / "onprem_agent/examples/edits/editsStored-layout-61.xml"
 REGION = "eu-west-1"
 
@@ -86,7 +86,7 @@ class Chain:
 
     @classmethod
     def deploy(cls, endpoint: str, work: Path, cluster: str = "demo") -> Chain:
-        from bench.localcloud import deploy_to_moto
+        from demo.localcloud import deploy_to_moto
 
         outputs = deploy_to_moto(endpoint, "local")
         chain = cls(endpoint=endpoint, outputs=outputs, work=work, cluster=cluster)
@@ -190,7 +190,7 @@ class Chain:
         log_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.lambda_env}
         return subprocess.Popen(
-            [sys.executable, "-m", "bench.demo.consumer", self.queue_url, "--stop-file", str(stop),
+            [sys.executable, "-m", "demo.lambda_process", self.queue_url, "--stop-file", str(stop),
              "--stats", str(stats), "--fail-share", str(fail_share)],
             stdout=open(log_dir / "ingest.log", "w", encoding="utf-8"),
             stderr=subprocess.STDOUT, cwd=REPO, env=env)

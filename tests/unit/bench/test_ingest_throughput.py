@@ -1,4 +1,4 @@
-"""bench.consumer: invocations carry the agent's manifests, index-on runs really apply the
+"""bench.ingest_throughput: invocations carry the agent's manifests, index-on runs really apply the
 events (the sequenced drain and the on-arrival baseline build the same index), DynamoDB calls
 are told apart by what they touch. The real handler against moto in-process."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 from moto import mock_aws
 
-from bench import consumer as bench
+from bench import ingest_throughput as bench
 from hdfs_events import names
 from hdfs_events.envelope import decode_message
 from hdfs_events.event import EventType, HdfsEvent

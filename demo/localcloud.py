@@ -12,7 +12,7 @@ does not model: queue and bucket policies, Secrets Manager secrets, Roles Anywhe
 Athena, CloudWatch alarms, Logs query definitions and EventBridge rules of Glue metrics. An
 output naming a skipped resource comes back as moto renders it (not a usable value).
 
-Usage: python -m bench.localcloud [--env local] --endpoint http://127.0.0.1:5000
+Usage: python -m demo.localcloud [--env local] --endpoint http://127.0.0.1:5000
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.demo.chain import REPO, Chain
+from demo.chain import REPO, Chain
 from hdfs_events import names
 from tests.kit.hadoop.cluster import HdfsCluster
 

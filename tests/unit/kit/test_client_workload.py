@@ -3,8 +3,8 @@ the generator's operations (a real NameNode runs them in `make demo` and bench.l
 
 from __future__ import annotations
 
-from bench.client_workload import client_ops, client_workload
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from tests.kit.client_workload import client_ops, client_workload
 
 
 def ev(txid: int, type_: EventType, path: str, index: int = 0, **fields) -> HdfsEvent:

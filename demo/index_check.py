@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import HdfsEvent
 from hdfs_events.index_reader import IndexEntry, IndexReader
+from tests.kit.replay import in_order_state
 
 ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
               "symlink_target")

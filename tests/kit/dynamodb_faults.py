@@ -1,5 +1,4 @@
-"""Building index inputs by hand, applying them as the sequencer does (in order, a chunk at a
-time, every walk finished before what follows), reading the table back, failing its writes."""
+"""DynamoDB failing the way it does under load, injected on a real boto3 client."""
 
 from __future__ import annotations
 
@@ -9,50 +8,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
-
-from hdfs_events.event import EventType, HdfsEvent, INodeType
-from lambdas.ingest.dal import DynamoIndexStore, item_to_entry
-from lambdas.ingest.index import NamespaceIndex, SkippedEvent
-
-
-def ev(txid: int, type_: EventType, path: str, **kw) -> HdfsEvent:
-    return HdfsEvent(cluster="prod", txid=txid, index=0, type=type_, path=path,
-                     timestamp=1_700_000_000_000 + txid, **kw)
-
-
-def mkdir(txid: int, path: str) -> HdfsEvent:
-    return ev(txid, EventType.CREATE, path, inode_type=INodeType.DIRECTORY, ctime=txid,
-              owner="etl", group="etl", perms="0755")
-
-
-def mkfile(txid: int, path: str) -> HdfsEvent:
-    return ev(txid, EventType.CREATE, path, inode_type=INodeType.FILE, ctime=txid,
-              owner="etl", group="etl", perms="0644", replication=3)
-
-
-def apply_in_order(index: NamespaceIndex, events: Sequence[HdfsEvent],
-                   chunk: int = 1000) -> list[SkippedEvent]:
-    """What a drain does with one range, without the sequencer's bookkeeping."""
-    skipped: list[SkippedEvent] = []
-    done = 0
-    while done < len(events):
-        applied = index.apply_until_walk(events[done:done + chunk])
-        done += applied.taken
-        skipped += applied.skipped
-        walk = applied.walk
-        while walk is not None:
-            walk, refused = index.resume(walk)
-            skipped += refused
-    return skipped
-
-
-def live(ddb: Any, table: str = "hdfs-events-index") -> dict[str, dict]:
-    pages = ddb.get_paginator("scan").paginate(TableName=table)
-    store = DynamoIndexStore(table, ddb)
-    entries = [item_to_entry(store._from_wire(i)) for page in pages for i in page["Items"]
-               if "!" not in i["parent"]["S"].partition("#")[0]]
-    return {e.path: dict(e.attrs) for e in entries if e.alive}
-
 
 
 class _Body:
@@ -98,5 +53,3 @@ class FailWrites:
 
     def lift(self) -> None:
         self._ddb.meta.events.unregister("before-send.dynamodb.BatchWriteItem", self)
-
-

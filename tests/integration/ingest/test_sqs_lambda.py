@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -12,11 +13,11 @@ from hdfs_events import cli, names
 from hdfs_events.event import EventType
 from lambdas.ingest import handler
 from lambdas.ingest.handler import DRAIN_MARGIN_MS
-from lambdas.local_runner import LocalSqsLambdaRunner
-from tests.unit.ingest.conftest import BUCKET, TABLE, create_resources
-from tests.unit.ingest.helpers import lake_events, pack, sample_events, with_manifests
-from tests.unit.ingest.lambda_events import MOTO_SENDER_ID, cluster_senders
-from tests.unit.ingest.test_subtree import FILES, tree
+from tests.kit.index_builders import TREE_FILES, tree
+from tests.kit.ingest_aws import BUCKET, TABLE, Aws, create_resources, lake_events
+from tests.kit.ingest_builders import pack, sample_events, with_manifests
+from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
+from tests.kit.sqs_lambda import LocalSqsLambdaRunner
 
 RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
                "md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN",
@@ -26,33 +27,10 @@ ATTRIBUTE_KEYS = {"ApproximateReceiveCount", "SentTimestamp", "SenderId",
                   "MessageDeduplicationId", "SequenceNumber"}
 
 
-class Aws:
-    def __init__(self) -> None:
-        self.s3, self.ddb, self.sqs = (boto3.client("s3"), boto3.client("dynamodb"),
-                                       boto3.client("sqs"))
-        self.queue_url = create_resources(self.s3, self.ddb, self.sqs)
-
-    def lake_keys(self, prefix: str = "") -> list[str]:
-        got = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
-        return sorted(o["Key"] for o in got)
-
-    def get(self, key: str) -> bytes:
-        return self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-
-    def send(self, sent) -> None:
-        attrs = {}
-        if sent.encoding:
-            attrs["encoding"] = {"DataType": "String", "StringValue": sent.encoding}
-        if sent.kind:
-            attrs["kind"] = {"DataType": "String", "StringValue": sent.kind}
-        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=sent.body,
-                              MessageGroupId=sent.group_id,
-                              MessageDeduplicationId=sent.dedup_id, MessageAttributes=attrs)
-
-
 @pytest.fixture
-def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Aws:
-    resources = Aws()
+def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    s3, ddb, sqs = boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs")
+    resources = Aws(s3=s3, ddb=ddb, sqs=sqs, queue_url=create_resources(s3, ddb, sqs))
     monkeypatch.setenv(names.ENV_LAKE_BUCKET, BUCKET)
     monkeypatch.setenv(names.ENV_INDEX_TABLE, TABLE)
     monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
@@ -153,14 +131,14 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, ca
     finally:
         stop.set()
         thread.join(timeout=30)
-    # The events and the manifest, then the walk of FILES + 6 children 3 at a time: drain requests
+    # The events and the manifest, then the walk of TREE_FILES + 6 children 3 at a time: drain requests
     # carry it on (how many depends on how much each invocation's time allows).
     assert runner_done and runner.records > 2
     capsys.readouterr()
     assert cli.main(["index", "ls", "/data/e", "--cluster", "prod", "--table", TABLE]) == 0
     lines = capsys.readouterr().out.splitlines()
     # Every file of /data/d, then its subdirectory, now under /data/e.
-    assert len(lines) == FILES + 1
+    assert len(lines) == TREE_FILES + 1
     assert lines[-1].startswith("d0755") and "/data/e/sub" in lines[-1]
     assert cli.main(["index", "stat", "/data/e/sub/g4", "--cluster", "prod", "--table", TABLE,
                      "--json"]) == 0

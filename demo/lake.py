@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.demo.index_check import IndexCheck
-from bench.demo.report import DemoReport
+from demo.index_check import IndexCheck
+from demo.report import DemoReport
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.curated_io import location_key
 from glue_jobs.layout import LOCAL_CATALOG_KEY

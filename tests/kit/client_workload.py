@@ -1,6 +1,6 @@
-"""The generated workload (bench/workload.py) as a Hadoop client runs it against a real NameNode.
+"""The generated workload (tests/kit/workload.py) as a Hadoop client runs it against a real NameNode.
 
-    from bench.client_workload import client_workload
+    from tests.kit.client_workload import client_workload
     work = client_workload(ops=30_000, seed=7, mass_delete=800)
     hdfs.run(work.ops)     # the kit's vocabulary (tests/kit/hadoop/ops.py), in order
 
@@ -35,10 +35,10 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
-from bench.workload import write_edit_log
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
+from tests.kit.workload import write_edit_log
 
 Op = list[Any]
 _FILE, _DIR = "file", "dir"
@@ -71,7 +71,7 @@ class ClientWorkload:
 
 def client_workload(*, ops: int, seed: int = 0, mass_delete: int = 0, data_every: int = 8,
                     root: str = "") -> ClientWorkload:
-    """The generated log of `ops` records (bench.workload.write_edit_log) as client calls;
+    """The generated log of `ops` records (tests.kit.workload.write_edit_log) as client calls;
     every path under `root` when given (a second workload beside the first)."""
     text = io.StringIO()
     write_edit_log(text, ops=ops, seed=seed, mass_delete=mass_delete)

@@ -2,7 +2,7 @@
 
 Python API (other benches and tests call this):
 
-    from bench.workload import write_edit_log, WorkloadSummary
+    from tests.kit.workload import write_edit_log, WorkloadSummary
 
     summary = write_edit_log(
         "bench-out/edits.xml",        # a path, or an open text stream
@@ -19,7 +19,7 @@ Python API (other benches and tests call this):
     summary.opcodes           # {"OP_ADD_BLOCK": ..., ...}
     summary.mass_delete       # MassDelete(prefix, first_txid, last_txid, count) or None
 
-    python -m bench.workload OUT.xml --ops N [--seed S] [--mass-delete N] [--start-txid T]
+    python -m tests.kit.workload OUT.xml --ops N [--seed S] [--mass-delete N] [--start-txid T]
 
 What the log looks like (field names and order as Hadoop 3's FSEditLogOp.toXml writes them):
 - Jobs write partitions of datasets `/data/<team>/<dataset>/dt=YYYY-MM-DD/part-NNNNN-...`:
@@ -576,7 +576,7 @@ def write_edit_log(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.workload",
+    parser = argparse.ArgumentParser(prog="python -m tests.kit.workload",
                                      description="Write a realistic `hdfs oev -p xml` edit log.")
     parser.add_argument("out", help="output file (- for stdout)")
     parser.add_argument("--ops", type=int, required=True, help="number of records")

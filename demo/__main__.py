@@ -21,24 +21,24 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.client_workload import HDFS_CONF, client_workload, run_calls
-from bench.demo.chain import Chain, local_aws, run_glue_job, say
-from bench.demo.index_check import check_index
-from bench.demo.lake import POISON_BODIES, build_report
-from bench.demo.live import backfill, watch_live
-from bench.demo.report import text_summary, write_html
-from bench.demo.sync import DemoSync
+from demo.chain import Chain, local_aws, run_glue_job, say
+from demo.index_check import check_index
+from demo.lake import POISON_BODIES, build_report
+from demo.live import backfill, watch_live
+from demo.report import text_summary, write_html
+from demo.sync import DemoSync
 from glue_jobs.storage import store_for
 from hdfs_events import names
+from tests.kit.client_workload import HDFS_CONF, client_workload, run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 LAKE_EQUALS = "Lake equals source exactly (every field)"
 INDEX_EQUALS = "Index equals the events applied in order"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "demo-out")
     parser.add_argument("--ops", type=int, default=20_000,
                         help="records of the generated edit log the workload is made from")

@@ -1,7 +1,7 @@
 """The consumer Lambda as the demo runs it: a process of its own whose stdout is the function's
-CloudWatch log stream, fed by the local SQS event source mapping (lambdas/local_runner.py).
+CloudWatch log stream, fed by the local SQS event source mapping (tests/kit/sqs_lambda.py).
 
-    python -m bench.demo.consumer QUEUE_URL --stop-file F --stats F [--fail-share 0.2]
+    python -m demo.lambda_process QUEUE_URL --stop-file F --stats F [--fail-share 0.2]
 
 Runs until the stop file exists and the queue has been idle for a few polls, then writes its
 counters and the send-to-lake latency of every record (ms from SQS SentTimestamp to the end of
@@ -25,7 +25,7 @@ from urllib.parse import unquote
 import boto3
 from botocore.awsrequest import AWSResponse
 
-from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
+from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
 
 
 class FirstReceiveFaults:

@@ -1,18 +1,19 @@
-"""Generated HDFS workloads: valid operation sequences over a small namespace under a prefix,
-as the NameNode would log them (files: CREATE then CLOSE; renames never into themselves)."""
+"""Random namespace histories as events: valid operation sequences over a small namespace under
+a prefix, as the NameNode would log them (files: CREATE then CLOSE; renames never into
+themselves), and how the agent could ship them (in chunks, across a purged gap)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
 
-from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from tests.kit.replay import in_order_state
 
 CLUSTER = "prod"
 
 
-class Workload:
+class RandomNamespace:
     def __init__(self, rng: random.Random, prefix: str = "/data", cluster: str = CLUSTER,
                  first_txid: int = 100, dir_op_depth: int = 1) -> None:
         """Directories are renamed or deleted only at depth >= dir_op_depth ("/data/x": 2)."""
@@ -123,13 +124,3 @@ def with_a_gap(events: list[HdfsEvent], rng: random.Random) -> list[HdfsEvent]:
         symlink_target=v["symlink_target"]) for i, (path, v) in enumerate(sorted(state.items()))]
     return [*before, gap, *listing, *after]
 
-
-# Cross-group directory moves and deletes whose index once ended wrong when messages were
-# applied on arrival (found by fuzzing the design before the sequencer):
-# (workload seed, steps, group strategy, subtree page).
-CROSS_GROUP_CASES = [
-    (610, 4, "path", 3), (772, 5, "prefix:2", 3), (563, 7, "prefix:2", 3),
-    (48, 11, "prefix:1", 1), (132, 8, "prefix:1", 1), (41, 23, "prefix:1", 1),
-    (8, 29, "prefix:1", 1), (137, 5, "path", 3), (836, 7, "path", 3), (145, 8, "path", 3),
-    (1080, 11, "prefix:2", 3), (1943, 10, "path", 3),
-]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.demo.lake import lake_differences
-from bench.demo.report import DemoReport, text_summary, write_html
+from demo.lake import lake_differences
+from demo.report import DemoReport, text_summary, write_html
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 
 

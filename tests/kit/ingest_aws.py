@@ -1,0 +1,84 @@
+"""The consumer's AWS as its stack creates it (lake bucket, index table, FIFO queue), and what
+the consumer leaves there and on its stdout, read back: lake objects, table items, EMF
+documents and log lines."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hdfs_events import names
+from tests.kit.lambda_events import Sent
+
+BUCKET = "hdfs-events-lake"
+TABLE = "hdfs-events-index"
+QUEUE = "hdfs-events.fifo"
+
+
+@dataclass
+class Aws:
+    s3: Any
+    ddb: Any
+    sqs: Any
+    queue_url: str
+
+    def lake_keys(self, prefix: str = "") -> list[str]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+    def get(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+    def index_items(self) -> list[dict]:
+        """The namespace entries (not the sequencer's items beside them)."""
+        return [i for i in self.table_items()
+                if "!" not in i[names.INDEX_PK]["S"].partition("#")[0]]
+
+    def table_items(self) -> list[dict]:
+        pages = self.ddb.get_paginator("scan").paginate(TableName=TABLE)
+        return [i for page in pages for i in page["Items"]]
+
+    def send(self, sent: Sent) -> None:
+        """`sent` on the queue, as the agent sends it."""
+        attrs = {}
+        if sent.encoding:
+            attrs["encoding"] = {"DataType": "String", "StringValue": sent.encoding}
+        if sent.kind:
+            attrs["kind"] = {"DataType": "String", "StringValue": sent.kind}
+        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=sent.body,
+                              MessageGroupId=sent.group_id,
+                              MessageDeduplicationId=sent.dedup_id, MessageAttributes=attrs)
+
+
+def create_resources(s3: Any, ddb: Any, sqs: Any) -> str:
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    ddb.create_table(
+        TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
+                   {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
+                              {"AttributeName": names.INDEX_SK, "AttributeType": "S"}])
+    return sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
+
+
+def lake_lines(body: bytes) -> list[str]:
+    return gzip.decompress(body).decode().splitlines()
+
+
+def lake_events(aws: Aws, prefix: str = "raw/") -> list[dict]:
+    return [json.loads(line) for key in aws.lake_keys(prefix) for line in lake_lines(aws.get(key))]
+
+
+def emf_documents(stdout: str) -> list[dict]:
+    docs = []
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            docs.append(json.loads(line))
+    return docs
+
+
+def log_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()
+            if line.startswith("{") and '"_aws"' not in line]
