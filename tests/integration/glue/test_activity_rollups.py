@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
@@ -17,6 +16,7 @@ from glue_jobs.rollups import UNKNOWN_OWNER
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from tests.integration.glue.frames import assert_frames_equal
 from tests.integration.glue.lake import RawLake
+from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, MASS_DELETE_SCHEMA, read_table
 
 pytestmark = pytest.mark.slow
 C = "c1"
@@ -68,14 +68,6 @@ EVENTS = [
     *[unlink(30 + i, f"/tmp/m/x{i}", DAY14_12H + i * 1000) for i in range(4)],
 ]
 
-ACTIVITY_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType()), T.StructField("prefix", T.StringType()),
-    T.StructField("owner", T.StringType()),
-    *[T.StructField(n, T.LongType()) for n in (
-        "files_created", "files_deleted", "files_renamed", "bytes_written",
-        "small_files_created", "net_file_count_change")],
-    T.StructField("dt", T.StringType()),
-])
 #  prefix    owner        created deleted renamed bytes small net
 EXPECTED_DAY14 = [
     ("/data/a", "alice",          2, 1, 0, 5500, 1, 1),
@@ -85,19 +77,6 @@ EXPECTED_DAY14 = [
     ("/data/x", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1),
     ("/tmp/m", UNKNOWN_OWNER,     0, 4, 0, 0, 0, -4),
 ]
-MASS_DELETE_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType()), T.StructField("scope", T.StringType()),
-    T.StructField("subject", T.StringType()), T.StructField("window_start", T.TimestampType()),
-    T.StructField("window_end", T.TimestampType()), T.StructField("unlinks", T.LongType()),
-    T.StructField("first_txid", T.LongType()), T.StructField("last_txid", T.LongType()),
-    T.StructField("dt", T.StringType()),
-])
-
-
-def read_table(spark, uri: str, schema: T.StructType):
-    """A dt-partitioned output as Athena reads it: dt is the partition's string value."""
-    return spark.read.parquet(uri).withColumn("dt", F.col("dt").cast("string")).select(
-        *schema.fieldNames())
 
 
 @pytest.fixture(scope="module")

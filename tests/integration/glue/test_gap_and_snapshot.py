@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
@@ -32,7 +31,7 @@ from glue_jobs.layout import (
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
-from tests.integration.glue.test_activity_rollups import ACTIVITY_SCHEMA
+from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, GAPS_SCHEMA, read_table
 from tests.integration.glue.workload import generated_events
 
 pytestmark = pytest.mark.slow
@@ -225,17 +224,6 @@ ROLLUP_EVENTS = [
     create(153, "/data/c/new", "carol", at(27)),
     close(154, "/data/c/new", 2000, at(28)),
 ]
-GAPS_SCHEMA = T.StructType([
-    T.StructField("cluster", T.StringType()),
-    *[T.StructField(n, T.LongType()) for n in (
-        "gaps", "lost_txids", "first_lost_txid", "last_lost_txid", "snapshot_records")],
-    T.StructField("dt", T.StringType()),
-])
-
-
-def read_table(spark, uri: str, schema: T.StructType):
-    return spark.read.parquet(uri).withColumn("dt", F.col("dt").cast("string")).select(
-        *schema.fieldNames())
 
 
 @pytest.fixture(scope="module")
