@@ -38,7 +38,7 @@ TARGET_OPS_PER_S = 100_000
 
 def edit_log(ops: int, seed: int) -> Path:
     """The cached generated edit log (regenerated if the generator's output would differ)."""
-    from bench import workload
+    from tests.kit import workload
 
     OUT_DIR.mkdir(exist_ok=True)
     stamp = hashlib.sha256(Path(workload.__file__).read_bytes()).hexdigest()[:12]
