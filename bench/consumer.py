@@ -84,7 +84,7 @@ class RoundTrips:
         return self._store.children_many(*args, **kwargs)
 
     def put_many(self, writes: Any) -> Any:
-        from lambdas.ingest.dal import BATCH_WRITE_LIMIT, WRITE_CONCURRENCY
+        from lambdas.ingest.index_table import BATCH_WRITE_LIMIT, WRITE_CONCURRENCY
         self.waits += -(-len(writes) // (BATCH_WRITE_LIMIT * WRITE_CONCURRENCY))
         return self._store.put_many(writes)
 
@@ -107,7 +107,7 @@ class SequencerRoundTrips:
         return waited
 
     def arrivals(self, cluster: str, dedup_ids: Any) -> Any:
-        from lambdas.ingest.dal import BATCH_GET_LIMIT
+        from lambdas.ingest.index_table import BATCH_GET_LIMIT
         ids = list(dedup_ids)
         self.waits += -(-len(ids) // BATCH_GET_LIMIT)
         return self._store.arrivals(cluster, ids)

@@ -126,8 +126,12 @@ def worker(ops: int, latency_ms: float) -> dict[str, Any]:
     from moto import mock_aws
 
     from lambdas.ingest import sequencer
-    from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore
     from lambdas.ingest.index import NamespaceIndex
+    try:
+        from lambdas.ingest.clients import CLIENT_CONFIG
+        from lambdas.ingest.index_table import DynamoIndexStore
+    except ImportError:  # the baseline's tree, from before lambdas/ingest/dal.py was split
+        from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore  # type: ignore
 
     events = workload(ops)
     with mock_aws():

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from hdfs_events.envelope import EnvelopeError, decode_message
 from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
 from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
-from lambdas.ingest.dal import KIND_DRAIN
+from lambdas.ingest.event_queue import KIND_DRAIN
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records

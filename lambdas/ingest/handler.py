@@ -17,9 +17,12 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hdfs_events import names
-from lambdas.ingest import dal
 from lambdas.ingest.consumer import MessageConsumer
+from lambdas.ingest.event_queue import SqsDrainRequests
+from lambdas.ingest.iam_users import IamUsers
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
+from lambdas.ingest.lake_store import S3Lake
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import resolve_senders
 from lambdas.ingest.sequence_store import DynamoSequenceStore
@@ -40,16 +43,16 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
     settings = Settings.from_env()
-    lake = dal.S3Lake(settings.lake_bucket)
-    drain_requests = (dal.SqsDrainRequests(settings.event_queue_url)
+    lake = S3Lake(settings.lake_bucket)
+    drain_requests = (SqsDrainRequests(settings.event_queue_url)
                       if settings.event_queue_url else None)
     sequencer = None
     if settings.index_enabled:
         assert settings.index_table is not None
-        index = NamespaceIndex(dal.DynamoIndexStore(settings.index_table),
+        index = NamespaceIndex(DynamoIndexStore(settings.index_table),
                                settings.index_prefixes)
         sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
-    senders = resolve_senders(settings.cluster_senders, dal.IamUsers().unique_id)
+    senders = resolve_senders(settings.cluster_senders, IamUsers().unique_id)
     return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=drain_requests,
                            log_mode=settings.log_mode, logger=logger, senders=senders)
 

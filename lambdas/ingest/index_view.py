@@ -1,6 +1,6 @@
 """The index as one chunk of events sees it: a store interface and the chunk's entries.
 
-The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the logic's tests.
+The store is DynamoDB in production (index_table.DynamoIndexStore) and a dict in the logic's tests.
 The view holds two layers. The *base* is the table as it stood before the chunk: entries read
 (BatchGetItem pages), whole directory partitions listed (Queries), and paths the chunk first
 meets as the target of a CREATE, SNAPSHOT or RENAME, taken as absent unread ("blind": whatever

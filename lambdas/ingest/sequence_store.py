@@ -26,7 +26,8 @@ from botocore.exceptions import ClientError
 
 from hdfs_events import names
 from hdfs_events.manifest import Manifest, decode_manifest
-from lambdas.ingest.dal import DELETE_MARKER_TTL_SECONDS, batch_get, client
+from lambdas.ingest.clients import client
+from lambdas.ingest.index_table import DELETE_MARKER_TTL_SECONDS, batch_get
 from lambdas.ingest.sequencer import (
     Arrival,
     LeaseLost,

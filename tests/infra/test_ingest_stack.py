@@ -186,7 +186,7 @@ def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> No
 # --- what the consumer may do, against what its code calls ------------------------------------
 
 INGEST_CODE = REPO / "lambdas" / "ingest"
-# The attribute each boto3 client lives in (lambdas/ingest/dal.py, sequence_store.py).
+# The attribute each boto3 client lives in (the stores of lambdas/ingest).
 CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs", "iam": "iam"}
 
 

@@ -13,8 +13,8 @@ from bench.namespace_replay import in_order_state
 from bench.workload import write_edit_log
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest import handler
-from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.unit.ingest.conftest import TABLE

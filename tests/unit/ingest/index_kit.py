@@ -11,8 +11,8 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from lambdas.ingest.dal import DynamoIndexStore, item_to_entry
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
+from lambdas.ingest.index_table import DynamoIndexStore, item_to_entry
 
 
 def ev(txid: int, type_: EventType, path: str, **kw) -> HdfsEvent:

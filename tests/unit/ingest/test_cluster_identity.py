@@ -9,7 +9,7 @@ from moto import mock_aws
 
 from hdfs_events import names
 from lambdas.ingest import handler
-from lambdas.ingest.dal import IamUsers
+from lambdas.ingest.iam_users import IamUsers
 from lambdas.ingest.senders import ClusterSenders, resolve_senders
 from tests.unit.ingest.conftest import emf_documents, log_lines
 from tests.unit.ingest.helpers import manifests, pack, sample_events

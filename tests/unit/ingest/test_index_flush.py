@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from bench.namespace_replay import in_order_state
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
-from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
 from tests.unit.ingest.conftest import TABLE, create_resources
 from tests.unit.ingest.index_kit import FailWrites, apply_in_order, ev, live, mkdir, mkfile
 

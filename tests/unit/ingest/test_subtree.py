@@ -7,9 +7,9 @@ from __future__ import annotations
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
-from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.handler import DRAIN_MARGIN_MS
 from lambdas.ingest.index_model import Entry
+from lambdas.ingest.index_table import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.subtree import SubtreeOp
 from lambdas.local_runner import lambda_record
 from tests.unit.ingest.conftest import TABLE
