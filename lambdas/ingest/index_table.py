@@ -1,5 +1,6 @@
 """The index table's entries: DynamoIndexStore (index_view.IndexStore) and the batched reads
-the sequencer's store shares (sequence_store.py keeps its items in the same table).
+the sequencer's store shares (sequence_store.py keeps its items in the same table). The item
+format is the contract's (hdfs_events/index_item.py): the `index` CLI reads what this writes.
 """
 
 from __future__ import annotations
@@ -7,19 +8,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.index_item import IndexItem, from_wire, to_wire, wire_key
 from lambdas.ingest.clients import client
-from lambdas.ingest.index_model import ATTRIBUTES, Entry
+from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
 
-DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
 BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
 BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
 # Index calls in flight at once (BatchWriteItem, BatchGetItem pages, a walk's Queries): 16 x 25
@@ -54,42 +53,15 @@ def _get_page(ddb: Any, table: str, keys: list[Mapping[str, Any]]) -> list[dict[
 
 
 
-def index_key(cluster: str, path: str) -> dict[str, str]:
-    parent, name = names.split_path(path)
-    return {names.INDEX_PK: names.index_partition(cluster, parent), names.INDEX_SK: name}
-
-
 def entry_to_item(entry: Entry, *, now_s: int) -> dict[str, Any]:
-    item: dict[str, Any] = {**index_key(entry.cluster, entry.path), "cluster": entry.cluster,
-                            "path": entry.path, "last_txid": entry.version[0],
-                            "last_index": entry.version[1], "deleted": entry.deleted,
-                            **{k: v for k, v in entry.attrs.items() if k in ATTRIBUTES}}
-    if entry.deleted:
-        item[names.TTL_ATTRIBUTE] = now_s + DELETE_MARKER_TTL_SECONDS
-    if entry.moved_to is not None:
-        item["moved_to"] = entry.moved_to
-    if entry.walk is not None:
-        item["subtree_op"] = dict(entry.walk)
-    return item
+    return IndexItem(entry.cluster, entry.path, entry.attrs, entry.version[0], entry.version[1],
+                     entry.deleted, entry.moved_to, entry.walk).to_item(now_s=now_s)
 
 
 def item_to_entry(item: Mapping[str, Any]) -> Entry:
-    return Entry(
-        cluster=item["cluster"], path=item["path"],
-        attrs={k: _plain(item[k]) for k in ATTRIBUTES if k in item},
-        version=(int(item["last_txid"]), int(item["last_index"])),
-        deleted=bool(item.get("deleted")), moved_to=item.get("moved_to"),
-        walk=_plain(item["subtree_op"]) if "subtree_op" in item else None,
-    )
-
-
-def _plain(value: Any) -> Any:
-    """DynamoDB numbers come back as Decimal; the index holds only whole numbers."""
-    if isinstance(value, Decimal):
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+    i = IndexItem.from_item(item)
+    return Entry(i.cluster, i.path, i.attrs, (i.last_txid, i.last_index), i.deleted,
+                 i.moved_to, i.subtree_op)
 
 
 class DynamoIndexStore:
@@ -103,25 +75,17 @@ class DynamoIndexStore:
         self.table, self.clock = table, clock
         self.ddb = dynamodb or client("dynamodb",
                                       Config(max_pool_connections=WRITE_CONCURRENCY))
-        self._ser, self._de = TypeSerializer(), TypeDeserializer()
         self._pool = ThreadPoolExecutor(max_workers=WRITE_CONCURRENCY,
                                         thread_name_prefix="index-ddb")
 
-    def _to_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: self._ser.serialize(v) for k, v in item.items()}
-
-    def _from_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: self._de.deserialize(v) for k, v in item.items()}
-
     def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
-        keys = [{k: {"S": v} for k, v in index_key(cluster, p).items()}
-                for p in dict.fromkeys(paths)]
-        return {(e := item_to_entry(self._from_wire(raw))).path: e
+        keys = [wire_key(cluster, p) for p in dict.fromkeys(paths)]
+        return {(e := item_to_entry(from_wire(raw))).path: e
                 for raw in batch_get(self.ddb, self.table, keys, pool=self._pool)}
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
         now_s = int(self.clock())
-        items = {(e.cluster, e.path): (e, self._to_wire(entry_to_item(e, now_s=now_s)))
+        items = {(e.cluster, e.path): (e, to_wire(entry_to_item(e, now_s=now_s)))
                  for e in entries}  # one write per key: BatchWriteItem refuses duplicates
         batches = [list(items.values())[i:i + BATCH_WRITE_LIMIT]
                    for i in range(0, len(items), BATCH_WRITE_LIMIT)]
@@ -181,7 +145,7 @@ class DynamoIndexStore:
         # the walk would take a short page for the end.
         while len(entries) < limit:
             response = self.ddb.query(**request, Limit=limit - len(entries))
-            entries += [item_to_entry(self._from_wire(raw)) for raw in response["Items"]]
+            entries += [item_to_entry(from_wire(raw)) for raw in response["Items"]]
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

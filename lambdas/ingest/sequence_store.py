@@ -25,9 +25,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.index_item import DELETE_MARKER_TTL_SECONDS
 from hdfs_events.manifest import Manifest, decode_manifest
 from lambdas.ingest.clients import client
-from lambdas.ingest.index_table import DELETE_MARKER_TTL_SECONDS, batch_get
+from lambdas.ingest.index_table import batch_get
 from lambdas.ingest.sequencer import (
     Arrival,
     LeaseLost,

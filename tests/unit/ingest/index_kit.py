@@ -11,8 +11,9 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.index_item import from_wire
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
-from lambdas.ingest.index_table import DynamoIndexStore, item_to_entry
+from lambdas.ingest.index_table import item_to_entry
 
 
 def ev(txid: int, type_: EventType, path: str, **kw) -> HdfsEvent:
@@ -48,8 +49,7 @@ def apply_in_order(index: NamespaceIndex, events: Sequence[HdfsEvent],
 
 def live(ddb: Any, table: str = "hdfs-events-index") -> dict[str, dict]:
     pages = ddb.get_paginator("scan").paginate(TableName=table)
-    store = DynamoIndexStore(table, ddb)
-    entries = [item_to_entry(store._from_wire(i)) for page in pages for i in page["Items"]
+    entries = [item_to_entry(from_wire(i)) for page in pages for i in page["Items"]
                if "!" not in i["parent"]["S"].partition("#")[0]]
     return {e.path: dict(e.attrs) for e in entries if e.alive}
 
