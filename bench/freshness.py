@@ -166,7 +166,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
 
     from bench.consumer import ddb_purpose
     from hdfs_events.envelope import decode_message
-    from hdfs_events.manifest import KIND_ATTRIBUTE
+    from hdfs_events.names import KIND_ATTRIBUTE
     from lambdas.local_runner import LocalSqsLambdaRunner, load_handler
 
     calls: Counter[str] = Counter()

@@ -86,7 +86,12 @@ TRANSFERS_PK = "transfer"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
 
 # --- SQS message attributes -------------------------------------------------------------------
-ATTR_ENCODING = "encoding"
+# `kind` marks a message on the event queue that holds no events: a manifest
+# (hdfs_events/manifest.py) or a continue request (hdfs_events/continue_request.py). An event
+# message has none; its `encoding` attribute is the envelope's (hdfs_events/envelope.py).
+KIND_ATTRIBUTE = "kind"
+KIND_MANIFEST = "manifest"
+KIND_CONTINUE = "drain"  # on the wire since issue 18 (then "drain requests"): the value stays
 
 
 def index_partition(cluster: str, parent: str) -> str:

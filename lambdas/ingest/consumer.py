@@ -16,16 +16,16 @@ applies whatever ranges became complete.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hdfs_events.continue_request import decode_continue_request
 from hdfs_events.envelope import EnvelopeError, decode_message
-from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
-from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
-from lambdas.ingest.event_queue import KIND_DRAIN
+from hdfs_events.ids import CLUSTER_NAME
+from hdfs_events.manifest import ManifestError, decode_manifest
+from hdfs_events.names import KIND_ATTRIBUTE, KIND_CONTINUE, KIND_MANIFEST
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
@@ -97,7 +97,7 @@ class MessageConsumer:
         kind = message.string_attribute(KIND_ATTRIBUTE)
         if kind == KIND_MANIFEST:
             return self._manifest(message)
-        if kind == KIND_DRAIN:
+        if kind == KIND_CONTINUE:
             return self._drain_request(message)
         try:
             events = decode_message(message.body, message.message_attributes)
@@ -134,7 +134,7 @@ class MessageConsumer:
 
     def _drain_request(self, message: QueueMessage) -> Outcome:
         try:
-            cluster = validate_cluster_name(json.loads(message.body)["cluster"])
+            cluster = decode_continue_request(message.body)
         except Exception as exc:  # reading is pure: any failure is the message's own
             return self._quarantine(message, f"bad index drain request: {exc!r}")
         if self.sequencer is not None:

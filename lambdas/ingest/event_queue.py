@@ -1,15 +1,17 @@
-"""The event queue, which the consumer also writes to: requests to go on applying ranges."""
+"""The event queue, which the consumer also writes to: requests to go on applying ranges
+(their format is the contract's, hdfs_events/continue_request.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from hdfs_events.ids import sqs_safe_id
-from hdfs_events.manifest import KIND_ATTRIBUTE
+from hdfs_events.continue_request import (
+    continue_attributes,
+    continue_dedup_id,
+    continue_group_id,
+    encode_continue_request,
+)
 from lambdas.ingest.clients import client
-
-KIND_DRAIN = "drain"  # `kind` of a request to go on applying a cluster's ranges to the index
 
 
 class SqsDrainRequests:
@@ -20,8 +22,7 @@ class SqsDrainRequests:
         """Asks a later invocation to go on draining `cluster`'s index (`key` tells requests
         apart; the same key within SQS's 5-minute deduplication window is sent once)."""
         self.sqs.send_message(
-            QueueUrl=self.queue_url, MessageBody=json.dumps({"cluster": cluster}),
-            MessageGroupId=sqs_safe_id(f"{cluster}:#drain"),
-            MessageDeduplicationId=sqs_safe_id(f"{cluster}-drain-{key}"),
-            MessageAttributes={KIND_ATTRIBUTE: {"DataType": "String", "StringValue": KIND_DRAIN}},
-        )
+            QueueUrl=self.queue_url, MessageBody=encode_continue_request(cluster),
+            MessageGroupId=continue_group_id(cluster),
+            MessageDeduplicationId=continue_dedup_id(cluster, key),
+            MessageAttributes=continue_attributes())
