@@ -22,10 +22,10 @@ METRIC_FOREIGN_SENDER = "ForeignSenderMessages"
 METRIC_STREAM_GAPS = "StreamGaps"
 METRIC_LOST_TXIDS = "LostTxids"
 # consumer: the index applies txid ranges in order (lambdas/ingest/sequencer.py). How long the
-# next range has waited for its messages (0 when none waits), drains that failed, and
-# quarantined messages a range went on without.
+# next range has waited for its messages (0 when none waits), invocations that failed to apply
+# ranges, and quarantined messages a range went on without.
 METRIC_INDEX_WAIT_MS = "IndexWaitMs"
-METRIC_INDEX_DRAIN_FAILURES = "IndexDrainFailures"
+METRIC_INDEX_APPLY_FAILURES = "IndexDrainFailures"  # the deployed name stays (alarms, history)
 METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 # consumer: events the index skipped because DynamoDB could never store them (a name over its
 # key limits, a RENAME into its own subtree): logged with the reason, alarmed on.
@@ -53,7 +53,7 @@ ENV_LAKE_BUCKET = "LAKE_BUCKET"
 ENV_INDEX_TABLE = "INDEX_TABLE"
 ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
 ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
-ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # drain requests: the index goes on in a later invocation
+ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continue requests: the index goes on later
 # JSON {"<cluster>": ["<IAM user ARN or IAM unique id>", ...]}: who may send each cluster's
 # messages (lambdas/ingest/senders.py).
 ENV_CLUSTER_SENDERS = "CLUSTER_SENDERS"

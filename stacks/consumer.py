@@ -91,8 +91,8 @@ class IngestConsumer(Construct):
 
         lake.grant_put(self.function, f"{names.RAW_PREFIX}*")
         lake.grant_put(self.function, f"{names.QUARANTINE_PREFIX}*")
-        # A drain applies a range whose messages other invocations received: it reads their
-        # events back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
+        # Applying a range reads the events of messages other invocations received:
+        # back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
         # s3:GetBucket*): the keys come from the arrival items, nothing is listed.
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadRawEvents", actions=["s3:GetObject"],
@@ -100,9 +100,9 @@ class IngestConsumer(Construct):
         if lake.encryption_key is not None:
             lake.encryption_key.grant_decrypt(self.function)
         index_table.grant(self.function, *INDEX_ACTIONS)
-        # Drain requests: a drain out of time asks a later invocation to go on.
+        # Continue requests: applying ranges out of time asks a later invocation to go on.
         self.role.add_to_policy(iam.PolicyStatement(
-            sid="SendDrainRequests", actions=["sqs:SendMessage"],
+            sid="SendContinueRequests", actions=["sqs:SendMessage"],
             resources=[event_queue.queue_arn]))
 
         self.function.add_event_source(event_sources.SqsEventSource(

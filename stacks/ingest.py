@@ -59,7 +59,7 @@ class IngestStack(Stack):
             own.extend(settings.extra_senders_of(principal.cluster))
         self.consumer.accept_senders(senders, [p.user for p in self.principals])
 
-        # Only the agents (and the consumer's drain requests) may put events on the
+        # Only the agents (and the consumer's continue requests) may put events on the
         # stream: an explicit deny beats any allow another policy in the account might give.
         senders = [self.consumer.role.role_arn]
         for principal in self.principals:

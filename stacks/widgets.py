@@ -134,7 +134,7 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                            left_annotations=[cw.HorizontalAnnotation(
                                value=index_stalled_ms, label="alarm")]),
             cw.GraphWidget(title="Namespace index: drain failures", width=width,
-                           left=[_consumer(names.METRIC_INDEX_DRAIN_FAILURES, c, "Sum")
+                           left=[_consumer(names.METRIC_INDEX_APPLY_FAILURES, c, "Sum")
                                  for c in clusters],
                            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),
             cw.GraphWidget(title="Namespace index: quarantined messages a range went on without",

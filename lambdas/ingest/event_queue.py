@@ -14,12 +14,12 @@ from hdfs_events.continue_request import (
 from lambdas.ingest.clients import client
 
 
-class SqsDrainRequests:
+class SqsContinueRequests:
     def __init__(self, queue_url: str, sqs: Any | None = None) -> None:
         self.queue_url, self.sqs = queue_url, sqs or client("sqs")
 
-    def send_drain(self, cluster: str, *, key: str) -> None:
-        """Asks a later invocation to go on draining `cluster`'s index (`key` tells requests
+    def send_continue(self, cluster: str, *, key: str) -> None:
+        """Asks a later invocation to go on applying `cluster`'s ranges (`key` tells requests
         apart; the same key within SQS's 5-minute deduplication window is sent once)."""
         self.sqs.send_message(
             QueueUrl=self.queue_url, MessageBody=encode_continue_request(cluster),

@@ -153,7 +153,7 @@ class DynamoSequenceStore:
     def advance(self, cluster: str, owner: str, position: Position) -> None:
         assert position.txid is not None
         values = {":me": {"S": owner}, ":txid": {"N": str(position.txid)},
-                  ":idx": {"N": str(position.index)}}
+                  ":idx": {"N": str(position.event_index)}}
         update = "SET txid = :txid, idx = :idx"
         if position.walk is not None:
             update += ", walk = :walk"

@@ -236,7 +236,7 @@ def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
 def test_consumer_reads_back_only_raw_lake_objects(deployed_env: Synthesized) -> None:
     reads = [s for s in _consumer_statements(deployed_env)
              if any(a.startswith("s3:Get") or a.startswith("s3:List") for a in _actions(s))]
-    # A drain applies ranges whose messages other invocations received: it reads their raw/
+    # Applying ranges reads the events of messages other invocations received: it reads their raw/
     # objects by key. Nothing is listed; nothing outside raw/ is read.
     assert [_actions(s) for s in reads] == [["s3:GetObject"]]
     assert reads[0]["Resource"] == {"Fn::Join": ["", [
@@ -252,7 +252,7 @@ def test_consumer_may_decrypt_the_kms_lake_it_reads(prod: Synthesized, dev: Synt
     assert "kms:Decrypt" not in _by_action(dev, "kms:")  # dev's lake is SSE-S3
 
 
-def test_consumer_sends_drain_requests_only_to_the_event_queue(
+def test_consumer_sends_continue_requests_only_to_the_event_queue(
         deployed_env: Synthesized) -> None:
     sends = _by_action(deployed_env, "sqs:SendMessage")["sqs:SendMessage"]
     assert _calls_in_consumer_code()["sqs"] == {"sqs:SendMessage"}

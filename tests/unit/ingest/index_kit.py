@@ -33,7 +33,7 @@ def mkfile(txid: int, path: str) -> HdfsEvent:
 
 def apply_in_order(index: NamespaceIndex, events: Sequence[HdfsEvent],
                    chunk: int = 1000) -> list[SkippedEvent]:
-    """What a drain does with one range, without the sequencer's bookkeeping."""
+    """What applying one range does, without the sequencer's bookkeeping."""
     skipped: list[SkippedEvent] = []
     done = 0
     while done < len(events):
