@@ -15,10 +15,10 @@ from constructs import Construct
 
 from hdfs_events import names
 from stacks.analytics import AnalyticsStack
-from stacks.consumer import SERVICE_NAME
 from stacks.ingest import IngestStack
+from stacks.ingest_function import SERVICE_NAME
 from stacks.onprem_principal import alert_statements, output_suffix
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
 from stacks.widgets import dashboard_rows
 
@@ -82,7 +82,7 @@ def _consumer_metric(metric_name: str, cluster: str, statistic: str) -> cw.Metri
 
 
 class MonitoringStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  storage: StorageStack, ingest: IngestStack, analytics: AnalyticsStack,
                  **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)

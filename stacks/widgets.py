@@ -9,7 +9,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 
 from hdfs_events import names
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 if TYPE_CHECKING:
     from stacks.analytics import AnalyticsStack
@@ -46,7 +46,7 @@ def _glue(job_name: str, metric_name: str) -> cw.Metric:
                      statistic="Maximum", period=FIVE_MIN, label=job_name)
 
 
-def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
+def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: AnalyticsStack,
                    lake_bucket: str, service: str,
                    index_stalled_ms: int,
                    sync_bytes_pending_alarm: int) -> list[list[cw.IWidget]]:

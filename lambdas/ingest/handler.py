@@ -27,7 +27,7 @@ from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import resolve_senders
 from lambdas.ingest.sequence_store import DynamoSequenceStore
 from lambdas.ingest.sequencer import IndexSequencer
-from lambdas.ingest.settings import Settings
+from lambdas.ingest.settings import ConsumerSettings
 
 # Kept back from applying ranges: a chunk of the index (CHUNK_EVENTS) that started just before the
 # deadline must finish, and the metrics must still be published, before Lambda's timeout.
@@ -42,7 +42,7 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 @functools.cache
 def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
-    settings = Settings.from_env()
+    settings = ConsumerSettings.from_env()
     lake = S3Lake(settings.lake_bucket)
     continue_requests = (SqsContinueRequests(settings.event_queue_url)
                       if settings.event_queue_url else None)

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from hdfs_events import names
-from stacks.consumer import INDEX_ACTIONS
+from stacks.ingest_function import INDEX_ACTIONS
 from stacks.queues import MAX_MESSAGE_BYTES
 from stacks.settings import load_settings
 from tests.infra.conftest import Synthesized

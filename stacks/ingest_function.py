@@ -17,7 +17,7 @@ from constructs import Construct
 from hdfs_events import names
 from stacks import nag
 from stacks.assets import lambda_package_dir
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 HANDLER = "lambdas.ingest.handler.handler"
 SERVICE_NAME = "hdfs-events-ingest"
@@ -39,8 +39,8 @@ def powertools_layer_arn(stack: Stack, version: int) -> str:
             f"AWSLambdaPowertoolsPythonV3-python311-arm64:{version}")
 
 
-class IngestConsumer(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+class IngestFunction(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  event_queue: sqs.IQueue, lake: s3.IBucket, index_table: dynamodb.ITable,
                  removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
