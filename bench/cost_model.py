@@ -30,7 +30,7 @@ from bench import OUT_DIR
 REPO = Path(__file__).resolve().parent.parent
 BILLION = 1_000_000_000
 SQS_CHUNK = 65_536  # SQS bills every 64 KiB of a request (send, receive) as one request
-LAMBDA_BATCH = 10  # the event source mapping's batch size (stacks/consumer.py BATCH_SIZE)
+LAMBDA_BATCH = 10  # the event source mapping's batch size (stacks/ingest_function.py BATCH_SIZE)
 GIB = 1024 ** 3
 
 

@@ -41,10 +41,10 @@ DynamoDB write counts (botocore hooks), and the raw lake bytes give the cost mod
 bytes and requests per event. The index is fed in txid order (lambdas/ingest/sequencer.py):
 the agent's pipeline sends its manifests (`<cluster>:#manifest`), and with the index enabled
 the consumer writes beside the entries an arrival per event message, each manifest, and the
-position and its lease per drain, whatever share of the events is indexed. So DynamoDB calls
-are counted by what they touch (bench.ingest_throughput.ddb_purpose): "index writes per indexed event"
-counts the entries' writes alone, and the sequencer's calls are reported per message and per
-invocation. The index phase must add entries to the index (counted in the table before and
+position and its lease per invocation applying ranges, whatever share of the events is indexed.
+So DynamoDB calls are counted by what they touch (bench.ingest_throughput.ddb_purpose): "index writes
+per indexed event" counts the entries' writes alone, and the sequencer's calls are reported
+per message and per invocation. The index phase must add entries to the index (counted in the table before and
 after), or the run fails. Writes bench-out/freshness.json.
 """
 
@@ -166,7 +166,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
 
     from bench.ingest_throughput import ddb_purpose
     from hdfs_events.envelope import decode_message
-    from hdfs_events.manifest import KIND_ATTRIBUTE
+    from hdfs_events.names import KIND_ATTRIBUTE
     from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
 
     calls: Counter[str] = Counter()
@@ -187,10 +187,10 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     edit_to_lake: list[int] = []
     edit_to_sent: list[int] = []
     durations: list[float] = []
-    events_total = manifests = drain_requests = 0
+    events_total = manifests = continue_requests = 0
 
     def timed(event: dict[str, Any], context: Any) -> Any:
-        nonlocal events_total, manifests, drain_requests
+        nonlocal events_total, manifests, continue_requests
         start = time.perf_counter()
         response = real(event, context)
         done = int(time.time() * 1000)
@@ -203,8 +203,8 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
             if kind == "manifest":
                 manifests += 1  # the agent's statement of a txid range: no events in it
                 continue
-            if kind is not None:  # a drain request: the consumer's own, no events either
-                drain_requests += 1
+            if kind is not None:  # a continue request: the consumer's own, no events either
+                continue_requests += 1
                 continue
             sent = int(record["attributes"]["SentTimestamp"])
             for e in decode_message(record["body"], record["messageAttributes"]):
@@ -223,7 +223,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
     stats_file.write_text(json.dumps({
         "invocations": runner.invocations, "records": runner.records,
         "failures": runner.failures, "batch_errors": runner.batch_errors,
-        "events": events_total, "manifests": manifests, "drain_requests": drain_requests,
+        "events": events_total, "manifests": manifests, "continue_requests": continue_requests,
         "calls": dict(calls), "ddb_calls": dict(ddb_calls), "invocation_s": durations,
         "edit_to_lake_ms": edit_to_lake, "edit_to_sent_ms": edit_to_sent}))
     return 0
@@ -263,7 +263,7 @@ def dynamodb_split(by_purpose: dict[str, int], *, indexed: int, messages: int,
                    manifests: int, invocations: int) -> dict[str, Any]:
     """The consumer's DynamoDB calls ("<purpose>.<Operation>" counts) split into the index's
     entries, whose writes follow the indexed events, and the sequencer's items, which follow
-    the messages (an arrival each), the manifests and the invocations (a drain each)."""
+    the messages (an arrival each), the manifests and the invocations (each applies ranges)."""
     def of(purposes: tuple[str, ...], writes: bool) -> int:
         return sum(n for key, n in by_purpose.items()
                    if key.split(".", 1)[0] in purposes
@@ -362,14 +362,14 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         # index's own writes alone (the sequencer's follow messages, not indexed events).
         "indexed_events": indexed, "dynamodb_writes": ddb_writes,
         **dynamodb_split(dict(got["ddb_calls"]), indexed=indexed,
-                         messages=got["records"] - got["manifests"] - got["drain_requests"],
+                         messages=got["records"] - got["manifests"] - got["continue_requests"],
                          manifests=got["manifests"], invocations=got["invocations"]),
         "index_entries_added": entries1 - entries0,
         "log_lines": len(json_lines), "log_bytes": sum(len(x.encode()) + 1 for x in json_lines),
         "log_bytes_per_event": sum(len(x.encode()) + 1 for x in json_lines) / max(1, events),
         "log_bytes_per_message": (sum(len(x.encode()) + 1 for x in json_lines)
                                   / max(1, got["records"] - got["manifests"])),
-        "manifests_received": got["manifests"], "drain_requests": got["drain_requests"],
+        "manifests_received": got["manifests"], "continue_requests": got["continue_requests"],
     }
 
 

@@ -20,7 +20,7 @@ index store's and the sequence store's calls: arrivals, manifests, the position 
 lease), and the rest (index logic, sequencer, batch processor, key derivation).
 Configurations: index off / on, log mode all and summary. The baseline, measured in the same
 run, is decode alone: what any consumer must spend to read the messages at all. The index's
-own rate beside its previous design is bench/index_drain.py's (the previous code run from git).
+own rate beside its previous design is bench/index_apply.py's (the previous code run from git).
 DynamoDB requests are counted on the wire (API calls, retries not counted), per event, split
 into the index's entries and the sequencer's items; round trips are the requests waited for
 one after another. Every index-on run must change the index: the bench counts the entries
@@ -84,7 +84,7 @@ class RoundTrips:
         return self._store.children_many(*args, **kwargs)
 
     def put_many(self, writes: Any) -> Any:
-        from lambdas.ingest.dal import BATCH_WRITE_LIMIT, WRITE_CONCURRENCY
+        from lambdas.ingest.index_table import BATCH_WRITE_LIMIT, WRITE_CONCURRENCY
         self.waits += -(-len(writes) // (BATCH_WRITE_LIMIT * WRITE_CONCURRENCY))
         return self._store.put_many(writes)
 
@@ -107,7 +107,7 @@ class SequencerRoundTrips:
         return waited
 
     def arrivals(self, cluster: str, dedup_ids: Any) -> Any:
-        from lambdas.ingest.dal import BATCH_GET_LIMIT
+        from lambdas.ingest.index_table import BATCH_GET_LIMIT
         ids = list(dedup_ids)
         self.waits += -(-len(ids) // BATCH_GET_LIMIT)
         return self._store.arrivals(cluster, ids)
@@ -340,14 +340,14 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         sequencer.lake = consumer.lake  # the drain's lake reads count as S3
         requests = DynamoRequests(clients, latency_s)
     drains: list[dict[str, Any]] = []
-    drain_index = consumer.drain_index
+    apply_ranges = consumer.apply_ranges
 
     def drain_noted(deadline_ms: int) -> dict[str, Any]:
-        reports = drain_index(deadline_ms)
+        reports = apply_ranges(deadline_ms)
         drains.append(reports)
         return reports
 
-    consumer.drain_index = drain_noted  # type: ignore[method-assign]
+    consumer.apply_ranges = drain_noted  # type: ignore[method-assign]
     decode = consumer_module.decode_message  # the contract's checks included
     consumer_module.decode_message = timer.wrap("decode", decode)
     rows = []

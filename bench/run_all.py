@@ -197,11 +197,11 @@ def _ingest_throughput(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
-def _index_drain(r: dict[str, Any], size: str) -> list[Figure]:
+def _index_apply(r: dict[str, Any], size: str) -> list[Figure]:
     now, was = r["current"], r.get("previous", {})
     name = "previous design (git)"
     return [
-        Figure("index drain, one cluster, per-request latency", "events/s",
+        Figure("index applying ranges, one cluster, per-request latency", "events/s",
                now["events_per_s_at_latency"], was.get("events_per_s_at_latency"), name, size,
                note=f"measured on moto {now['events_per_s']:.0f} vs "
                     f"{was.get('events_per_s', 0):.0f}"),
@@ -320,7 +320,7 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--invocations", "1", "--events-per-message", "100"),
           quick_size="1 invocation x 9 msgs x 100 events + manifest (default 3 x 9 x 1000)",
           smoke=("--invocations", "1", "--events-per-message", "5")),
-    Bench("index_drain", "bench.index_drain", "index_drain.json", _index_drain,
+    Bench("index_apply", "bench.index_apply", "index_apply.json", _index_apply,
           quick=("--ops", "8000"),
           quick_size="8k-op edit log, 5 ms/request, previous design from git (default 60k)",
           smoke=("--ops", "300", "--latency-ms", "1")),

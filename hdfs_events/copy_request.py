@@ -10,10 +10,13 @@ Wire form (one SQS message body, UTF-8 JSON, versioned like the event envelope):
      "manifest": [{"key": "sales/dt=2026-11-20/part-0.parquet", "size": 1234}],  # optional
      "notify": "arn:aws:sns:eu-west-1:123456789012:copy-outcomes"}               # optional
 
-Without a manifest the source must hold a `_SUCCESS` marker (what Hadoop and Spark committers
-write last), so a half-written output is never copied. With one, the manifest is the trusted
-index (the S3mper idea): every listed key must exist in S3 with that size, only listed keys are
-copied, and the destination is checked against it.
+The optional `manifest` field is the request's *copy listing* (DistCp's word for the files a
+copy takes; `CopyRequest.copy_listing`), not a txid range's manifest (hdfs_events/manifest.py):
+the wire name stays for the requests and scripts that send it. Without one the source must hold
+a `_SUCCESS` marker (what Hadoop and Spark committers write last), so a half-written output is
+never copied. With one, the copy listing is the trusted index (the S3mper idea): every listed
+key must exist in S3 with that size, only listed keys are copied, and the destination is checked
+against it.
 
 Everything here is pure: `decode_request` turns untrusted text into a `CopyRequest` or raises
 `CopyRequestError` naming the field. The worker adds the deployment's allow-lists on top; this
@@ -42,7 +45,7 @@ FIELDS = ("v", "request_id", "source", "destination", "mode", "manifest", "notif
 REQUIRED = ("v", "request_id", "source", "destination", "mode")
 
 MAX_REQUEST_BYTES = SQS_MAX_MESSAGE_BYTES
-MAX_MANIFEST_ENTRIES = 10_000
+MAX_COPY_LISTING_ENTRIES = 10_000
 MAX_OBJECT_SIZE = 5 * 1024**4  # S3's largest object: 5 TiB
 MAX_S3_KEY_BYTES = 1024  # S3 key limit, in UTF-8 bytes
 MAX_HDFS_PATH_CHARS = 4000
@@ -115,7 +118,7 @@ class CopyRequestError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class ManifestEntry:
+class CopyListingEntry:
     key: str  # full S3 key (inside the source prefix)
     size: int
 
@@ -141,7 +144,7 @@ class CopyRequest:
     source: S3Location
     destination: str  # absolute HDFS path, no trailing slash
     mode: CopyMode
-    manifest: tuple[ManifestEntry, ...] | None = None
+    copy_listing: tuple[CopyListingEntry, ...] | None = None  # wire field "manifest"
     notify: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,8 +155,8 @@ class CopyRequest:
             "destination": self.destination,
             "mode": str(self.mode),
         }
-        if self.manifest is not None:
-            d["manifest"] = [{"key": e.key, "size": e.size} for e in self.manifest]
+        if self.copy_listing is not None:
+            d["manifest"] = [{"key": e.key, "size": e.size} for e in self.copy_listing]
         if self.notify is not None:
             d["notify"] = self.notify
         return d
@@ -186,14 +189,14 @@ def make_request(
     source: str,
     destination: str,
     mode: str,
-    manifest: Iterable[Mapping[str, Any]] | None = None,
+    copy_listing: Iterable[Mapping[str, Any]] | None = None,
     notify: str | None = None,
 ) -> CopyRequest:
     """A validated request from Python values (the CLI's path); raises CopyRequestError."""
     d: dict[str, Any] = {"v": COPY_REQUEST_VERSION, "request_id": request_id, "source": source,
                          "destination": destination, "mode": mode}
-    if manifest is not None:
-        d["manifest"] = [dict(e) for e in manifest]
+    if copy_listing is not None:
+        d["manifest"] = [dict(e) for e in copy_listing]
     if notify is not None:
         d["notify"] = notify
     return request_from_dict(d)
@@ -239,14 +242,14 @@ def request_from_dict(doc: Any) -> CopyRequest:
     source = parse_s3_uri(doc["source"])
     destination = validate_hdfs_path(doc["destination"], "destination")
     mode = _mode(doc["mode"])
-    manifest = None
+    copy_listing = None
     if doc.get("manifest") is not None:
-        manifest = _manifest(doc["manifest"], source)
+        copy_listing = _copy_listing(doc["manifest"], source)
     notify = None
     if doc.get("notify") is not None:
         notify = _notify(doc["notify"])
     return CopyRequest(request_id=request_id, source=source, destination=destination,
-                       mode=mode, manifest=manifest, notify=notify)
+                       mode=mode, copy_listing=copy_listing, notify=notify)
 
 
 def parse_s3_uri(value: Any, field: str = "source") -> S3Location:
@@ -335,15 +338,15 @@ def _check_component(part: str, field: str) -> None:
                                           "read as what it is")
 
 
-def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
+def _copy_listing(value: Any, source: S3Location) -> tuple[CopyListingEntry, ...]:
     if not isinstance(value, list):
         raise CopyRequestError("manifest", f"must be a list, got {_json_type(value)}")
     if not value:
         raise CopyRequestError("manifest", "must not be empty (omit it to rely on _SUCCESS)")
-    if len(value) > MAX_MANIFEST_ENTRIES:
+    if len(value) > MAX_COPY_LISTING_ENTRIES:
         raise CopyRequestError("manifest", f"{len(value)} entries; at most "
-                                           f"{MAX_MANIFEST_ENTRIES} allowed")
-    entries: list[ManifestEntry] = []
+                                           f"{MAX_COPY_LISTING_ENTRIES} allowed")
+    entries: list[CopyListingEntry] = []
     seen: set[str] = set()
     for i, item in enumerate(value):
         where = f"manifest[{i}]"
@@ -372,7 +375,7 @@ def _manifest(value: Any, source: S3Location) -> tuple[ManifestEntry, ...]:
         if key in seen:
             raise CopyRequestError(f"{where}.key", f"{_preview(key)} is listed twice")
         seen.add(key)
-        entries.append(ManifestEntry(key=key, size=size))
+        entries.append(CopyListingEntry(key=key, size=size))
     return tuple(entries)
 
 

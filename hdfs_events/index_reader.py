@@ -1,25 +1,22 @@
 """Reads the DynamoDB namespace index (written by the consumer Lambda): `ls` and `stat`.
 
-An item's partition key is "<cluster>#<parent dir>" and its sort key the entry's name, so a
-directory listing is one Query. Deleted entries stay as delete markers (`deleted`, with a TTL)
-until DynamoDB expires them; readers skip them unless asked. A directory whose RENAME or UNLINK
-is still being applied (large subtrees take several invocations) carries a `subtree_op`
-marker; the reader reports it on every path under it, so a caller knows the view is moving.
+The item format is hdfs_events/index_item.py. A directory listing is one Query. Deleted entries
+stay as delete markers until DynamoDB expires them; readers skip them unless asked. A directory
+whose RENAME or UNLINK is still being applied (large subtrees take several invocations) carries
+a `subtree_op` marker; the reader reports it on every path under it, so a caller knows the view
+is moving.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import boto3
-from boto3.dynamodb.types import TypeDeserializer
 
-from hdfs_events import names
-
-_de = TypeDeserializer()
+from hdfs_events import index_item, names
+from hdfs_events.index_item import IndexItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +39,15 @@ class IndexEntry:
     in_progress: tuple[dict[str, Any], ...] = ()  # subtree operations still being applied
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 def entry_from_item(raw: dict[str, Any]) -> IndexEntry:
-    item = {k: _plain(_de.deserialize(v)) for k, v in raw.items()}
+    item = IndexItem.from_item(index_item.from_wire(raw))
+    a = item.attrs
     return IndexEntry(
-        path=item["path"], name=item[names.INDEX_SK], type=item.get("type"),
-        size=item.get("size"), mtime=item.get("mtime"), atime=item.get("atime"),
-        owner=item.get("owner"), group=item.get("group"), perms=item.get("perms"),
-        replication=item.get("replication"), symlink_target=item.get("symlink_target"),
-        deleted=bool(item.get("deleted")), moved_to=item.get("moved_to"),
-        last_txid=item.get("last_txid", -1), last_index=item.get("last_index", -1),
+        path=item.path, name=item.name, type=a.get("type"), size=a.get("size"),
+        mtime=a.get("mtime"), atime=a.get("atime"), owner=a.get("owner"), group=a.get("group"),
+        perms=a.get("perms"), replication=a.get("replication"),
+        symlink_target=a.get("symlink_target"), deleted=item.deleted, moved_to=item.moved_to,
+        last_txid=item.last_txid, last_index=item.last_index,
     )
 
 
@@ -72,24 +61,19 @@ class IndexReader:
         self.table, self.cluster = table, cluster
         self.ddb = dynamodb or boto3.client("dynamodb")
 
-    def _key(self, path: str) -> dict[str, Any]:
-        parent, name = names.split_path(path)
-        return {names.INDEX_PK: {"S": names.index_partition(self.cluster, parent)},
-                names.INDEX_SK: {"S": name}}
-
     def _in_progress(self, path: str) -> tuple[dict[str, Any], ...]:
         ops = []
         for p in _ancestors(path):
-            raw = self.ddb.get_item(TableName=self.table, Key=self._key(p),
-                                    ProjectionExpression="subtree_op").get("Item")
-            if raw and "subtree_op" in raw:
-                ops.append(_plain(_de.deserialize(raw["subtree_op"])))
+            raw = self.ddb.get_item(TableName=self.table, Key=index_item.wire_key(self.cluster, p),
+                                    ProjectionExpression=index_item.SUBTREE_OP).get("Item")
+            if raw and index_item.SUBTREE_OP in raw:
+                ops.append(index_item.plain(index_item.from_wire(raw)[index_item.SUBTREE_OP]))
         return tuple(ops)
 
     def stat(self, path: str) -> IndexEntry | None:
         """The entry at `path` (a delete marker too), or None if the index never saw it."""
-        raw = self.ddb.get_item(TableName=self.table, Key=self._key(_normal(path)),
-                                ConsistentRead=True).get("Item")
+        key = index_item.wire_key(self.cluster, _normal(path))
+        raw = self.ddb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
         if raw is None:
             return None
         entry = entry_from_item(raw)

@@ -1,5 +1,5 @@
 """Where the namespace index stands: how far the consumer applied the cluster's txids, whether a
-walk or a drain is under way, and what the next txid range still waits for.
+walk or an invocation applying ranges is under way, and what the next txid range still waits for.
 
 Read-only, from the consumer's sequencer items in the index table (hdfs_events.names), for the
 runbook of the index-stalled alarm: `hdfs-events index status --cluster prod`.
@@ -22,9 +22,11 @@ _LOOKAHEAD = 20
 class IndexStatus:
     cluster: str
     txid: int | None  # applied up to here (None: nothing yet)
-    index: int | None  # ... and up to this event of it (None: all of it)
+    # ... and up to this event of it (None: all of it). Named `index` as HdfsEvent's field: it is
+    # a key of `index status --json`.
+    index: int | None
     walk: dict[str, Any] | None  # a subtree walk still going on: kind, src, dst, step
-    lease_until_ms: int | None  # an invocation is draining until then
+    lease_until_ms: int | None  # an invocation is applying ranges until then
     next_range: tuple[int | None, int] | None  # (after, end] of the range that continues
     manifest_received_ms: int | None
     messages: int  # messages the next range names

@@ -21,7 +21,7 @@ resends from that checkpoint, so its ranges overlap the old leader's instead of 
 
 Manifests travel in their own message group per cluster (`<cluster>:#manifest`: a path group
 key always starts with "/"), so they arrive in the order they were sent, marked by the message
-attribute `kind` = `manifest`.
+attribute `kind` = `manifest` (names.KIND_ATTRIBUTE, names.KIND_MANIFEST).
 """
 
 from __future__ import annotations
@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events.ids import SQS_ID, sqs_safe_id, validate_cluster_name
+from hdfs_events.names import KIND_ATTRIBUTE, KIND_MANIFEST
 from hdfs_events.validation import JAVA_LONG_MAX, JsonTextError, parse_json, preview
 
 MANIFEST_VERSION = 1
-KIND_ATTRIBUTE = "kind"
-KIND_MANIFEST = "manifest"
 # A manifest stays within one 64 KiB SQS billing chunk: deduplication ids are at most 128
 # characters (SQS limit), ~45 for ordinary clusters, so 400 of them fit with room to spare.
 MAX_MESSAGES_PER_MANIFEST = 400

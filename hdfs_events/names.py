@@ -22,10 +22,10 @@ METRIC_FOREIGN_SENDER = "ForeignSenderMessages"
 METRIC_STREAM_GAPS = "StreamGaps"
 METRIC_LOST_TXIDS = "LostTxids"
 # consumer: the index applies txid ranges in order (lambdas/ingest/sequencer.py). How long the
-# next range has waited for its messages (0 when none waits), drains that failed, and
-# quarantined messages a range went on without.
+# next range has waited for its messages (0 when none waits), invocations that failed to apply
+# ranges, and quarantined messages a range went on without.
 METRIC_INDEX_WAIT_MS = "IndexWaitMs"
-METRIC_INDEX_DRAIN_FAILURES = "IndexDrainFailures"
+METRIC_INDEX_APPLY_FAILURES = "IndexDrainFailures"  # the deployed name stays (alarms, history)
 METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 # consumer: events the index skipped because DynamoDB could never store them (a name over its
 # key limits, a RENAME into its own subtree): logged with the reason, alarmed on.
@@ -53,7 +53,7 @@ ENV_LAKE_BUCKET = "LAKE_BUCKET"
 ENV_INDEX_TABLE = "INDEX_TABLE"
 ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
 ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
-ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # drain requests: the index goes on in a later invocation
+ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continue requests: the index goes on later
 # JSON {"<cluster>": ["<IAM user ARN or IAM unique id>", ...]}: who may send each cluster's
 # messages (lambdas/ingest/senders.py).
 ENV_CLUSTER_SENDERS = "CLUSTER_SENDERS"
@@ -86,7 +86,12 @@ TRANSFERS_PK = "transfer"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
 
 # --- SQS message attributes -------------------------------------------------------------------
-ATTR_ENCODING = "encoding"
+# `kind` marks a message on the event queue that holds no events: a manifest
+# (hdfs_events/manifest.py) or a continue request (hdfs_events/continue_request.py). An event
+# message has none; its `encoding` attribute is the envelope's (hdfs_events/envelope.py).
+KIND_ATTRIBUTE = "kind"
+KIND_MANIFEST = "manifest"
+KIND_CONTINUE = "drain"  # on the wire since issue 18 (then "drain requests"): the value stays
 
 
 def index_partition(cluster: str, parent: str) -> str:

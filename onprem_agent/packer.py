@@ -6,7 +6,7 @@ Events of one group go into one message in arrival order, so a group's events st
 - the next event would take its encoded size past `max_message_bytes` (default 64 KiB: SQS
   bills every 64 KiB chunk of a request as one request, so a full chunk is the cheapest unit);
 - it has been open `linger` seconds (the caller asks `expired(now)`): freshness at low rates;
-- the caller drains (end of input, shutdown).
+- the caller flushes (end of input, shutdown).
 
 The compressed size is only known after compressing. The packer predicts it from the raw JSON
 size times the ratio measured on the messages it sealed before (starting from a conservative
@@ -159,7 +159,7 @@ class EventPacker:
             sealed += self._seal(gid, final=True)
         return sealed
 
-    def drain(self) -> list[PackedMessage]:
+    def flush(self) -> list[PackedMessage]:
         """Seals everything open."""
         sealed: list[PackedMessage] = []
         for gid in list(self._open):

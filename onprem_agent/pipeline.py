@@ -66,7 +66,7 @@ class PipelineResult:
     batches: int  # TxBatches taken from the source
     checkpoint_txid: int | None
     billed_requests: int  # 64 KiB chunks of the messages packed
-    drained: bool  # every packed message was acknowledged before the run ended
+    flushed: bool  # every packed message was acknowledged before the run ended
 
 
 class Pipeline:
@@ -121,7 +121,7 @@ class Pipeline:
             self._consume(batches, stop)
         except BaseException as exc:  # re-raised below, after the checkpoint is safe
             error = exc
-        drained = False
+        flushed = False
         # At the end of the input wait as long as it takes; when told to stop or after an
         # error, only as long as configured, for the events and the last manifest together.
         wait = _ShutdownWait(self._sender, stop, self.config.sending.shutdown_timeout_ms / 1000,
@@ -129,12 +129,12 @@ class Pipeline:
         try:
             try:
                 if not isinstance(error, PermanentSendError):
-                    drained = self._drain(wait)
+                    flushed = self._flush(wait)
             finally:
                 done.set()
                 flusher.join()
             if not isinstance(error, PermanentSendError):
-                drained = self._send_last_manifest(wait) and drained
+                flushed = self._send_last_manifest(wait) and flushed
         except PermanentSendError as exc:
             error = error or exc
         finally:
@@ -148,7 +148,7 @@ class Pipeline:
             self._progress.close(self.snapshot())
         if error is not None:
             raise error
-        return self.result(drained)
+        return self.result(flushed)
 
     def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
         keeps = None if self._filter.keeps_everything else self._filter.keeps
@@ -192,19 +192,19 @@ class Pipeline:
                 if acks:
                     self._apply_acks()
 
-    def _drain(self, wait: _ShutdownWait) -> bool:
+    def _flush(self, wait: _ShutdownWait) -> bool:
         with self._lock:
-            for message in self.packer.drain():
+            for message in self.packer.flush():
                 self._sender.enqueue(message)
-        drained = wait.flush()
-        if not drained:
+        flushed = wait.flush()
+        if not flushed:
             log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
                         "checkpoint stays below them and they are sent again on restart",
                         wait.timeout_s)
-        return drained
+        return flushed
 
     def _send_last_manifest(self, wait: _ShutdownWait) -> bool:
-        """After the events were drained and the flusher stopped: closes the range up to the
+        """After the events were flushed and the flusher stopped: closes the range up to the
         safe txid and waits for its manifest. True when SQS acknowledged it."""
         # A range the flusher cut may still be outstanding: wait for it, then cut the last one.
         # Nothing else moves the safe txid any more, so the third round finds nothing to do.
@@ -323,14 +323,14 @@ class Pipeline:
                 last_txid=self._last_txid, checkpoint_txid=self._saved,
                 elapsed_s=self._clock() - self._started, manifests=self._manifests_acked)
 
-    def result(self, drained: bool) -> PipelineResult:
+    def result(self, flushed: bool) -> PipelineResult:
         with self._lock:
             self._apply_acks()
             return PipelineResult(
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
                 manifests=self._manifests_acked, batches=self._batches, checkpoint_txid=self._saved,
-                billed_requests=self.packer.stats.billed_requests, drained=drained)
+                billed_requests=self.packer.stats.billed_requests, flushed=flushed)
 
 
 class _ShutdownWait:

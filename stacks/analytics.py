@@ -14,14 +14,14 @@ from hdfs_events import names
 from stacks import lake_catalog as catalog
 from stacks import nag
 from stacks.assets import glue_library_zip, glue_script
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 from stacks.storage import ATHENA_RESULTS_PREFIX, StorageStack, removal_policy
 
 GLUE_QUARANTINE = f"{names.QUARANTINE_PREFIX}glue/"
 
 
 class AnalyticsStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  storage: StorageStack, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
         removal = removal_policy(settings)
@@ -177,7 +177,7 @@ class AnalyticsStack(Stack):
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
                   description="Athena workgroup with the named queries")
 
-    def _acknowledge_role_findings(self, settings: Settings) -> None:
+    def _acknowledge_role_findings(self, settings: DeploySettings) -> None:
         nag.ack(self.role, "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
                 "AWSGlueServiceRole]", "The AWS-maintained Glue service role policy (Glue's "
                 "own CloudWatch, EC2 network interface and catalog calls); lake access is "

@@ -7,7 +7,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from stacks.consumer import IngestConsumer
+from stacks.ingest_function import IngestFunction
 from stacks.onprem_principal import (
     OnPremPrincipal,
     OnPremTargets,
@@ -15,12 +15,12 @@ from stacks.onprem_principal import (
     output_suffix,
 )
 from stacks.queues import CopyRequestQueues, EventQueues
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, removal_policy
 
 
 class IngestStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  storage: StorageStack, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
         removal = removal_policy(settings)
@@ -30,7 +30,7 @@ class IngestStack(Stack):
             cluster: CopyRequestQueues(self, f"CopyRequests-{cluster}", cluster=cluster,
                                        settings=settings, removal=removal)
             for cluster in settings.clusters}
-        self.consumer = IngestConsumer(
+        self.consumer = IngestFunction(
             self, "Consumer", settings=settings, event_queue=self.events.queue,
             lake=lake, index_table=storage.index_table, removal=removal)
 
@@ -59,7 +59,7 @@ class IngestStack(Stack):
             own.extend(settings.extra_senders_of(principal.cluster))
         self.consumer.accept_senders(senders, [p.user for p in self.principals])
 
-        # Only the agents (and the consumer's drain requests) may put events on the
+        # Only the agents (and the consumer's continue requests) may put events on the
         # stream: an explicit deny beats any allow another policy in the account might give.
         senders = [self.consumer.role.role_arn]
         for principal in self.principals:

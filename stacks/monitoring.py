@@ -15,10 +15,10 @@ from constructs import Construct
 
 from hdfs_events import names
 from stacks.analytics import AnalyticsStack
-from stacks.consumer import SERVICE_NAME
 from stacks.ingest import IngestStack
+from stacks.ingest_function import SERVICE_NAME
 from stacks.onprem_principal import alert_statements, output_suffix
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
 from stacks.widgets import dashboard_rows
 
@@ -28,9 +28,9 @@ from stacks.widgets import dashboard_rows
 # or it was never sent (docs/deploy.md, "When an index alarm fires").
 INDEX_STALLED_MS = 15 * 60 * 1000
 INDEX_STALLED_PERIODS = 3
-# A drain that fails is retried by the cluster's next message: one failure is normal, two in
+# Applying ranges that fails is retried by the cluster's next message: one failure is normal, two in
 # three 5-minute periods are not.
-DRAIN_FAILURE_PERIODS, DRAIN_FAILURE_DATAPOINTS = 3, 2
+APPLY_FAILURE_PERIODS, APPLY_FAILURE_DATAPOINTS = 3, 2
 
 # The sync's backlog stays above the threshold for this many 5-minute periods (its Minimum in
 # each: one big file copied in a burst is not a backlog).
@@ -62,7 +62,7 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
                 "message_id"],
         filter_statements=["type = 'GAP'"],
         sort="@timestamp desc", limit=1000),
-    # The consumer's drain failures (ERROR, with the stack trace), ranges that went on
+    # The consumer's failures to apply ranges (ERROR, with the stack trace), ranges that went on
     # without quarantined messages (WARNING) or a lost manifest (ERROR), events skipped
     # (WARNING), lambdas/ingest/consumer.py.
     "index-drain-problems": logs.QueryString(
@@ -82,7 +82,7 @@ def _consumer_metric(metric_name: str, cluster: str, statistic: str) -> cw.Metri
 
 
 class MonitoringStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  storage: StorageStack, ingest: IngestStack, analytics: AnalyticsStack,
                  **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -187,8 +187,8 @@ class MonitoringStack(Stack):
                       description=f"{who}: {gap_rule}")
 
             # The index applies a cluster's txid ranges in order (lambdas/ingest/sequencer.py).
-            # IndexWaitMs comes only from invocations that drained: no data is no traffic, not
-            # a stall (a stalled range still gets data from every later message's drain).
+            # IndexWaitMs comes only from invocations that applied ranges: no data is no traffic, not
+            # a stall (a stalled range still gets data from every later message's invocation).
             alarm(f"index-stalled-{cluster}",
                   _consumer_metric(names.METRIC_INDEX_WAIT_MS, cluster, "Maximum"),
                   threshold=INDEX_STALLED_MS, periods=INDEX_STALLED_PERIODS,
@@ -207,12 +207,12 @@ class MonitoringStack(Stack):
                   "group: quarantined. Its SenderId is in the consumer's 'message from a "
                   "sender that is not its cluster's principal' log line; see docs/consumer.md")
             alarm(f"index-drain-failures-{cluster}",
-                  _consumer_metric(names.METRIC_INDEX_DRAIN_FAILURES, cluster, "Sum"),
+                  _consumer_metric(names.METRIC_INDEX_APPLY_FAILURES, cluster, "Sum"),
                   threshold=1,
                   comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                  periods=DRAIN_FAILURE_PERIODS, datapoints=DRAIN_FAILURE_DATAPOINTS,
+                  periods=APPLY_FAILURE_PERIODS, datapoints=APPLY_FAILURE_DATAPOINTS,
                   description=f"Applying the {cluster} namespace index failed in "
-                  f"{DRAIN_FAILURE_DATAPOINTS} of {DRAIN_FAILURE_PERIODS} 5-minute periods: "
+                  f"{APPLY_FAILURE_DATAPOINTS} of {APPLY_FAILURE_PERIODS} 5-minute periods: "
                   "see the consumer's 'index drain failed' log lines (Logs Insights query "
                   "'index-drain-problems')")
 

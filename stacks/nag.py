@@ -1,7 +1,7 @@
 """cdk-nag (AwsSolutions) acknowledgements: one finding per call, each with its reason.
 
 An acknowledgement names the exact finding (rule and, for IAM5, the exact wildcard) and is made
-by the construct that causes it (stacks/consumer.py, onprem_principal.py, analytics.py), so any
+by the construct that causes it (stacks/ingest_function.py, onprem_principal.py, analytics.py), so any
 new wildcard or new finding anywhere fails the synth. This module holds only the vocabulary;
 it imports no stack.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, Validations
 from constructs import IConstruct
 
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 NAG = "AwsSolutions::AwsSolutions-"
 PREFIX_OBJECTS = ("Object keys are generated under this one lake prefix (one per message, "
@@ -41,13 +41,13 @@ def ack_actions(scope: IConstruct, actions: list[str]) -> None:
         ack(scope, f"IAM5[Action::{action}]", GRANT_ACTIONS[action])
 
 
-def ack_lake_prefixes(scope: IConstruct, settings: Settings, prefixes: list[str]) -> None:
+def ack_lake_prefixes(scope: IConstruct, settings: DeploySettings, prefixes: list[str]) -> None:
     """IAM5 findings of grants on lake prefixes ("raw/*"): generated keys, one prefix each."""
     lake = lake_arn_as_nag_prints_it(settings)
     for prefix in prefixes:
         ack(scope, f"IAM5[Resource::{lake}/{prefix}*]", PREFIX_OBJECTS)
 
 
-def lake_arn_as_nag_prints_it(settings: Settings) -> str:
+def lake_arn_as_nag_prints_it(settings: DeploySettings) -> str:
     """stacks.storage.lake_bucket_name's ARN with pseudo parameters as cdk-nag renders them."""
     return f"arn:<AWS::Partition>:s3:::{settings.prefix}-lake-<AWS::AccountId>-<AWS::Region>"

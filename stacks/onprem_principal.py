@@ -26,7 +26,7 @@ from constructs import Construct
 
 from hdfs_events import names
 from stacks import nag
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 PLACEHOLDER_CA = Path(__file__).with_name("roles_anywhere_placeholder_ca.pem")
 ROLES_ANYWHERE = "rolesanywhere.amazonaws.com"
@@ -46,7 +46,7 @@ class OnPremTargets:
     sync_table: dynamodb.ITable
 
 
-def onprem_statements(cluster: str, settings: Settings,
+def onprem_statements(cluster: str, settings: DeploySettings,
                       t: OnPremTargets) -> list[iam.PolicyStatement]:
     """Every permission of the on-prem principal of `cluster`; nothing else, no `*` action."""
     export_objects = [t.lake.arn_for_objects(f"{p}*") for p in settings.export_prefixes]
@@ -111,7 +111,7 @@ def onprem_statements(cluster: str, settings: Settings,
 
 
 def sync_destination_statements(cluster: str,
-                                settings: Settings) -> list[iam.PolicyStatement]:
+                                settings: DeploySettings) -> list[iam.PolicyStatement]:
     """`hdfs-events-agent sync` into the customer's bucket (cdk.json `sync_destinations`):
     objects under exactly the prefix, and listings of that prefix only. The calls it makes
     (onprem_agent/sync/replica.py): PutObject, CreateMultipartUpload, UploadPart,
@@ -163,7 +163,7 @@ def alert_statements(topic: sns.ITopic, key: kms.IKey) -> list[iam.PolicyStateme
 class RolesAnywhereAnchor(Construct):
     """The trust anchor (the site's CA) shared by every cluster's Roles Anywhere role."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings) -> None:
         super().__init__(scope, construct_id)
         configured = settings.roles_anywhere_ca_file is not None
         pem_path = Path(settings.roles_anywhere_ca_file) if configured else PLACEHOLDER_CA
@@ -184,7 +184,7 @@ class RolesAnywhereAnchor(Construct):
 
 class OnPremPrincipal(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, cluster: str,
-                 settings: Settings, targets: OnPremTargets,
+                 settings: DeploySettings, targets: OnPremTargets,
                  anchor: RolesAnywhereAnchor | None) -> None:
         super().__init__(scope, construct_id)
         self.cluster = cluster
@@ -231,7 +231,7 @@ class OnPremPrincipal(Construct):
         if self.role is not None:
             policy.attach_to_role(self.role)
 
-    def _add_roles_anywhere(self, cluster: str, settings: Settings,
+    def _add_roles_anywhere(self, cluster: str, settings: DeploySettings,
                             anchor: RolesAnywhereAnchor) -> None:
         # Only certificates from the anchor, with this cluster's CN.
         trust_conditions = {
@@ -253,7 +253,7 @@ class OnPremPrincipal(Construct):
             role_arns=[self.role.role_arn], enabled=True, duration_seconds=3600)
 
 
-def agent_common_name(settings: Settings, cluster: str) -> str:
+def agent_common_name(settings: DeploySettings, cluster: str) -> str:
     """The certificate CN the Roles Anywhere role of `cluster` accepts."""
     return f"{settings.prefix}-agent-{cluster}"
 

@@ -10,7 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.analytics import AnalyticsStack
 from stacks.ingest import IngestStack
 from stacks.monitoring import MonitoringStack
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 from stacks.storage import StorageStack
 
 
@@ -27,11 +27,11 @@ class Product:
         return (self.storage, self.ingest, self.analytics, self.monitoring)
 
 
-def stack_name(settings: Settings, concern: str) -> str:
+def stack_name(settings: DeploySettings, concern: str) -> str:
     return f"HdfsEvents-{settings.env_name}-{concern}"
 
 
-def compose(app: App, settings: Settings, *, nag: bool = True) -> Product:
+def compose(app: App, settings: DeploySettings, *, nag: bool = True) -> Product:
     """Adds the product's stacks for `settings` to `app` (and the cdk-nag checks)."""
     # No account/region unless cdk.json pins them: the stacks stay environment-agnostic, so
     # synth needs no credentials and does no lookups.

@@ -7,7 +7,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 # SQS's maximum message size (raised from 256 KiB to 1 MiB in 2025); set explicitly because
 # the agent packs up to this size and an older default would reject its messages.
@@ -20,7 +20,7 @@ VISIBILITY_PER_TIMEOUT = 6
 class EventQueues(Construct):
     """FIFO event queue in high-throughput mode, and its FIFO DLQ."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         # moto does not append `.fifo` to generated names, and AWS requires the suffix: the
@@ -59,7 +59,7 @@ class CopyRequestQueues(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, cluster: str,
-                 settings: Settings, removal: RemovalPolicy) -> None:
+                 settings: DeploySettings, removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         self.cluster = cluster
         # SQS queue names: at most 80 characters; a prefix and a cluster name (<= 63) fit.

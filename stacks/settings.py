@@ -1,7 +1,7 @@
 """Per-environment settings, read once from `cdk.json` context into one typed object.
 
 `cdk.json` holds `context.environments.<name>`: a mapping of the keys below (snake_case, the
-field names of `Settings`); keys an environment leaves out take the defaults here, which are
+field names of `DeploySettings`); keys an environment leaves out take the defaults here, which are
 the dev defaults. The environment is picked by `-c env=<name>` (or `app.py --env <name>`).
 A wrong key or value stops the synth with a message naming the key, the environment and
 cdk.json, never a stack trace deep inside CDK.
@@ -31,7 +31,7 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class DeploySettings:
     env_name: str = "dev"
     # Stateful resources (bucket, tables, log groups, keys) survive a stack delete when True.
     retain_data: bool = False
@@ -152,7 +152,7 @@ def parse_sync_destination(url: str) -> tuple[str, str]:
     return bucket, prefix + "/"
 
 
-def load_settings(context: Mapping[str, Any], env_name: str | None = None) -> Settings:
+def load_settings(context: Mapping[str, Any], env_name: str | None = None) -> DeploySettings:
     """The settings of `env_name` (default: context `env`, else dev) from cdk.json context."""
     name = env_name or context.get(CONTEXT_ENV) or "dev"
     environments = context.get(CONTEXT_ENVIRONMENTS)
@@ -168,19 +168,19 @@ def load_settings(context: Mapping[str, Any], env_name: str | None = None) -> Se
     return _build(str(name), raw)
 
 
-def _build(name: str, raw: Mapping[str, Any]) -> Settings:
+def _build(name: str, raw: Mapping[str, Any]) -> DeploySettings:
     where = f"{SOURCE}: context.{CONTEXT_ENVIRONMENTS}.{name}"
     if not _ENV_NAME.fullmatch(name):
         raise SettingsError(f"{where}: environment name must be 1-16 of a-z, 0-9, '-'")
-    hints = get_type_hints(Settings)
-    known = {f.name for f in fields(Settings)} - {"env_name"}
+    hints = get_type_hints(DeploySettings)
+    known = {f.name for f in fields(DeploySettings)} - {"env_name"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise SettingsError(f"{where}: unknown setting(s) {unknown}")
     values: dict[str, Any] = {"env_name": name}
     for key, value in raw.items():
         values[key] = _coerce(f"{where}.{key}", hints[key], value)
-    settings = Settings(**values)
+    settings = DeploySettings(**values)
     _validate(where, settings)
     return settings
 
@@ -207,7 +207,7 @@ def _coerce(where: str, hint: Any, value: Any) -> Any:
     return value
 
 
-def _validate(where: str, s: Settings) -> None:
+def _validate(where: str, s: DeploySettings) -> None:
     def check(ok: bool, key: str, message: str) -> None:
         if not ok:
             raise SettingsError(f"{where}.{key}: {message}")

@@ -9,24 +9,24 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hdfs_events import names
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 # Athena query results live in the lake bucket under their own prefix, expired after 30 days.
 ATHENA_RESULTS_PREFIX = "athena-results/"
 
 
-def lake_bucket_name(settings: Settings) -> str:
+def lake_bucket_name(settings: DeploySettings) -> str:
     """A name every stack can derive by itself (account and region make it globally unique),
     so the other stacks' IAM statements name the lake literally instead of importing a token."""
     return f"{settings.prefix}-lake-{Aws.ACCOUNT_ID}-{Aws.REGION}"
 
 
-def removal_policy(settings: Settings) -> RemovalPolicy:
+def removal_policy(settings: DeploySettings) -> RemovalPolicy:
     return RemovalPolicy.RETAIN if settings.retain_data else RemovalPolicy.DESTROY
 
 
 class StorageStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)
         removal = removal_policy(settings)
@@ -101,7 +101,7 @@ class StorageStack(Stack):
             scope, "Lake", bucket_name=lake_bucket_name(self.settings),
             encryption_key=self.lake_key)
 
-    def _table(self, construct_id: str, settings: Settings, removal: RemovalPolicy, *,
+    def _table(self, construct_id: str, settings: DeploySettings, removal: RemovalPolicy, *,
                partition: str, sort: str | None) -> dynamodb.Table:
         return dynamodb.Table(
             self, construct_id,
@@ -118,7 +118,7 @@ class StorageStack(Stack):
             removal_policy=removal)
 
 
-def _lake_lifecycle(settings: Settings) -> list[s3.LifecycleRule]:
+def _lake_lifecycle(settings: DeploySettings) -> list[s3.LifecycleRule]:
     # S3 lifecycle cannot see compaction; raw/ objects expire N days after they were written,
     # N being well past the hourly compaction (settings check N >= 2), so raw/ is gone only
     # after curated/ holds it. Quarantine is evidence for operators: kept longer.

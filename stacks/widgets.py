@@ -9,7 +9,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 
 from hdfs_events import names
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 if TYPE_CHECKING:
     from stacks.analytics import AnalyticsStack
@@ -46,7 +46,7 @@ def _glue(job_name: str, metric_name: str) -> cw.Metric:
                      statistic="Maximum", period=FIVE_MIN, label=job_name)
 
 
-def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: AnalyticsStack,
+def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: AnalyticsStack,
                    lake_bucket: str, service: str,
                    index_stalled_ms: int,
                    sync_bytes_pending_alarm: int) -> list[list[cw.IWidget]]:
@@ -134,7 +134,7 @@ def dashboard_rows(*, settings: Settings, ingest: IngestStack, analytics: Analyt
                            left_annotations=[cw.HorizontalAnnotation(
                                value=index_stalled_ms, label="alarm")]),
             cw.GraphWidget(title="Namespace index: drain failures", width=width,
-                           left=[_consumer(names.METRIC_INDEX_DRAIN_FAILURES, c, "Sum")
+                           left=[_consumer(names.METRIC_INDEX_APPLY_FAILURES, c, "Sum")
                                  for c in clusters],
                            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),
             cw.GraphWidget(title="Namespace index: quarantined messages a range went on without",

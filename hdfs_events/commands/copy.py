@@ -25,7 +25,7 @@ from typing import Any
 
 from hdfs_events import names
 from hdfs_events.copy_request import (
-    MAX_MANIFEST_ENTRIES,
+    MAX_COPY_LISTING_ENTRIES,
     CopyMode,
     CopyRequest,
     CopyRequestError,
@@ -140,21 +140,21 @@ def _build_request(args: argparse.Namespace) -> CopyRequest:
         return decode_request(text)
     if not args.source or not args.destination:
         raise ValueError("--source and --destination are required (or --request FILE)")
-    manifest = None
+    copy_listing = None
     if args.manifest:
-        manifest = json.loads(Path(args.manifest).read_text("utf-8"))
-        if not isinstance(manifest, list):
+        copy_listing = json.loads(Path(args.manifest).read_text("utf-8"))
+        if not isinstance(copy_listing, list):
             raise CopyRequestError("manifest", "the file must hold a JSON list")
     elif args.manifest_from_listing:
-        manifest = _listing_manifest(args.source)
+        copy_listing = _source_listing(args.source)
     request_id = args.request_id or (
         f"copy-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}")
     return make_request(request_id=request_id, source=args.source,
-                        destination=args.destination, mode=args.mode, manifest=manifest,
+                        destination=args.destination, mode=args.mode, copy_listing=copy_listing,
                         notify=args.notify)
 
 
-def _listing_manifest(source: str) -> list[dict[str, Any]]:
+def _source_listing(source: str) -> list[dict[str, Any]]:
     import boto3
 
     location = parse_s3_uri(source)
@@ -165,8 +165,8 @@ def _listing_manifest(source: str) -> list[dict[str, Any]]:
         for obj in page.get("Contents", ()):
             if not obj["Key"].endswith("/"):
                 entries.append({"key": obj["Key"], "size": int(obj["Size"])})
-            if len(entries) > MAX_MANIFEST_ENTRIES:
-                raise CopyRequestError("manifest", f"more than {MAX_MANIFEST_ENTRIES} objects "
+            if len(entries) > MAX_COPY_LISTING_ENTRIES:
+                raise CopyRequestError("manifest", f"more than {MAX_COPY_LISTING_ENTRIES} objects "
                                                    f"under {location.uri}")
     if not entries:
         raise CopyRequestError("source", f"no objects under {location.uri}")

@@ -10,37 +10,37 @@ idempotent, so a message that fails half-way is simply processed again; log line
 are emitted only after both succeeded, so a redelivery does not count twice what it repeats.
 
 The index is fed in txid order by the sequencer (lambdas/ingest/sequencer.py): a message only
-records its arrival, a manifest its range, and `drain_index` at the end of the invocation
-applies whatever ranges became complete.
+records its arrival, a manifest its range, and `apply_ranges` at the end of the invocation
+applies whatever ranges became complete (`apply_ranges`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hdfs_events.continue_request import decode_continue_request
 from hdfs_events.envelope import EnvelopeError, decode_message
-from hdfs_events.ids import CLUSTER_NAME, validate_cluster_name
-from hdfs_events.manifest import KIND_ATTRIBUTE, KIND_MANIFEST, ManifestError, decode_manifest
-from lambdas.ingest.dal import KIND_DRAIN
+from hdfs_events.ids import CLUSTER_NAME
+from hdfs_events.manifest import ManifestError, decode_manifest
+from hdfs_events.names import KIND_ATTRIBUTE, KIND_CONTINUE, KIND_MANIFEST
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.lake import lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
 from lambdas.ingest.quarantine import bounded_reason, quarantine_record
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import ClusterSenders
-from lambdas.ingest.sequencer import DrainReport, IndexSequencer, Position
+from lambdas.ingest.sequencer import ApplyReport, IndexSequencer, Position
 from lambdas.ingest.telemetry import BatchTelemetry
 
 UNKNOWN_CLUSTER = "unknown"
-# An invocation of event messages drains its clusters' index for at most this long, then asks
-# for a drain request (group "<cluster>:#drain"), whose own invocation drains until its
-# deadline: a backlog is applied at full rate there, without holding the lake's groups back.
+# An invocation of event messages applies its clusters' ranges for at most this long, then sends
+# a continue request (hdfs_events/continue_request.py), whose own invocation applies ranges
+# until its deadline: a backlog is applied at full rate there, without holding the lake's groups back.
 INDEX_SLICE_MS = 2_000
-SKIPPED_LINES = 100  # skipped events logged one by one per drain; the metric counts them all
+SKIPPED_LINES = 100  # skipped events logged one by one per cluster and invocation; the metric counts them all
 
 
 class ForeignSender(ValueError):
@@ -55,8 +55,8 @@ class Lake(Protocol):
     def put(self, key: str, body: bytes, content_type: str) -> None: ...
 
 
-class DrainRequests(Protocol):
-    def send_drain(self, cluster: str, *, key: str) -> None: ...
+class ContinueRequests(Protocol):
+    def send_continue(self, cluster: str, *, key: str) -> None: ...
 
 
 class EventLogger(Protocol):
@@ -71,23 +71,23 @@ class EventLogger(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: str  # ingested | quarantined | manifest | drain
+    status: str  # ingested | quarantined | manifest | continue
     events: int = 0
     reason: str | None = None
 
 
 class MessageConsumer:
     def __init__(self, *, lake: Lake, sequencer: IndexSequencer | None,
-                 drain_requests: DrainRequests | None, log_mode: str, logger: EventLogger,
+                 continue_requests: ContinueRequests | None, log_mode: str, logger: EventLogger,
                  senders: ClusterSenders, telemetry: BatchTelemetry | None = None,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
-        self.lake, self.sequencer, self.drain_requests = lake, sequencer, drain_requests
+        self.lake, self.sequencer, self.continue_requests = lake, sequencer, continue_requests
         self.senders = senders
         self.log_mode, self.logger = log_mode, logger
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
-        self.to_drain: set[str] = set()  # clusters whose index may have a range to apply
-        self.requested: set[str] = set()  # ... of which a drain request asked to go on
+        self.to_apply: set[str] = set()  # clusters whose index may have a range to apply
+        self.requested: set[str] = set()  # ... of which a continue request asked to go on
 
     @property
     def index(self) -> NamespaceIndex | None:
@@ -97,8 +97,8 @@ class MessageConsumer:
         kind = message.string_attribute(KIND_ATTRIBUTE)
         if kind == KIND_MANIFEST:
             return self._manifest(message)
-        if kind == KIND_DRAIN:
-            return self._drain_request(message)
+        if kind == KIND_CONTINUE:
+            return self._continue_request(message)
         try:
             events = decode_message(message.body, message.message_attributes)
             self._check_sender(events[0].cluster, message)
@@ -113,7 +113,7 @@ class MessageConsumer:
             keys.append(obj.key)
         if self.sequencer is not None:
             self.sequencer.arrived(message.dedup_id or message.message_id, events, keys)
-            self.to_drain.add(events[0].cluster)
+            self.to_apply.add(events[0].cluster)
         for msg, fields in gap_lines(events, message_id=message.message_id):
             self.logger.error(msg, extra=fields)
         for msg, fields in log_records(events, self.log_mode, message_id=message.message_id):
@@ -129,41 +129,43 @@ class MessageConsumer:
             return self._unreadable(message, exc)
         if self.sequencer is not None:
             self.sequencer.manifest(manifest)
-            self.to_drain.add(manifest.cluster)
+            self.to_apply.add(manifest.cluster)
         return Outcome("manifest")
 
-    def _drain_request(self, message: QueueMessage) -> Outcome:
+    def _continue_request(self, message: QueueMessage) -> Outcome:
         try:
-            cluster = validate_cluster_name(json.loads(message.body)["cluster"])
+            cluster = decode_continue_request(message.body)
         except Exception as exc:  # reading is pure: any failure is the message's own
-            return self._quarantine(message, f"bad index drain request: {exc!r}")
+            return self._quarantine(message, f"bad continue request: {exc!r}")
         if self.sequencer is not None:
-            self.to_drain.add(cluster)
+            self.to_apply.add(cluster)
             self.requested.add(cluster)
-        return Outcome("drain")
+        return Outcome("continue")
 
-    def drain_index(self, deadline_ms: int) -> dict[str, DrainReport]:
+    def apply_ranges(self, deadline_ms: int) -> dict[str, ApplyReport]:
         """Applies the ranges that became complete, for each cluster this invocation touched.
 
         A failure is logged and counted, not raised: the messages were processed, and the next
-        arrival, manifest or drain request for the cluster tries again. Out of time with ranges
-        left, it asks for a later invocation to go on (a drain request to the event queue)."""
-        reports: dict[str, DrainReport] = {}
+        arrival, manifest or continue request for the cluster tries again. Out of time with ranges
+        left, it asks for a later invocation to go on (a continue request to the event queue).
+        The log line keeps its wording, "index drain failed": the deployed Logs Insights query
+        and alarm (stacks/monitoring.py) match it."""
+        reports: dict[str, ApplyReport] = {}
         if self.sequencer is None:
             return reports
-        for cluster in sorted(self.to_drain):
+        for cluster in sorted(self.to_apply):
             until = (deadline_ms if cluster in self.requested
                      else min(deadline_ms, self.clock_ms() + INDEX_SLICE_MS))
             try:
-                report = reports[cluster] = self.sequencer.drain(cluster, until)
-                if report.more and self.drain_requests is not None:
-                    self.drain_requests.send_drain(cluster, key=_progress_key(report.position))
+                report = reports[cluster] = self.sequencer.apply_ranges(cluster, until)
+                if report.more and self.continue_requests is not None:
+                    self.continue_requests.send_continue(cluster, key=_progress_key(report.position))
             except Exception:
                 self.logger.exception("index drain failed; the next message for the cluster "
                                       "tries again", extra={"cluster": cluster})
-                self.telemetry.drain_failed(cluster)
+                self.telemetry.apply_failed(cluster)
                 continue
-            self.telemetry.drained(cluster, report, self.clock_ms())
+            self.telemetry.applied(cluster, report, self.clock_ms())
             if report.skipped_messages:
                 self.logger.warning("index skipped quarantined messages named by a manifest",
                                     extra={"cluster": cluster,
@@ -173,9 +175,9 @@ class MessageConsumer:
                     "cluster": cluster, "range": what, "reason": reason})
             for skipped in report.skipped_events[:SKIPPED_LINES]:
                 self.logger.warning("index skipped an event DynamoDB cannot store", extra={
-                    "cluster": cluster, "txid": skipped.txid, "index": skipped.index,
+                    "cluster": cluster, "txid": skipped.txid, "index": skipped.event_index,
                     "path": skipped.path, "reason": skipped.reason})
-        self.to_drain.clear()
+        self.to_apply.clear()
         self.requested.clear()
         self.sequencer.recent.clear()
         return reports
@@ -215,7 +217,7 @@ class MessageConsumer:
             elif message.dedup_id:
                 # A manifest may name it: its range goes on without it (counted), not stuck.
                 self.sequencer.quarantined(cluster, message.dedup_id, reason)
-            self.to_drain.add(cluster)
+            self.to_apply.add(cluster)
         self.logger.info("message quarantined", extra={
             "message_id": message.message_id, "reason": reason, "quarantine_key": record.key,
             "group_id": message.group_id})
@@ -224,11 +226,11 @@ class MessageConsumer:
 
 
 def _progress_key(position: Position | None) -> str:
-    """Where a drain stopped, down to the step of a walk: a request per point reached."""
+    """Where applying ranges stopped, down to the step of a walk: a request per point reached."""
     if position is None or position.txid is None:
         return "start"
     step = "" if position.walk is None else f".{position.walk.step}"
-    return f"{position.txid}.{position.index}{step}"
+    return f"{position.txid}.{position.event_index}{step}"
 
 
 def cluster_hint(message: QueueMessage) -> str:

@@ -4,7 +4,7 @@ Logger, Metrics, Tracer and the batch processor are module singletons. SqsFifoPa
 with skip_group_on_error: a failed message fails only the later messages of its own group
 (they come back in order); other groups go on. Quarantined messages count as processed.
 After the batch, the index applies the txid ranges that became complete (the sequencer), with
-DRAIN_MARGIN_MS of the invocation's time kept back.
+APPLY_MARGIN_MS of the invocation's time kept back.
 """
 
 from __future__ import annotations
@@ -17,18 +17,21 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hdfs_events import names
-from lambdas.ingest import dal
 from lambdas.ingest.consumer import MessageConsumer
+from lambdas.ingest.event_queue import SqsContinueRequests
+from lambdas.ingest.iam_users import IamUsers
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
+from lambdas.ingest.lake_store import S3Lake
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import resolve_senders
 from lambdas.ingest.sequence_store import DynamoSequenceStore
 from lambdas.ingest.sequencer import IndexSequencer
-from lambdas.ingest.settings import Settings
+from lambdas.ingest.settings import ConsumerSettings
 
-# Kept back from the drain: a chunk of the index (CHUNK_EVENTS) that started just before the
+# Kept back from applying ranges: a chunk of the index (CHUNK_EVENTS) that started just before the
 # deadline must finish, and the metrics must still be published, before Lambda's timeout.
-DRAIN_MARGIN_MS = 10_000
+APPLY_MARGIN_MS = 10_000
 
 logger = Logger()
 metrics = Metrics(namespace=names.METRICS_NAMESPACE)
@@ -39,18 +42,18 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 @functools.cache
 def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
-    settings = Settings.from_env()
-    lake = dal.S3Lake(settings.lake_bucket)
-    drain_requests = (dal.SqsDrainRequests(settings.event_queue_url)
+    settings = ConsumerSettings.from_env()
+    lake = S3Lake(settings.lake_bucket)
+    continue_requests = (SqsContinueRequests(settings.event_queue_url)
                       if settings.event_queue_url else None)
     sequencer = None
     if settings.index_enabled:
         assert settings.index_table is not None
-        index = NamespaceIndex(dal.DynamoIndexStore(settings.index_table),
+        index = NamespaceIndex(DynamoIndexStore(settings.index_table),
                                settings.index_prefixes)
         sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
-    senders = resolve_senders(settings.cluster_senders, dal.IamUsers().unique_id)
-    return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=drain_requests,
+    senders = resolve_senders(settings.cluster_senders, IamUsers().unique_id)
+    return MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=continue_requests,
                            log_mode=settings.log_mode, logger=logger, senders=senders)
 
 
@@ -65,8 +68,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         response = process_partial_response(event=event, record_handler=record_handler,
                                             processor=processor, context=context)
-        remaining = context.get_remaining_time_in_millis() - DRAIN_MARGIN_MS
-        consumer().drain_index(consumer().clock_ms() + max(0, remaining))
+        remaining = context.get_remaining_time_in_millis() - APPLY_MARGIN_MS
+        consumer().apply_ranges(consumer().clock_ms() + max(0, remaining))
         return response
     finally:
         consumer().telemetry.emit(metrics)  # what succeeded is counted even if the batch fails

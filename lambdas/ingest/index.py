@@ -52,7 +52,7 @@ WRITE_ORDER: tuple[EventType, ...] = (EventType.CREATE, EventType.SNAPSHOT)
 class SkippedEvent:
     cluster: str
     txid: int
-    index: int
+    event_index: int  # the event's position within its txid (HdfsEvent.index)
     path: str
     reason: str
 

@@ -15,8 +15,6 @@ from typing import Any
 
 Version = tuple[int, int]  # (txid, index)
 NEVER: Version = (0, 0)  # before any real event: txids start at 1
-ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
-              "symlink_target")
 DIRECTORY = "DIRECTORY"
 
 

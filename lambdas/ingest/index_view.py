@@ -1,6 +1,6 @@
 """The index as one chunk of events sees it: a store interface and the chunk's entries.
 
-The store is DynamoDB in production (dal.DynamoIndexStore) and a dict in the logic's tests.
+The store is DynamoDB in production (index_table.DynamoIndexStore) and a dict in the logic's tests.
 The view holds two layers. The *base* is the table as it stood before the chunk: entries read
 (BatchGetItem pages), whole directory partitions listed (Queries), and paths the chunk first
 meets as the target of a CREATE, SNAPSHOT or RENAME, taken as absent unread ("blind": whatever
@@ -10,9 +10,9 @@ pass needs nothing the base lacks; each pass's misses are read in one wave, in p
 
 A directory's children are known when its partition was listed, or when the chunk made it a
 new incarnation (created, moved in, learnt): the table's older content there is dead, so
-nothing beneath it needs a listing. Writes carry no condition; one drain at a time holds the
-cluster's lease (lambdas/ingest/sequencer.py), and Lambda stops an invocation at its deadline,
-before the lease expires.
+nothing beneath it needs a listing. Writes carry no condition; one invocation applying ranges
+at a time holds the cluster's lease (lambdas/ingest/sequencer.py), and Lambda stops an
+invocation at its deadline, before the lease expires.
 """
 
 from __future__ import annotations

@@ -25,8 +25,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.index_item import DELETE_MARKER_TTL_SECONDS
 from hdfs_events.manifest import Manifest, decode_manifest
-from lambdas.ingest.dal import DELETE_MARKER_TTL_SECONDS, batch_get, client
+from lambdas.ingest.clients import client
+from lambdas.ingest.index_table import batch_get
 from lambdas.ingest.sequencer import (
     Arrival,
     LeaseLost,
@@ -151,7 +153,7 @@ class DynamoSequenceStore:
     def advance(self, cluster: str, owner: str, position: Position) -> None:
         assert position.txid is not None
         values = {":me": {"S": owner}, ":txid": {"N": str(position.txid)},
-                  ":idx": {"N": str(position.index)}}
+                  ":idx": {"N": str(position.event_index)}}
         update = "SET txid = :txid, idx = :idx"
         if position.walk is not None:
             update += ", walk = :walk"

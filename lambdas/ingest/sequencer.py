@@ -9,16 +9,16 @@ which messages hold the txid range (after, end]; and once a range's manifest and
 messages it names are here, one invocation at a time (a lease on the cluster's *position*)
 applies exactly those events, sorted by (txid, index), and moves the position to the range's
 end. That is in-order application by construction; the index's merge rules keep what they add
-besides (redelivery, a drain resumed mid-range).
+besides (redelivery, applying resumed mid-range).
 
-The position advances after every chunk of events, so a drain that runs out of time resumes
-mid-range; its lease expires with the invocation's deadline, so a crashed drainer holds the
+The position advances after every chunk of events, so an invocation that runs out of time
+resumes mid-range; its lease expires with the invocation's deadline, so a crashed one holds the
 index up by that long at most. A directory RENAME or UNLINK walks its subtree before anything
-later is applied, `subtree_budget` children per step; a walk that outlives the drain is saved
+later is applied, `subtree_budget` children per step; a walk that outlives the invocation is saved
 in the position (a "subtree in progress" marker stays on its roots) and finished first by the
-next one, which the drain asks for with a drain request on the event queue.
+next one, which it asks for with a continue request on the event queue.
 
-Who drains: every invocation that stored an arrival or a manifest, at its end. One that finds
+Who applies ranges: every invocation that stored an arrival or a manifest, at its end. One that finds
 the lease held leaves the work to the holder, which looks again after releasing it: either the
 holder sees the new arrival, or the arrival's invocation gets the lease (an arrival is stored
 before its invocation asks for the lease, and the holder looks only after releasing).
@@ -38,9 +38,9 @@ from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 from lambdas.ingest.subtree import SubtreeOp
 
-TXID_DONE = names.POSITION_TXID_DONE  # position index: "every event of this txid is applied"
+TXID_DONE = names.POSITION_TXID_DONE  # event_index: "every event of this txid is applied"
 CHUNK_EVENTS = 1000  # events applied between two position saves: one read and one write wave
-LEASE_MARGIN_MS = 5_000  # the lease outlives the drain's deadline by this much
+LEASE_MARGIN_MS = 5_000  # the lease outlives apply_ranges' deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
 
 
@@ -68,11 +68,11 @@ class LostManifest:
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Every event up to and including (txid, index) is applied, but for `walk`, the subtree
+    """Every event up to and including (txid, event_index) is applied, but for `walk`, the subtree
     walk of the last one if it is unfinished; txid None: nothing applied yet."""
 
     txid: int | None
-    index: int = TXID_DONE
+    event_index: int = TXID_DONE  # the event's position within its txid (HdfsEvent.index)
     walk: SubtreeOp | None = None
 
     @property
@@ -80,10 +80,10 @@ class Position:
         """The first txid that may still have events to apply."""
         if self.txid is None:
             return None
-        return self.txid + 1 if self.index == TXID_DONE else self.txid
+        return self.txid + 1 if self.event_index == TXID_DONE else self.txid
 
     def before(self, event: HdfsEvent) -> bool:
-        return self.txid is None or (event.txid, event.index) > (self.txid, self.index)
+        return self.txid is None or (event.txid, event.index) > (self.txid, self.event_index)
 
 
 class SequenceStore(Protocol):
@@ -126,7 +126,7 @@ class LakeReader(Protocol):
 
 
 @dataclass(slots=True)
-class DrainReport:
+class ApplyReport:
     ranges: int = 0
     events: int = 0
     skipped_messages: int = 0  # quarantined messages a manifest named: their events are lost
@@ -166,9 +166,9 @@ class IndexSequencer:
     lake: LakeReader
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     chunk_events: int = CHUNK_EVENTS
-    # Indexed events of the messages this invocation stored: the drain that usually follows
-    # in the same invocation reads them from here instead of from the lake (the consumer
-    # clears it once the invocation's drains are done).
+    # Indexed events of the messages this invocation stored: applying ranges, which usually
+    # follows in the same invocation, reads them from here instead of from the lake (the consumer
+    # clears it once the invocation has applied its ranges).
     recent: dict[str, list[HdfsEvent]] = field(default_factory=dict)
 
     # --- recording -------------------------------------------------------------------------
@@ -190,12 +190,12 @@ class IndexSequencer:
         """The cluster's own manifest could not be read: its range must not wait for it."""
         self.store.put_lost_manifest(cluster, LostManifest(self.clock_ms(), message_id, reason))
 
-    # --- draining --------------------------------------------------------------------------
+    # --- applying ranges -------------------------------------------------------------------
 
-    def drain(self, cluster: str, deadline_ms: int) -> DrainReport:
+    def apply_ranges(self, cluster: str, deadline_ms: int) -> ApplyReport:
         """Applies complete ranges until `deadline_ms`: at least one chunk or walk step, so
-        every drain moves the index on, however late it starts."""
-        report = DrainReport()
+        every call moves the index on, however late it starts."""
+        report = ApplyReport()
         while True:
             owner = uuid.uuid4().hex
             position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
@@ -204,12 +204,12 @@ class IndexSequencer:
                 report.busy = True
                 break
             try:
-                position = self._drain_held(cluster, owner, position, deadline_ms, report)
+                position = self._apply_ranges_held(cluster, owner, position, deadline_ms, report)
             finally:
                 self.store.release(cluster, owner)
             report.position = position
             # Released: an arrival stored while the lease was held found it taken and left
-            # its range to this drain. Look once more before leaving.
+            # its range to this holder. Look once more before leaving.
             if (report.more or report.waiting_for is None or self.clock_ms() >= deadline_ms
                     or self._next(cluster, position, report=None) is None):
                 break
@@ -219,8 +219,8 @@ class IndexSequencer:
                 cluster, report.position or Position(None), report=None) is not None
         return report
 
-    def _drain_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
-                    report: DrainReport) -> Position:
+    def _apply_ranges_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
+                    report: ApplyReport) -> Position:
         if position.walk is not None:
             position = self._walk(cluster, owner, position, deadline_ms, report)
             if position.walk is not None:
@@ -233,7 +233,7 @@ class IndexSequencer:
             range_, arrivals = found
             position = self._apply(cluster, owner, position, range_, arrivals, deadline_ms,
                                    report)
-            if (position.txid, position.index) != (range_.manifest.end, TXID_DONE):
+            if (position.txid, position.event_index) != (range_.manifest.end, TXID_DONE):
                 report.more = True  # out of time mid-range
                 return position
             report.ranges += 1
@@ -241,7 +241,7 @@ class IndexSequencer:
                 return position
 
     def _next(self, cluster: str, position: Position,
-              report: DrainReport | None) -> tuple[_Range, dict[str, Arrival]] | None:
+              report: ApplyReport | None) -> tuple[_Range, dict[str, Arrival]] | None:
         """The complete range that continues from `position`, with its arrivals; None (and
         what is missing, in `report`) when there is none yet."""
         want = position.next_txid
@@ -294,7 +294,7 @@ class IndexSequencer:
         return None
 
     def _bridge_hole(self, cluster: str, want: int, stored: list[StoredManifest],
-                     previous_ms: int, report: DrainReport | None
+                     previous_ms: int, report: ApplyReport | None
                      ) -> tuple[_Range, dict[str, Arrival]] | None:
         """No stored range continues from txid `want`, a later one is stored. When a manifest
         of the cluster's own was quarantined between the range before and the one after (SQS
@@ -332,7 +332,7 @@ class IndexSequencer:
 
     def _apply(self, cluster: str, owner: str, position: Position, range_: _Range,
                arrivals: dict[str, Arrival], deadline_ms: int,
-               report: DrainReport) -> Position:
+               report: ApplyReport) -> Position:
         manifest = range_.manifest
         events: dict[tuple[int, int], HdfsEvent] = {}
         to_read: list[str] = []
@@ -372,13 +372,13 @@ class IndexSequencer:
         return position
 
     def _walk(self, cluster: str, owner: str, position: Position, deadline_ms: int,
-              report: DrainReport) -> Position:
+              report: ApplyReport) -> Position:
         """Goes on with the position's subtree walk, step by step, until it ends or time does."""
         walk = position.walk
         while walk is not None:
             walk, refused = self.index.resume(walk)
             report.skipped_events += refused
-            position = Position(position.txid, position.index, walk)
+            position = Position(position.txid, position.event_index, walk)
             self.store.advance(cluster, owner, position)
             if walk is not None and self.clock_ms() >= deadline_ms:
                 break

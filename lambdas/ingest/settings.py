@@ -17,7 +17,7 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class ConsumerSettings:
     lake_bucket: str
     index_table: str | None
     index_prefixes: tuple[str, ...]
@@ -30,7 +30,7 @@ class Settings:
         return bool(self.index_table and self.index_prefixes)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsumerSettings:
         env = os.environ if environ is None else environ
         bucket = env.get(names.ENV_LAKE_BUCKET, "").strip()
         if not bucket:

@@ -69,8 +69,9 @@ class SubtreeOp:
                 raise ValueError(f"unknown continuation version {d.get('continuation')!r}")
             if d["kind"] not in (RENAME, UNLINK, SNAPSHOT):
                 raise ValueError(f"unknown subtree operation {d['kind']!r}")
-            txid, index = d["version"]
-            return cls(kind=d["kind"], cluster=str(d["cluster"]), version=(int(txid), int(index)),
+            txid, event_index = d["version"]
+            return cls(kind=d["kind"], cluster=str(d["cluster"]),
+                       version=(int(txid), int(event_index)),
                        src=str(d["src"]), dst=d.get("dst"),
                        cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
                        step=int(d["step"]))

@@ -26,7 +26,7 @@ from typing import Any
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
 from lambdas.ingest.logging_modes import lost_txids
-from lambdas.ingest.sequencer import DrainReport
+from lambdas.ingest.sequencer import ApplyReport
 
 # 99, not 100: powertools flushes a document by itself when a metric reaches 100 values.
 LAG_POINTS = 99
@@ -46,9 +46,9 @@ class ClusterTotals:
     lost_txids: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     lags_ms: list[int] = field(default_factory=list)
-    index_wait_ms: int | None = None  # None: no drain this invocation
+    index_wait_ms: int | None = None  # None: no ranges applied this invocation
     index_lag_ms: int | None = None  # None: nothing applied this invocation
-    drain_failures: int = 0
+    apply_failures: int = 0
     skipped: int = 0
     skipped_events: int = 0
     bridged_ranges: int = 0
@@ -79,7 +79,7 @@ class BatchTelemetry:
     def foreign_sender(self, cluster: str) -> None:
         self._of(cluster).foreign += 1
 
-    def drained(self, cluster: str, report: DrainReport, now_ms: int) -> None:
+    def applied(self, cluster: str, report: ApplyReport, now_ms: int) -> None:
         totals = self._of(cluster)
         since = report.waiting_since_ms
         wait = 0 if since is None else max(0, now_ms - since)
@@ -91,8 +91,8 @@ class BatchTelemetry:
             lag = max(0, now_ms - report.applied_timestamp_ms)
             totals.index_lag_ms = max(totals.index_lag_ms or 0, lag)
 
-    def drain_failed(self, cluster: str) -> None:
-        self._of(cluster).drain_failures += 1
+    def apply_failed(self, cluster: str) -> None:
+        self._of(cluster).apply_failures += 1
 
     def emit(self, metrics: Any) -> None:
         """Publishes and resets. `metrics` is a powertools Metrics (the handler's singleton)."""
@@ -107,7 +107,7 @@ class BatchTelemetry:
             metrics.add_metric(names.METRIC_FOREIGN_SENDER, "Count", t.foreign)
             metrics.add_metric(names.METRIC_STREAM_GAPS, "Count", t.gaps)
             metrics.add_metric(names.METRIC_LOST_TXIDS, "Count", t.lost_txids)
-            metrics.add_metric(names.METRIC_INDEX_DRAIN_FAILURES, "Count", t.drain_failures)
+            metrics.add_metric(names.METRIC_INDEX_APPLY_FAILURES, "Count", t.apply_failures)
             metrics.add_metric(names.METRIC_INDEX_SKIPPED, "Count", t.skipped)
             metrics.add_metric(names.METRIC_INDEX_SKIPPED_EVENTS, "Count", t.skipped_events)
             metrics.add_metric(names.METRIC_INDEX_BRIDGED_RANGES, "Count", t.bridged_ranges)

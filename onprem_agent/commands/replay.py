@@ -127,7 +127,7 @@ def replay(config: AgentConfig, files: Sequence[Path], *, stop: threading.Event,
         log.warning("ops this translator does not know yielded no event: %s", listed)
     log.info("%s: %d events read, %d filtered out, %d sent in %d messages (%d billed 64 KiB "
              "requests) in %.1f s; checkpoint txid %s",
-             "done" if result.drained and not stop.is_set() else "stopped", result.events_read,
+             "done" if result.flushed and not stop.is_set() else "stopped", result.events_read,
              result.events_filtered, result.events_sent, result.messages,
              result.billed_requests, took, result.checkpoint_txid)
     return 0

@@ -27,13 +27,13 @@ def check_allowed(request: CopyRequest, settings: CopySettings) -> None:
                        f"destination ({', '.join(settings.allowed_destinations)})")
     if request.notify is not None and request.notify not in notify_topics(settings):
         raise Rejected(f"notify: {request.notify!r} is not an allowed notification topic")
-    if request.manifest is not None:
-        total = sum(e.size for e in request.manifest)
+    if request.copy_listing is not None:
+        total = sum(e.size for e in request.copy_listing)
         if total > settings.max_bytes:
             raise Rejected(f"manifest: {total} bytes in total; this worker copies at most "
                            f"{settings.max_bytes} (max_bytes)")
-        if len(request.manifest) > settings.max_objects:
-            raise Rejected(f"manifest: {len(request.manifest)} entries; this worker copies at "
+        if len(request.copy_listing) > settings.max_objects:
+            raise Rejected(f"manifest: {len(request.copy_listing)} entries; this worker copies at "
                            f"most {settings.max_objects} (max_objects)")
 
 

@@ -1,11 +1,12 @@
 """What to copy and how to tell it worked: pure functions of the request and two listings.
 
-The expected destination content comes from a trusted index: the request's manifest (checked
-against S3 first, so a manifest that lies about a size is refused before anything runs) or, when
-there is none, the S3 listing of a prefix that holds a `_SUCCESS` marker. After distcp, the
-destination listing must hold every expected name with the expected size.
+The expected destination content comes from a trusted index: the request's copy listing (its
+`manifest` field; checked against S3 first, so a listing that lies about a size is refused
+before anything runs) or, when there is none, the S3 listing of a prefix that holds a
+`_SUCCESS` marker. After distcp, the destination listing must hold every expected name with the
+expected size.
 
-distcp copies whole directories; files it must leave alone (not in the manifest, or already at
+distcp copies whole directories; files it must leave alone (not in the copy listing, or already at
 the destination under skip-existing) go into a `-filters` file: one Java regex per line, matched
 with Pattern.matches() against each source path (org.apache.hadoop.tools.RegexCopyFilter).
 """
@@ -50,9 +51,9 @@ def make_plan(request: CopyRequest, source_objects: Mapping[str, int],
         except CopyRequestError as exc:
             raise Rejected(f"source: object {key[:200]!r} cannot be copied to HDFS: "
                            f"{exc.reason}") from None
-    if request.manifest is not None:
+    if request.copy_listing is not None:
         selected: dict[str, int] = {}
-        for entry in request.manifest:
+        for entry in request.copy_listing:
             actual = source_objects.get(entry.key)
             if actual is None:
                 raise Rejected(f"manifest: {entry.key!r} does not exist in s3://"

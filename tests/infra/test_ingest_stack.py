@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from hdfs_events import names
-from stacks.consumer import INDEX_ACTIONS
+from stacks.ingest_function import INDEX_ACTIONS
 from stacks.queues import MAX_MESSAGE_BYTES
 from stacks.settings import load_settings
 from tests.infra.conftest import Synthesized
@@ -186,7 +186,7 @@ def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> No
 # --- what the consumer may do, against what its code calls ------------------------------------
 
 INGEST_CODE = REPO / "lambdas" / "ingest"
-# The attribute each boto3 client lives in (lambdas/ingest/dal.py, sequence_store.py).
+# The attribute each boto3 client lives in (the stores of lambdas/ingest).
 CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs", "iam": "iam"}
 
 
@@ -236,7 +236,7 @@ def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
 def test_consumer_reads_back_only_raw_lake_objects(deployed_env: Synthesized) -> None:
     reads = [s for s in _consumer_statements(deployed_env)
              if any(a.startswith("s3:Get") or a.startswith("s3:List") for a in _actions(s))]
-    # A drain applies ranges whose messages other invocations received: it reads their raw/
+    # Applying ranges reads the events of messages other invocations received: it reads their raw/
     # objects by key. Nothing is listed; nothing outside raw/ is read.
     assert [_actions(s) for s in reads] == [["s3:GetObject"]]
     assert reads[0]["Resource"] == {"Fn::Join": ["", [
@@ -252,7 +252,7 @@ def test_consumer_may_decrypt_the_kms_lake_it_reads(prod: Synthesized, dev: Synt
     assert "kms:Decrypt" not in _by_action(dev, "kms:")  # dev's lake is SSE-S3
 
 
-def test_consumer_sends_drain_requests_only_to_the_event_queue(
+def test_consumer_sends_continue_requests_only_to_the_event_queue(
         deployed_env: Synthesized) -> None:
     sends = _by_action(deployed_env, "sqs:SendMessage")["sqs:SendMessage"]
     assert _calls_in_consumer_code()["sqs"] == {"sqs:SendMessage"}

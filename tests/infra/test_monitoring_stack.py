@@ -93,14 +93,14 @@ def test_index_stalled_and_drain_failures_alarm_per_cluster(deployed_env: Synthe
         assert stalled.get("DatapointsToAlarm", 3) == 3
         assert (stalled["ComparisonOperator"], stalled["Threshold"]) == (
             "GreaterThanThreshold", 15 * 60 * 1000)
-        # Only invocations that drained publish IndexWaitMs: no data is no traffic.
+        # Only invocations that applied ranges publish IndexWaitMs: no data is no traffic.
         assert stalled["TreatMissingData"] == "notBreaching"
         assert "DLQ" in stalled["AlarmDescription"] and "checkpoint" in stalled[
             "AlarmDescription"]
 
         failures = alarms[f"index-drain-failures-{cluster}"]
         assert (failures["Namespace"], failures["MetricName"]) == (
-            names.METRICS_NAMESPACE, names.METRIC_INDEX_DRAIN_FAILURES)
+            names.METRICS_NAMESPACE, names.METRIC_INDEX_APPLY_FAILURES)
         assert failures["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
         # One failure is retried by the next message; 2 of 3 periods with one is not normal.
         assert (failures["Statistic"], failures["Period"], failures["EvaluationPeriods"],
@@ -130,7 +130,7 @@ def test_dashboard_has_a_namespace_index_row_per_cluster(deployed_env: Synthesiz
     cluster = deployed_env.env  # dev and prod each ship one cluster named like the env
     widgets = {w["properties"]["title"]: w for w in _dashboard_widgets(deployed_env)
                if w["properties"].get("title", "").startswith("Namespace index")}
-    expected = {names.METRIC_INDEX_WAIT_MS: "Maximum", names.METRIC_INDEX_DRAIN_FAILURES: "Sum",
+    expected = {names.METRIC_INDEX_WAIT_MS: "Maximum", names.METRIC_INDEX_APPLY_FAILURES: "Sum",
                 names.METRIC_INDEX_SKIPPED: "Sum"}
     shown = {}
     for widget in widgets.values():
@@ -204,7 +204,7 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
     assert "type = 'GAP'" in gaps and "lost_txids" in gaps and "gap_end_txid" in gaps
     drains = queries["index-drain-problems"]["QueryString"]
     (pattern,) = re.findall(r"message like /(.+)/", drains)
-    # The consumer's log lines (lambdas/ingest/consumer.py drain_index: a failed drain, skipped
+    # The consumer's log lines (lambdas/ingest/consumer.py apply_ranges: a failure to apply ranges, skipped
     # quarantined messages, a range passed without its lost manifest, skipped events) match
     # the filter.
     source = (REPO / "lambdas" / "ingest" / "consumer.py").read_text()

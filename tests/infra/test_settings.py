@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.settings import Settings, SettingsError, load_settings
+from stacks.settings import DeploySettings, SettingsError, load_settings
 
 CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 
@@ -28,7 +28,7 @@ def test_every_environment_of_cdk_json_loads() -> None:
 
 
 def test_defaults_are_the_dev_settings() -> None:
-    assert load_settings(_context(), "dev") == Settings()
+    assert load_settings(_context(), "dev") == DeploySettings()
     assert load_settings({"env": "dev", "environments": {"dev": {}}}).prefix == "hdfs-events-dev"
 
 
@@ -80,4 +80,5 @@ def test_sync_destinations_give_each_cluster_its_buckets_and_prefixes() -> None:
     assert settings.sync_destinations_of("prod") == [("customer-lake", "hdfs/mirror/"),
                                                       ("archive.example", "x/")]
     assert settings.sync_destinations_of("dev") == [("d-1", "m/")]
-    assert Settings().sync_destinations == () and Settings().sync_bytes_pending_alarm == 10 * 2**30
+    defaults = DeploySettings()
+    assert defaults.sync_destinations == () and defaults.sync_bytes_pending_alarm == 10 * 2**30

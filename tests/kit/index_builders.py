@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from lambdas.ingest.dal import item_to_entry
+from hdfs_events.index_item import from_wire
+from lambdas.ingest.index_table import item_to_entry
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 
 T0 = 1_700_000_000_000  # NameNode time of txid 0 in these histories
@@ -72,7 +72,7 @@ def tree() -> EventLog:
 
 def apply_in_order(index: NamespaceIndex, events: Sequence[HdfsEvent],
                    chunk: int = 1000) -> list[SkippedEvent]:
-    """What a drain does with one range, without the sequencer's bookkeeping."""
+    """What applying one range does, without the sequencer's bookkeeping."""
     skipped: list[SkippedEvent] = []
     done = 0
     while done < len(events):
@@ -90,8 +90,6 @@ def live(ddb: Any, table: str = "hdfs-events-index") -> dict[str, dict]:
     """What a user sees in the index table: path -> attributes of every live entry (the
     sequencer's items beside the entries left out)."""
     pages = ddb.get_paginator("scan").paginate(TableName=table)
-    plain = TypeDeserializer()
-    entries = [item_to_entry({k: plain.deserialize(v) for k, v in i.items()})
-               for page in pages for i in page["Items"]
+    entries = [item_to_entry(from_wire(i)) for page in pages for i in page["Items"]
                if "!" not in i["parent"]["S"].partition("#")[0]]
     return {e.path: dict(e.attrs) for e in entries if e.alive}

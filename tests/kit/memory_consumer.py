@@ -65,10 +65,10 @@ class RecordingLogger:
 
 def in_memory_consumer(prefixes: Sequence[str] = ("/",)) -> tuple[MessageConsumer, MemoryLake,
                                                                    MemoryIndexStore]:
-    """The real consumer, sequencer and index on in-memory stores; no drain requests."""
+    """The real consumer, sequencer and index on in-memory stores; no continue requests."""
     lake, store = MemoryLake(), MemoryIndexStore()
     sequencer = IndexSequencer(MemorySequenceStore(), NamespaceIndex(store, list(prefixes)), lake)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=None,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=None,
                                log_mode="all", logger=RecordingLogger(), senders=SENDERS)
     return consumer, lake, store
 

@@ -1,6 +1,6 @@
 """The index's concurrent writes against moto server over HTTP, as the Lambda reaches
 DynamoDB: a real edit log indexes to the same state as the dict store does, throttled writes
-are refused and retried, and writes throttled past botocore's retries stop the drain (logged,
+are refused and retried, and writes throttled past botocore's retries stop applying ranges (logged,
 counted), which the next message for the cluster completes."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest import handler
-from lambdas.ingest.dal import DynamoIndexStore
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.kit.dynamodb_faults import FailWrites
@@ -66,7 +66,7 @@ def test_throttled_writes_are_refused_then_retried_and_land(ddb) -> None:
     assert live(ddb) == in_order_state([*setup, *chmod], "/data")
 
 
-def test_index_writes_throttled_past_the_retries_fail_the_drain_and_the_next_completes_it(
+def test_index_writes_throttled_past_the_retries_fail_applying_ranges_and_the_next_completes_it(
         ddb, capsys, caplog) -> None:
     setup, chmod, other = a_directory_of_files(), chmod_all(), [mkfile(300, "/data/other")]
     first = with_manifests(pack(setup))
@@ -84,7 +84,7 @@ def test_index_writes_throttled_past_the_retries_fail_the_drain_and_the_next_com
     assert '"IndexDrainFailures":[1.0]' in capsys.readouterr().out.replace(" ", "")
     assert live(ddb)["/data/d/f13"]["perms"] == "0644"
 
-    throttle.lift()  # the next message for the cluster (here the manifest, redelivered) drains
+    throttle.lift()  # the next message for the cluster (here the manifest, redelivered) applies them
     assert handler.handler(event(*delivery[-1:], receive_count=2), Context()) == {
         "batchItemFailures": []}
     assert live(ddb) == in_order_state([*setup, *chmod, *other], "/data")

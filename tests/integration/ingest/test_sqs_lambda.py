@@ -12,7 +12,7 @@ import pytest
 from hdfs_events import cli, names
 from hdfs_events.event import EventType
 from lambdas.ingest import handler
-from lambdas.ingest.handler import DRAIN_MARGIN_MS
+from lambdas.ingest.handler import APPLY_MARGIN_MS
 from tests.kit.index_builders import TREE_FILES, tree
 from tests.kit.ingest_aws import BUCKET, TABLE, Aws, create_resources, lake_events
 from tests.kit.ingest_builders import pack, sample_events, with_manifests
@@ -108,7 +108,7 @@ def test_handler_exception_fails_the_whole_batch(aws) -> None:
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "3"
 
 
-def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, capsys) -> None:
+def test_a_walk_longer_than_an_invocation_goes_on_through_continue_requests(aws, capsys) -> None:
     log = tree()
     built = len(log.events)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
@@ -119,10 +119,10 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, ca
     index = handler.consumer().index
     # Walks over 3 entries go on from the table (not in memory), 3 children a step.
     index.subtree_budget = index.listing_budget = 3
-    # An invocation with no time left for the index after its records: each drain takes one
+    # An invocation with no time left for the index after its records: each invocation applies one
     # step (3 children), then asks for another invocation on the queue.
     runner = LocalSqsLambdaRunner(aws.queue_url, "lambdas.ingest.handler:handler",
-                                  wait_seconds=0, timeout_ms=DRAIN_MARGIN_MS)
+                                  wait_seconds=0, timeout_ms=APPLY_MARGIN_MS)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,))
     thread.start()
@@ -131,7 +131,7 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_drain_requests(aws, ca
     finally:
         stop.set()
         thread.join(timeout=30)
-    # The events and the manifest, then the walk of TREE_FILES + 6 children 3 at a time: drain requests
+    # The events and the manifest, then the walk of TREE_FILES + 6 children 3 at a time: continue requests
     # carry it on (how many depends on how much each invocation's time allows).
     assert runner_done and runner.records > 2
     capsys.readouterr()

@@ -73,7 +73,7 @@ def test_everything_is_sent_and_the_checkpoint_reaches_the_last_txid() -> None:
     source = [batch(1, "/d/a/x"), batch(2), batch(3, "/d/b/y", "/d/a/z"), batch(4)]
     result = Pipeline(config(), sender=sender, checkpoint=store).run(source)
     assert result.events_sent == result.events_read == 3
-    assert store.txid == 4 and result.checkpoint_txid == 4 and result.drained
+    assert store.txid == 4 and result.checkpoint_txid == 4 and result.flushed
     assert sent_keys(sender.sent) == [("c1", 1, 0), ("c1", 3, 0), ("c1", 3, 1)]
     assert result.messages == len(event_messages(sender.sent))
     assert result.manifests == len(manifests_sent(sender.sent)) >= 1

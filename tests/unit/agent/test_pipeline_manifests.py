@@ -164,7 +164,7 @@ def test_the_checkpoint_never_passes_an_unacknowledged_manifest(edits_sample: Pa
     second = manifests_sent(sender.sent)[1]
     assert second.after == first.end < second.end  # cut once the first was acknowledged
     assert store.saves == [first.end] and result.checkpoint_txid == first.end
-    assert not result.drained  # the last manifest was not acknowledged in time
+    assert not result.flushed  # the last manifest was not acknowledged in time
 
 
 class ManifestRefusingSender(RecordingSender):
@@ -200,6 +200,6 @@ def test_a_refused_manifest_stops_the_run_below_its_range(edits_sample: Path) ->
 def test_the_noop_sender_acknowledges_manifests_like_any_message(edits_sample: Path) -> None:
     sender, store = NoopSender(), MemoryStore()
     result = Pipeline(config(), sender=sender, checkpoint=store).run(edit_log(edits_sample))
-    assert result.checkpoint_txid == store.txid == 88 and result.drained
+    assert result.checkpoint_txid == store.txid == 88 and result.flushed
     assert result.manifests >= 1 and result.events_sent == 32
     assert sender.stats.messages == result.messages + result.manifests

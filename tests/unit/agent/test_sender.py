@@ -26,7 +26,7 @@ def messages(groups: int, per_group: int) -> list[PackedMessage]:
             txid += 1
             packer.add(HdfsEvent(cluster="c1", txid=txid, index=0, type=EventType.CLOSE,
                                  path=f"/data/g{g}/f"), 0.0)
-            out += packer.drain()  # one event per message: many messages per group
+            out += packer.flush()  # one event per message: many messages per group
     return out
 
 

@@ -140,11 +140,11 @@ def test_freshness_counts_index_writes_per_indexed_event_apart_from_the_sequence
     assert split["sequencer_reads_per_invocation"] == 3.0
 
 
-def test_index_drain_bench_runs_tiny_and_counts_what_the_index_sends(tmp_path, monkeypatch):
-    from bench import index_drain
+def test_index_apply_bench_runs_tiny_and_counts_what_the_index_sends(tmp_path, monkeypatch):
+    from bench import index_apply
     monkeypatch.chdir(tmp_path)
-    assert index_drain.main(["--ops", "400", "--latency-ms", "1", "--no-baseline"]) == 0
-    result = json.loads((tmp_path / "bench-out" / "index_drain.json").read_text())["current"]
+    assert index_apply.main(["--ops", "400", "--latency-ms", "1", "--no-baseline"]) == 0
+    result = json.loads((tmp_path / "bench-out" / "index_apply.json").read_text())["current"]
     assert result["indexed_events"] > 50 and result["live_entries"] > 0
     assert result["requests"]["BatchWriteItem"] > 0
     assert 0 < result["round_trips_per_1000"] <= result["requests_per_1000"]

@@ -58,8 +58,8 @@ def test_notify_topic_must_be_configured() -> None:
 
 def test_manifest_bounds_are_the_workers() -> None:
     small = [{"key": f"exports/a/p{i}", "size": 10} for i in range(3)]
-    check_allowed(request(manifest=small), SETTINGS)
+    check_allowed(request(copy_listing=small), SETTINGS)
     with pytest.raises(Rejected, match="max_objects"):
-        check_allowed(request(manifest=[*small, {"key": "exports/a/p9", "size": 1}]), SETTINGS)
+        check_allowed(request(copy_listing=[*small, {"key": "exports/a/p9", "size": 1}]), SETTINGS)
     with pytest.raises(Rejected, match="max_bytes"):
-        check_allowed(request(manifest=[{"key": "exports/a/big", "size": 101}]), SETTINGS)
+        check_allowed(request(copy_listing=[{"key": "exports/a/big", "size": 101}]), SETTINGS)

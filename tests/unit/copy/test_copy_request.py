@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hdfs_events.copy_request import (
-    MAX_MANIFEST_ENTRIES,
+    MAX_COPY_LISTING_ENTRIES,
     CopyMode,
     CopyRequestError,
     decode_request,
@@ -42,7 +42,7 @@ def test_manifest_and_notify_are_kept() -> None:
     request = decode_request(text(
         manifest=[{"key": "sales/dt=1/part-0", "size": 10}, {"key": "sales/dt=1/a/b", "size": 0}],
         notify="arn:aws:sns:eu-west-1:123456789012:copy-outcomes"))
-    assert [(e.key, e.size) for e in request.manifest] == [("sales/dt=1/part-0", 10),
+    assert [(e.key, e.size) for e in request.copy_listing] == [("sales/dt=1/part-0", 10),
                                                            ("sales/dt=1/a/b", 0)]
     assert request.relative_name("sales/dt=1/a/b") == "a/b"
     assert decode_request(request.to_json()) == request
@@ -141,7 +141,7 @@ def test_hostile_or_malformed_request_is_refused_naming_the_field(body: str, fie
     ([{"key": "sales/dt=1/a", "size": 1, "cmd": "x"}], "manifest[0]"),
     ([{"key": "sales/dt=1/a", "size": 1}, {"key": "sales/dt=1/a", "size": 1}],
      "manifest[1].key"),
-    ([{"key": f"sales/dt=1/p{i}", "size": 1} for i in range(MAX_MANIFEST_ENTRIES + 1)],
+    ([{"key": f"sales/dt=1/p{i}", "size": 1} for i in range(MAX_COPY_LISTING_ENTRIES + 1)],
      "manifest"),
 ])
 def test_bad_manifest_is_refused(manifest: object, field: str) -> None:

@@ -15,9 +15,9 @@ P = "exports/run-7/"
 SOURCE = {P + "part-0": 10, P + "sub/part-1": 20, P + "_SUCCESS": 0}
 
 
-def request(mode: str = "update", manifest: list | None = None):  # type: ignore[no-untyped-def]
+def request(mode: str = "update", copy_listing: list | None = None):  # type: ignore[no-untyped-def]
     return make_request(request_id="r", source=f"s3://lake/{P}", destination="/data/imports/r",
-                        mode=mode, manifest=manifest)
+                        mode=mode, copy_listing=copy_listing)
 
 
 def test_without_manifest_everything_under_a_finished_prefix_is_expected() -> None:
@@ -35,7 +35,7 @@ def test_without_manifest_an_unfinished_prefix_is_retried_later() -> None:
 
 
 def test_manifest_selects_and_excludes_the_rest() -> None:
-    plan = make_plan(request(manifest=[{"key": P + "part-0", "size": 10}]),
+    plan = make_plan(request(copy_listing=[{"key": P + "part-0", "size": 10}]),
                      {**SOURCE, P + "_temporary/x": 5}, None, max_bytes=100)
     assert plan.expected == {"part-0": 10}
     assert set(plan.excluded_keys) == {P + "sub/part-1", P + "_SUCCESS", P + "_temporary/x"}
@@ -47,7 +47,7 @@ def test_manifest_selects_and_excludes_the_rest() -> None:
 ])
 def test_manifest_that_lies_is_rejected_before_anything_runs(entry: dict, reason: str) -> None:
     with pytest.raises(Rejected, match=reason):
-        make_plan(request(manifest=[entry]), SOURCE, None, max_bytes=100)
+        make_plan(request(copy_listing=[entry]), SOURCE, None, max_bytes=100)
 
 
 def test_too_many_bytes_is_rejected() -> None:

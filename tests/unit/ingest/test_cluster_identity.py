@@ -9,7 +9,7 @@ from moto import mock_aws
 
 from hdfs_events import names
 from lambdas.ingest import handler
-from lambdas.ingest.dal import IamUsers
+from lambdas.ingest.iam_users import IamUsers
 from lambdas.ingest.senders import ClusterSenders, resolve_senders
 from tests.kit.ingest_aws import emf_documents, log_lines
 from tests.kit.ingest_builders import manifests, pack, sample_events
@@ -109,8 +109,9 @@ def test_the_handler_resolves_configured_user_arns_once(aws, monkeypatch) -> Non
     assert aws.lake_keys("quarantine/") == []
 
 
-def test_drain_requests_carry_no_events_and_are_not_checked_for_a_sender(aws) -> None:
-    drain = Sent(body=json.dumps({"cluster": "prod"}), encoding=None, group_id="prod:#drain",
-                 dedup_id="prod-drain-start", message_id="drain-1", kind="drain")
-    assert handler.handler(event(drain), Context()) == {"batchItemFailures": []}
+def test_continue_requests_carry_no_events_and_are_not_checked_for_a_sender(aws) -> None:
+    # The wire values of a continue request (hdfs_events/continue_request.py) as SQS delivers it.
+    request = Sent(body=json.dumps({"cluster": "prod"}), encoding=None, group_id="prod:#drain",
+                   dedup_id="prod-drain-start", message_id="continue-1", kind="drain")
+    assert handler.handler(event(request), Context()) == {"batchItemFailures": []}
     assert aws.lake_keys("quarantine/") == []

@@ -64,7 +64,7 @@ def test_any_broken_message_is_quarantined_or_valid_and_nothing_else_waits(data)
         for s in [*sent, *range_manifests]:
             message = s if s.dedup_id != broken.dedup_id else broken
             outcomes[s.dedup_id] = consumer.process(queue_message(message))
-    report = consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+    report = consumer.apply_ranges(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
 
     outcome = outcomes.pop(broken.dedup_id)
     hypothesis.event(outcome.status)  # --hypothesis-show-statistics: how many of each
@@ -218,7 +218,7 @@ def test_a_range_with_an_event_the_index_cannot_store_is_passed_and_the_index_re
                 [*first, *first_manifests, *second, *second_manifests, *third,
                  *third_manifests]]
 
-    report = consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+    report = consumer.apply_ranges(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
 
     quarantined = [o for o in outcomes if o.status == "quarantined"]
     assert len(quarantined) == 1 and quarantined[0].reason.startswith("event 0: field '")

@@ -1,4 +1,4 @@
-"""A backlog: a million indexed events waiting, drained to the end through the sequencer on
+"""A backlog: a million indexed events waiting, applied to the end through the sequencer on
 in-memory stores (the index's logic at full rate, no AWS), and an event the index can never
 store in the middle of it, skipped with its reason while everything after it applies."""
 
@@ -62,7 +62,7 @@ def jobs(events: int) -> Iterator[HdfsEvent]:
 
 
 def backlog(events: list[HdfsEvent], per_message: int = 1000) -> IndexSequencer:
-    """Every message arrived and every range closed while the index was not draining."""
+    """Every message arrived and every range closed while the index was not applying ranges."""
     store = MemorySequenceStore()
     sequencer = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), ["/data"]),
                                lake=None)  # type: ignore[arg-type]
@@ -77,10 +77,10 @@ def backlog(events: list[HdfsEvent], per_message: int = 1000) -> IndexSequencer:
     return sequencer
 
 
-def test_a_million_indexed_events_behind_are_drained_to_the_end() -> None:
+def test_a_million_indexed_events_behind_are_applied_to_the_end() -> None:
     events = list(jobs(1_000_000))
     sequencer = backlog(events)
-    report = sequencer.drain(CLUSTER, deadline_ms=2**62)
+    report = sequencer.apply_ranges(CLUSTER, deadline_ms=2**62)
     assert report.position == Position(events[-1].txid, TXID_DONE)
     assert report.events == len(events) and not report.more and report.waiting_for is None
     store = sequencer.index.store
@@ -95,9 +95,9 @@ def test_an_event_dynamodb_cannot_store_is_skipped_and_the_ranges_after_it_apply
                     inode_type=INodeType.FILE, ctime=T0, timestamp=T0)
     with_bad = [*events[:501], bad, *events[501:]]
     sequencer = backlog(with_bad, per_message=100)  # the bad event's range, then 15 more
-    report = sequencer.drain(CLUSTER, deadline_ms=2**62)
+    report = sequencer.apply_ranges(CLUSTER, deadline_ms=2**62)
     assert report.position == Position(events[-1].txid, TXID_DONE)
-    assert [(s.txid, s.index) for s in report.skipped_events] == [(bad.txid, 1)]
+    assert [(s.txid, s.event_index) for s in report.skipped_events] == [(bad.txid, 1)]
     assert "1024" in report.skipped_events[0].reason
     assert sequencer.index.store.live(CLUSTER) == in_order_state(  # type: ignore[attr-defined]
         events, "/data")

@@ -98,8 +98,8 @@ class CrashingStore(MemoryIndexStore):
        page=st.integers(1, 4))
 def test_a_chunk_applied_again_after_a_crash_mid_write_ends_in_the_in_order_state(
         seed, steps, chunk, page) -> None:
-    """A drain that died with part of a chunk's (or a walk step's) writes landed starts again
-    from its saved position: the index ends as if it had not."""
+    """An invocation that died applying ranges with part of a chunk's (or a walk step's)
+    writes landed starts again from its saved position: the index ends as if it had not."""
     rng = random.Random(seed)
     events = RandomNamespace(rng, dir_op_depth=1).run(steps)
     store = CrashingStore(rng)

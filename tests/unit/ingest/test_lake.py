@@ -8,7 +8,7 @@ import pytest
 
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest.lake import lake_objects, object_name, partition_times
-from lambdas.ingest.settings import Settings, SettingsError, parse_prefixes
+from lambdas.ingest.settings import ConsumerSettings, SettingsError, parse_prefixes
 
 H = 3_600_000
 T = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
@@ -59,18 +59,18 @@ def test_object_name_escapes_unsafe_dedup_ids_without_collisions() -> None:
 
 def test_settings_name_the_bad_variable() -> None:
     with pytest.raises(SettingsError, match="LAKE_BUCKET"):
-        Settings.from_env({})
+        ConsumerSettings.from_env({})
     with pytest.raises(SettingsError, match="EVENT_LOG_MODE='loud'"):
-        Settings.from_env({"LAKE_BUCKET": "b", "EVENT_LOG_MODE": "loud"})
+        ConsumerSettings.from_env({"LAKE_BUCKET": "b", "EVENT_LOG_MODE": "loud"})
     with pytest.raises(SettingsError, match="not an absolute HDFS path"):
         parse_prefixes("/data,user")
     senders = '{"prod": ["arn:aws:iam::123456789012:user/hdfs-events-prod-agent-prod"]}'
-    s = Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t", "CLUSTER_SENDERS": senders,
+    s = ConsumerSettings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t", "CLUSTER_SENDERS": senders,
                            "INDEX_PREFIXES": " /data/ , /user"})
     assert s.index_prefixes == ("/data", "/user") and s.index_enabled
-    assert not Settings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t",
+    assert not ConsumerSettings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t",
                                   "CLUSTER_SENDERS": senders}).index_enabled
     with pytest.raises(SettingsError, match="CLUSTER_SENDERS is not set"):
-        Settings.from_env({"LAKE_BUCKET": "b"})
+        ConsumerSettings.from_env({"LAKE_BUCKET": "b"})
     with pytest.raises(SettingsError, match="cluster 'prod' needs a list of IAM user ARNs"):
-        Settings.from_env({"LAKE_BUCKET": "b", "CLUSTER_SENDERS": '{"prod": ["alice"]}'})
+        ConsumerSettings.from_env({"LAKE_BUCKET": "b", "CLUSTER_SENDERS": '{"prod": ["alice"]}'})

@@ -10,16 +10,16 @@ redriven) is still waited for, and another principal's broken manifest passes no
 from __future__ import annotations
 
 from hdfs_events.manifest import Manifest
-from lambdas.ingest.sequencer import TXID_DONE, DrainReport, Position
+from lambdas.ingest.sequencer import TXID_DONE, ApplyReport, Position
 from tests.kit.ingest_builders import three_ranges
 from tests.kit.lambda_events import Sent
 from tests.kit.memory_consumer import in_memory_consumer, queue_message
 
 
 def deliver(messages: list[Sent], *, broken: str | None = None,
-            sender_of_broken: str | None = None) -> DrainReport:
+            sender_of_broken: str | None = None) -> ApplyReport:
     """Everything in order through the real consumer, the manifest `broken` (a dedup id) with
-    an unreadable body; then one drain."""
+    an unreadable body; then ranges applied once."""
     consumer, _, _ = in_memory_consumer()
     for s in messages:
         if s.dedup_id == broken:
@@ -29,7 +29,7 @@ def deliver(messages: list[Sent], *, broken: str | None = None,
                 damaged, sender_id=sender_of_broken)).status == "quarantined"
         else:
             consumer.process(queue_message(s))
-    return consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+    return consumer.apply_ranges(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
 
 
 def in_order(rs: list[tuple[list[Sent], list[Sent]]]) -> list[Sent]:
@@ -57,12 +57,12 @@ def test_a_late_manifest_is_waited_for_and_then_applied() -> None:
         if s is not late:
             consumer.process(queue_message(s))
 
-    waiting = consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+    waiting = consumer.apply_ranges(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
     assert waiting.position == Position(23, TXID_DONE) and not waiting.bridged
     assert waiting.waiting_for == "the manifest of txid 24"
 
     consumer.process(queue_message(late))
-    done = consumer.drain_index(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
+    done = consumer.apply_ranges(deadline_ms=consumer.clock_ms() + 600_000)["prod"]
     assert done.position == Position(85, TXID_DONE) and not done.bridged
 
 

@@ -1,5 +1,5 @@
 """The index through the sequencer: messages of every group strategy delivered in any order
-(each group in order, redelivered at random), the agent's manifests in their own group, drains
+(each group in order, redelivered at random), the agent's manifests in their own group, ranges applied
 stopped at random deadlines and walks split into continuations: the index ends exactly in the
 in-order state. Directory renames and deletes across groups included, the case the index's
 merge rules alone could not always get right (test_index_property)."""
@@ -15,6 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hdfs_events import names
+from hdfs_events.continue_request import (
+    continue_dedup_id,
+    continue_group_id,
+    encode_continue_request,
+)
 from hdfs_events.envelope import encode_message
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.ids import message_group_id
@@ -62,7 +68,7 @@ class Logger:
         self._log("WARNING", msg, *args, **kw)
 
     def exception(self, msg: str, *args: object, **kw: object) -> None:
-        raise AssertionError(f"{msg}: {kw}")  # a failed drain is a bug in these tests
+        raise AssertionError(f"{msg}: {kw}")  # failing to apply ranges is a bug in these tests
 
 
 def _message(body: str, group: str, dedup: str, **attrs: str) -> QueueMessage:
@@ -86,18 +92,18 @@ class Queue:
             self.groups[message.group_id or ""].append(message)
 
     # what the consumer sends back to the queue
-    def send_drain(self, cluster: str, *, key: str) -> None:
-        self.put(_message(json.dumps({"cluster": cluster}), f"{cluster}:#drain",
-                          f"{cluster}-drain-{key}", kind="drain"))
+    def send_continue(self, cluster: str, *, key: str) -> None:
+        self.put(_message(encode_continue_request(cluster), continue_group_id(cluster),
+                          continue_dedup_id(cluster, key), kind=names.KIND_CONTINUE))
 
 
 def in_memory_consumer(queue: Queue, **sequencer_options: object) -> MessageConsumer:
-    """The real consumer on in-memory stores, indexing /data, drain requests to `queue`."""
+    """The real consumer on in-memory stores, indexing /data, continue requests to `queue`."""
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(),
                                                                      ["/data"]),
                                lake, **sequencer_options)  # type: ignore[arg-type]
-    return MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
+    return MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=queue,
                            log_mode="summary", logger=Logger(), senders=SENDERS)
 
 
@@ -141,7 +147,7 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=rng.randrange(1, 6))
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=queue,
                                log_mode="summary", logger=Logger(), senders=SENDERS,
                                clock_ms=lambda: next(clock))
     messages, manifests = agent_messages(events, strategy, rng)
@@ -155,10 +161,10 @@ def converge(events: list[HdfsEvent], strategy: str, budget: int, rng: random.Ra
         consumer.process(message)
         if not redeliver():
             queue.groups[group].popleft()
-        if rng.randrange(3) == 0:  # the end of an invocation: drain, maybe out of time
-            consumer.drain_index(next(clock) + rng.randrange(1, 60))
-    consumer.to_drain.add(CLUSTER)
-    report = consumer.drain_index(next(clock) + 10**9)[CLUSTER]
+        if rng.randrange(3) == 0:  # the end of an invocation: apply ranges, maybe out of time
+            consumer.apply_ranges(next(clock) + rng.randrange(1, 60))
+    consumer.to_apply.add(CLUSTER)
+    report = consumer.apply_ranges(next(clock) + 10**9)[CLUSTER]
     assert report.waiting_for is None and not report.more, report
     assert report.position == Position(max(e.txid for e in events), TXID_DONE)
     return index.store.live(CLUSTER), consumer
@@ -226,12 +232,12 @@ def test_a_range_waits_for_its_last_message_and_says_which() -> None:
         consumer.process(m)
     for m in manifests:
         consumer.process(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest"))
-    report = consumer.drain_index(sequencer.clock_ms() + 60_000)[CLUSTER]
+    report = consumer.apply_ranges(sequencer.clock_ms() + 60_000)[CLUSTER]
     assert report.waiting_for is not None and held_back.dedup_id in report.waiting_for
     waiting_at = report.position
     assert waiting_at is not None and (waiting_at.txid or 0) < max(e.txid for e in events)
-    consumer.process(held_back)  # its arrival drains the rest
-    report = consumer.drain_index(sequencer.clock_ms() + 60_000)[CLUSTER]
+    consumer.process(held_back)  # its arrival applies the rest
+    report = consumer.apply_ranges(sequencer.clock_ms() + 60_000)[CLUSTER]
     assert report.waiting_for is None
     assert index.store.live(CLUSTER) == in_order_state(events, "/data")
 
@@ -251,12 +257,12 @@ def test_a_quarantined_message_does_not_stop_the_index_and_is_counted() -> None:
     assert outcome.status == "quarantined"
     for m in manifests:
         consumer.process(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest"))
-    report = consumer.drain_index(sequencer.clock_ms() + 60_000)[CLUSTER]
+    report = consumer.apply_ranges(sequencer.clock_ms() + 60_000)[CLUSTER]
     assert report.waiting_for is None and report.skipped_messages == 1
     assert consumer.telemetry.clusters[CLUSTER].skipped == 1
 
 
-def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
+def test_applying_ranges_out_of_time_asks_for_another_invocation() -> None:
     rng = random.Random(11)
     events = RandomNamespace(rng, dir_op_depth=99).run(30)
     queue = Queue()
@@ -265,19 +271,19 @@ def test_a_drain_that_runs_out_of_time_asks_for_another_invocation() -> None:
     lake = MemoryLake()
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=2)
-    consumer = MessageConsumer(lake=lake, sequencer=sequencer, drain_requests=queue,
+    consumer = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=queue,
                                log_mode="summary", logger=Logger(), senders=SENDERS)
     messages, manifests = agent_messages(events, "prefix:1", rng)
     for m in messages:
         consumer.process(m)
     for m in manifests:
         consumer.process(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest"))
-    report = consumer.drain_index(sequencer.clock_ms() + 50)[CLUSTER]
+    report = consumer.apply_ranges(sequencer.clock_ms() + 50)[CLUSTER]
     assert report.more and report.events > 0
-    assert len(queue.groups[f"{CLUSTER}:#drain"]) == 1
-    while queue.groups[f"{CLUSTER}:#drain"]:  # each request drains a little more
-        consumer.process(queue.groups[f"{CLUSTER}:#drain"].popleft())
-        consumer.drain_index(sequencer.clock_ms() + 50)
+    assert len(queue.groups[continue_group_id(CLUSTER)]) == 1
+    while queue.groups[continue_group_id(CLUSTER)]:  # each request applies a little more
+        consumer.process(queue.groups[continue_group_id(CLUSTER)].popleft())
+        consumer.apply_ranges(sequencer.clock_ms() + 50)
     assert index.store.live(CLUSTER) == in_order_state(events, "/data")
 
 

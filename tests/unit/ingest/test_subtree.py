@@ -1,5 +1,5 @@
 """Directory RENAME and UNLINK on DynamoDB (moto in-process): whole subtrees, larger than one invocation,
-continued by drain requests on the FIFO queue, marked in progress until done, and nothing
+continued by continue requests on the FIFO queue, marked in progress until done, and nothing
 later applied before the walk ends."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
-from lambdas.ingest.dal import DynamoIndexStore, entry_to_item, item_to_entry
-from lambdas.ingest.handler import DRAIN_MARGIN_MS
+from lambdas.ingest.handler import APPLY_MARGIN_MS
 from lambdas.ingest.index_model import Entry
+from lambdas.ingest.index_table import DynamoIndexStore, entry_to_item, item_to_entry
 from lambdas.ingest.subtree import SubtreeOp
 from tests.kit.index_builders import T0, TREE_FILES, tree
 from tests.kit.ingest_aws import TABLE
@@ -19,7 +19,7 @@ from tests.kit.sqs_lambda import lambda_record
 
 
 class Clock:
-    """Milliseconds that pass one second per look: a drain given a few seconds takes a few
+    """Milliseconds that pass one second per look: applying ranges given a few seconds takes a few
     steps of a walk, then asks for another invocation."""
 
     def __init__(self) -> None:
@@ -35,7 +35,7 @@ def short_invocations(seconds: int) -> Context:
     handler.consumer().clock_ms = clock
     handler.consumer().sequencer.clock_ms = clock
     context = Context()
-    context.get_remaining_time_in_millis = lambda: DRAIN_MARGIN_MS + seconds * 1000
+    context.get_remaining_time_in_millis = lambda: APPLY_MARGIN_MS + seconds * 1000
     return context
 
 
@@ -45,8 +45,8 @@ def budgets(entries: int) -> None:
     index.subtree_budget = index.listing_budget = entries
 
 
-def drain(aws, budget: int, context: Context | None = None, max_rounds: int = 100) -> int:
-    """Delivers what the handler sent to the queue (drain requests), as Lambda would, until
+def deliver_continue_requests(aws, budget: int, context: Context | None = None, max_rounds: int = 100) -> int:
+    """Delivers what the handler sent to the queue (continue requests), as Lambda would, until
     none is left; returns how many invocations that took."""
     rounds = 0
     for rounds in range(1, max_rounds + 1):
@@ -83,7 +83,7 @@ def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -
     assert moving.in_progress[0]["op"] == "RENAME"
     assert reader.stat("/data/e/f00").in_progress
     assert reader.ls("/data/d")  # what has not moved yet is still at the source
-    rounds = drain(aws, budget=4, context=context)
+    rounds = deliver_continue_requests(aws, budget=4, context=context)
     assert rounds >= 1  # 36 children, 4 per page, a few steps per invocation
     assert [e.name for e in reader.ls("/data/e")] == [f"f{i:02d}" for i in range(TREE_FILES)] + [
         "sub"]
@@ -102,7 +102,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
     context = short_invocations(seconds=2)
     ingest(log.events[-1:], budget=5, context=context)
     assert IndexReader(TABLE, "prod").stat("/data/d").in_progress
-    assert drain(aws, budget=5, context=context) >= 1
+    assert deliver_continue_requests(aws, budget=5, context=context) >= 1
     reader = IndexReader(TABLE, "prod")
     assert reader.ls("/data/d") == [] and reader.ls("/data/d/sub") == []
     markers = reader.ls("/data/d", include_deleted=True)
@@ -126,7 +126,7 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     ingest(later, budget=2, context=context)  # arrived while the walk is unfinished
     reader = IndexReader(TABLE, "prod")
     assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
-    drain(aws, budget=2, context=context)
+    deliver_continue_requests(aws, budget=2, context=context)
     sizes = {e.name: e.size for e in IndexReader(TABLE, "prod").ls("/data/e")}
     expected = {f"f{i:02d}": 100 + i for i in range(TREE_FILES) if i != 5} | {"f03": 999, "new": 7,
                                                                       "sub": None}

@@ -17,7 +17,7 @@ from constructs import Construct
 from hdfs_events import names
 from stacks import nag
 from stacks.assets import lambda_package_dir
-from stacks.settings import Settings
+from stacks.settings import DeploySettings
 
 HANDLER = "lambdas.ingest.handler.handler"
 SERVICE_NAME = "hdfs-events-ingest"
@@ -39,8 +39,8 @@ def powertools_layer_arn(stack: Stack, version: int) -> str:
             f"AWSLambdaPowertoolsPythonV3-python311-arm64:{version}")
 
 
-class IngestConsumer(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+class IngestFunction(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  event_queue: sqs.IQueue, lake: s3.IBucket, index_table: dynamodb.ITable,
                  removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
@@ -91,8 +91,8 @@ class IngestConsumer(Construct):
 
         lake.grant_put(self.function, f"{names.RAW_PREFIX}*")
         lake.grant_put(self.function, f"{names.QUARANTINE_PREFIX}*")
-        # A drain applies a range whose messages other invocations received: it reads their
-        # events back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
+        # Applying a range reads the events of messages other invocations received:
+        # back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
         # s3:GetBucket*): the keys come from the arrival items, nothing is listed.
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadRawEvents", actions=["s3:GetObject"],
@@ -100,9 +100,9 @@ class IngestConsumer(Construct):
         if lake.encryption_key is not None:
             lake.encryption_key.grant_decrypt(self.function)
         index_table.grant(self.function, *INDEX_ACTIONS)
-        # Drain requests: a drain out of time asks a later invocation to go on.
+        # Continue requests: applying ranges out of time asks a later invocation to go on.
         self.role.add_to_policy(iam.PolicyStatement(
-            sid="SendDrainRequests", actions=["sqs:SendMessage"],
+            sid="SendContinueRequests", actions=["sqs:SendMessage"],
             resources=[event_queue.queue_arn]))
 
         self.function.add_event_source(event_sources.SqsEventSource(

@@ -1,13 +1,13 @@
-"""The namespace index's drain rate for one cluster at DynamoDB's latency, beside the previous
+"""The namespace index's rate applying ranges for one cluster at DynamoDB's latency, beside the previous
 design measured in the same run.
 
-    python -m bench.index_drain [--ops 60000] [--latency-ms 5] [--baseline-ref REF]
+    python -m bench.index_apply [--ops 60000] [--latency-ms 5] [--baseline-ref REF]
                                 [--no-baseline]
 
 Workload: tests.kit.workload's edit log (jobs writing part files under `_temporary`, renaming
 them into place, deleting `_temporary` at depth 4-5, appends, retention deletes of
 partitions, chmod/chown/touch), translated as the agent does, every path indexed (`/`).
-The events are applied in order as a drain applies a range: the index's own chunks
+The events are applied in order as the sequencer applies a range: the index's own chunks
 (`sequencer.CHUNK_EVENTS`), one position UpdateItem per chunk and per walk step, every walk
 finished before the next chunk.
 
@@ -26,7 +26,7 @@ and a subprocess there drives that tree's index (the converge-in-any-order entri
 chunks, conditional PutItems). Each run's live entries are compared with the in-order replay
 (tests.kit.replay, of each tree): a path the events created must hold its attributes, one
 they deleted must not be live (paths older than the log, learnt by the index, count apart);
-the bench fails when this tree's index differs. Writes bench-out/index_drain.json.
+the bench fails when this tree's index differs. Writes bench-out/index_apply.json.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-OUT = Path("bench-out/index_drain.json")
+OUT = Path("bench-out/index_apply.json")
 TABLE = "bench-index"
 CLUSTER = "bench"
 # The last commit of the converge-in-any-order index (issue 18 replaced it).
@@ -126,8 +126,12 @@ def worker(ops: int, latency_ms: float) -> dict[str, Any]:
     from moto import mock_aws
 
     from lambdas.ingest import sequencer
-    from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore
     from lambdas.ingest.index import NamespaceIndex
+    try:
+        from lambdas.ingest.clients import CLIENT_CONFIG
+        from lambdas.ingest.index_table import DynamoIndexStore
+    except ImportError:  # the baseline's tree, from before lambdas/ingest/dal.py was split
+        from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore  # type: ignore
 
     events = workload(ops)
     with mock_aws():
@@ -196,10 +200,10 @@ def _live(ddb: Any) -> dict[str, list[Any]]:
 
 def run_tree(root: Path, ops: int, latency_ms: float) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.index_drain", "--worker", "--ops", str(ops),
+        [sys.executable, "-m", "bench.index_apply", "--worker", "--ops", str(ops),
          "--latency-ms", str(latency_ms)], cwd=root, capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise SystemExit(f"bench.index_drain worker in {root} failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"bench.index_apply worker in {root} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -208,7 +212,7 @@ def baseline_tree(ref: str, into: Path) -> Path:
     archive = subprocess.run(["git", "archive", ref, "lambdas", "hdfs_events", "onprem_agent",
                               "bench"], cwd=repo, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    shutil.copy(Path(__file__), into / "bench" / "index_drain.py")
+    shutil.copy(Path(__file__), into / "bench" / "index_apply.py")
     return into
 
 
@@ -235,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             results["previous"] = run_tree(baseline_tree(args.baseline_ref, Path(tmp)),
                                            args.ops, args.latency_ms)
-    print(f"{'index drain, ' + str(args.latency_ms) + ' ms/request':<34} {'events/s':>10} "
+    print(f"{'applying ranges, ' + str(args.latency_ms) + ' ms/request':<34} {'events/s':>10} "
           f"{'at latency':>12} {'trips/1k':>9} {'reqs/1k':>9} {'WCU/1k':>9}")
     print(row("in order, batched (this tree)", results["current"]))
     if "previous" in results:

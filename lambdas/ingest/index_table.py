@@ -1,38 +1,24 @@
-"""boto3 behind small interfaces: the lake bucket, the index table, the event queue (drain
-requests).
-
-Clients are passed in (or made plainly from the standard chain), so the same code reaches AWS,
-moto in-process and moto server. Transient failures (throttling, 5xx, connection errors) are
-retried by botocore's standard retry mode and then raised: the record fails and SQS redelivers
-it. Only a failed write condition is an expected outcome here, returned as False.
+"""The index table's entries: DynamoIndexStore (index_view.IndexStore) and the batched reads
+the sequencer's store shares (sequence_store.py keeps its items in the same table). The item
+format is the contract's (hdfs_events/index_item.py): the `index` CLI reads what this writes.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from decimal import Decimal
 from typing import Any
 
-import boto3
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
-from hdfs_events.event import HdfsEvent
-from hdfs_events.ids import sqs_safe_id
-from hdfs_events.manifest import KIND_ATTRIBUTE
-from lambdas.ingest.index_model import ATTRIBUTES, Entry
+from hdfs_events.index_item import IndexItem, from_wire, to_wire, wire_key
+from lambdas.ingest.clients import client
+from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
 
-# botocore standard mode: exponential backoff with jitter on throttling and 5xx; max_attempts
-# counts retries, so a request is tried 4 times in all.
-CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3})
-DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
 BATCH_GET_LIMIT = 100  # DynamoDB BatchGetItem keys per call
 BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
 # Index calls in flight at once (BatchWriteItem, BatchGetItem pages, a walk's Queries): 16 x 25
@@ -40,9 +26,6 @@ BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
 # 2 WCU per item instead of 1 (index writes are most of the table's bill). An entry's partition
 # is its parent directory, and one partition key takes at most 1,000 WCU/s.
 WRITE_CONCURRENCY = 16
-KIND_DRAIN = "drain"  # `kind` of a request to go on applying a cluster's ranges to the index
-# Lake objects a drain reads at once: messages it did not receive itself, ~10-60 KB each.
-READ_CONCURRENCY = 8
 
 
 def batch_get(ddb: Any, table: str, keys: Sequence[Mapping[str, Any]],
@@ -69,91 +52,16 @@ def _get_page(ddb: Any, table: str, keys: list[Mapping[str, Any]]) -> list[dict[
     raise RuntimeError(f"DynamoDB left {len(request[table]['Keys'])} keys unprocessed after retries")
 
 
-def client(service: str) -> Any:
-    return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
-
-
-class S3Lake:
-    def __init__(self, bucket: str, s3: Any | None = None) -> None:
-        self.bucket, self.s3 = bucket, s3 or client("s3")
-        self._pool: ThreadPoolExecutor | None = None
-
-    def put(self, key: str, body: bytes, content_type: str) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
-
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
-        """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=READ_CONCURRENCY,
-                                            thread_name_prefix="lake-get")
-        bodies = self._pool.map(
-            lambda key: self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
-        return [HdfsEvent.from_dict(json.loads(line))
-                for body in bodies for line in gzip.decompress(body).splitlines() if line]
-
-
-class SqsDrainRequests:
-    def __init__(self, queue_url: str, sqs: Any | None = None) -> None:
-        self.queue_url, self.sqs = queue_url, sqs or client("sqs")
-
-    def send_drain(self, cluster: str, *, key: str) -> None:
-        """Asks a later invocation to go on draining `cluster`'s index (`key` tells requests
-        apart; the same key within SQS's 5-minute deduplication window is sent once)."""
-        self.sqs.send_message(
-            QueueUrl=self.queue_url, MessageBody=json.dumps({"cluster": cluster}),
-            MessageGroupId=sqs_safe_id(f"{cluster}:#drain"),
-            MessageDeduplicationId=sqs_safe_id(f"{cluster}-drain-{key}"),
-            MessageAttributes={KIND_ATTRIBUTE: {"DataType": "String", "StringValue": KIND_DRAIN}},
-        )
-
-
-class IamUsers:
-    def __init__(self, iam: Any | None = None) -> None:
-        self.iam = iam or client("iam")
-
-    def unique_id(self, user_name: str) -> str:
-        """The user's IAM unique id ("AIDA..."), what SQS reports as a message's SenderId."""
-        return str(self.iam.get_user(UserName=user_name)["User"]["UserId"])
-
-
-# --- the index table ---------------------------------------------------------------------------
-
-def index_key(cluster: str, path: str) -> dict[str, str]:
-    parent, name = names.split_path(path)
-    return {names.INDEX_PK: names.index_partition(cluster, parent), names.INDEX_SK: name}
-
 
 def entry_to_item(entry: Entry, *, now_s: int) -> dict[str, Any]:
-    item: dict[str, Any] = {**index_key(entry.cluster, entry.path), "cluster": entry.cluster,
-                            "path": entry.path, "last_txid": entry.version[0],
-                            "last_index": entry.version[1], "deleted": entry.deleted,
-                            **{k: v for k, v in entry.attrs.items() if k in ATTRIBUTES}}
-    if entry.deleted:
-        item[names.TTL_ATTRIBUTE] = now_s + DELETE_MARKER_TTL_SECONDS
-    if entry.moved_to is not None:
-        item["moved_to"] = entry.moved_to
-    if entry.walk is not None:
-        item["subtree_op"] = dict(entry.walk)
-    return item
+    return IndexItem(entry.cluster, entry.path, entry.attrs, entry.version[0], entry.version[1],
+                     entry.deleted, entry.moved_to, entry.walk).to_item(now_s=now_s)
 
 
 def item_to_entry(item: Mapping[str, Any]) -> Entry:
-    return Entry(
-        cluster=item["cluster"], path=item["path"],
-        attrs={k: _plain(item[k]) for k in ATTRIBUTES if k in item},
-        version=(int(item["last_txid"]), int(item["last_index"])),
-        deleted=bool(item.get("deleted")), moved_to=item.get("moved_to"),
-        walk=_plain(item["subtree_op"]) if "subtree_op" in item else None,
-    )
-
-
-def _plain(value: Any) -> Any:
-    """DynamoDB numbers come back as Decimal; the index holds only whole numbers."""
-    if isinstance(value, Decimal):
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+    i = IndexItem.from_item(item)
+    return Entry(i.cluster, i.path, i.attrs, (i.last_txid, i.last_index), i.deleted,
+                 i.moved_to, i.subtree_op)
 
 
 class DynamoIndexStore:
@@ -165,28 +73,19 @@ class DynamoIndexStore:
     def __init__(self, table: str, dynamodb: Any | None = None,
                  clock: Any = time.time) -> None:
         self.table, self.clock = table, clock
-        self.ddb = dynamodb or boto3.client(  # type: ignore[call-overload]
-            "dynamodb", config=CLIENT_CONFIG.merge(
-                Config(max_pool_connections=WRITE_CONCURRENCY)))
-        self._ser, self._de = TypeSerializer(), TypeDeserializer()
+        self.ddb = dynamodb or client("dynamodb",
+                                      Config(max_pool_connections=WRITE_CONCURRENCY))
         self._pool = ThreadPoolExecutor(max_workers=WRITE_CONCURRENCY,
                                         thread_name_prefix="index-ddb")
 
-    def _to_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: self._ser.serialize(v) for k, v in item.items()}
-
-    def _from_wire(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: self._de.deserialize(v) for k, v in item.items()}
-
     def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
-        keys = [{k: {"S": v} for k, v in index_key(cluster, p).items()}
-                for p in dict.fromkeys(paths)]
-        return {(e := item_to_entry(self._from_wire(raw))).path: e
+        keys = [wire_key(cluster, p) for p in dict.fromkeys(paths)]
+        return {(e := item_to_entry(from_wire(raw))).path: e
                 for raw in batch_get(self.ddb, self.table, keys, pool=self._pool)}
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
         now_s = int(self.clock())
-        items = {(e.cluster, e.path): (e, self._to_wire(entry_to_item(e, now_s=now_s)))
+        items = {(e.cluster, e.path): (e, to_wire(entry_to_item(e, now_s=now_s)))
                  for e in entries}  # one write per key: BatchWriteItem refuses duplicates
         batches = [list(items.values())[i:i + BATCH_WRITE_LIMIT]
                    for i in range(0, len(items), BATCH_WRITE_LIMIT)]
@@ -246,7 +145,7 @@ class DynamoIndexStore:
         # the walk would take a short page for the end.
         while len(entries) < limit:
             response = self.ddb.query(**request, Limit=limit - len(entries))
-            entries += [item_to_entry(self._from_wire(raw)) for raw in response["Items"]]
+            entries += [item_to_entry(from_wire(raw)) for raw in response["Items"]]
             if "LastEvaluatedKey" not in response:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

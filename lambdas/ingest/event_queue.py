@@ -1,0 +1,28 @@
+"""The event queue, which the consumer also writes to: requests to go on applying ranges
+(their format is the contract's, hdfs_events/continue_request.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hdfs_events.continue_request import (
+    continue_attributes,
+    continue_dedup_id,
+    continue_group_id,
+    encode_continue_request,
+)
+from lambdas.ingest.clients import client
+
+
+class SqsContinueRequests:
+    def __init__(self, queue_url: str, sqs: Any | None = None) -> None:
+        self.queue_url, self.sqs = queue_url, sqs or client("sqs")
+
+    def send_continue(self, cluster: str, *, key: str) -> None:
+        """Asks a later invocation to go on applying `cluster`'s ranges (`key` tells requests
+        apart; the same key within SQS's 5-minute deduplication window is sent once)."""
+        self.sqs.send_message(
+            QueueUrl=self.queue_url, MessageBody=encode_continue_request(cluster),
+            MessageGroupId=continue_group_id(cluster),
+            MessageDeduplicationId=continue_dedup_id(cluster, key),
+            MessageAttributes=continue_attributes())

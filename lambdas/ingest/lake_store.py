@@ -1,0 +1,35 @@
+"""The lake bucket: raw objects and quarantine records written, raw objects read back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from hdfs_events.event import HdfsEvent
+from lambdas.ingest.clients import client
+
+# Lake objects applying ranges reads at once: messages this invocation did not receive itself,
+# ~10-60 KB each.
+READ_CONCURRENCY = 8
+
+
+class S3Lake:
+    def __init__(self, bucket: str, s3: Any | None = None) -> None:
+        self.bucket, self.s3 = bucket, s3 or client("s3")
+        self._pool: ThreadPoolExecutor | None = None
+
+    def put(self, key: str, body: bytes, content_type: str) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+
+    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
+        """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=READ_CONCURRENCY,
+                                            thread_name_prefix="lake-get")
+        bodies = self._pool.map(
+            lambda key: self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
+        return [HdfsEvent.from_dict(json.loads(line))
+                for body in bodies for line in gzip.decompress(body).splitlines() if line]
