@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_item import from_wire
-from lambdas.ingest.index_table import item_to_entry
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
+from lambdas.ingest.index_table import item_to_entry
 
 T0 = 1_700_000_000_000  # NameNode time of txid 0 in these histories
 

@@ -15,11 +15,11 @@ from moto import mock_aws
 
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
 from tests.kit.dynamodb_faults import FailWrites
 from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
 from tests.kit.ingest_aws import TABLE, create_resources
 from tests.kit.replay import in_order_state
-from lambdas.ingest.index_table import DynamoIndexStore
 
 FILES = 60
 

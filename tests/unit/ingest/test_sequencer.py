@@ -7,7 +7,6 @@ merge rules alone could not always get right (test_index_property)."""
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from collections import defaultdict, deque
 
