@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
@@ -95,33 +96,59 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
     by_key = {o.info.key: o for o in todo}
 
     # 1. Lines, read through Hadoop's gzip codec in the JVM; damaged objects set apart.
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", str(C.shuffle_partitions(
-        sum(o.info.size for o in todo) * _TEXT_PER_GZIP_BYTE, _SHUFFLE_BYTES,
-        spark.sparkContext.defaultParallelism)))
-    try:
-        parsed, tally, problems = _read_lines(spark, source, todo)
+    cores = spark.sparkContext.defaultParallelism
+    with _session_conf(spark, {
+        "spark.sql.shuffle.partitions": C.shuffle_partitions(
+            sum(o.info.size for o in todo) * _TEXT_PER_GZIP_BYTE, _SHUFFLE_BYTES, cores),
+        # Spark lists more than 32 given paths in a job of one task per path (10,000 at most):
+        # thousands of raw objects made thousands of tiny tasks. One task per core lists the
+        # same paths with the same requests.
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": cores,
+    }):
+        lines, problems = _read_lines(spark, source, todo)
         quarantined_objects = _quarantine_objects(source, target, run_id, problems)
         outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
         outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
                      for k in by_key if k not in problems}
-        if parsed is None:
+        if lines is None:
             watermark.advance(target, known, outcomes)
             return CompactionReport(run_id, objects_read=len(todo),
                                     quarantined_objects=quarantined_objects,
                                     ignored_objects=len(strays))
-        return _publish(spark, target, catalog, settings, run_id, now, parsed, tally,
-                        known, outcomes, CompactionReport(
+        return _publish(spark, target, catalog, settings, run_id, now, lines, known,
+                        outcomes, CompactionReport(
                             run_id, objects_read=len(todo),
                             quarantined_objects=quarantined_objects,
                             ignored_objects=len(strays)))
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, conf: Mapping[str, object]) -> Iterator[None]:
+    """Sets the session's SQL conf for one run and puts back what it was (a Glue job or a test
+    may run compact() again on the same session)."""
+    previous = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, str(value))
+    try:
+        yield
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    cached: DataFrame  # classify_lines' frame, persisted
+    checked: DataFrame  # with_reasons, read from the cache
+    tally: list[Row]  # line_tally of `checked`
 
 
 def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject]
-                ) -> tuple[DataFrame | None, list[Row], dict[str, str]]:
-    """(parsed lines, persisted; their tally; {key: problem} of the unreadable objects).
+                ) -> tuple[_Lines | None, dict[str, str]]:
+    """(the lines, None when no object is readable; {key: problem} of the unreadable objects).
 
     An empty object (the listing says so) is not gzip. Every other object is read as it is
     trusted to be (the consumer wrote it); a damaged gzip stream fails the read, and only then
@@ -129,27 +156,33 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
     problems = {o.info.key: C.EMPTY_OBJECT for o in todo if o.info.size == 0}
     readable = [o.info.key for o in todo if o.info.key not in problems]
     while readable:
-        parsed = _raw_lines(spark, source, readable).transform(C.parse_lines) \
+        classified = _raw_lines(spark, source, readable).transform(C.classify_lines) \
             .persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            # One pass: good/bad totals and the partitions the good lines touch.
-            return parsed, parsed.transform(C.line_tally).collect(), problems
+            # The cache is filled by a job of its own: with_reasons reads it in two branches,
+            # and Spark runs a branch per cached scan at once, the second one's tasks holding
+            # a core each while they wait for the first's blocks (local[2] ran as local[1]).
+            unclear = classified.where(~F.col("_clean")).count()
+            checked = C.with_reasons(classified, all_clean=unclear == 0)
+            # Then one pass: good/bad totals and the partitions the good lines touch.
+            return _Lines(classified, checked, checked.transform(C.line_tally).collect()), \
+                problems
         except Exception:  # any failure of the read: damaged objects explain it, else raised
-            parsed.unpersist()
+            classified.unpersist()
             damaged = _damaged_objects(spark, source, readable)
             if not damaged:
                 raise
             problems |= damaged
             readable = [k for k in readable if k not in damaged]
-    return None, [], problems
+    return None, problems
 
 
 def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
-             settings: Settings, run_id: str, now: datetime, parsed: DataFrame,
-             tally: list[Row], known: dict, outcomes: dict, report: CompactionReport
-             ) -> CompactionReport:
-    """Steps 2-8 on the parsed lines: quarantine, exactly once, merge, write, switch, watermark,
+             settings: Settings, run_id: str, now: datetime, lines: _Lines, known: dict,
+             outcomes: dict, report: CompactionReport) -> CompactionReport:
+    """Steps 2-8 on the read lines: quarantine, exactly once, merge, write, switch, watermark,
     cleanup."""
+    parsed, tally = lines.checked, lines.tally
     # 2. Bad lines to quarantine, good ones on.
     bad_count = sum(r["lines"] for r in tally if r["bad"])
     good_count = sum(r["lines"] for r in tally if not r["bad"])
@@ -169,7 +202,7 @@ def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
     counts = fresh.transform(C.partition_counts(existing)).collect()
     added = {(r["cluster"], r["dt"]): r["added"] for r in counts if r["added"]}
     kept = {(r["cluster"], r["dt"]): r["kept"] for r in counts if r["added"] and r["kept"]}
-    parsed.unpersist()
+    lines.cached.unpersist()
 
     files = 0
     if added:

@@ -82,22 +82,42 @@ def object_problems(binary_files: DataFrame) -> DataFrame:
 
 # --- lines -------------------------------------------------------------------------------------
 
-def parse_lines(lines: DataFrame) -> DataFrame:
+def classify_lines(lines: DataFrame) -> DataFrame:
     """(object, raw_cluster, raw_dt, value) -> the same plus `event` (the parsed struct) and
-    `reason` (null for a good line). Blank lines carry nothing and are dropped.
+    `_clean`: the line is canonical JSON keeping every rule of the contract (contract_sql) and
+    belongs to its partition's cluster, decided in Spark SQL alone. Blank lines carry nothing
+    and are dropped.
 
-    Keeps `value` only on bad lines, so a cached frame does not hold every line twice.
+    Keeps `value` only on lines that are not clean (the only ones that can be bad), so a cached
+    frame does not hold every line twice. The job caches this frame: with_reasons reads it in
+    two branches.
     """
     e = F.col("event")
     parsed = (
         lines.where(F.trim("value") != "")
         .withColumn("event", F.from_json("value", RAW_LINE_SCHEMA, {
             "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
-        # A column of its own: the reason reads it twice, and Spark evaluates a Python UDF on
-        # every row whatever CASE it sits in, so the UDF's input must say which rows matter.
-        .withColumn("_clean", canonical(e, F.col("value")) & contract_holds(e))
+        .withColumn("_clean", F.coalesce(canonical(e, F.col("value")) & contract_holds(e)
+                                         & (e["cluster"] == F.col("raw_cluster")),
+                                         F.lit(False)))
     )
-    return (parsed.withColumn("reason", _first_problem())
+    return parsed.withColumn("value", F.when(~F.col("_clean"), F.col("value")))
+
+
+def with_reasons(classified: DataFrame, *, all_clean: bool = False) -> DataFrame:
+    """classify_lines' frame -> the same with `reason` (null for a good line) in place of
+    `_clean`; `value` kept only on bad lines.
+
+    Two branches, because Spark evaluates a Python UDF on every row of its frame whatever CASE
+    guards it: clean lines (nearly all) are good without a check more, and only the others go
+    through the Python check (_problem). Read from a cached frame, the branches parse nothing
+    twice. `all_clean`: the caller counted no other line, so the second branch is left out (each
+    of its tasks would start a Python worker for nothing)."""
+    clean = F.col("_clean")
+    checked = classified.where(clean).withColumn("reason", F.lit(None).cast("string"))
+    if not all_clean:
+        checked = checked.unionByName(classified.where(~clean).withColumn("reason", _problem()))
+    return (checked
             .withColumn("value", F.when(F.col("reason").isNotNull(), F.col("value")))
             .drop("_clean"))
 
@@ -106,29 +126,22 @@ def _line_problem(line: str | None) -> str | None:
     return None if line is None else line_problem(line)
 
 
-def _first_problem() -> Column:
-    """The first contract check a parsed line fails, as text; null when it passes all.
+def _problem() -> Column:
+    """The first contract check a line that is not clean fails, as text; null when it passes all.
 
-    A clean line (contract_sql: canonical JSON keeping every rule, checked in Spark SQL) can
-    only fail the partition's cluster. Any other line goes through the checks in order: UTF-8
-    and a JSON object, then the contract's rules through the one validation every component
-    runs, hdfs_events.validation.line_problem, in Python (the exception path; its reasons are
-    the consumer's words and name the field), then what the lake needs beyond it: every key
+    The checks in order: UTF-8 and a JSON object, then the contract's rules through the one
+    validation every component runs, hdfs_events.validation.line_problem, in Python (its reasons
+    are the consumer's words and name the field), then what the lake needs beyond it: every key
     present except the ADDED_FIELDS (a line the consumer wrote before the contract gained them
-    reads them as null), and values Spark's reader can hold."""
-    e, clean = F.col("event"), F.col("_clean")
+    reads them as null), values Spark's reader can hold, and the partition's cluster."""
+    e = F.col("event")
     keys = F.json_object_keys("value")
-    # Spark runs a Python UDF on every row, whatever CASE it sits in: a clean line passes null.
-    contract = F.udf(_line_problem, T.StringType())(F.when(~clean, F.col("value")))
+    contract = F.udf(_line_problem, T.StringType())(F.col("value"))
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
     known = F.array(*[F.lit(n) for n in FIELDS])
     # Spark keeps a line's bytes as read; decoding them replaces a malformed sequence by U+FFFD,
     # so a line that does not survive the round trip is not UTF-8.
     utf8 = F.decode(F.col("value").cast("binary"), "UTF-8") == F.col("value")
-    other_cluster = (e["cluster"] != F.col("raw_cluster"),
-                     F.concat(F.lit("event of cluster '"), e["cluster"],
-                              F.lit("' in the partition of cluster '"), F.col("raw_cluster"),
-                              F.lit("'")))
     checks: list[tuple[Column, Column]] = [
         (~utf8, F.lit(NOT_UTF8)),  # first: Python would see the text with U+FFFD in place
         (keys.isNull(), F.lit("line is not a JSON object")),
@@ -141,12 +154,14 @@ def _first_problem() -> Column:
          F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(keys, known), ", "))),
         (e[CORRUPT_RECORD].isNotNull(),
          F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
-        other_cluster,
+        (e["cluster"] != F.col("raw_cluster"),
+         F.concat(F.lit("event of cluster '"), e["cluster"],
+                  F.lit("' in the partition of cluster '"), F.col("raw_cluster"), F.lit("'"))),
     ]
     reason: Column = F.lit(None).cast("string")
     for condition, text in reversed(checks):  # first failing check wins
         reason = F.when(condition, text).otherwise(reason)
-    return F.when(clean, F.when(*other_cluster)).otherwise(reason)
+    return reason
 
 
 def line_tally(parsed: DataFrame) -> DataFrame:

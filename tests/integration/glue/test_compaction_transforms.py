@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from glue_jobs.compaction import NOT_UTF8, bad_lines, parse_lines
+from glue_jobs.compaction import NOT_UTF8, bad_lines, classify_lines, with_reasons
 from hdfs_events.event import EventType, HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal
 
@@ -29,7 +29,7 @@ def test_a_line_that_is_not_utf8_is_quarantined_alone_and_its_neighbours_kept(sp
     broken = good.replace("/a/b", "/a/\udcff").encode("utf-8", "surrogateescape")  # a bare 0xFF
     accented = good.replace("/a/b", "/a/données").replace('"txid":5', '"txid":6').encode()
 
-    parsed = parse_lines(_lines(spark, good.encode(), broken, accented))
+    parsed = with_reasons(classify_lines(_lines(spark, good.encode(), broken, accented)))
 
     reasons = parsed.select(F.col("event.txid").alias("txid"), "reason")
     expected = spark.createDataFrame(
@@ -43,7 +43,7 @@ def test_a_line_that_is_not_utf8_is_quarantined_alone_and_its_neighbours_kept(sp
 
 
 def test_bad_lines_name_the_raw_key_not_the_path_spark_read(spark):
-    parsed = parse_lines(_lines(spark, b"{not json", b"{}")).drop("n")
+    parsed = with_reasons(classify_lines(_lines(spark, b"{not json", b"{}"))).drop("n")
 
     out = bad_lines(parsed).select("object", "reason")
 

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from glue_jobs.compaction import NOT_UTF8, parse_lines
+from glue_jobs.compaction import NOT_UTF8, classify_lines, with_reasons
 from glue_jobs.contract_sql import canonical, contract_holds
 from glue_jobs.schema import ADDED_FIELDS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS, REQUIRED, EventType, HdfsEvent, INodeType, MetadataType, XAttr
@@ -161,7 +161,8 @@ def test_the_job_rejects_what_line_problem_rejects_naming_the_same_field(
     events = [*sample_events, *_agent_and_metadata_events(),
               *generated_events("c1", count=200, start_ms=TS, span_ms=3_600_000)]
     lines = [x for x in dict.fromkeys(corpus(events)) if x.strip()]
-    parsed = parse_lines(_frame(spark, lines).withColumn("n", F.monotonically_increasing_id()))
+    parsed = with_reasons(classify_lines(
+        _frame(spark, lines).withColumn("n", F.monotonically_increasing_id())))
     reasons = [r["reason"] for r in parsed.orderBy("n").collect()]
     assert len(reasons) == len(lines)
 

@@ -43,7 +43,7 @@ def test_gzip_problems_are_named():
     assert "not valid gzip" in gzip_problem(b"plain text")
     assert "truncated" in gzip_problem(good[:-6])
     assert "empty object" in gzip_problem(b"")
-    # UTF-8 is checked line by line in Spark (parse_lines), not here.
+    # UTF-8 is checked line by line in Spark (classify_lines, with_reasons), not here.
     assert gzip_problem(gzip.compress(b"\xff\xfe")) is None
 
 
