@@ -8,7 +8,7 @@ events over ~28 hours, with the live agent's GAP and SNAPSHOT records at ~0.4%, 
 `duplicates` fraction re-sent in other objects (timestamp-less ones an hour later, as after an
 agent restart), as gzip JSON lines in the consumer's raw layout, about 2000 events per object.
 Each contender runs in a fresh subprocess, one after the other:
-- `spark`: glue_jobs.compact_events.compact (gzip read, per-line validation, dedup, exactly-once
+- `spark`: glue_jobs.compaction_run.compact (gzip read, per-line validation, dedup, exactly-once
   merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2];
 - `spark_local1`: the same on local[1], for how the job scales with cores (Glue scales out).
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
@@ -196,13 +196,13 @@ def timed_compaction(spark: Any, source: Any, target: Any) -> dict:
     """One compact() from `source` into `target` (LakeStores), timed around the call only,
     with the Python and JVM peaks and the Parquet files written; stops the session."""
     from glue_jobs.catalog import JsonFileCatalog
-    from glue_jobs.compact_events import Settings, compact
+    from glue_jobs.compaction_run import CompactionSettings, compact
     from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
 
     jvm_pid = spark.sparkContext._gateway.proc.pid
     t = time.perf_counter()
     report = compact(spark, source, target, JsonFileCatalog(target, LOCAL_CATALOG_KEY),
-                     Settings())
+                     CompactionSettings())
     seconds = time.perf_counter() - t
     jvm_peak = _peak_rss_mb(jvm_pid)
     spark.stop()

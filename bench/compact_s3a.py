@@ -1,4 +1,4 @@
-"""What Hadoop's S3A connector costs the compaction job locally: glue_jobs.compact_events.compact
+"""What Hadoop's S3A connector costs the compaction job locally: glue_jobs.compaction_run.compact
 reading raw/ from and publishing curated/ into a bucket of a moto server through S3A, beside the
 same job on the same input on file://, in the same run.
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.storage import LakeStore
 
 PartitionKey = tuple[str, str]  # (cluster, dt)
@@ -115,3 +116,12 @@ class GlueCatalog:
         if errors:
             raise CatalogError(f"{self.database}.{self.table}: partition switch failed for "
                                + "; ".join(errors))
+
+
+def catalog_for(database: str, table: str, lake: LakeStore) -> PartitionCatalog:
+    """The Glue table `database`.`table` when a database is named, else the lake's JSON catalog."""
+    if database:
+        import boto3  # on Glue; local runs use the JSON catalog and need no AWS library
+
+        return GlueCatalog(boto3.client("glue"), database, table)
+    return JsonFileCatalog(lake, LOCAL_CATALOG_KEY)

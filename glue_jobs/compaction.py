@@ -1,7 +1,7 @@
 """Pure transforms of the compaction job: raw JSON lines -> validated events -> exactly-once rows.
 
 Every function takes and returns DataFrames (or plain values), reads no files and knows no
-clock, so each is tested on hand-built frames. The entry script (compact_events) does the I/O.
+clock, so each is tested on hand-built frames. glue_jobs.compaction_run does the I/O around them.
 
 Quarantine grain: a line whose JSON, schema or UTF-8 is wrong is quarantined on its own and the
 other lines of its object are kept, because one object holds a whole SQS message (up to ~1000
@@ -69,7 +69,7 @@ def gzip_problem(content: bytes | None) -> str | None:
 def object_problems(binary_files: DataFrame) -> DataFrame:
     """binaryFile rows (path, content, ...) -> (path, problem) for each unreadable object.
 
-    Run only after Spark's text reader failed on a run's objects (compact_events): Hadoop's
+    Run only after Spark's text reader failed on a run's objects (compaction_run): Hadoop's
     GzipCodec fails the whole job on a corrupt stream without saying which object, and with
     ignoreCorruptFiles it keeps the lines read before the damage and drops the rest silently.
     A Python UDF because Spark has no gzip check of its own; it reads every byte twice, so it

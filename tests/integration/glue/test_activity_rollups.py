@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.compact_events import Settings, compact
+from glue_jobs.compaction_run import CompactionSettings, compact
 from glue_jobs.layout import ACTIVITY_PREFIX, LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX
 from glue_jobs.rollups import UNKNOWN_OWNER
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
@@ -85,7 +85,7 @@ def rolled_up(spark, s3) -> RawLake:
     lake = RawLake(s3)
     lake.write_message("m1", EVENTS, sent_ms=DAY14_12H)
     store = lake.store
-    compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), Settings())
+    compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), CompactionSettings())
     activity_rollups.main(["--source", lake.uri, "--target", lake.uri,
                            "--small_file_bytes", "1000", "--mass_delete_threshold", "4",
                            "--mass_delete_window_minutes", "10"], spark=spark)

@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.compact_events import CompactionReport, Settings, compact
+from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
 from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
 from hdfs_events.event import HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
+from tests.integration.glue.generated_events import DAY_MS, generated_events
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake
-from tests.integration.glue.workload import DAY_MS, generated_events
 
 pytestmark = pytest.mark.slow
 SENT = JAN_13_2015_MS + 8 * 3_600_000  # 08:00 on the sample's day
@@ -27,7 +27,7 @@ SENT = JAN_13_2015_MS + 8 * 3_600_000  # 08:00 on the sample's day
 
 def run(spark, lake: RawLake, **overrides) -> CompactionReport:
     store = lake.store
-    settings = dataclasses.replace(Settings(), **overrides)
+    settings = dataclasses.replace(CompactionSettings(), **overrides)
     return compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY), settings)
 
 
@@ -149,12 +149,12 @@ def test_late_objects_recompact_their_partition_once(spark, lake):
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     store = lake.store
     catalog = JsonFileCatalog(store, LOCAL_CATALOG_KEY)
-    compact(spark, store, store, catalog, Settings(), now=t0)
+    compact(spark, store, store, catalog, CompactionSettings(), now=t0)
     first_location = catalog.locations()[("c1", "2015-01-13")]
 
     # Late objects for old hours of the same day, plus a re-send of some compacted events.
     lake.write_message("late", events[200:] + events[:50], sent_ms=SENT)
-    report = compact(spark, store, store, catalog, Settings(), now=t0 + timedelta(hours=1))
+    report = compact(spark, store, store, catalog, CompactionSettings(), now=t0 + timedelta(hours=1))
 
     assert report.events_added == 100 and report.partitions_published == 1
     assert catalog.locations()[("c1", "2015-01-13")] != first_location
@@ -167,7 +167,7 @@ def test_late_objects_recompact_their_partition_once(spark, lake):
     # ...and goes once its grace period is over and the partition is compacted again.
     lake.write_message("later", generated_events("c1", count=10, start_ms=JAN_13_2015_MS,
                                                  span_ms=1000, first_txid=9000), sent_ms=SENT)
-    later = compact(spark, store, store, catalog, Settings(), now=t0 + timedelta(hours=30))
+    later = compact(spark, store, store, catalog, CompactionSettings(), now=t0 + timedelta(hours=30))
     assert later.runs_removed == 2
     assert lake.keys(first_key) == []
 
@@ -237,7 +237,7 @@ def test_output_files_are_sized_from_the_row_count(spark, lake):
 
 def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_events,
                                                             monkeypatch):
-    import glue_jobs.compact_events as job
+    import glue_jobs.compaction_run as run_module
 
     lake.write_message("m1", sample_events[:16], sent_ms=SENT)
     run(spark, lake)
@@ -248,15 +248,15 @@ def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_
         real_write(*args, **kwargs)
         raise RuntimeError("driver lost after writing, before the catalog switch")
 
-    real_write = job.write_runs
+    real_write = run_module.write_runs
     lake.write_message("m2", sample_events[16:], sent_ms=SENT)
-    monkeypatch.setattr(job, "write_runs", write_then_crash)
+    monkeypatch.setattr(run_module, "write_runs", write_then_crash)
     with pytest.raises(RuntimeError, match="driver lost"):
         run(spark, lake)
 
     assert catalog_bytes(lake) == before
     assert sorted(curated(spark, lake).collect()) == sorted(expected)
-    monkeypatch.setattr(job, "write_runs", real_write)
+    monkeypatch.setattr(run_module, "write_runs", real_write)
     retry = run(spark, lake)  # the watermark did not advance: m2 is read again
     assert retry.events_added == len(sample_events) - 16
     assert curated(spark, lake).count() == len(sample_events)

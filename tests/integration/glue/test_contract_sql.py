@@ -33,7 +33,7 @@ from hdfs_events.validation import (
     MAX_XATTRS,
     line_problem,
 )
-from tests.integration.glue.workload import generated_events
+from tests.integration.glue.generated_events import generated_events
 
 RAW_BYTES = T.StructType([T.StructField("object", T.StringType()),
                           T.StructField("raw_cluster", T.StringType()),

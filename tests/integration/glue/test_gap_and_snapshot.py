@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.compact_events import CompactionReport, Settings, compact
+from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
 from glue_jobs.layout import (
     ACTIVITY_PREFIX,
@@ -30,9 +30,9 @@ from glue_jobs.layout import (
 )
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
+from tests.integration.glue.generated_events import generated_events
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
 from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, GAPS_SCHEMA, read_table
-from tests.integration.glue.workload import generated_events
 
 pytestmark = pytest.mark.slow
 C = "c1"
@@ -43,7 +43,7 @@ DETECTED = JAN_13_2015_MS + 9 * 3_600_000  # the agent's clock when it found the
 def run(spark, lake: RawLake, **overrides) -> CompactionReport:
     store = lake.store
     return compact(spark, store, store, JsonFileCatalog(store, LOCAL_CATALOG_KEY),
-                   dataclasses.replace(Settings(), **overrides))
+                   dataclasses.replace(CompactionSettings(), **overrides))
 
 
 def curated(spark, lake: RawLake):

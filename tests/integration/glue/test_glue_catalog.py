@@ -7,7 +7,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from glue_jobs.compact_events import Settings, catalog_for, compact
+from glue_jobs.catalog import catalog_for
+from glue_jobs.compaction_run import CompactionSettings, compact
 from glue_jobs.curated_io import read_curated
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake
 
@@ -26,13 +27,13 @@ def test_partitions_are_created_then_switched_in_the_glue_catalog(spark, lake: R
         "StorageDescriptor": {"Columns": [{"Name": "txid", "Type": "bigint"}],
                               "Location": lake.uri + "/curated/events/"}})
     store = lake.store
-    catalog = catalog_for({"catalog_database": "hdfs_lake", "catalog_table": "events"}, store)
+    catalog = catalog_for("hdfs_lake", "events", store)
 
     lake.write_message("m1", sample_events[:16], sent_ms=SENT)
-    compact(spark, store, store, catalog, Settings())
+    compact(spark, store, store, catalog, CompactionSettings())
     (first,) = catalog.locations().values()
     lake.write_message("m2", sample_events[16:], sent_ms=SENT)
-    compact(spark, store, store, catalog, Settings())
+    compact(spark, store, store, catalog, CompactionSettings())
 
     partitions = glue.get_partitions(DatabaseName="hdfs_lake", TableName="events")["Partitions"]
     assert [p["Values"] for p in partitions] == [["c1", "2015-01-13"]]

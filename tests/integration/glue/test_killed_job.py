@@ -17,12 +17,12 @@ import time
 import pytest
 
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.compact_events import Settings, compact
+from glue_jobs.compaction_run import CompactionSettings, compact
 from glue_jobs.curated_io import read_curated
 from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
+from tests.integration.glue.generated_events import DAY_MS, generated_events
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
-from tests.integration.glue.workload import DAY_MS, generated_events
 
 pytestmark = pytest.mark.slow
 SENT = JAN_13_2015_MS + 8 * 3_600_000
@@ -46,7 +46,7 @@ def test_a_job_killed_mid_write_publishes_nothing_and_its_rerun_publishes_once(
     first, rest = events[:1000], events[1000:]
     lake.write_message("m1", first, sent_ms=SENT)
     catalog = JsonFileCatalog(lake.store, LOCAL_CATALOG_KEY)
-    compact(spark, lake.store, lake.store, catalog, Settings())
+    compact(spark, lake.store, lake.store, catalog, CompactionSettings())
     before, visible = lake.read(LOCAL_CATALOG_KEY), _published_keys(lake, catalog)
     for i in range(0, len(rest), 500):  # messages over every hour of three days
         lake.write_message(f"m{i + 2}", rest[i:i + 500], sent_ms=SENT)
@@ -76,7 +76,7 @@ def test_a_job_killed_mid_write_publishes_nothing_and_its_rerun_publishes_once(
     assert lake.read(LOCAL_CATALOG_KEY) == before
     assert_frames_equal(read_curated(spark, catalog.locations()), _expected(spark, first))
 
-    report = compact(spark, lake.store, lake.store, catalog, Settings())
+    report = compact(spark, lake.store, lake.store, catalog, CompactionSettings())
 
     assert report.events_added == len(rest)
     assert_frames_equal(read_curated(spark, catalog.locations()), _expected(spark, events))

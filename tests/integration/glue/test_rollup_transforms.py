@@ -1,0 +1,176 @@
+"""Each transform of glue_jobs.rollups on a small frame with an explicit schema."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from glue_jobs.rollups import (
+    INPUT_COLUMNS,
+    UNKNOWN_OWNER,
+    attribute_owners,
+    daily_activity,
+    daily_gaps,
+    hadoop_events,
+    mass_deletes,
+    with_prefix,
+)
+from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from tests.integration.glue.frames import assert_frames_equal, curated_frame
+from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, GAPS_SCHEMA
+
+C = "c1"
+TS = 1_421_226_000_000  # 2015-01-14T09:00:00Z
+DAY13, DAY14 = "2015-01-13", "2015-01-14"
+
+
+def _events(spark, *rows: tuple[HdfsEvent, str]):
+    """Curated events as the rollup job reads them (the curated schema, INPUT_COLUMNS only)."""
+    return curated_frame(spark, rows).select(*INPUT_COLUMNS)
+
+
+def _create(txid: int, path: str, owner: str, inode: INodeType = INodeType.FILE) -> HdfsEvent:
+    return HdfsEvent(C, txid, 0, EventType.CREATE, path, timestamp=TS, inode_type=inode,
+                     ctime=TS, owner=owner, group="hadoop", perms="0644")
+
+
+def _event(txid: int, type_: EventType, path: str, **fields) -> HdfsEvent:
+    return HdfsEvent(C, txid, 0, type_, path, **{"timestamp": TS, **fields})
+
+
+def test_hadoop_events_leave_out_the_agents_gap_and_snapshot_records(spark):
+    events = _events(spark,
+                     (_create(1, "/a/f", "alice"), DAY14),
+                     (_event(2, EventType.GAP, "/", gap_end_txid=10), DAY14),
+                     (_event(10, EventType.SNAPSHOT, "/a/f", inode_type=INodeType.FILE,
+                             owner="alice"), DAY14),
+                     (_event(11, EventType.UNLINK, "/a/f"), DAY14))
+
+    out = events.transform(hadoop_events)
+
+    assert sorted((r["txid"], r["type"]) for r in out.collect()) == [(1, "CREATE"), (11, "UNLINK")]
+
+
+def test_attribute_owners_follows_creates_owner_changes_one_rename_and_snapshots(spark):
+    history = _events(
+        spark,
+        (_create(1, "/a/f", "alice"), DAY13),  # a day before: still names the owner
+        (_event(2, EventType.CLOSE, "/a/f", size=5), DAY14),
+        (_event(3, EventType.RENAME, "/a/f", dst_path="/b/f"), DAY14),
+        (_event(4, EventType.UNLINK, "/b/f"), DAY14),  # alice, through the rename
+        (_event(5, EventType.UNLINK, "/x/old"), DAY14),  # created before the lake
+        (_create(6, "/a/d", "bob", INodeType.DIRECTORY), DAY14),
+        (_event(7, EventType.METADATA, "/a/d", timestamp=None, metadata_type=MetadataType.OWNER,
+                owner="carol", group="hadoop"), DAY14),
+        (_event(8, EventType.UNLINK, "/a/d"), DAY14),
+        (_event(9, EventType.SNAPSHOT, "/s/f", inode_type=INodeType.FILE, owner="dave"), DAY14),
+        (_event(10, EventType.CLOSE, "/s/f", size=7), DAY14))
+    today = history.where(F.col("dt") == DAY14)
+
+    out = today.transform(attribute_owners(history))
+
+    assert "owner" in out.columns and "known_inode_type" in out.columns
+    assert sorted((r["txid"], r["owner"], r["known_inode_type"]) for r in out.collect()) == [
+        (2, "alice", "FILE"), (3, "alice", "FILE"), (4, "alice", "FILE"),
+        (5, UNKNOWN_OWNER, None),
+        (6, "bob", "DIRECTORY"), (7, "carol", "DIRECTORY"), (8, "carol", "DIRECTORY"),
+        (9, "dave", "FILE"), (10, "dave", "FILE"),
+    ]
+
+
+def test_with_prefix_keeps_the_first_directories_of_the_parent(spark):
+    paths = spark.createDataFrame([("/a/b/c/file",), ("/a/b/file",), ("/a/file",), ("/file",),
+                                   ("/",)], T.StructType([T.StructField("path", T.StringType())]))
+
+    out = paths.transform(with_prefix(2))
+
+    assert [(r["path"], r["prefix"]) for r in out.collect()] == [
+        ("/a/b/c/file", "/a/b"), ("/a/b/file", "/a/b"), ("/a/file", "/a"), ("/file", "/"),
+        ("/", "/")]
+    with pytest.raises(ValueError, match="prefix depth must be >= 1, got 0"):
+        with_prefix(0)
+
+
+ATTRIBUTED = T.StructType([T.StructField(n, T.StringType()) for n in (
+    "dt", "cluster", "prefix", "owner", "type", "inode_type", "known_inode_type")]
+    + [T.StructField("size", T.LongType())])
+
+
+def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(spark):
+    def row(type_: str, *, inode: str | None = None, known: str | None = None,
+            size: int | None = None, owner: str = "alice", prefix: str = "/a"):
+        return (DAY14, C, prefix, owner, type_, inode, known, size)
+
+    events = spark.createDataFrame([
+        row("CREATE", inode="FILE", known="FILE"),
+        row("CREATE", inode="DIRECTORY", known="DIRECTORY"),  # not a file
+        row("CLOSE", size=10),  # small
+        row("CLOSE", size=1000),
+        row("CLOSE", size=-1),  # after a concat: no size known
+        row("UNLINK", known="FILE"),
+        row("UNLINK"),  # created before the lake: counted as a file
+        row("UNLINK", known="DIRECTORY"),
+        row("RENAME", known="FILE"),
+        row("METADATA", owner="bob", prefix="/b"),  # nothing to report for bob
+        row("APPEND", owner="bob", prefix="/b"),
+    ], ATTRIBUTED)
+
+    out = events.transform(daily_activity(small_file_bytes=100))
+
+    expected = spark.createDataFrame([(C, "/a", "alice", 1, 2, 1, 1010, 1, -1, DAY14)],
+                                     ACTIVITY_SCHEMA)
+    assert_frames_equal(out, expected)
+
+
+UNLINKS = T.StructType([T.StructField("cluster", T.StringType()),
+                        T.StructField("type", T.StringType()),
+                        T.StructField("timestamp", T.LongType()),
+                        T.StructField("owner", T.StringType()),
+                        T.StructField("prefix", T.StringType()),
+                        T.StructField("txid", T.LongType())])
+
+
+def test_mass_deletes_flag_owners_and_prefixes_at_the_threshold_within_a_window(spark):
+    minute = 60_000
+    ten = TS + 60 * minute  # 10:00 UTC, a window boundary
+    events = spark.createDataFrame([
+        (C, "UNLINK", ten, "alice", "/a", 1),
+        (C, "UNLINK", ten + minute, "alice", "/a", 2),
+        (C, "UNLINK", ten + 10 * minute - 1, "alice", "/a", 3),
+        (C, "UNLINK", ten + 10 * minute, "alice", "/a", 4),  # the next window
+        (C, "UNLINK", ten + 2 * minute, "bob", "/a", 5),
+        (C, "UNLINK", ten + 3 * minute, "bob", "/a", 6),
+        (C, "CREATE", ten + 4 * minute, "bob", "/a", 7),  # not a delete
+        (C, "UNLINK", None, "bob", "/a", 8),  # no NameNode time: in no window
+    ], UNLINKS)
+
+    out = events.transform(mass_deletes(window_minutes=10, threshold=3))
+
+    flagged = [(r["scope"], r["subject"], r["start"], r["unlinks"], r["first_txid"],
+                r["last_txid"], r["dt"])
+               for r in out.select("*", F.date_format("window_start", "HH:mm").alias("start"))
+               .collect()]
+    assert sorted(flagged) == [("owner", "alice", "10:00", 3, 1, 3, DAY14),
+                               ("prefix", "/a", "10:00", 5, 1, 6, DAY14)]
+
+
+def test_daily_gaps_give_lost_txids_and_snapshot_records_per_cluster_and_day(spark):
+    snapshot = _event(150, EventType.SNAPSHOT, "/a", inode_type=INodeType.DIRECTORY, owner="x")
+    events = _events(spark,
+                     (_event(100, EventType.GAP, "/", gap_end_txid=150), DAY13),
+                     (snapshot, DAY13), (_event(151, EventType.SNAPSHOT, "/a/f",
+                                                inode_type=INodeType.FILE, owner="x"), DAY13),
+                     (_create(152, "/a/g", "x"), DAY13),  # activity, not a gap
+                     (dataclasses.replace(snapshot, cluster="c2"), DAY13),  # a listing without a gap
+                     (_event(200, EventType.GAP, "/", gap_end_txid=210), DAY14),
+                     (_event(300, EventType.GAP, "/", gap_end_txid=301), DAY14))
+
+    out = events.transform(daily_gaps)
+
+    expected = spark.createDataFrame([(C, 1, 50, 100, 149, 2, DAY13),
+                                      ("c2", 0, 0, None, None, 1, DAY13),
+                                      (C, 2, 11, 200, 300, 0, DAY14)], GAPS_SCHEMA)
+    assert_frames_equal(out, expected)
