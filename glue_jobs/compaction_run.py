@@ -92,16 +92,14 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
         outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
                      for k in by_key if k not in problems}
+        report = CompactionReport(run_id, objects_read=len(todo),
+                                  quarantined_objects=quarantined_objects,
+                                  ignored_objects=len(strays))
         if lines is None:
             watermark.advance(target, known, outcomes)
-            return CompactionReport(run_id, objects_read=len(todo),
-                                    quarantined_objects=quarantined_objects,
-                                    ignored_objects=len(strays))
-        return _publish(spark, target, catalog, settings, run_id, now, lines, known,
-                        outcomes, CompactionReport(
-                            run_id, objects_read=len(todo),
-                            quarantined_objects=quarantined_objects,
-                            ignored_objects=len(strays)))
+            return report
+        return _publish(spark, target, catalog, settings, run_id, now, lines, known, outcomes,
+                        report)
 
 
 @contextmanager

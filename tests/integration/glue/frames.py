@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from glue_jobs.schema import curated_schema
@@ -43,3 +44,20 @@ def curated_frame(spark: SparkSession, rows: Iterable[tuple[HdfsEvent, str]]) ->
         for k in ("type", "inode_type", "metadata_type"):
             d[k] = None if d[k] is None else str(d[k].value)
     return spark.createDataFrame(data, curated_schema())
+
+
+# Raw lines as Spark's text source gives them (the bytes as read, in a string column), all from
+# one object of cluster c1's partition 2015-01-13.
+RAW_OBJECT = "file:/lake/raw/cluster=c1/dt=2015-01-13/hour=07/m1.jsonl.gz"
+_RAW_BYTES = T.StructType([T.StructField("object", T.StringType()),
+                           T.StructField("raw_cluster", T.StringType()),
+                           T.StructField("raw_dt", T.StringType()),
+                           T.StructField("line", T.BinaryType())])
+
+
+def raw_lines(spark: SparkSession, lines: Iterable[tuple[str, bytes]]) -> DataFrame:
+    """(object, raw_cluster, raw_dt, value) of (partition cluster, line bytes) pairs."""
+    frame = spark.createDataFrame([(RAW_OBJECT, cluster, "2015-01-13", line)
+                                   for cluster, line in lines], _RAW_BYTES)
+    return frame.select("object", "raw_cluster", "raw_dt",
+                        F.col("line").cast("string").alias("value"))

@@ -24,21 +24,15 @@ from glue_jobs.compaction import (
     with_reasons,
 )
 from hdfs_events.event import FIELDS, EventType, HdfsEvent, INodeType
-from tests.integration.glue.frames import assert_frames_equal, curated_frame
+from tests.integration.glue.frames import assert_frames_equal, curated_frame, raw_lines
 
-RAW_BYTES = T.StructType([T.StructField("object", T.StringType()),
-                          T.StructField("raw_cluster", T.StringType()),
-                          T.StructField("raw_dt", T.StringType()),
-                          T.StructField("line", T.BinaryType())])
-OBJECT = "file:/lake/raw/cluster=c1/dt=2015-01-13/hour=07/m1.jsonl.gz"
 KEY = "raw/cluster=c1/dt=2015-01-13/hour=07/m1.jsonl.gz"
 
 
 def _lines(spark, *lines: bytes):
-    """Lines as Spark's text source gives them: the bytes as read, in a string column."""
-    frame = spark.createDataFrame([(OBJECT, "c1", "2015-01-13", x) for x in lines], RAW_BYTES)
-    return frame.select("object", "raw_cluster", "raw_dt", F.col("line").cast("string")
-                        .alias("value"), F.monotonically_increasing_id().alias("n"))
+    """The lines in partition c1, numbered in the order given (`n`)."""
+    return raw_lines(spark, [("c1", x) for x in lines]).withColumn(
+        "n", F.monotonically_increasing_id())
 
 
 def test_a_line_that_is_not_utf8_is_quarantined_alone_and_its_neighbours_kept(spark):

@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from glue_jobs.compaction import NOT_UTF8, classify_lines, with_reasons
 from glue_jobs.contract_sql import canonical, contract_holds
@@ -33,13 +32,9 @@ from hdfs_events.validation import (
     MAX_XATTRS,
     line_problem,
 )
+from tests.integration.glue.frames import raw_lines
 from tests.integration.glue.generated_events import generated_events
 
-RAW_BYTES = T.StructType([T.StructField("object", T.StringType()),
-                          T.StructField("raw_cluster", T.StringType()),
-                          T.StructField("raw_dt", T.StringType()),
-                          T.StructField("line", T.BinaryType())])
-OBJECT = "file:/lake/raw/cluster=c1/dt=2015-01-13/hour=07/m1.jsonl.gz"
 TS = 1_421_139_600_000
 
 
@@ -132,11 +127,8 @@ def corpus(events: list[HdfsEvent]) -> list[str]:
 
 
 def _frame(spark, lines: list[str]):
-    rows = [(OBJECT, _raw_cluster(line), "2015-01-13", line.encode("utf-8", "surrogatepass"))
-            for line in lines]
-    frame = spark.createDataFrame(rows, RAW_BYTES)
-    return frame.select("object", "raw_cluster", "raw_dt",
-                        F.col("line").cast("string").alias("value"))
+    return raw_lines(spark, [(_raw_cluster(line), line.encode("utf-8", "surrogatepass"))
+                             for line in lines])
 
 
 def _raw_cluster(line: str) -> str:
