@@ -164,12 +164,13 @@ def _problem() -> Column:
     return reason
 
 
-def line_tally(parsed: DataFrame) -> DataFrame:
-    """(bad, cluster, dt, lines): counts of bad lines, and of good lines per curated partition."""
-    bad = F.col("reason").isNotNull()
-    return (parsed.select(bad.alias("bad"),
-                          F.when(~bad, F.col("event.cluster")).alias("cluster"),
-                          F.when(~bad, curated_dt(F.col("event.timestamp"))).alias("dt"))
+def line_tally(lines: DataFrame, bad: Column) -> DataFrame:
+    """(bad, cluster, dt, lines): counts of the lines `bad` marks, and of the others per curated
+    partition. On classify_lines' frame with `~_clean` it counts the lines left for the Python
+    check; on with_reasons' frame with `reason IS NOT NULL`, the bad lines."""
+    return (lines.select(bad.alias("bad"),
+                         F.when(~bad, F.col("event.cluster")).alias("cluster"),
+                         F.when(~bad, curated_dt(F.col("event.timestamp"))).alias("dt"))
             .groupBy("bad", "cluster", "dt").agg(F.count(F.lit(1)).alias("lines")))
 
 
@@ -198,63 +199,76 @@ def curated_dt(timestamp: Column) -> Column:
 
 
 # --- exactly once ------------------------------------------------------------------------------
+# One shuffle serves the dedup, the check against what is published and the file layout: the
+# run's rows and the published rows near them are range-partitioned by the key (spread_by_key),
+# which puts every copy of a key in one task (the window of exactly_once needs no exchange more)
+# and cuts contiguous key ranges that become the run's files.
 
-def dedup_batch(events: DataFrame) -> DataFrame:
-    """One row per (cluster, txid, index) within a run's input: the copy with the earliest dt,
-    then the smallest object key, so the choice does not depend on file order."""
-    first = Window.partitionBy(*KEY_COLUMNS).orderBy("dt", "object")
-    return (events.withColumn("_n", F.row_number().over(first)).where(F.col("_n") == 1)
-            .drop("_n", "object"))
+NEW = "_new"  # 1: a row of this run's input; 0: a published row
 
 
-def not_yet_curated(existing_keys: DataFrame, lookback_days: int) -> Callable[[DataFrame], DataFrame]:
-    """Drops each new row whose key is already curated in its own dt or a dt up to
-    `lookback_days` away. existing_keys: (cluster, txid, index, dt) of the published rows."""
-    def transform(batch: DataFrame) -> DataFrame:
-        old = existing_keys.select(*[F.col(c).alias(f"_old_{c}") for c in (*KEY_COLUMNS, "dt")])
-        same_key = [batch[c] == old[f"_old_{c}"] for c in KEY_COLUMNS]
-        near = F.abs(F.datediff(batch["dt"].cast("date"), old["_old_dt"].cast("date"))) \
-            <= lookback_days
-        cond = same_key[0] & same_key[1] & same_key[2] & near
-        return batch.join(old, cond, "left_anti")
+def with_published(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """good_events' rows (tagged NEW 1) plus the published rows near them (NEW 0, no object)."""
+    def transform(good: DataFrame) -> DataFrame:
+        new = good.select(*FIELDS, "dt", "object", F.lit(1).alias(NEW))
+        published = existing_rows.select(*FIELDS, "dt", F.lit(None).cast("string").alias("object"),
+                                         F.lit(0).alias(NEW))
+        return new.unionByName(published)
     return transform
 
 
-def merged_partitions(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
-    """New rows plus the already published rows of the partitions they land in."""
-    def transform(fresh: DataFrame) -> DataFrame:
-        touched = fresh.select("cluster", "dt").distinct()
-        kept = existing_rows.join(touched, ["cluster", "dt"], "left_semi")
-        return fresh.select(*FIELDS, "dt").unionByName(kept.select(*FIELDS, "dt"))
+def spread_by_key(slices: int, *, in_ranges: bool = True) -> Callable[[DataFrame], DataFrame]:
+    """Partitions rows by key into `slices`, every copy of a key in one slice.
+
+    in_ranges: contiguous (cluster, txid, index) ranges, each a file of each dt it holds (a
+    NameNode's txids follow its clock, so a range holds one dt but where it straddles midnight);
+    Spark samples the keys in a pass of its own first. Otherwise hashed on the key, for a run
+    that one_file_per_partition lays out anyway."""
+    n = max(1, slices)
+    if in_ranges:
+        return lambda rows: rows.repartitionByRange(n, *KEY_COLUMNS)
+    return lambda rows: rows.repartition(n, *KEY_COLUMNS)
+
+
+def exactly_once(lookback_days: int) -> Callable[[DataFrame], DataFrame]:
+    """with_published' rows, each key's copies in one partition (spread_by_key) -> every
+    published row, and of each key's new copies the first by (dt, object), unless the key is
+    published in a dt up to `lookback_days` away from it. object is dropped.
+
+    The first by (dt, object): the earliest day, then the smallest object key, so the choice
+    does not depend on file order."""
+    def transform(rows: DataFrame) -> DataFrame:
+        # txid first: the sort's prefix is then the txid, which decides nearly every
+        # comparison (a run's rows mostly share one cluster name).
+        ordered = Window.partitionBy("txid", "index", "cluster").orderBy(NEW, "dt", "object")
+        whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        day = F.col("dt").cast("date")
+        published_days = F.collect_list(F.when(F.col(NEW) == 0, day)).over(whole)
+        # Published rows sort first: the first new copy comes right after them.
+        first_new = F.row_number().over(ordered) == F.size(published_days) + 1
+        near = F.exists(published_days, lambda d: F.abs(F.datediff(d, day)) <= lookback_days)
+        keep = (F.col(NEW) == 0) | (first_new & ~near)
+        return rows.withColumn("_keep", keep).where("_keep").drop("_keep", "object")
     return transform
 
 
-def partition_counts(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
-    """fresh -> (cluster, dt, added, kept): new rows, and published rows, per partition."""
-    def transform(fresh: DataFrame) -> DataFrame:
-        tagged = fresh.select("cluster", "dt", F.lit(1).alias("new")).unionByName(
-            existing_rows.select("cluster", "dt", F.lit(0).alias("new")))
-        return tagged.groupBy("cluster", "dt").agg(
-            F.sum("new").alias("added"), F.sum(1 - F.col("new")).alias("kept"))
-    return transform
-
-
-def sorted_for_files(total_files: int, *, one_per_partition: bool = False
-                     ) -> Callable[[DataFrame], DataFrame]:
-    """Range-partitions rows into `total_files` contiguous (cluster, dt, txid, index) slices,
-    sorted inside: a write partitioned by (cluster, dt) then gives each partition about
-    ceil(rows / rows_per_file) files (+1 where a slice straddles two partitions).
-
-    When every partition fits one file, hashing on (cluster, dt) gives exactly one file each
-    and skips the sampling job range partitioning runs first."""
-    order = ["cluster", "dt", "txid", "index"]
+def of_partitions(partitions: Iterable[PartitionKey]) -> Callable[[DataFrame], DataFrame]:
+    """exactly_once's rows -> the new rows, and the published rows of these partitions only."""
+    wanted = [F.struct(F.lit(c).alias("cluster"), F.lit(d).alias("dt"))
+              for c, d in sorted(set(partitions))]
 
     def transform(rows: DataFrame) -> DataFrame:
-        n = max(1, total_files)
-        spread = (rows.repartition(n, "cluster", "dt") if one_per_partition
-                  else rows.repartitionByRange(n, *order))
-        return spread.sortWithinPartitions(*order)
+        listed = F.struct("cluster", "dt").isin(*wanted) if wanted else F.lit(False)
+        return rows.where((F.col(NEW) == 1) | listed)
     return transform
+
+
+def one_file_per_partition(partitions: int) -> Callable[[DataFrame], DataFrame]:
+    """When every partition fits one file: hashing on (cluster, dt) gives each exactly one, where
+    key ranges could split one across two slices (a second shuffle, of a run small enough for
+    one file per partition), each slice sorted by partition then key."""
+    return lambda rows: (rows.repartition(max(1, partitions), "cluster", "dt")
+                         .sortWithinPartitions("cluster", "dt", *KEY_COLUMNS[1:]))
 
 
 # --- planning (plain values) -------------------------------------------------------------------
@@ -263,6 +277,14 @@ def shuffle_partitions(input_bytes: int, bytes_per_partition: int, cores: int) -
     """Shuffle partitions for an input: about bytes_per_partition each, never fewer than two
     per core (so every core has work while a slow task finishes)."""
     return max(2 * cores, math.ceil(input_bytes / max(1, bytes_per_partition)))
+
+
+def key_slices(files: int, cores: int) -> int:
+    """spread_by_key's slices for `files` files: rounded up to a multiple of the cores when that
+    adds at most a quarter more files, so the last wave of tasks keeps every core busy (5
+    slices on 2 cores run as 2+2+1, 6 as 2+2+2 smaller ones); otherwise the files' count."""
+    rounded = math.ceil(files / max(1, cores)) * max(1, cores)
+    return rounded if rounded * 4 <= files * 5 else max(1, files)
 
 
 def files_for(rows: int, rows_per_file: int) -> int:

@@ -4,10 +4,10 @@ builds the session and calls compact().
 
 One run: list raw/ against the watermark -> read each new object's lines through Hadoop's gzip
 codec (if that fails, find the damaged objects and read the rest) -> parse and validate the
-lines (bad lines and objects to quarantine/glue/) -> drop duplicates within the run -> drop
-keys already curated within +-lookback_days -> merge with the partitions they land in -> write
-each partition to a fresh run prefix -> switch the catalog -> advance the watermark -> remove
-superseded runs past their grace period.
+lines (bad lines and objects to quarantine/glue/) -> in one shuffle by key, drop duplicates
+within the run and keys already curated within +-lookback_days, and write each partition the
+run adds to whole (its new and published rows) to a fresh run prefix -> switch the catalog ->
+advance the watermark -> remove superseded runs past their grace period.
 """
 
 from __future__ import annotations
@@ -19,19 +19,21 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from glue_jobs import compaction, watermark
-from glue_jobs.catalog import PartitionCatalog
+from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import (
     read_published,
     remove_superseded_runs,
+    row_counts,
     stored_bytes,
     write_runs,
 )
 from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
 from glue_jobs.storage import LakeStore
+from hdfs_events.event import FIELDS
 from hdfs_events.names import RAW_PREFIX
 
 # The text source's line plus the raw layout's partition directories, all strings (Spark would
@@ -40,6 +42,7 @@ _RAW_TEXT_SCHEMA = "value string, cluster string, dt string, hour string"
 # Shuffle partitions: about this much decompressed input each (the JSON text is ~10x its gzip).
 _SHUFFLE_BYTES = 128 * 1_048_576
 _TEXT_PER_GZIP_BYTE = 10
+_OPEN_FILES_PER_TASK = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,11 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         # thousands of raw objects made thousands of tiny tasks. One task per core lists the
         # same paths with the same requests.
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": cores,
+        # A write partitioned by (cluster, dt) sorts each task's rows by them first, unless it
+        # may keep a file open per partition: a key slice is in key order already and holds
+        # one dt but where it straddles midnight. Past this many open files a task sorts the
+        # rest (each open Parquet file buffers a row group).
+        "spark.sql.maxConcurrentOutputFileWriters": _OPEN_FILES_PER_TASK,
     }):
         lines, problems = _read_lines(spark, source, todo)
         quarantined_objects = _quarantine_objects(source, target, run_id, problems)
@@ -123,7 +131,8 @@ def _session_conf(spark: SparkSession, conf: Mapping[str, object]) -> Iterator[N
 class _Lines:
     cached: DataFrame  # classify_lines' frame, persisted
     checked: DataFrame  # with_reasons, read from the cache
-    tally: list[Row]  # line_tally of `checked`
+    good: dict[PartitionKey, int]  # good lines per curated partition
+    bad: int  # bad lines
 
 
 def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject]
@@ -139,14 +148,25 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
         classified = _raw_lines(spark, source, readable).transform(compaction.classify_lines) \
             .persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            # The cache is filled by a job of its own: with_reasons reads it in two branches,
-            # and Spark runs a branch per cached scan at once, the second one's tasks holding
-            # a core each while they wait for the first's blocks (local[2] ran as local[1]).
-            unclear = classified.where(~F.col("_clean")).count()
-            checked = compaction.with_reasons(classified, all_clean=unclear == 0)
-            # Then one pass: good/bad totals and the partitions the good lines touch.
-            tally = checked.transform(compaction.line_tally).collect()
-            return _Lines(classified, checked, tally), problems
+            # The cache is filled by a job of its own, which also counts the clean lines per
+            # partition and the others: with_reasons reads the cache in two branches, and Spark
+            # runs a branch per cached scan at once, the second one's tasks holding a core each
+            # while they wait for the first's blocks (local[2] ran as local[1]).
+            tally = compaction.line_tally(classified, ~F.col("_clean")).collect()
+            unclear = [r for r in tally if r["bad"]]
+            checked = compaction.with_reasons(classified, all_clean=not unclear)
+            tally = [r for r in tally if not r["bad"]]
+            if unclear:  # only the lines that are not clean go through the Python check
+                tally += compaction.line_tally(
+                    compaction.with_reasons(classified.where(~F.col("_clean"))),
+                    F.col("reason").isNotNull()).collect()
+            good: dict[PartitionKey, int] = {}
+            for r in tally:
+                if not r["bad"]:
+                    good[(r["cluster"], r["dt"])] = good.get((r["cluster"], r["dt"]), 0) \
+                        + r["lines"]
+            bad = sum(r["lines"] for r in tally if r["bad"])
+            return _Lines(classified, checked, good, bad), problems
         except Exception:  # any failure of the read: damaged objects explain it, else raised
             classified.unpersist()
             damaged = _damaged_objects(spark, source, readable)
@@ -160,52 +180,79 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
 def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
              settings: CompactionSettings, run_id: str, now: datetime, lines: _Lines, known: dict,
              outcomes: dict, report: CompactionReport) -> CompactionReport:
-    """Steps 2-8 on the read lines: quarantine, exactly once, merge, write, switch, watermark,
-    cleanup."""
-    parsed, tally = lines.checked, lines.tally
+    """Steps 2-6 on the read lines: quarantine, exactly-once write, switch, watermark, cleanup."""
     # 2. Bad lines to quarantine, good ones on.
-    bad_count = sum(r["lines"] for r in tally if r["bad"])
-    good_count = sum(r["lines"] for r in tally if not r["bad"])
-    touched = [(r["cluster"], r["dt"]) for r in tally if not r["bad"]]
-    if bad_count:
-        (compaction.bad_lines(parsed).coalesce(1).write.mode("overwrite")
-         .option("compression", "gzip").json(f"{target.root_uri}{QUARANTINE_GLUE_PREFIX}lines/run={run_id}/"))
-
-    # 3. Exactly once: within the run, then against what is already curated nearby.
-    published = catalog.locations()
-    near = compaction.lookback_partitions(touched, published, settings.lookback_days)
-    existing = read_published(spark, [published[k] for k in near])
-    existing_keys = existing.select("cluster", "txid", "index", "dt")
-    fresh = (parsed.transform(compaction.good_events).transform(compaction.dedup_batch)
-             .transform(compaction.not_yet_curated(existing_keys, settings.lookback_days))
-             .persist(StorageLevel.MEMORY_AND_DISK))
-    counts = fresh.transform(compaction.partition_counts(existing)).collect()
-    added = {(r["cluster"], r["dt"]): r["added"] for r in counts if r["added"]}
-    kept = {(r["cluster"], r["dt"]): r["kept"] for r in counts if r["added"] and r["kept"]}
+    if lines.bad:
+        (compaction.bad_lines(lines.checked).coalesce(1).write.mode("overwrite").option(
+            "compression", "gzip").json(f"{target.root_uri}{QUARANTINE_GLUE_PREFIX}lines/run={run_id}/"))
+    added, files = _write_new_runs(spark, target, catalog, settings, run_id, lines) \
+        if lines.good else ({}, 0)
     lines.cached.unpersist()
-
-    files = 0
+    # 5. Publish: every changed partition flips to its complete new run.
     if added:
-        # 4. Merge with the partitions' published rows; size files from what exists.
-        rows = {k: n + kept.get(k, 0) for k, n in added.items()}
-        per_row = _bytes_per_row(target, [published[k] for k in kept], sum(kept.values()),
-                                 settings.bytes_per_row)
-        per_file = compaction.rows_per_file(settings.target_file_bytes, per_row)
-        files = compaction.total_files(rows, per_file)
-        merged = fresh.transform(compaction.merged_partitions(existing)).transform(
-            compaction.sorted_for_files(files, one_per_partition=files == len(rows)))
-        write_runs(merged, target.root_uri, run_id, settings.compression)
-        # 5. Publish: every changed partition flips to its complete new run.
         catalog.publish({(c, d): target.root_uri + run_prefix(c, d, run_id) for c, d in added})
-    fresh.unpersist()
 
     watermark.advance(target, known, outcomes)
     removed = remove_superseded_runs(target, added, catalog.locations(), now, settings.retain)
     events_added = sum(added.values())
+    good_count = sum(lines.good.values())
     return replace(
         report, events_read=good_count, events_added=events_added,
-        duplicates_dropped=good_count - events_added, quarantined_lines=bad_count,
-        partitions_published=len(added), files_written=files, runs_removed=removed)
+        duplicates_dropped=good_count - events_added, quarantined_lines=lines.bad,
+        partitions_published=len(added), files_written=files if added else 0,
+        runs_removed=removed)
+
+
+def _write_new_runs(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
+                    settings: CompactionSettings, run_id: str, lines: _Lines
+                    ) -> tuple[dict[PartitionKey, int], int]:
+    """({partition: new rows} of the partitions the run adds to, each written whole to its new
+    run; the files planned)."""
+    touched = set(lines.good)
+    # 3. Files planned before the one shuffle (it cuts them): the good lines, duplicates
+    #    included, plus the published rows of the partitions they touch.
+    published = catalog.locations()
+    near = compaction.lookback_partitions(touched, published, settings.lookback_days)
+    republished = row_counts(spark, [published[k] for k in touched if k in published])
+    per_row = _bytes_per_row(target, [published[k] for k in republished],
+                             sum(republished.values()), settings.bytes_per_row)
+    files = compaction.total_files(
+        {k: n + republished.get(k, 0) for k, n in lines.good.items()},
+        compaction.rows_per_file(settings.target_file_bytes, per_row))
+    one_per_partition = files == len(touched)
+    slices = (int(spark.conf.get("spark.sql.shuffle.partitions")) if one_per_partition
+              else compaction.key_slices(files, spark.sparkContext.defaultParallelism))
+
+    # 4. Exactly once (within the run, then against what is already curated nearby) in one
+    #    shuffle by key, straight into the files: every touched partition is written whole (new
+    #    rows and its published rows) to a new run; the published rows of untouched partitions
+    #    only served the check.
+    rows = (lines.checked.transform(compaction.good_events)
+            .transform(compaction.with_published(
+                read_published(spark, [published[k] for k in near])))
+            .transform(compaction.spread_by_key(slices, in_ranges=not one_per_partition))
+            .transform(compaction.exactly_once(settings.lookback_days))
+            .transform(compaction.of_partitions(touched)))
+    if one_per_partition:
+        rows = rows.transform(compaction.one_file_per_partition(files))
+    write_runs(rows.select(*FIELDS, "dt"), target.root_uri, run_id, settings.compression)
+
+    # What each partition gained: its new run's rows (counted from the Parquet footers) less its
+    # published ones. A new run that adds nothing (every line a duplicate) is removed.
+    written = row_counts(spark, [target.root_uri + run_prefix(*k, run_id)
+                                 for k in _written_partitions(target, touched, run_id)])
+    added = {k: n - republished.get(k, 0) for k, n in written.items()
+             if n > republished.get(k, 0)}
+    for c, d in written.keys() - added.keys():
+        target.delete_prefix(run_prefix(c, d, run_id))
+    return added, files
+
+
+def _written_partitions(target: LakeStore, partitions: set[PartitionKey], run_id: str
+                        ) -> list[PartitionKey]:
+    """The partitions the run wrote a Parquet file to (one listing each)."""
+    return [k for k in sorted(partitions)
+            if any(o.key.endswith(".parquet") for o in target.list_objects(run_prefix(*k, run_id)))]
 
 
 def _raw_lines(spark: SparkSession, source: LakeStore, keys: list[str]) -> DataFrame:

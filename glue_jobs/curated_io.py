@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -29,6 +31,25 @@ def read_published(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
             .withColumn("cluster", F.regexp_extract(path, _LOCATION, 1))
             .withColumn("dt", F.regexp_extract(path, _LOCATION, 2))
             .select(*FIELDS, "dt"))
+
+
+def row_counts(spark: SparkSession, locations: Iterable[str]) -> dict[PartitionKey, int]:
+    """Rows at these partition locations. Counted per file, which Parquet answers from its row
+    groups' headers without reading a column; the file's partition is then read from its path
+    once per file, not once per row."""
+    paths = sorted(set(locations))
+    if not paths:
+        return {}
+    files = (spark.read.schema(FILE_SCHEMA).parquet(*paths)
+             .groupBy(F.col("_metadata.file_path").alias("file")).count().collect())
+    counts: dict[PartitionKey, int] = {}
+    for r in files:
+        found = re.search(_LOCATION, r["file"])
+        if found is None:
+            raise ValueError(f"not a curated file: {r['file']}")
+        key = (unquote(found.group(1)), unquote(found.group(2)))
+        counts[key] = counts.get(key, 0) + r["count"]
+    return counts
 
 
 def read_curated(spark: SparkSession, locations: Mapping[PartitionKey, str],

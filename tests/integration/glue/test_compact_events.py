@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import itertools
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -222,9 +223,9 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
     assert run(spark, lake).objects_read == 0
 
 
-def test_output_files_are_sized_from_the_row_count(spark, lake):
+def test_output_files_are_sized_from_the_row_count_each_a_key_range_in_key_order(spark, lake):
     events = generated_events("c1", count=3000, start_ms=JAN_13_2015_MS, span_ms=3_600_000)
-    for i in range(0, 3000, 100):  # 30 objects, as 30 SQS messages would make
+    for i in reversed(range(0, 3000, 100)):  # 30 objects, as 30 SQS messages would make
         lake.write_message(f"m{i}", events[i:i + 100], sent_ms=SENT)
 
     # 1000 bytes per row and 0.5 MiB per file: 524 rows a file, so 3000 rows need 6 files.
@@ -233,6 +234,15 @@ def test_output_files_are_sized_from_the_row_count(spark, lake):
     files = parquet_files(lake)
     assert report.files_written == 6
     assert 6 <= sum(len(f) for f in files.values()) <= 6 + len(files)
+    # A reader skips files by their txid statistics: each file is a key range, in key order.
+    ranges = []
+    for key in (k for keys in files.values() for k in keys):
+        rows = spark.read.parquet(lake.store.root_uri + key).select("txid", "index").collect()
+        keys = [(r["txid"], r["index"]) for r in rows]
+        assert keys == sorted(keys), key
+        ranges.append((keys[0], keys[-1]))
+    ranges.sort()
+    assert all(end < start for (_, end), (start, _) in itertools.pairwise(ranges))
 
 
 def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_events,

@@ -9,18 +9,19 @@ from pyspark.sql import types as T
 
 from glue_jobs.compaction import (
     EMPTY_OBJECT,
+    NEW,
     NOT_UTF8,
     bad_lines,
     classify_lines,
     curated_dt,
-    dedup_batch,
+    exactly_once,
     good_events,
     line_tally,
-    merged_partitions,
-    not_yet_curated,
     object_problems,
-    partition_counts,
-    sorted_for_files,
+    of_partitions,
+    one_file_per_partition,
+    spread_by_key,
+    with_published,
     with_reasons,
 )
 from hdfs_events.event import FIELDS, EventType, HdfsEvent, INodeType
@@ -161,7 +162,7 @@ def test_line_tally_counts_bad_lines_and_good_lines_per_curated_partition(spark)
         ("missing required field 'cluster'", "2015-01-13", (None, TS)),
     ], PARSED)
 
-    out = line_tally(parsed)
+    out = line_tally(parsed, F.col("reason").isNotNull())
 
     expected = spark.createDataFrame(
         [(True, None, None, 2), (False, "c1", "2015-01-13", 2), (False, "c1", "2015-01-14", 1),
@@ -209,77 +210,67 @@ def test_curated_dt_is_the_utc_day_whatever_the_session_time_zone(spark):
 
 # --- exactly once ------------------------------------------------------------------------------
 
-KEYED = T.StructType([T.StructField("cluster", T.StringType()),
-                      T.StructField("txid", T.LongType()),
-                      T.StructField("index", T.LongType()),
-                      T.StructField("dt", T.StringType()),
-                      T.StructField("object", T.StringType()),
-                      T.StructField("path", T.StringType())])
-
-
-def test_dedup_batch_keeps_the_earliest_day_then_the_smallest_object_of_each_key(spark):
-    events = spark.createDataFrame([
-        ("c1", 5, 0, "2015-01-14", "raw/a", "/from-a-day-later"),
-        ("c1", 5, 0, "2015-01-13", "raw/c", "/from-c"),
-        ("c1", 5, 0, "2015-01-13", "raw/b", "/from-b"),
-        ("c1", 5, 1, "2015-01-14", "raw/a", "/other-index"),
-        ("c2", 5, 0, "2015-01-14", "raw/a", "/other-cluster"),
-    ], KEYED)
-
-    out = dedup_batch(events)
-
-    expected = spark.createDataFrame(
-        [("c1", 5, 0, "2015-01-13", "/from-b"), ("c1", 5, 1, "2015-01-14", "/other-index"),
-         ("c2", 5, 0, "2015-01-14", "/other-cluster")],
-        T.StructType([f for f in KEYED.fields if f.name != "object"]))
-    assert_frames_equal(out, expected)
-
-
-def test_not_yet_curated_drops_keys_published_within_the_lookback_only(spark):
-    key_schema = T.StructType([f for f in KEYED.fields if f.name in ("cluster", "txid", "index",
-                                                                     "dt")])
-    existing = spark.createDataFrame([
-        ("c1", 1, 0, "2015-01-12"),  # a day before the new copy: already curated
-        ("c1", 2, 0, "2015-01-11"),  # two days before: out of reach, the new copy is kept
-        ("c1", 3, 1, "2015-01-13"),  # same txid, other index
-        ("c2", 4, 0, "2015-01-13"),  # same txid and index, other cluster
-    ], key_schema)
-    batch = spark.createDataFrame([("c1", t, 0, "2015-01-13", None, f"/p{t}") for t in (1, 2, 3, 4)],
-                                  KEYED)
-
-    out = batch.transform(not_yet_curated(existing, lookback_days=1))
-
-    assert sorted((r["txid"], r["index"]) for r in out.collect()) == [(2, 0), (3, 0), (4, 0)]
-
-
 def _curated(spark, *rows: tuple[int, str]):
     return curated_frame(spark, [(_event(txid), dt) for txid, dt in rows])
 
 
-def test_merged_partitions_add_the_published_rows_of_touched_partitions_only(spark):
-    fresh = _curated(spark, (10, "2015-01-13"))
-    published = _curated(spark, (1, "2015-01-13"), (2, "2015-01-13"), (3, "2015-01-14"))
-
-    out = fresh.transform(merged_partitions(published))
-
-    assert out.columns == [*FIELDS, "dt"]
-    assert sorted((r["txid"], r["dt"]) for r in out.collect()) == \
-        [(1, "2015-01-13"), (2, "2015-01-13"), (10, "2015-01-13")]
+def _new(spark, *rows: tuple[int, str, str]):
+    """Good events of this run from (txid, dt, object); each path names its object."""
+    frame = curated_frame(spark, [(_event(t, path=f"/from/{o}"), dt) for t, dt, o in rows])
+    return frame.withColumn("object", F.regexp_extract("path", "^/from/(.*)$", 1))
 
 
-def test_partition_counts_give_new_and_published_rows_per_partition(spark):
-    fresh = _curated(spark, (10, "2015-01-13"), (11, "2015-01-13"), (12, "2015-01-15"))
-    published = _curated(spark, (1, "2015-01-13"), (2, "2015-01-14"), (3, "2015-01-14"))
+def _once(new, published, lookback_days: int = 1):
+    return (new.transform(with_published(published)).transform(spread_by_key(3))
+            .transform(exactly_once(lookback_days)))
 
-    out = fresh.transform(partition_counts(published))
 
-    expected = spark.createDataFrame(
-        [("c1", "2015-01-13", 2, 1), ("c1", "2015-01-14", 0, 2), ("c1", "2015-01-15", 1, 0)],
-        T.StructType([T.StructField("cluster", T.StringType()),
-                      T.StructField("dt", T.StringType()),
-                      T.StructField("added", T.LongType()),
-                      T.StructField("kept", T.LongType())]))
-    assert_frames_equal(out, expected)
+def _kept(rows) -> list[tuple]:
+    return sorted((r[NEW], r["txid"], r["index"], r["dt"], r["path"]) for r in rows.collect())
+
+
+def test_exactly_once_keeps_the_earliest_day_then_the_smallest_object_of_each_key(spark):
+    new = _new(spark, (5, "2015-01-14", "a"), (5, "2015-01-13", "c"), (5, "2015-01-13", "b"),
+               (6, "2015-01-14", "a"))
+
+    out = _once(new, _curated(spark))
+
+    assert _kept(out) == [(1, 5, 0, "2015-01-13", "/from/b"), (1, 6, 0, "2015-01-14", "/from/a")]
+    assert "object" not in out.columns
+
+
+def test_exactly_once_drops_new_copies_of_keys_published_within_the_lookback_only(spark):
+    published = _curated(spark, (1, "2015-01-12"), (2, "2015-01-11"), (7, "2015-01-10"))
+    new = _new(spark, (1, "2015-01-13", "a"),  # published a day before: already curated
+               (2, "2015-01-13", "a"),  # two days before: out of reach, the new copy is kept
+               (3, "2015-01-13", "a"),  # never published
+               # The first copy (by day) is a day from the published one: no copy is added.
+               (7, "2015-01-11", "a"), (7, "2015-01-13", "b"))
+
+    out = _once(new, published)
+
+    assert _kept(out) == [
+        (0, 1, 0, "2015-01-12", "/a/b"), (0, 2, 0, "2015-01-11", "/a/b"),
+        (0, 7, 0, "2015-01-10", "/a/b"),  # every published row stays
+        (1, 2, 0, "2015-01-13", "/from/a"), (1, 3, 0, "2015-01-13", "/from/a")]
+
+
+def test_exactly_once_matches_keys_on_cluster_txid_and_index(spark):
+    published = curated_frame(spark, [(_event(4, cluster="c2"), "2015-01-13"),
+                                      (HdfsEvent("c1", 4, 1, EventType.UNLINK, "/a/b",
+                                                 timestamp=TS), "2015-01-13")])
+
+    out = _once(_new(spark, (4, "2015-01-13", "a")), published)
+
+    assert [r[1:3] for r in _kept(out) if r[0] == 1] == [(4, 0)]
+
+
+def test_one_range_shuffle_serves_the_dedup_window(spark):
+    out = _once(_new(spark, (5, "2015-01-13", "a")), _curated(spark, (1, "2015-01-13")))
+
+    plan = _plan(out)
+    assert plan.count("Exchange rangepartitioning") == 1
+    assert "Exchange hashpartitioning" not in plan
 
 
 def _slices(frame) -> list[list[tuple[str, int]]]:
@@ -291,21 +282,34 @@ def _slices(frame) -> list[list[tuple[str, int]]]:
     return [out[p] for p in sorted(out)]
 
 
-def test_sorted_for_files_cuts_sorted_contiguous_slices(spark):
-    rows = _curated(spark, *[(t, "2015-01-13") for t in (9, 3, 7, 1, 5)],
-                    *[(t, "2015-01-14") for t in (8, 2, 6, 4)])
+def test_spread_by_key_cuts_contiguous_key_ranges_kept_in_key_order(spark):
+    new = _new(spark, *[(t, "2015-01-13", "a") for t in (9, 3, 7, 1, 5)],
+               *[(t, "2015-01-14", "a") for t in (8, 2, 6, 4)], (4, "2015-01-13", "b"))
 
-    slices = _slices(rows.transform(sorted_for_files(3)))
+    slices = _slices(_once(new, _curated(spark)))
 
     assert len(slices) == 3
-    assert [r for s in slices for r in s] == sorted(r for s in slices for r in s)
+    txids = [t for s in slices for _, t in s]
+    assert txids == list(range(1, 10))  # ranges in order, each sorted, one copy of 4 left
+    assert ("2015-01-13", 4) in [r for s in slices for r in s]  # the earlier day's copy
 
 
-def test_sorted_for_files_with_one_file_per_partition_keeps_each_partition_in_one_slice(spark):
+def test_of_partitions_keeps_new_rows_and_the_published_rows_of_the_partitions_named(spark):
+    published = _curated(spark, (1, "2015-01-13"), (2, "2015-01-13"), (3, "2015-01-14"))
+    rows = _once(_new(spark, (10, "2015-01-13", "a"), (11, "2015-01-15", "a")), published)
+
+    out = rows.transform(of_partitions([("c1", "2015-01-13")]))
+
+    assert sorted((r["txid"], r["dt"]) for r in out.collect()) == \
+        [(1, "2015-01-13"), (2, "2015-01-13"), (10, "2015-01-13"), (11, "2015-01-15")]
+    assert rows.transform(of_partitions([])).count() == 2
+
+
+def test_one_file_per_partition_keeps_each_partition_in_one_slice(spark):
     rows = _curated(spark, *[(t, "2015-01-13") for t in (9, 3, 7)],
                     *[(t, "2015-01-14") for t in (8, 2)], (1, "2015-01-15"))
 
-    slices = _slices(rows.transform(sorted_for_files(3, one_per_partition=True)))
+    slices = _slices(rows.transform(one_file_per_partition(3)))
 
     # Hashing may put two partitions in one slice, never one partition in two (two files).
     assert sorted(r for s in slices for r in s) == sorted(
@@ -313,4 +317,3 @@ def test_sorted_for_files_with_one_file_per_partition_keeps_each_partition_in_on
         + [("2015-01-15", 1)])
     for dt in ("2015-01-13", "2015-01-14", "2015-01-15"):
         assert sum(any(d == dt for d, _ in s) for s in slices) == 1
-    assert all(s == sorted(s) for s in slices)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from glue_jobs.compaction import (
     files_for,
     gzip_problem,
+    key_slices,
     lookback_partitions,
     rows_per_file,
     shuffle_partitions,
@@ -69,3 +70,11 @@ def test_shuffle_partitions_follow_the_input_with_two_per_core_at_least():
     assert shuffle_partitions(10 * mib, 128 * mib, cores=2) == 4
     assert shuffle_partitions(2_400 * mib, 128 * mib, cores=2) == 19  # 10M events of text
     assert shuffle_partitions(2_400 * mib, 128 * mib, cores=40) == 80  # a Glue fleet
+
+
+def test_key_slices_fill_the_last_wave_when_it_costs_a_quarter_more_files_at_most():
+    assert key_slices(5, cores=2) == 6  # 2+2+2 tasks instead of 2+2+1
+    assert key_slices(4, cores=2) == 4
+    assert key_slices(3, cores=2) == 3  # 4 would be a third more files
+    assert key_slices(1, cores=40) == 1  # a small run on a Glue fleet keeps its one file
+    assert key_slices(78, cores=40) == 80
