@@ -62,8 +62,10 @@ cdk-cli: node_modules/.installed
 deploy: $(STAMP) node_modules/.installed
 	npx cdk deploy -c env=$(ENV) --all
 
+# make bench BENCH_ARGS="--only compact --size full": one bench at its own default size
+# (compaction: 10M events); python -m bench.run_all --help lists the rest.
 bench: $(STAMP) $(HADOOP_STAMP)
-	$(PY) -m bench.run_all
+	$(PY) -m bench.run_all $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -218,7 +218,7 @@ def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
                    res["baseline"]["rows_per_s"], "pyarrow 1 process", size,
-                   note="Spark session start included"),
+                   note="timed around compact(): session start excluded, JVM warm-up in"),
             Figure("compaction scaling with cores", "rows/s", res["spark"]["rows_per_s"],
                    res["spark_local1"]["rows_per_s"], "Spark local[1]", size,
                    note="goal >= 1.7x")]

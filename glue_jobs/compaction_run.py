@@ -43,6 +43,7 @@ _RAW_TEXT_SCHEMA = "value string, cluster string, dt string, hour string"
 _SHUFFLE_BYTES = 128 * 1_048_576
 _TEXT_PER_GZIP_BYTE = 10
 _OPEN_FILES_PER_TASK = 4
+_OPEN_COST_BYTES = 1_048_576
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,15 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         # one dt but where it straddles midnight. Past this many open files a task sorts the
         # rest (each open Parquet file buffers a row group).
         "spark.sql.maxConcurrentOutputFileWriters": _OPEN_FILES_PER_TASK,
+        # Spark packs small files into read tasks counting each as this many bytes more (4 MiB
+        # by default, for HDFS blocks): a raw object is ~20 KB of gzip, so a task read ~32 of
+        # them and 10M events made ~300 tasks, whose scheduling cost more than their objects.
+        "spark.sql.files.openCostInBytes": _OPEN_COST_BYTES,
+        # Adaptive execution runs the fill of a cache as a stage of its own, so filling the
+        # lines' cache and counting them took two passes; without it the tally's scan fills the
+        # cache as it counts. Nothing is left for it to adapt here: the run sizes its shuffles
+        # itself and joins nothing.
+        "spark.sql.adaptive.enabled": "false",
     }):
         lines, problems = _read_lines(spark, source, todo)
         quarantined_objects = _quarantine_objects(source, target, run_id, problems)
@@ -148,10 +158,10 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
         classified = _raw_lines(spark, source, readable).transform(compaction.classify_lines) \
             .persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            # The cache is filled by a job of its own, which also counts the clean lines per
-            # partition and the others: with_reasons reads the cache in two branches, and Spark
-            # runs a branch per cached scan at once, the second one's tasks holding a core each
-            # while they wait for the first's blocks (local[2] ran as local[1]).
+            # One pass fills the cache and counts the clean lines per partition and the others.
+            # Filled before with_reasons reads it in two branches: over a cache not yet filled,
+            # Spark ran a branch per cached scan at once, the second one's tasks holding a core
+            # each while they waited for the first's blocks (local[2] ran as local[1]).
             tally = compaction.line_tally(classified, ~F.col("_clean")).collect()
             unclear = [r for r in tally if r["bad"]]
             checked = compaction.with_reasons(classified, all_clean=not unclear)
