@@ -11,6 +11,8 @@ Each contender runs in a fresh subprocess, one after the other:
 - `spark`: glue_jobs.compaction_run.compact (gzip read, per-line validation, dedup, exactly-once
   merge, range-partitioned sorted zstd Parquet, catalog switch) on local[2];
 - `spark_local1`: the same on local[1], for how the job scales with cores (Glue scales out).
+- `ceiling`: a CPU-bound Spark SQL query on local[1] then local[2], for how far JVM work
+  scales with the second core on this machine at all (the scaling's ceiling here);
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
   keep the first of each key, write_dataset partitioned by cluster/dt (zstd). pyarrow uses its
   own thread pool inside the one process; it validates no keys or enum values.
@@ -265,6 +267,27 @@ def run_baseline(lake: Path, out: Path) -> dict:
             "python_peak_mb": _peak_rss_mb(), "jvm_peak_mb": 0.0}
 
 
+def run_ceiling(rows: int) -> dict:
+    """A CPU-bound Spark SQL query (two hashes of each number's text) on local[1], then local[2],
+    in one JVM: how far plain JVM work scales with the second core here (two vCPUs may share a
+    physical core), the ceiling for the compaction's own scaling."""
+    from pyspark.sql import functions as F
+
+    def query(spark: Any, n: int) -> Any:  # a new frame each time: a collected one is reused
+        text = F.col("id").cast("string")
+        return spark.range(0, n, numPartitions=16).select(F.sum(F.xxhash64(text, F.sha1(text))))
+
+    seconds = {}
+    for master in ("local[1]", "local[2]"):
+        spark = _spark(master=master)
+        query(spark, rows // 10).collect()  # the JIT's warm-up
+        t = time.perf_counter()
+        query(spark, rows).collect()
+        seconds[master] = time.perf_counter() - t
+        spark.stop()
+    return {"rows": rows, "seconds": seconds, "scaling": seconds["local[1]"] / seconds["local[2]"]}
+
+
 # --- driver --------------------------------------------------------------------------------------
 
 def child(name: str, lake: Path) -> dict:
@@ -283,13 +306,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
-    parser.add_argument("--child", choices=("generate", "baseline", *SPARK_MASTERS),
+    parser.add_argument("--child", choices=("generate", "baseline", "ceiling", *SPARK_MASTERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child == "generate":
         print(json.dumps(generate(args.lake, args.events, args.duplicates)))
+        return 0
+    if args.child == "ceiling":
+        # Long enough to time (~10 s on one core) unless the bench itself is a smoke.
+        print(json.dumps(run_ceiling(30_000_000 if args.events >= 100_000 else 100_000)))
         return 0
     if args.child == "baseline":
         print(json.dumps(run_baseline(args.lake, args.to)))
@@ -302,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
     results = {name: child(name, lake) for name in ("baseline", *SPARK_MASTERS)}
+    ceiling = json.loads(subprocess.run(
+        [sys.executable, "-m", "bench.compact", "--child", "ceiling", "--events", str(args.events)],
+        check=True, cwd=REPO, capture_output=True, text=True).stdout.strip().splitlines()[-1])
     for name, r in results.items():
         if r["rows_out"] != args.events:
             raise SystemExit(f"bench.compact: {name} wrote {r['rows_out']} rows, "
@@ -316,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in results.items():
         print(f"{name:<12} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
               f"{r['python_peak_mb']:>10,.0f} {r['jvm_peak_mb']:>8,.0f}")
-    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {scaling:.2f}")
+    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {scaling:.2f} "
+          f"(a CPU-bound Spark query: {ceiling['scaling']:.2f})")
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     args.out.write_text(json.dumps({
         "events": args.events, "duplicates": args.duplicates, "objects": objects,
         "results": results, "ratio_spark_over_baseline": ratio,
-        "ratio_local2_over_local1": scaling,
+        "ratio_local2_over_local1": scaling, "ceiling": ceiling,
         "children_peak_rss_mb": children, "load_average": os.getloadavg()}, indent=1))
     print(f"wrote {args.out}")
     return 0

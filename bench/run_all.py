@@ -221,7 +221,7 @@ def _compact(r: dict[str, Any], size: str) -> list[Figure]:
                    note="timed around compact(): session start excluded, JVM warm-up in"),
             Figure("compaction scaling with cores", "rows/s", res["spark"]["rows_per_s"],
                    res["spark_local1"]["rows_per_s"], "Spark local[1]", size,
-                   note="goal >= 1.7x")]
+                   note=f"goal >= 1.7x; a CPU-bound Spark query {r['ceiling']['scaling']:.2f}x here")]
 
 
 def _compact_s3a(r: dict[str, Any], size: str) -> list[Figure]:
