@@ -12,6 +12,7 @@ advance the watermark -> remove superseded runs past their grace period.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -163,20 +164,18 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
             # Spark ran a branch per cached scan at once, the second one's tasks holding a core
             # each while they waited for the first's blocks (local[2] ran as local[1]).
             tally = compaction.line_tally(classified, ~F.col("_clean")).collect()
-            unclear = [r for r in tally if r["bad"]]
+            unclear = any(r["bad"] for r in tally)
             checked = compaction.with_reasons(classified, all_clean=not unclear)
-            tally = [r for r in tally if not r["bad"]]
             if unclear:  # only the lines that are not clean go through the Python check
-                tally += compaction.line_tally(
+                tally = [r for r in tally if not r["bad"]] + compaction.line_tally(
                     compaction.with_reasons(classified.where(~F.col("_clean"))),
                     F.col("reason").isNotNull()).collect()
-            good: dict[PartitionKey, int] = {}
+            good: Counter[PartitionKey] = Counter()
             for r in tally:
                 if not r["bad"]:
-                    good[(r["cluster"], r["dt"])] = good.get((r["cluster"], r["dt"]), 0) \
-                        + r["lines"]
+                    good[(r["cluster"], r["dt"])] += r["lines"]
             bad = sum(r["lines"] for r in tally if r["bad"])
-            return _Lines(classified, checked, good, bad), problems
+            return _Lines(classified, checked, dict(good), bad), problems
         except Exception:  # any failure of the read: damaged objects explain it, else raised
             classified.unpersist()
             damaged = _damaged_objects(spark, source, readable)

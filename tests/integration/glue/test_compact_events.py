@@ -16,7 +16,7 @@ import pytest
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
-from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
+from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
 from hdfs_events.event import HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.generated_events import DAY_MS, generated_events
@@ -142,6 +142,8 @@ def test_redelivered_message_overwriting_its_object_publishes_nothing(spark, lak
     assert report.objects_read == 1 and report.events_read == 5
     assert report.events_added == 0 and report.partitions_published == 0
     assert catalog_bytes(lake) == before
+    # The partition was written whole again before its rows were counted: that copy is gone.
+    assert not [k for k in lake.keys(EVENTS_PREFIX) if f"/run={report.run_id}/" in k]
 
 
 def test_late_objects_recompact_their_partition_once(spark, lake):
