@@ -290,12 +290,16 @@ def run_ceiling(rows: int) -> dict:
 
 # --- driver --------------------------------------------------------------------------------------
 
-def child(name: str, lake: Path) -> dict:
-    out = OUT_DIR / f"compact-out-{name}"
-    proc = subprocess.run([sys.executable, "-m", "bench.compact", "--child", name,
-                           "--lake", str(lake), "--to", str(out)],
+def child(name: str, *args: str) -> dict:
+    """The JSON a `--child name` subprocess prints last."""
+    proc = subprocess.run([sys.executable, "-m", "bench.compact", "--child", name, *args],
                           check=True, cwd=REPO, capture_output=True, text=True)
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def contender(name: str, lake: Path) -> dict:
+    out = OUT_DIR / f"compact-out-{name}"
+    result = child(name, "--lake", str(lake), "--to", str(out))
     shutil.rmtree(out, ignore_errors=True)
     return result
 
@@ -328,10 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     OUT_DIR.mkdir(exist_ok=True)
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
-    results = {name: child(name, lake) for name in ("baseline", *SPARK_MASTERS)}
-    ceiling = json.loads(subprocess.run(
-        [sys.executable, "-m", "bench.compact", "--child", "ceiling", "--events", str(args.events)],
-        check=True, cwd=REPO, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    results = {name: contender(name, lake) for name in ("baseline", *SPARK_MASTERS)}
+    ceiling = child("ceiling", "--events", str(args.events))
     for name, r in results.items():
         if r["rows_out"] != args.events:
             raise SystemExit(f"bench.compact: {name} wrote {r['rows_out']} rows, "

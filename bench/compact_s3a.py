@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
-from bench.compact import REPO, _spark, child, input_lake, timed_compaction
+from bench.compact import REPO, _spark, contender, input_lake, timed_compaction
 
 BUCKET = "bench"
 TARGET = f"s3://{BUCKET}/out"
@@ -82,7 +82,7 @@ def measure(events: int, duplicates: float) -> dict[str, Any]:
         s3a = json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         server.stop()
-    results = {"s3a": s3a, "file": child("spark", lake)}
+    results = {"s3a": s3a, "file": contender("spark", lake)}
     for name, r in results.items():
         if r["rows_out"] != events:
             raise SystemExit(f"bench.compact_s3a: {name} published {r['rows_out']} rows, "
