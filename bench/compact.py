@@ -50,8 +50,9 @@ STEP_MS = 10  # 10M events span ~28 hours: two dt partitions
 PER_OBJECT = 2000
 
 
-SPARK_MASTERS = {"spark": "local[2]", "spark_local1": "local[1]", "spark_one_cpu": "local[1]"}
-ONE_CPU = "spark_one_cpu"
+# name: (master, pinned to one CPU)
+SPARK_CONTENDERS = {"spark": ("local[2]", False), "spark_local1": ("local[1]", False),
+                    "spark_one_cpu": ("local[1]", True)}
 
 
 def _spark(memory: str = "4g", master: str = "local[2]", conf: Mapping[str, str] | None = None):
@@ -193,9 +194,11 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
 
 # --- contenders ----------------------------------------------------------------------------------
 
-def run_spark(lake: Path, out: Path, master: str) -> dict:
+def run_spark(lake: Path, out: Path, master: str, one_cpu: bool) -> dict:
     from glue_jobs.storage import LocalStore
 
+    if one_cpu:  # before the JVM starts: it inherits the affinity
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     shutil.rmtree(out, ignore_errors=True)
     return timed_compaction(_spark(master=master), LocalStore(lake), LocalStore(out))
 
@@ -275,8 +278,8 @@ def run_baseline(lake: Path, out: Path) -> dict:
 
 def run_ceiling(rows: int) -> dict:
     """A CPU-bound Spark SQL query (two hashes of each number's text) on local[1], then local[2],
-    in one JVM: how far plain JVM work scales with the second core here (two vCPUs may share a
-    physical core), the ceiling for the compaction's own scaling."""
+    in one JVM, unpinned like `spark_local1`: how far plain JVM work with little JIT scales
+    with the second core here, the ceiling for the compaction's unpinned scaling."""
     from pyspark.sql import functions as F
 
     def query(spark: Any, n: int) -> Any:  # a new frame each time: a collected one is reused
@@ -326,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
-    parser.add_argument("--child", choices=("generate", "baseline", "ceiling", *SPARK_MASTERS),
+    parser.add_argument("--child", choices=("generate", "baseline", "ceiling", *SPARK_CONTENDERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--to", type=Path, help=argparse.SUPPRESS)
@@ -341,16 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.child == "baseline":
         print(json.dumps(run_baseline(args.lake, args.to)))
         return 0
-    if args.child == ONE_CPU:  # before the JVM starts: it inherits the affinity
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     if args.child:
-        print(json.dumps(run_spark(args.lake, args.to, SPARK_MASTERS[args.child])))
+        print(json.dumps(run_spark(args.lake, args.to, *SPARK_CONTENDERS[args.child])))
         return 0
 
     OUT_DIR.mkdir(exist_ok=True)
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
-    results = {name: contender(name, lake) for name in ("baseline", *SPARK_MASTERS)}
+    results = {name: contender(name, lake) for name in ("baseline", *SPARK_CONTENDERS)}
     ceiling = child("ceiling", "--events", str(args.events))
     for name, r in results.items():
         if r["rows_out"] != args.events:
@@ -359,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         r["rows_per_s"] = r["rows_in"] / r["seconds"]
     ratio = results["spark"]["rows_per_s"] / results["baseline"]["rows_per_s"]
     scaling = results["spark"]["rows_per_s"] / results["spark_local1"]["rows_per_s"]
-    one_cpu = results["spark"]["rows_per_s"] / results[ONE_CPU]["rows_per_s"]
+    one_cpu = results["spark"]["rows_per_s"] / results["spark_one_cpu"]["rows_per_s"]
     print(f"compaction of {results['spark']['rows_in']:,} input rows "
           f"({args.events:,} distinct, {objects} objects) on {os.cpu_count()} cores")
     print(f"{'contender':<13} {'seconds':>8} {'rows/s':>10} {'files':>6} "
