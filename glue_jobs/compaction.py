@@ -15,9 +15,11 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date, timedelta
+from itertools import pairwise
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -164,14 +166,29 @@ def _problem() -> Column:
     return reason
 
 
+# The tally's quantiles of each partition's txids: enough points to cut a partition into this
+# many files of even size (a day of a busy cluster is ~500 files of 128 MiB), with a rank error
+# of 1/_QUANTILE_ACCURACY of the partition's rows.
+TXID_QUANTILES = 128
+_QUANTILE_ACCURACY = 2000
+
+
 def line_tally(lines: DataFrame, bad: Column) -> DataFrame:
-    """(bad, cluster, dt, lines): counts of the lines `bad` marks, and of the others per curated
-    partition. On classify_lines' frame with `~_clean` it counts the lines left for the Python
-    check; on with_reasons' frame with `reason IS NOT NULL`, the bad lines."""
+    """(bad, cluster, dt, lines, txids): counts of the lines `bad` marks, and of the others per
+    curated partition with TXID_QUANTILES + 1 quantiles of their txids (first to last, null on
+    the bad row). On classify_lines' frame with `~_clean` it counts the lines left for the Python
+    check; on with_reasons' frame with `reason IS NOT NULL`, the bad lines.
+
+    The quantiles come with the count, in the pass that fills the lines' cache, so the key
+    ranges of the one shuffle (key_bounds) need no sampling pass of their own."""
+    fractions = F.array(*[F.lit(k / TXID_QUANTILES) for k in range(TXID_QUANTILES + 1)])
     return (lines.select(bad.alias("bad"),
                          F.when(~bad, F.col("event.cluster")).alias("cluster"),
-                         F.when(~bad, curated_dt(F.col("event.timestamp"))).alias("dt"))
-            .groupBy("bad", "cluster", "dt").agg(F.count(F.lit(1)).alias("lines")))
+                         F.when(~bad, curated_dt(F.col("event.timestamp"))).alias("dt"),
+                         F.when(~bad, F.col("event.txid")).alias("txid"))
+            .groupBy("bad", "cluster", "dt")
+            .agg(F.count(F.lit(1)).alias("lines"),
+                 F.percentile_approx("txid", fractions, _QUANTILE_ACCURACY).alias("txids")))
 
 
 def bad_lines(parsed: DataFrame) -> DataFrame:
@@ -200,11 +217,12 @@ def curated_dt(timestamp: Column) -> Column:
 
 # --- exactly once ------------------------------------------------------------------------------
 # One shuffle serves the dedup, the check against what is published and the file layout: the
-# run's rows and the published rows near them are range-partitioned by the key (spread_by_key),
+# run's rows and the published rows near them are partitioned by key range (spread_in_ranges),
 # which puts every copy of a key in one task (the window of exactly_once needs no exchange more)
 # and cuts contiguous key ranges that become the run's files.
 
 NEW = "_new"  # 1: a row of this run's input; 0: a published row
+SLICE = "_slice"  # the label of a row's key slice: Spark's hash partitioner sends it to its slice
 
 
 def with_published(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
@@ -217,21 +235,72 @@ def with_published(existing_rows: DataFrame) -> Callable[[DataFrame], DataFrame]
     return transform
 
 
-def spread_by_key(slices: int, *, in_ranges: bool = True) -> Callable[[DataFrame], DataFrame]:
-    """Partitions rows by key into `slices`, every copy of a key in one slice.
+@dataclass(frozen=True, slots=True)
+class KeyRanges:
+    """Contiguous (cluster, txid) ranges: range 0 ends before bounds[0], range i starts at
+    bounds[i - 1]; labels[i] is a value Spark's hash partitioner sends to partition i (hash_labels).
+    """
+    bounds: tuple[tuple[str, int], ...]
+    labels: tuple[int, ...]
 
-    in_ranges: contiguous (cluster, txid, index) ranges, each a file of each dt it holds (a
-    NameNode's txids follow its clock, so a range holds one dt but where it straddles midnight);
-    Spark samples the keys in a pass of its own first. Otherwise hashed on the key, for a run
-    that one_file_per_partition lays out anyway."""
-    n = max(1, slices)
-    if in_ranges:
-        return lambda rows: rows.repartitionByRange(n, *KEY_COLUMNS)
-    return lambda rows: rows.repartition(n, *KEY_COLUMNS)
+    def __post_init__(self) -> None:
+        if len(self.labels) != len(self.bounds) + 1:
+            raise ValueError(f"{len(self.bounds)} bounds make {len(self.bounds) + 1} ranges, "
+                             f"not {len(self.labels)}")
+
+    def label(self) -> Column:
+        """Each row's range label from its (cluster, txid): a balanced tree of comparisons, so
+        log2(ranges) of them per row in generated code (a higher-order function over the bounds
+        would be interpreted, row by row)."""
+        cluster, txid = F.col("cluster"), F.col("txid")
+
+        def tree(first: int, last: int) -> Column:
+            if first == last:
+                return F.lit(self.labels[first]).cast("long")
+            middle = (first + last + 1) // 2  # the first range of the upper half
+            c, t = self.bounds[middle - 1]
+            upper = (cluster > c) | ((cluster == c) & (txid >= t))
+            return F.when(upper, tree(middle, last)).otherwise(tree(first, middle - 1))
+        return tree(0, len(self.bounds))
+
+
+def spread_in_ranges(ranges: KeyRanges) -> Callable[[DataFrame], DataFrame]:
+    """Partitions rows by key range, range i to partition i, each a file of each dt it holds (a
+    NameNode's txids follow its clock, so a range holds one dt but where it straddles midnight).
+
+    Not repartitionByRange: it samples the keys in a pass of its own over the whole input first,
+    where the bounds here come from quantiles the tally already computed. Hashing the label
+    (placed by hash_labels) is the exchange Spark offers that puts a computed value's rows in a
+    partition of our choosing; exactly_once's window, partitioned by the key and the label, is
+    then satisfied without an exchange more."""
+    return lambda rows: (rows.withColumn(SLICE, ranges.label())
+                         .repartition(len(ranges.labels), SLICE))
+
+
+def spread_hashed(slices: int) -> Callable[[DataFrame], DataFrame]:
+    """Partitions rows by a hash of the key into `slices`, for a run that
+    one_file_per_partition lays out anyway (one label: the key's hash places the rows)."""
+    return lambda rows: (rows.withColumn(SLICE, F.lit(0).cast("long"))
+                         .repartition(max(1, slices), *KEY_COLUMNS))
+
+
+def hash_labels(spark: SparkSession, partitions: int) -> tuple[int, ...]:
+    """For each partition i < `partitions`, a long that Spark's hash partitioner sends to i:
+    pmod(hash(label), partitions) == i, asked of Spark itself (Murmur3, seed 42, as
+    HashPartitioning computes it) in a tiny job rather than re-implemented here."""
+    n = max(1, partitions)
+    # 64 candidates per partition: the chance that one gets none is n * e^-64.
+    found = dict(spark.range(64 * n)
+                 .select(F.pmod(F.hash("id"), F.lit(n)).alias("p"), "id")
+                 .groupBy("p").agg(F.min("id").alias("id")).collect())
+    if len(found) < n:
+        raise RuntimeError(f"no hash label found for {n - len(found)} of {n} partitions")
+    return tuple(found[i] for i in range(n))
 
 
 def exactly_once(lookback_days: int) -> Callable[[DataFrame], DataFrame]:
-    """with_published' rows, each key's copies in one partition (spread_by_key) -> every
+    """with_published' rows, each key's copies in one partition (spread_in_ranges or
+    spread_hashed) -> every
     published row, and of each key's new copies the first by (dt, object), unless the key is
     published in a dt up to `lookback_days` away from it. object is dropped.
 
@@ -240,7 +309,10 @@ def exactly_once(lookback_days: int) -> Callable[[DataFrame], DataFrame]:
     def transform(rows: DataFrame) -> DataFrame:
         # txid first: the sort's prefix is then the txid, which decides nearly every
         # comparison (a run's rows mostly share one cluster name).
-        ordered = Window.partitionBy("txid", "index", "cluster").orderBy(NEW, "dt", "object")
+        # SLICE last: a function of the key, it splits no key's copies, and with it in the
+        # spec the slices' hash exchange is all the window needs.
+        ordered = (Window.partitionBy("txid", "index", "cluster", SLICE)
+                   .orderBy(NEW, "dt", "object"))
         whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
         day = F.col("dt").cast("date")
         published_days = F.collect_list(F.when(F.col(NEW) == 0, day)).over(whole)
@@ -248,7 +320,7 @@ def exactly_once(lookback_days: int) -> Callable[[DataFrame], DataFrame]:
         first_new = F.row_number().over(ordered) == F.size(published_days) + 1
         near = F.exists(published_days, lambda d: F.abs(F.datediff(d, day)) <= lookback_days)
         keep = (F.col(NEW) == 0) | (first_new & ~near)
-        return rows.withColumn("_keep", keep).where("_keep").drop("_keep", "object")
+        return rows.withColumn("_keep", keep).where("_keep").drop("_keep", "object", SLICE)
     return transform
 
 
@@ -280,11 +352,54 @@ def shuffle_partitions(input_bytes: int, bytes_per_partition: int, cores: int) -
 
 
 def key_slices(files: int, cores: int) -> int:
-    """spread_by_key's slices for `files` files: rounded up to a multiple of the cores when that
+    """spread_in_ranges' slices for `files` files: rounded up to a multiple of the cores when that
     adds at most a quarter more files, so the last wave of tasks keeps every core busy (5
     slices on 2 cores run as 2+2+1, 6 as 2+2+2 smaller ones); otherwise the files' count."""
     rounded = math.ceil(files / max(1, cores)) * max(1, cores)
     return rounded if rounded * 4 <= files * 5 else max(1, files)
+
+
+# Rows spread evenly over a cluster's txids first..last: (cluster, first, last, rows).
+TxidSpan = tuple[str, int, int, float]
+
+
+def quantile_spans(cluster: str, quantiles: list[int], rows: int) -> list[TxidSpan]:
+    """A partition's rows as spans between consecutive txid quantiles (line_tally's), each
+    holding an equal share."""
+    if len(quantiles) < 2:
+        return [(cluster, q, q, float(rows)) for q in quantiles]
+    share = rows / (len(quantiles) - 1)
+    return [(cluster, lo, hi, share) for lo, hi in pairwise(quantiles)]
+
+
+def key_bounds(spans: Iterable[TxidSpan], ranges: int) -> tuple[tuple[str, int], ...]:
+    """Where to cut (cluster, txid) order into `ranges` ranges of about equal rows: the first
+    key of every range but the first, ascending, without repeats (a point heavier than a range
+    leaves fewer, larger ranges). Spans may overlap: their densities add."""
+    steps: dict[str, list[tuple[int, float]]] = {}
+    total = 0.0
+    for cluster, first, last, rows in spans:
+        if rows <= 0 or last < first:
+            continue
+        density = rows / (last + 1 - first)  # rows per txid, over first..last inclusive
+        steps.setdefault(cluster, []).extend([(first, density), (last + 1, -density)])
+        total += rows
+    targets = [total * k / ranges for k in range(1, max(1, ranges))]
+    bounds: list[tuple[str, int]] = []
+    passed, t = 0.0, 0
+    for cluster in sorted(steps):
+        density = 0.0
+        for (at, change), (following, _) in pairwise(sorted(steps[cluster])):
+            density += change
+            if density <= 0 or following == at:
+                continue
+            weight = density * (following - at)
+            while t < len(targets) and passed + weight >= targets[t]:
+                cut = at + math.ceil((targets[t] - passed) / density)
+                bounds.append((cluster, min(max(cut, at), following)))
+                t += 1
+            passed += weight
+    return tuple(sorted(set(bounds)))
 
 
 def files_for(rows: int, rows_per_file: int) -> int:

@@ -30,6 +30,7 @@ from glue_jobs.curated_io import (
     remove_superseded_runs,
     row_counts,
     stored_bytes,
+    txid_spans,
     write_runs,
 )
 from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
@@ -143,6 +144,7 @@ class _Lines:
     cached: DataFrame  # classify_lines' frame, persisted
     checked: DataFrame  # with_reasons, read from the cache
     good: dict[PartitionKey, int]  # good lines per curated partition
+    spans: list[compaction.TxidSpan]  # how the good lines spread over their txids
     bad: int  # bad lines
 
 
@@ -171,11 +173,13 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
                     compaction.with_reasons(classified.where(~F.col("_clean"))),
                     F.col("reason").isNotNull()).collect()
             good: Counter[PartitionKey] = Counter()
+            spans: list[compaction.TxidSpan] = []
             for r in tally:
                 if not r["bad"]:
                     good[(r["cluster"], r["dt"])] += r["lines"]
+                    spans += compaction.quantile_spans(r["cluster"], r["txids"], r["lines"])
             bad = sum(r["lines"] for r in tally if r["bad"])
-            return _Lines(classified, checked, dict(good), bad), problems
+            return _Lines(classified, checked, dict(good), spans, bad), problems
         except Exception:  # any failure of the read: damaged objects explain it, else raised
             classified.unpersist()
             damaged = _damaged_objects(spark, source, readable)
@@ -222,15 +226,24 @@ def _write_new_runs(spark: SparkSession, target: LakeStore, catalog: PartitionCa
     #    included, plus the published rows of the partitions they touch.
     published = catalog.locations()
     near = compaction.lookback_partitions(touched, published, settings.lookback_days)
-    republished = row_counts(spark, [published[k] for k in touched if k in published])
+    republished_files = txid_spans(spark, [published[k] for k in touched if k in published])
+    republished: Counter[PartitionKey] = Counter()
+    for key, _, _, n in republished_files:
+        republished[key] += n
     per_row = _bytes_per_row(target, [published[k] for k in republished],
                              sum(republished.values()), settings.bytes_per_row)
     files = compaction.total_files(
         {k: n + republished.get(k, 0) for k, n in lines.good.items()},
         compaction.rows_per_file(settings.target_file_bytes, per_row))
     one_per_partition = files == len(touched)
-    slices = (int(spark.conf.get("spark.sql.shuffle.partitions")) if one_per_partition
-              else compaction.key_slices(files, spark.sparkContext.defaultParallelism))
+    if one_per_partition:
+        spread = compaction.spread_hashed(int(spark.conf.get("spark.sql.shuffle.partitions")))
+    else:  # key ranges of even rows, new and republished, from the tally and the files' spans
+        bounds = compaction.key_bounds(
+            lines.spans + [(c, first, last, n) for (c, _), first, last, n in republished_files],
+            compaction.key_slices(files, spark.sparkContext.defaultParallelism))
+        spread = compaction.spread_in_ranges(compaction.KeyRanges(
+            bounds, compaction.hash_labels(spark, len(bounds) + 1)))
 
     # 4. Exactly once (within the run, then against what is already curated nearby) in one
     #    shuffle by key, straight into the files: every touched partition is written whole (new
@@ -239,7 +252,7 @@ def _write_new_runs(spark: SparkSession, target: LakeStore, catalog: PartitionCa
     rows = (lines.checked.transform(compaction.good_events)
             .transform(compaction.with_published(
                 read_published(spark, [published[k] for k in near])))
-            .transform(compaction.spread_by_key(slices, in_ranges=not one_per_partition))
+            .transform(spread)
             .transform(compaction.exactly_once(settings.lookback_days))
             .transform(compaction.of_partitions(touched)))
     if one_per_partition:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -37,19 +37,36 @@ def row_counts(spark: SparkSession, locations: Iterable[str]) -> dict[PartitionK
     """Rows at these partition locations. Counted per file, which Parquet answers from its row
     groups' headers without reading a column; the file's partition is then read from its path
     once per file, not once per row."""
+    files = _per_file(spark, locations, F.count(F.lit(1)).alias("rows"))
+    counts: dict[PartitionKey, int] = {}
+    for key, r in files:
+        counts[key] = counts.get(key, 0) + r["rows"]
+    return counts
+
+
+def txid_spans(spark: SparkSession, locations: Iterable[str]
+               ) -> list[tuple[PartitionKey, int, int, int]]:
+    """(partition, first txid, last txid, rows) of each file at these partition locations: the
+    job writes a file from one key range, so its rows lie between its first and last txid."""
+    files = _per_file(spark, locations, F.count(F.lit(1)).alias("rows"),
+                      F.min("txid").alias("first"), F.max("txid").alias("last"))
+    return [(key, r["first"], r["last"], r["rows"]) for key, r in files]
+
+
+def _per_file(spark: SparkSession, locations: Iterable[str], *aggregates: Column
+              ) -> list[tuple[PartitionKey, Row]]:
     paths = sorted(set(locations))
     if not paths:
-        return {}
+        return []
     files = (spark.read.schema(FILE_SCHEMA).parquet(*paths)
-             .groupBy(F.col("_metadata.file_path").alias("file")).count().collect())
-    counts: dict[PartitionKey, int] = {}
+             .groupBy(F.col("_metadata.file_path").alias("file")).agg(*aggregates).collect())
+    out = []
     for r in files:
         found = re.search(_LOCATION, r["file"])
         if found is None:
             raise ValueError(f"not a curated file: {r['file']}")
-        key = (unquote(found.group(1)), unquote(found.group(2)))
-        counts[key] = counts.get(key, 0) + r["count"]
-    return counts
+        out.append(((unquote(found.group(1)), unquote(found.group(2))), r))
+    return out
 
 
 def read_curated(spark: SparkSession, locations: Mapping[PartitionKey, str],

@@ -20,7 +20,10 @@ from glue_jobs.compaction import (
     object_problems,
     of_partitions,
     one_file_per_partition,
-    spread_by_key,
+    KeyRanges,
+    hash_labels,
+    spread_hashed,
+    spread_in_ranges,
     with_published,
     with_reasons,
 )
@@ -148,21 +151,23 @@ def _plan(frame) -> str:
 PARSED = T.StructType([
     T.StructField("reason", T.StringType()), T.StructField("raw_dt", T.StringType()),
     T.StructField("event", T.StructType([T.StructField("cluster", T.StringType()),
-                                         T.StructField("timestamp", T.LongType())]))])
+                                         T.StructField("timestamp", T.LongType()),
+                                         T.StructField("txid", T.LongType())]))])
 
 
 def test_line_tally_counts_bad_lines_and_good_lines_per_curated_partition(spark):
     day = 86_400_000
     parsed = spark.createDataFrame([
-        (None, "2015-01-13", ("c1", TS)),
-        (None, "2015-01-13", ("c1", TS + 1)),
-        (None, "2015-01-13", ("c1", TS + day)),  # the NameNode's day, not the partition's
-        (None, "2015-01-13", ("c2", None)),  # no timestamp: the raw partition's day
-        ("line is not a JSON object", "2015-01-13", (None, None)),
-        ("missing required field 'cluster'", "2015-01-13", (None, TS)),
+        (None, "2015-01-13", ("c1", TS, 7)),
+        (None, "2015-01-13", ("c1", TS + 1, 5)),
+        (None, "2015-01-13", ("c1", TS + day, 9)),  # the NameNode's day, not the partition's
+        (None, "2015-01-13", ("c2", None, 3)),  # no timestamp: the raw partition's day
+        ("line is not a JSON object", "2015-01-13", (None, None, None)),
+        ("missing required field 'cluster'", "2015-01-13", (None, TS, 4)),
     ], PARSED)
 
-    out = line_tally(parsed, F.col("reason").isNotNull())
+    tally = line_tally(parsed, F.col("reason").isNotNull())
+    out = tally.drop("txids")
 
     expected = spark.createDataFrame(
         [(True, None, None, 2), (False, "c1", "2015-01-13", 2), (False, "c1", "2015-01-14", 1),
@@ -172,6 +177,11 @@ def test_line_tally_counts_bad_lines_and_good_lines_per_curated_partition(spark)
                       T.StructField("dt", T.StringType()),
                       T.StructField("lines", T.LongType())]))
     assert_frames_equal(out, expected)
+    # Quantiles of each partition's good txids, from the first to the last; none for bad lines.
+    quantiles = {(r["cluster"], r["dt"]): r["txids"] for r in tally.collect()}
+    assert quantiles[("c1", "2015-01-13")][0] == 5 and quantiles[("c1", "2015-01-13")][-1] == 7
+    assert set(quantiles[("c1", "2015-01-14")]) == {9}
+    assert quantiles[(None, None)] is None
 
 
 def test_good_events_keep_valid_lines_as_curated_rows_with_their_day(spark):
@@ -220,8 +230,13 @@ def _new(spark, *rows: tuple[int, str, str]):
     return frame.withColumn("object", F.regexp_extract("path", "^/from/(.*)$", 1))
 
 
+def _ranges(spark, *bounds: tuple[str, int]) -> KeyRanges:
+    return KeyRanges(bounds, hash_labels(spark, len(bounds) + 1))
+
+
 def _once(new, published, lookback_days: int = 1):
-    return (new.transform(with_published(published)).transform(spread_by_key(3))
+    ranges = _ranges(new.sparkSession, ("c1", 4), ("c1", 7))
+    return (new.transform(with_published(published)).transform(spread_in_ranges(ranges))
             .transform(exactly_once(lookback_days)))
 
 
@@ -265,12 +280,43 @@ def test_exactly_once_matches_keys_on_cluster_txid_and_index(spark):
     assert [r[1:3] for r in _kept(out) if r[0] == 1] == [(4, 0)]
 
 
-def test_one_range_shuffle_serves_the_dedup_window(spark):
+def test_one_shuffle_by_key_range_serves_the_dedup_window_without_a_sampling_pass(spark):
     out = _once(_new(spark, (5, "2015-01-13", "a")), _curated(spark, (1, "2015-01-13")))
 
     plan = _plan(out)
-    assert plan.count("Exchange rangepartitioning") == 1
-    assert "Exchange hashpartitioning" not in plan
+    assert plan.count("Exchange ") == 1  # the window needs no exchange of its own
+    assert "Exchange hashpartitioning(_slice" in plan
+    assert "rangepartitioning" not in plan  # Spark's range exchange samples in a pass of its own
+
+
+def test_spread_hashed_serves_the_same_window_with_one_exchange(spark):
+    new = _new(spark, (5, "2015-01-14", "a"), (5, "2015-01-13", "b"), (6, "2015-01-14", "a"))
+    published = _curated(spark, (6, "2015-01-13"))
+
+    out = (new.transform(with_published(published)).transform(spread_hashed(3))
+           .transform(exactly_once(1)))
+
+    assert _plan(out).count("Exchange ") == 1  # planned, not run: one plan, not AQE's two
+    assert _kept(out) == [(0, 6, 0, "2015-01-13", "/a/b"), (1, 5, 0, "2015-01-13", "/from/b")]
+
+
+def test_hash_labels_land_in_the_partition_they_were_chosen_for(spark):
+    labels = hash_labels(spark, 7)
+
+    frame = spark.createDataFrame([(x,) for x in labels], "label long").repartition(7, "label")
+
+    placed = dict(frame.select("label", F.spark_partition_id().alias("p")).collect())
+    assert [placed[x] for x in labels] == list(range(7))
+
+
+def test_key_ranges_label_each_key_by_the_range_it_falls_in(spark):
+    ranges = KeyRanges((("c1", 4), ("c1", 7), ("c2", 0)), (10, 11, 12, 13))
+    keys = [("c1", 1), ("c1", 4), ("c1", 6), ("c1", 7), ("c1", 99), ("c2", 0), ("c3", 1)]
+
+    frame = spark.createDataFrame(keys, "cluster string, txid long")
+
+    labels = [r[0] for r in frame.select(ranges.label()).collect()]
+    assert labels == [10, 11, 11, 12, 12, 13, 13]
 
 
 def _slices(frame) -> list[list[tuple[str, int]]]:
@@ -282,13 +328,13 @@ def _slices(frame) -> list[list[tuple[str, int]]]:
     return [out[p] for p in sorted(out)]
 
 
-def test_spread_by_key_cuts_contiguous_key_ranges_kept_in_key_order(spark):
+def test_spread_in_ranges_cuts_the_key_ranges_in_order_each_in_key_order(spark):
     new = _new(spark, *[(t, "2015-01-13", "a") for t in (9, 3, 7, 1, 5)],
                *[(t, "2015-01-14", "a") for t in (8, 2, 6, 4)], (4, "2015-01-13", "b"))
 
     slices = _slices(_once(new, _curated(spark)))
 
-    assert len(slices) == 3
+    assert [[t for _, t in s] for s in slices] == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
     txids = [t for s in slices for _, t in s]
     assert txids == list(range(1, 10))  # ranges in order, each sorted, one copy of 4 left
     assert ("2015-01-13", 4) in [r for s in slices for r in s]  # the earlier day's copy

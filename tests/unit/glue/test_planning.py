@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from glue_jobs.compaction import (
     files_for,
     gzip_problem,
+    key_bounds,
     key_slices,
+    quantile_spans,
     lookback_partitions,
     rows_per_file,
     shuffle_partitions,
@@ -78,3 +80,24 @@ def test_key_slices_fill_the_last_wave_when_it_costs_a_quarter_more_files_at_mos
     assert key_slices(3, cores=2) == 3  # 4 would be a third more files
     assert key_slices(1, cores=40) == 1  # a small run on a Glue fleet keeps its one file
     assert key_slices(78, cores=40) == 80
+
+
+def test_key_bounds_cut_even_ranges_across_clusters_in_key_order():
+    # c1 holds 300 rows over txids 0..299, c2 100 rows over 1000..1099: 4 ranges of 100.
+    spans = [("c2", 1000, 1099, 100.0), ("c1", 0, 299, 300.0)]
+    assert key_bounds(spans, 4) == (("c1", 100), ("c1", 200), ("c1", 300))
+    assert key_bounds(spans, 1) == ()
+
+
+def test_key_bounds_add_overlapping_spans_and_skip_repeated_cuts():
+    # Published files and new lines over the same txids: their densities add up.
+    spans = [("c1", 0, 99, 100.0), ("c1", 50, 99, 100.0)]
+    assert key_bounds(spans, 2) == (("c1", 67),)  # 50 + 50 rows before it, 100 from it
+    # One txid holding nearly everything cannot be cut: fewer, larger ranges.
+    assert key_bounds([("c1", 5, 5, 1000.0), ("c1", 6, 6, 1.0)], 4) == (("c1", 6),)
+
+
+def test_quantile_spans_share_a_partitions_rows_between_its_quantiles():
+    assert quantile_spans("c1", [0, 10, 40], 100) == [("c1", 0, 10, 50.0), ("c1", 10, 40, 50.0)]
+    assert quantile_spans("c1", [7], 3) == [("c1", 7, 7, 3.0)]
+    assert quantile_spans("c1", [], 0) == []
