@@ -247,6 +247,24 @@ def test_output_files_are_sized_from_the_row_count_each_a_key_range_in_key_order
     assert all(end < start for (_, end), (start, _) in itertools.pairwise(ranges))
 
 
+def test_a_partition_rewritten_with_a_few_new_rows_keeps_files_of_even_size(spark, lake):
+    events = generated_events("c1", count=3300, start_ms=JAN_13_2015_MS, span_ms=3_600_000)
+    for i in range(0, 3000, 100):
+        lake.write_message(f"m{i}", events[i:i + 100], sent_ms=SENT)
+    sizing = {"bytes_per_row": 1000.0, "target_file_bytes": 524_288}  # 524 rows a file
+    run(spark, lake, **sizing)
+    lake.write_message("late", events[3000:], sent_ms=SENT)  # 300 rows after the 3000 published
+
+    report = run(spark, lake, **sizing)
+
+    # The key ranges are cut over the published rows too (their files' txid spans), not only
+    # over the 300 new ones: 3300 rows in 7 files, none holding the whole published partition.
+    assert report.files_written == 7
+    (files,) = parquet_files(lake).values()  # the one partition, at its new run
+    sizes = [spark.read.parquet(lake.store.root_uri + k).count() for k in files]
+    assert sum(sizes) == 3300 and max(sizes) <= 2 * 524, sizes
+
+
 def test_failed_run_leaves_the_published_partition_in_place(spark, lake, sample_events,
                                                             monkeypatch):
     import glue_jobs.compaction_run as run_module
