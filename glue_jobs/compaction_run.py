@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from glue_jobs import compaction, watermark
@@ -33,7 +33,7 @@ from glue_jobs.curated_io import (
     txid_spans,
     write_runs,
 )
-from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
+from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, RAW_OBJECT_GLOB, new_run_id, run_prefix
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELDS
 from hdfs_events.names import RAW_PREFIX
@@ -78,7 +78,8 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
     now = now or datetime.now(UTC)
     run_id = run_id or new_run_id(now)
     known = watermark.load(target)
-    todo, strays = watermark.pending(source.list_objects(RAW_PREFIX), known)
+    listing = list(source.list_objects(RAW_PREFIX))
+    todo, strays = watermark.pending(listing, known)
     if not todo:
         return CompactionReport(run_id, ignored_objects=len(strays))
     by_key = {o.info.key: o for o in todo}
@@ -107,7 +108,7 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         # itself and joins nothing.
         "spark.sql.adaptive.enabled": "false",
     }):
-        lines, problems = _read_lines(spark, source, todo)
+        lines, problems = _read_lines(spark, source, todo, {o.key for o in listing})
         quarantined_objects = _quarantine_objects(source, target, run_id, problems)
         outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
         outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
@@ -148,17 +149,19 @@ class _Lines:
     bad: int  # bad lines
 
 
-def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject]
-                ) -> tuple[_Lines | None, dict[str, str]]:
+def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject],
+                listed: set[str]) -> tuple[_Lines | None, dict[str, str]]:
     """(the lines, None when no object is readable; {key: problem} of the unreadable objects).
 
     An empty object (the listing says so) is not gzip. Every other object is read as it is
     trusted to be (the consumer wrote it); a damaged gzip stream fails the read, and only then
-    is each object checked, the damaged ones set apart and the rest read again."""
+    is each object checked, the damaged ones set apart and the rest read again. `listed`: every
+    key the run's listing showed under raw/ (compaction.read_paths reads folders whole)."""
     problems = {o.info.key: compaction.EMPTY_OBJECT for o in todo if o.info.size == 0}
     readable = [o.info.key for o in todo if o.info.key not in problems]
     while readable:
-        classified = _raw_lines(spark, source, readable).transform(compaction.classify_lines) \
+        paths = compaction.read_paths(readable, listed)
+        classified = _raw_lines(spark, source, paths).transform(compaction.classify_lines) \
             .persist(StorageLevel.MEMORY_AND_DISK)
         try:
             # One pass fills the cache and counts the clean lines per partition and the others.
@@ -182,10 +185,13 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
             return _Lines(classified, checked, dict(good), spans, bad), problems
         except Exception:  # any failure of the read: damaged objects explain it, else raised
             classified.unpersist()
-            damaged = _damaged_objects(spark, source, readable)
+            damaged = _damaged_objects(spark, source, paths)
             if not damaged:
                 raise
-            problems |= damaged
+            # A damaged object written into a folder read whole after the listing is not this
+            # run's: its folder is read key by key from here on, and the next run lists it.
+            listed |= damaged.keys()
+            problems |= {k: why for k, why in damaged.items() if k in readable}
             readable = [k for k in readable if k not in damaged]
     return None, problems
 
@@ -277,19 +283,31 @@ def _written_partitions(target: LakeStore, partitions: set[PartitionKey], run_id
             if any(o.key.endswith(".parquet") for o in target.list_objects(run_prefix(*k, run_id)))]
 
 
-def _raw_lines(spark: SparkSession, source: LakeStore, keys: list[str]) -> DataFrame:
-    """(object, raw_cluster, raw_dt, value) of the objects' lines. cluster and dt come from the
-    key's partition directories (one value per file, no per-line work); object is the path."""
-    return (spark.read.schema(_RAW_TEXT_SCHEMA).option("basePath", source.root_uri + RAW_PREFIX)
-            .text([source.root_uri + k for k in keys])
+def _raw_lines(spark: SparkSession, source: LakeStore, paths: list[str]) -> DataFrame:
+    """(object, raw_cluster, raw_dt, value) of the lines of the raw objects at `paths` (keys and
+    folders, compaction.read_paths). cluster and dt come from the key's partition directories
+    (one value per file, no per-line work); object is the path."""
+    return (_raw_reader(spark, source).schema(_RAW_TEXT_SCHEMA)
+            .text([source.root_uri + p for p in paths])
             .select(F.col("_metadata.file_path").alias("object"),
                     F.col("cluster").alias("raw_cluster"), F.col("dt").alias("raw_dt"), "value"))
 
 
-def _damaged_objects(spark: SparkSession, source: LakeStore, keys: list[str]) -> dict[str, str]:
-    """{key: problem} of the objects whose gzip stream cannot be read, checked one by one."""
-    files = spark.read.format("binaryFile").load([source.root_uri + k for k in keys])
+def _damaged_objects(spark: SparkSession, source: LakeStore, paths: list[str]
+                     ) -> dict[str, str]:
+    """{key: problem} of the objects at `paths` whose gzip stream cannot be read, checked one by
+    one."""
+    files = _raw_reader(spark, source).format("binaryFile").load(
+        [source.root_uri + p for p in paths])
     return {_raw_key(r["path"]): r["problem"] for r in compaction.object_problems(files).collect()}
+
+
+def _raw_reader(spark: SparkSession, source: LakeStore) -> DataFrameReader:
+    """A reader of raw objects: partition directories from raw/, and in a folder read whole
+    only the names of the raw layout (a stray file written there after the listing stays
+    unread, as a listed stray does)."""
+    return (spark.read.option("basePath", source.root_uri + RAW_PREFIX)
+            .option("pathGlobFilter", RAW_OBJECT_GLOB))
 
 
 def _raw_key(spark_path: str) -> str:

@@ -36,6 +36,8 @@ RAW_KEY = re.compile(
     + r"cluster=(?P<cluster>[^/]+)/dt=(?P<dt>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})/"
     r"(?P<name>[^/]+\.jsonl\.gz)"
 )
+# The names RAW_KEY accepts, as a Hadoop glob (Spark's pathGlobFilter).
+RAW_OBJECT_GLOB = "*.jsonl.gz"
 RUN_ID = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-[0-9a-f]{8}")
 
 

@@ -9,6 +9,7 @@ import gzip
 import itertools
 import json
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
 from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
+from glue_jobs.storage import LakeStore, ObjectInfo
 from hdfs_events.event import HdfsEvent
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.generated_events import DAY_MS, generated_events
@@ -223,6 +225,61 @@ def test_corrupt_objects_and_lines_are_quarantined_with_reasons(spark, lake, sam
     assert by_line[other_cluster] == "event of cluster 'c2' in the partition of cluster 'c1'"
     # Quarantined once: the next run does not read them again.
     assert run(spark, lake).objects_read == 0
+
+
+class ListedEarlier:
+    """The lake as a listing taken before the `unseen` keys were written sees it (the consumer
+    writes on while a run reads); everything else is the lake's own."""
+
+    def __init__(self, store: LakeStore, unseen: set[str]) -> None:
+        self._store, self._unseen = store, unseen
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def list_objects(self, prefix: str) -> Iterator[ObjectInfo]:
+        return (o for o in self._store.list_objects(prefix) if o.key not in self._unseen)
+
+
+def test_objects_written_during_a_run_are_compacted_once_and_a_damaged_one_stalls_nothing(
+        spark, lake):
+    hour = 3_600_000
+    at7 = generated_events("c1", count=40, start_ms=JAN_13_2015_MS + 7 * hour, span_ms=60_000)
+    at8 = generated_events("c1", count=40, start_ms=JAN_13_2015_MS + 8 * hour, span_ms=60_000,
+                           first_txid=2000)
+    lake.write_message("m7", at7[:30], sent_ms=SENT)
+    lake.write_message("m8", at8, sent_ms=SENT)
+    # Written into the same hour folders after the run's listing: a good object, a damaged one.
+    unseen = set(lake.write_message("late7", at7[30:], sent_ms=SENT))
+    unseen.add(lake.write_bytes("c1", "2015-01-13", "08", "late8", b"not gzip"))
+    store = lake.store
+    catalog = JsonFileCatalog(store, LOCAL_CATALOG_KEY)
+
+    first = compact(spark, ListedEarlier(store, unseen), store, catalog, CompactionSettings())
+
+    # The damaged object is not the run's to judge: it neither fails the run nor is quarantined.
+    assert (first.objects_read, first.quarantined_objects) == (2, 0)
+    second = compact(spark, store, store, catalog, CompactionSettings())
+    assert (second.objects_read, second.quarantined_objects) == (2, 1)
+    assert first.events_added + second.events_added == 80
+    assert_frames_equal(curated(spark, lake),
+                        curated_frame(spark, [(e, expected_dt(e, SENT)) for e in at7 + at8]))
+
+
+def test_a_file_outside_the_raw_layout_written_during_a_run_is_not_read(spark, lake,
+                                                                         sample_events):
+    (key,) = lake.write_message("m1", sample_events[:10], sent_ms=SENT)
+    stray = key.rpartition("/")[0] + "/notes.txt"  # beside m1, after the run's listing
+    lake.s3.put_object(Bucket=lake.bucket, Key=stray, Body=b"not an event\n")
+    store = lake.store
+    catalog = JsonFileCatalog(store, LOCAL_CATALOG_KEY)
+
+    first = compact(spark, ListedEarlier(store, {stray}), store, catalog, CompactionSettings())
+
+    # Left where it is, as a stray in the listing is (ignored, never read as lines).
+    assert (first.events_added, first.quarantined_lines) == (10, 0)
+    second = compact(spark, store, store, catalog, CompactionSettings())
+    assert (second.objects_read, second.ignored_objects, second.quarantined_lines) == (0, 1, 0)
 
 
 def test_output_files_are_sized_from_the_row_count_each_a_key_range_in_key_order(spark, lake):

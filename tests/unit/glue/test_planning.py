@@ -10,8 +10,9 @@ from glue_jobs.compaction import (
     gzip_problem,
     key_bounds,
     key_slices,
-    quantile_spans,
     lookback_partitions,
+    quantile_spans,
+    read_paths,
     rows_per_file,
     shuffle_partitions,
     total_files,
@@ -36,6 +37,20 @@ def test_lookback_covers_published_neighbours_only():
     assert lookback_partitions([("c", "2015-01-14")], published, 0) == set()
     assert lookback_partitions([("c", "2015-01-13")], published, 2) == {
         ("c", "2015-01-12"), ("c", "2015-01-13"), ("c", "2015-01-15")}
+
+
+def test_folders_are_read_whole_only_when_all_they_hold_is_readable():
+    h07, h08, h09 = (f"raw/cluster=c1/dt=2015-01-13/hour={h}" for h in ("07", "08", "09"))
+    listed = [f"{h07}/a.jsonl.gz", f"{h07}/b.jsonl.gz",  # both new
+              f"{h08}/old.jsonl.gz", f"{h08}/new.jsonl.gz",  # one compacted by an earlier run
+              f"{h09}/x.jsonl.gz", f"{h09}/README",  # a stray beside a new object
+              "raw/cluster=c1/dt=2015-01-13/hour=10/_y.jsonl.gz"]  # a name Hadoop hides
+    readable = [f"{h07}/b.jsonl.gz", f"{h07}/a.jsonl.gz", f"{h08}/new.jsonl.gz",
+                f"{h09}/x.jsonl.gz", "raw/cluster=c1/dt=2015-01-13/hour=10/_y.jsonl.gz"]
+    assert read_paths(readable, listed) == [
+        f"{h07}/", f"{h08}/new.jsonl.gz", f"{h09}/x.jsonl.gz",
+        "raw/cluster=c1/dt=2015-01-13/hour=10/_y.jsonl.gz"]
+    assert read_paths([], listed) == []
 
 
 def test_gzip_problems_are_named():
