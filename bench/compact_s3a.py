@@ -13,8 +13,9 @@ is not in either figure):
   through boto3 to the same server;
 - `file`: bench.compact's `spark` contender, the local file system.
 Both must publish exactly the distinct events. Speed: input rows (duplicates included) per wall
-second. moto server runs in this process on 127.0.0.1: the ratio is what S3A and an HTTP object
-store add (request round trips, commit by copy-and-delete rename), not a network.
+second; the s3a run also reports the HEAD, LIST and GET requests S3A made (its own counters).
+moto server runs in this process on 127.0.0.1: the ratio is what S3A and an HTTP object store
+add (request round trips, commit by copy-and-delete rename), not a network.
 """
 
 from __future__ import annotations
@@ -48,13 +49,33 @@ def upload(s3: Any, lake: Path) -> int:
     return len(objects)
 
 
+# S3A's own counters (Hadoop's S3AStorageStatistics) of the HTTP requests it made, by verb.
+_S3A_REQUESTS = {"HEAD": ("object_metadata_request",),
+                 "LIST": ("object_list_request", "object_continue_list_request"),
+                 "GET": ("action_http_get_request",)}
+
+
 def run_s3a() -> dict:
-    """The child: compact() between s3:// URIs of the moto server named by AWS_ENDPOINT_URL."""
+    """The child: compact() between s3:// URIs of the moto server named by AWS_ENDPOINT_URL,
+    with the requests S3A made for it (reads, writes and the commit's renames)."""
     from glue_jobs.runtime import s3a_conf
     from glue_jobs.storage import store_for
 
-    return timed_compaction(_spark(conf=s3a_conf()), store_for(f"s3://{BUCKET}"),
-                            store_for(TARGET))
+    spark = _spark(conf=s3a_conf())
+    jvm = spark._jvm
+    # Spark's tasks and its driver share this cached instance in a local session.
+    s3a = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(f"s3a://{BUCKET}/"),
+                                                  spark._jsc.hadoopConfiguration())
+    before = _s3a_requests(s3a)
+    result = timed_compaction(spark, store_for(f"s3://{BUCKET}"), store_for(TARGET))
+    after = _s3a_requests(s3a)
+    return {**result, "s3_requests": {verb: after[verb] - before[verb] for verb in after}}
+
+
+def _s3a_requests(s3a: Any) -> dict[str, int]:
+    stats = s3a.getStorageStatistics()
+    return {verb: sum(stats.getLong(name) or 0 for name in names)
+            for verb, names in _S3A_REQUESTS.items()}
 
 
 def measure(events: int, duplicates: float) -> dict[str, Any]:
@@ -112,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in result["results"].items():
         print(f"{name:<5} {r['seconds']:>8.1f} s {r['rows_per_s']:>10,.0f} rows/s "
               f"{r['files']:>4} files")
+    requests = result["results"]["s3a"]["s3_requests"]
+    print("S3 requests of the s3a run: " + ", ".join(f"{n:,} {verb}" for verb, n in
+                                                      requests.items())
+          + f" for {result['objects']} raw objects")
     print(f"S3A on moto / file:// rows/s: {result['ratio_s3a_over_file']:.2f} "
           f"(load {os.getloadavg()[0]:.1f})")
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -231,9 +231,11 @@ def _compact(r: dict[str, Any], size: str) -> list[Figure]:
 
 def _compact_s3a(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
+    per_object = {verb: n / max(1, r["objects"]) for verb, n in res["s3a"]["s3_requests"].items()}
     return [Figure("compaction through S3A on moto", "rows/s", res["s3a"]["rows_per_s"],
                    res["file"]["rows_per_s"], "same job on file://", size,
-                   note="local[2], session start excluded")]
+                   note="local[2], session start excluded; S3 requests per raw object "
+                        + ", ".join(f"{n:.1f} {verb}" for verb, n in per_object.items()))]
 
 
 def _lake(r: dict[str, Any], size: str) -> list[Figure]:

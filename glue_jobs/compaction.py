@@ -349,9 +349,9 @@ def read_paths(readable: Iterable[str], listed: Iterable[str]) -> list[str]:
     """What to hand Spark's reader so that it reads the `readable` keys: a folder whole (ending
     in "/") where the listing shows no other object in it, the keys one by one elsewhere.
 
-    Spark checks and lists every path it is given, on S3 a HEAD or a LIST each (DataSource's
-    existence check, then InMemoryFileIndex): a day of 10,000 raw objects in 28 hour folders
-    is 28 listings of folders instead of 20,000 requests for single objects. A folder is read
+    Spark checks that every path it is given exists (DataSource, 40 threads), then lists each
+    (InMemoryFileIndex): on S3, requests per object, where a day of 10,000 raw objects is 24
+    hour folders. A folder is read
     whole only when all it holds is readable: an object already compacted, empty, damaged or
     outside the raw layout keeps its folder to single keys; so does a name Hadoop's listing
     hides (a leading "_" or ".")."""

@@ -159,6 +159,7 @@ def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.Raw
     key the run's listing showed under raw/ (compaction.read_paths reads folders whole)."""
     problems = {o.info.key: compaction.EMPTY_OBJECT for o in todo if o.info.size == 0}
     readable = [o.info.key for o in todo if o.info.key not in problems]
+    listed = set(listed)  # grows by the damaged objects the listing did not show
     while readable:
         paths = compaction.read_paths(readable, listed)
         classified = _raw_lines(spark, source, paths).transform(compaction.classify_lines) \
