@@ -351,10 +351,9 @@ def read_paths(readable: Iterable[str], listed: Iterable[str]) -> list[str]:
 
     Spark checks that every path it is given exists (DataSource, 40 threads), then lists each
     (InMemoryFileIndex): on S3, requests per object, where a day of 10,000 raw objects is 24
-    hour folders. A folder is read
-    whole only when all it holds is readable: an object already compacted, empty, damaged or
-    outside the raw layout keeps its folder to single keys; so does a name Hadoop's listing
-    hides (a leading "_" or ".")."""
+    hour folders. A folder is read whole only when all it holds is readable: an object already
+    compacted, empty, damaged or outside the raw layout keeps its folder to single keys; so
+    does a name Hadoop's listing hides (a leading "_" or ".")."""
     folders: dict[str, set[str]] = {}
     for key in listed:
         folders.setdefault(key.rpartition("/")[0], set()).add(key)
