@@ -354,19 +354,19 @@ def read_paths(readable: Iterable[str], listed: Iterable[str]) -> list[str]:
     hour folders. A folder is read whole only when all it holds is readable: an object already
     compacted, empty, damaged or outside the raw layout keeps its folder to single keys; so
     does a name Hadoop's listing hides (a leading "_" or ".")."""
-    folders: dict[str, set[str]] = {}
-    for key in listed:
-        folders.setdefault(key.rpartition("/")[0], set()).add(key)
     wanted: dict[str, set[str]] = {}
     for key in readable:
         wanted.setdefault(key.rpartition("/")[0], set()).add(key)
+    # Folders of readable keys that the listing shows holding anything else.
+    mixed = {folder for folder, key in ((k.rpartition("/")[0], k) for k in listed)
+             if folder in wanted and key not in wanted[folder]}
     paths: list[str] = []
     for folder, keys in sorted(wanted.items()):
         hidden = any(k.rpartition("/")[2].startswith(("_", ".")) for k in keys)
-        if folders.get(folder, set()) <= keys and not hidden:
-            paths.append(folder + "/")
-        else:
+        if folder in mixed or hidden:
             paths.extend(sorted(keys))
+        else:
+            paths.append(folder + "/")
     return paths
 
 

@@ -13,7 +13,7 @@ advance the watermark -> remove superseded runs past their grace period.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -108,7 +108,7 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         # itself and joins nothing.
         "spark.sql.adaptive.enabled": "false",
     }):
-        lines, problems = _read_lines(spark, source, todo, {o.key for o in listing})
+        lines, problems = _read_lines(spark, source, todo, (o.key for o in listing))
         quarantined_objects = _quarantine_objects(source, target, run_id, problems)
         outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
         outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
@@ -150,16 +150,16 @@ class _Lines:
 
 
 def _read_lines(spark: SparkSession, source: LakeStore, todo: list[watermark.RawObject],
-                listed: set[str]) -> tuple[_Lines | None, dict[str, str]]:
+                listing: Iterable[str]) -> tuple[_Lines | None, dict[str, str]]:
     """(the lines, None when no object is readable; {key: problem} of the unreadable objects).
 
     An empty object (the listing says so) is not gzip. Every other object is read as it is
     trusted to be (the consumer wrote it); a damaged gzip stream fails the read, and only then
-    is each object checked, the damaged ones set apart and the rest read again. `listed`: every
+    is each object checked, the damaged ones set apart and the rest read again. `listing`: every
     key the run's listing showed under raw/ (compaction.read_paths reads folders whole)."""
     problems = {o.info.key: compaction.EMPTY_OBJECT for o in todo if o.info.size == 0}
     readable = [o.info.key for o in todo if o.info.key not in problems]
-    listed = set(listed)  # grows by the damaged objects the listing did not show
+    listed = set(listing)  # grows by the damaged objects the listing did not show
     while readable:
         paths = compaction.read_paths(readable, listed)
         classified = _raw_lines(spark, source, paths).transform(compaction.classify_lines) \
