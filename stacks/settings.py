@@ -22,7 +22,10 @@ CONTEXT_ENV = "env"
 CONTEXT_ENVIRONMENTS = "environments"
 SOURCE = "cdk.json"
 _ENV_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
-_WORKER_TYPES = ("G.025X", "G.1X", "G.2X", "G.4X", "G.8X", "R.1X", "R.2X", "R.4X", "R.8X")
+# The worker types a Glue 4.0+ Spark ETL (glueetl) job accepts (Glue API, CreateJob WorkerType;
+# G.12X, G.16X and R.* only in some Regions). G.025X is for streaming jobs only, Z.2X for Ray.
+_SPARK_ETL_WORKER_TYPES = ("G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X",
+                           "R.4X", "R.8X")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -252,8 +255,9 @@ def _validate(where: str, s: DeploySettings) -> None:
     check(all(p and not p.startswith("/") and p.endswith("/") and ".." not in p
               for p in s.export_prefixes), "export_prefixes",
           "lake prefixes look like 'exports/' (relative, ending in '/', no '..')")
-    check(s.glue_worker_type in _WORKER_TYPES, "glue_worker_type",
-          f"must be one of {_WORKER_TYPES}")
+    check(s.glue_worker_type in _SPARK_ETL_WORKER_TYPES, "glue_worker_type",
+          f"{s.glue_worker_type!r} cannot run the Glue 5.1 Spark ETL jobs (G.025X is for "
+          f"streaming jobs only, Z.2X for Ray); must be one of {_SPARK_ETL_WORKER_TYPES}")
     check(s.glue_workers >= 2, "glue_workers", "Glue Spark jobs need at least 2 workers")
     check(s.glue_schedule.startswith("cron(") and s.glue_schedule.endswith(")"),
           "glue_schedule", "must be a Glue cron expression like 'cron(15 * * * ? *)'")

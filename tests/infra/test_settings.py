@@ -44,7 +44,10 @@ def test_defaults_are_the_dev_settings() -> None:
     ({"log_retention_days": 31}, "test.log_retention_days: CloudWatch Logs allows"),
     ({"consumer_max_concurrency": 1}, "SQS event sources allow 2..1000"),
     ({"export_prefixes": ["/abs/"]}, "test.export_prefixes"),
-    ({"glue_worker_type": "G.3X"}, "test.glue_worker_type"),
+    ({"glue_worker_type": "G.3X"}, "test.glue_worker_type: 'G.3X' cannot run"),
+    ({"glue_worker_type": "G.025X"}, "test.glue_worker_type: 'G.025X' cannot run the Glue 5.1 "
+     "Spark ETL jobs (G.025X is for streaming jobs only"),
+    ({"glue_worker_type": "Z.2X"}, "test.glue_worker_type: 'Z.2X' cannot run"),
     ({"retain_data": True}, "test.auto_delete_objects: cannot be true when retain_data"),
     ({"index_prefixes": ["user"]}, "HDFS prefixes must be absolute paths"),
     ({"sync_destinations": ["other=s3://b-1/p/"]},
@@ -82,3 +85,14 @@ def test_sync_destinations_give_each_cluster_its_buckets_and_prefixes() -> None:
     assert settings.sync_destinations_of("dev") == [("d-1", "m/")]
     defaults = DeploySettings()
     assert defaults.sync_destinations == () and defaults.sync_bytes_pending_alarm == 10 * 2**30
+
+
+@pytest.mark.parametrize("worker_type", ["G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X",
+                                         "R.1X", "R.2X", "R.4X", "R.8X"])
+def test_every_spark_etl_worker_type_is_accepted_and_known_to_cdk(worker_type: str) -> None:
+    from aws_cdk import aws_glue as glue
+
+    settings = load_settings(_context(glue_worker_type=worker_type), "test")
+    # The analytics stack maps the setting to CDK's enum this way; an unknown name raises.
+    assert glue.WorkerType(settings.glue_worker_type.replace(".", "_")).name == \
+        worker_type.replace(".", "_")
