@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -12,18 +14,23 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from hdfs_events import names
 from stacks import nag
-from stacks.assets import lambda_package_dir
+from stacks.assets import REPO, MissingAssetError, lambda_package_dir
 from stacks.settings import DeploySettings
 
 HANDLER = "lambdas.ingest.handler.handler"
 SERVICE_NAME = "hdfs-events-ingest"
 # Lambda delivers at most 10 messages per batch from a FIFO queue.
 BATCH_SIZE = 10
-POWERTOOLS_ACCOUNT = "017000801446"  # publisher of the public Powertools for AWS Lambda layers
+RUNTIME = lambda_.Runtime.PYTHON_3_11  # the code and its tests run on 3.11
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# What the tests pin is what deploys: the Powertools version comes from this file.
+CONSTRAINTS = REPO / "constraints.txt"
+POWERTOOLS_DISTRIBUTION = "aws-lambda-powertools"
 # Exactly the calls lambdas/ingest makes on the index table (tests/infra check the two agree):
 # entries are read and written in batches (BatchGetItem, BatchWriteItem; deletes leave a marker
 # with a TTL, never DeleteItem; PutItem one by one when a batch is refused as invalid), children
@@ -33,10 +40,25 @@ INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:Q
                  "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
-def powertools_layer_arn(stack: Stack, version: int) -> str:
-    """The public Powertools V3 layer for python3.11 on arm64 in the stack's own region."""
-    return (f"arn:{stack.partition}:lambda:{stack.region}:{POWERTOOLS_ACCOUNT}:layer:"
-            f"AWSLambdaPowertoolsPythonV3-python311-arm64:{version}")
+def pinned_version(distribution: str, constraints: Path = CONSTRAINTS) -> str:
+    """The version `constraints` pins `distribution` to (names compared as pip does)."""
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    for line in constraints.read_text().splitlines():
+        name, sep, version = line.split("#", 1)[0].strip().partition("==")
+        if sep and canonical(name) == canonical(distribution):
+            return version.strip()
+    raise MissingAssetError(f"{constraints.name} pins no version of {distribution}: the "
+                            "consumer's Powertools layer is resolved by that version")
+
+
+def powertools_layer_parameter(version: str) -> str:
+    """The SSM public parameter Powertools publishes per release, runtime and architecture,
+    whose value is the ARN of that release's layer (Powertools install docs, "Lambda Layer":
+    /aws/service/powertools/python/{arch}/{python_version}/{version}, the period kept)."""
+    return (f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/"
+            f"{version}")
 
 
 class IngestFunction(Construct):
@@ -57,17 +79,25 @@ class IngestFunction(Construct):
             sid="WriteOwnLogs", actions=["logs:CreateLogStream", "logs:PutLogEvents"],
             resources=[self.log_group.log_group_arn]))
 
-        stack = Stack.of(self)
         layers = []
         if settings.powertools_layer:
+            # The layer of exactly the Powertools version the tests run, not a layer number
+            # (numbers are per region and say nothing of the version; the handler needs
+            # Metrics.add_dimensions, absent before 3.25). Resolved by CloudFormation at deploy
+            # time (a parameter of type AWS::SSM::Parameter::Value<String>): synth stays
+            # offline, and a version Powertools has not published fails the deploy before any
+            # change, naming the parameter. Chosen over bundling Powertools into the asset:
+            # bundling would need pip (network) at synth for the arm64 wheel of wrapt (under
+            # aws-xray-sdk), and the asset would grow from ~0.3 MB to ~10 MB unpacked.
+            layer_arn = ssm.StringParameter.value_for_string_parameter(
+                self, powertools_layer_parameter(pinned_version(POWERTOOLS_DISTRIBUTION)))
             layers.append(lambda_.LayerVersion.from_layer_version_arn(
-                self, "Powertools",
-                powertools_layer_arn(stack, settings.powertools_layer_version)))
+                self, "Powertools", layer_arn))
         self.function = lambda_.Function(
             self, "Function",
             description="hdfs-events consumer: SQS FIFO -> CloudWatch, S3 lake, DynamoDB index",
-            runtime=lambda_.Runtime.PYTHON_3_11,  # the code and its tests run on 3.11
-            architecture=lambda_.Architecture.ARM_64,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(str(lambda_package_dir())),
             layers=layers,

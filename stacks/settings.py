@@ -69,11 +69,12 @@ class DeploySettings:
     log_level: str = "INFO"
     log_mode: str = "mutations"
     index_prefixes: tuple[str, ...] = ("/",)
-    # The public Powertools for AWS Lambda (Python) V3 layer, python311-arm64, at this version.
-    # Off in `local`: moto cannot resolve another account's layer (the handler runs in-process
-    # there). A flag, not null: CDK context drops null values on their way through jsii.
+    # The public Powertools for AWS Lambda (Python) layer of the version constraints.txt pins
+    # (no version here: what the tests run is what deploys; stacks/ingest_function.py).
+    # Off in `local`: moto cannot resolve another account's layer nor AWS's public SSM
+    # parameters (the handler runs in-process there). A flag, not null: CDK context drops null
+    # values on their way through jsii.
     powertools_layer: bool = True
-    powertools_layer_version: int = 27
     copy_visibility_timeout_seconds: int = 300
 
     # --- on-prem principal -----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 
@@ -9,9 +10,10 @@ import pytest
 from aws_cdk.assertions import Match
 
 from hdfs_events import names
-from stacks.ingest_function import INDEX_ACTIONS
+from stacks.assets import MissingAssetError
+from stacks.ingest_function import INDEX_ACTIONS, pinned_version
 from stacks.queues import MAX_MESSAGE_BYTES
-from stacks.settings import load_settings
+from stacks.settings import SettingsError, load_settings
 from tests.infra.conftest import Synthesized
 from tests.infra.synth import REPO
 
@@ -96,14 +98,39 @@ def test_consumer_runs_python_311_on_arm64_with_the_contract_environment(
         or "Ref" in env[names.ENV_EVENT_QUEUE_URL]
 
 
-def test_powertools_layer_is_the_public_arm64_python311_layer_of_the_region(
-        dev: Synthesized, local: Synthesized) -> None:
-    (layer,) = _function(dev)["Layers"]
-    rendered = json.dumps(layer)
-    assert "AWSLambdaPowertoolsPythonV3-python311-arm64" in rendered
-    assert "017000801446" in rendered and '"AWS::Region"' in rendered
-    # moto cannot resolve another account's layer; locally the handler runs in-process.
+def test_powertools_layer_is_resolved_at_deploy_by_the_version_the_tests_run(
+        deployed_env: Synthesized) -> None:
+    (layer,) = _function(deployed_env)["Layers"]
+    parameter = deployed_env.templates["Ingest"]["Parameters"][layer["Ref"]]
+    # CloudFormation reads the public parameter when it deploys; synth looked nothing up.
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    running = importlib.metadata.version("aws-lambda-powertools")
+    assert parameter["Default"] == f"/aws/service/powertools/python/arm64/python3.11/{running}"
+    assert _function(deployed_env)["Architectures"] == ["arm64"]
+    assert _function(deployed_env)["Runtime"] == "python3.11"
+
+
+def test_local_has_no_layer_nor_public_parameter(local: Synthesized) -> None:
+    # moto resolves neither another account's layer nor AWS's public parameters; locally the
+    # handler runs in-process.
     assert "Layers" not in _function(local)
+    assert not any("powertools" in p for p in local.templates["Ingest"].get("Parameters", {}))
+
+
+def test_a_layer_number_in_cdk_json_is_refused_naming_the_key() -> None:
+    context = {"environments": {"dev": {"powertools_layer_version": 27}}}
+    with pytest.raises(SettingsError, match=r"environments\.dev: unknown setting\(s\) "
+                       r"\['powertools_layer_version'\]"):
+        load_settings(context, "dev")
+
+
+def test_powertools_version_comes_from_the_constraints_pin(tmp_path) -> None:
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("aws-xray-sdk==2.15.0\naws_lambda_powertools==3.99.1  # pinned\n")
+    assert pinned_version("aws-lambda-powertools", constraints) == "3.99.1"
+    constraints.write_text("aws-xray-sdk==2.15.0\n")
+    with pytest.raises(MissingAssetError, match="pins no version of aws-lambda-powertools"):
+        pinned_version("aws-lambda-powertools", constraints)
 
 
 def test_sqs_event_source_reports_partial_batch_failures(deployed_env: Synthesized) -> None:
