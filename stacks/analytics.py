@@ -32,6 +32,10 @@ class AnalyticsStack(Stack):
                                       description="hdfs-events lake", removal_policy=removal)
         # The tables live in the lake bucket and take its encryption.
         in_lake = glue.S3TableStorage.from_bucket(lake)
+        # events: partitions registered by the compaction job, not projected. It writes each
+        # partition to a fresh run=<id>/ folder and then switches the partition's catalog
+        # location (glue_jobs/catalog.py); projection would make Athena ignore those locations
+        # and read every run's files under dt=<d>/, superseded ones included.
         self.events_table = glue.S3Table(
             self, "EventsTable", table_name=catalog.EVENTS_TABLE, database=self.database,
             description="Compacted HDFS events, one row per (cluster, txid, index)",
@@ -42,19 +46,23 @@ class AnalyticsStack(Stack):
             description="Daily activity per directory prefix and owner",
             storage=in_lake, s3_prefix=catalog.CURATED_ACTIVITY,
             data_format=glue.DataFormat.PARQUET, columns=catalog.activity_columns(),
-            partition_keys=catalog.dt_partition())
+            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
+            parameters=catalog.dt_location_template(f"{lake_uri}/{catalog.CURATED_ACTIVITY}"))
         self.mass_deletes_table = glue.S3Table(
             self, "MassDeletesTable", table_name=catalog.MASS_DELETES_TABLE,
             database=self.database, description="UNLINK bursts over the threshold",
             storage=in_lake, s3_prefix=catalog.CURATED_MASS_DELETES,
             data_format=glue.DataFormat.PARQUET, columns=catalog.mass_delete_columns(),
-            partition_keys=catalog.dt_partition())
+            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
+            parameters=catalog.dt_location_template(
+                f"{lake_uri}/{catalog.CURATED_MASS_DELETES}"))
         self.gaps_table = glue.S3Table(
             self, "GapsTable", table_name=catalog.GAPS_TABLE, database=self.database,
             description="Edits purged before the agent read them, per cluster and day",
             storage=in_lake, s3_prefix=catalog.CURATED_GAPS,
             data_format=glue.DataFormat.PARQUET, columns=catalog.gap_columns(),
-            partition_keys=catalog.dt_partition())
+            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
+            parameters=catalog.dt_location_template(f"{lake_uri}/{catalog.CURATED_GAPS}"))
 
         self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
                                 description="hdfs-events Glue job logs and bookmarks",

@@ -105,36 +105,80 @@ def dt_partition() -> list[glue.Column]:
     return [glue.Column(name="dt", type=glue.Schema.STRING, comment="YYYY-MM-DD (UTC)")]
 
 
-_YESTERDAY = "cast(date_add('day', -1, current_date) AS varchar)"
-_LAST_7_DAYS = "cast(date_add('day', -7, current_date) AS varchar)"
+# Partitions of the rollup tables, as Athena projects them (no catalog partitions to register).
+# The rollups job writes each day with Spark's partitionBy("dt") under curated/<table>/, i.e.
+# Hive style dt=<yyyy-MM-dd>/. The first day is before Hadoop 2.6 (Nov 2014), the first release
+# with inotify; a replayed older edit log files its events under their NameNode day, so days
+# before this one would exist in S3 and stay invisible to Athena. NOW+1DAYS: an event stamped by
+# a NameNode clock a little ahead of UTC midnight is filed under tomorrow. Athena lists every
+# projected day a query does not rule out: every saved query bounds `dt`.
+PROJECTED_DT_FORMAT = "yyyy-MM-dd"
+PROJECTED_FIRST_DT = "2014-01-01"
+PROJECTED_LAST_DT = "NOW+1DAYS"
+
+
+def dt_projection() -> dict[str, glue.PartitionProjectionConfiguration]:
+    return {"dt": glue.PartitionProjectionConfiguration.date(
+        min=PROJECTED_FIRST_DT, max=PROJECTED_LAST_DT, format=PROJECTED_DT_FORMAT,
+        step=glue.DateProjectionStep(interval=1, interval_unit=glue.DateIntervalUnit.DAYS))}
+
+
+def dt_location_template(table_uri: str) -> dict[str, str]:
+    """Table parameters naming where a projected day lives (Athena's `${dt}` placeholder; the
+    default would be the same Hive layout, stated so a change of layout shows here)."""
+    return {"storage.location.template": f"{table_uri}dt=${{dt}}/"}
+
+
+# The saved queries are written in the SQL that Athena's engine (Trino) and Spark SQL 3.5 both
+# accept, and each is run by Spark SQL against the demo's lake (tests/e2e/test_saved_queries.py,
+# tests/kit/athena_tables.py). Where the two dialects differ, the queries keep to the common part:
+# - day arithmetic as `current_date - INTERVAL 'n' DAY` (a date in both), not Trino's
+#   date_add('day', n, d) nor Spark's date_add(d, n);
+# - `CAST(... AS varchar(10))` to compare with the string `dt` (Trino has no `string` type; Spark
+#   accepts varchar(n) in a cast and reads it as string). The predicate stays `dt <op> <string>`,
+#   which Athena turns into the list of projected days to read (partition pruning);
+# - no quoted identifiers: Trino quotes with "..." (in Spark a string literal), Spark with `...`
+#   (a syntax error in Trino). `index`, `timestamp`, `type`, `size`, `owner` are not reserved
+#   words in either; `group` is reserved in both and no query names that column;
+# - every ORDER BY ends in a unique key, so LIMIT keeps the same rows in both engines;
+# - `100.0` is a decimal literal in both (Trino since 0.198), so small_pct is a decimal rounded
+#   half up in both.
+# What the test runner changes, and only that: `current_date` becomes the run's day as a DATE
+# literal (the lake's data is from fixed days), and history-of-one-path's example path a path of
+# the lake ("edit the path").
+HISTORY_EXAMPLE_PATH = "/user/alice/data/part-0000"
+_YESTERDAY = "CAST(current_date - INTERVAL '1' DAY AS varchar(10))"
+_LAST_7_DAYS = "CAST(current_date - INTERVAL '7' DAY AS varchar(10))"
+_LAST_30_DAYS = "CAST(current_date - INTERVAL '30' DAY AS varchar(10))"
 NAMED_QUERIES: dict[str, tuple[str, str]] = {
     "mass-deletes-yesterday": (
         "Mass deletes detected yesterday, largest first",
         f"SELECT cluster, scope, subject, window_start, window_end, unlinks,\n"
         f"       first_txid, last_txid\n"
-        f"FROM {MASS_DELETES_TABLE}\nWHERE dt = {_YESTERDAY}\nORDER BY unlinks DESC"),
+        f"FROM {MASS_DELETES_TABLE}\nWHERE dt = {_YESTERDAY}\n"
+        f"ORDER BY unlinks DESC, cluster, scope, subject, window_start"),
     "top-writers-by-directory": (
         "Directories and owners that wrote the most bytes in the last 7 days",
         f"SELECT cluster, prefix, owner, sum(bytes_written) AS bytes_written,\n"
         f"       sum(files_created) AS files_created\nFROM {ACTIVITY_TABLE}\n"
         f"WHERE dt >= {_LAST_7_DAYS}\nGROUP BY cluster, prefix, owner\n"
-        f"ORDER BY bytes_written DESC\nLIMIT 50"),
+        f"ORDER BY bytes_written DESC, cluster, prefix, owner\nLIMIT 50"),
     "small-files-report": (
         "Where small files are created (last 7 days): candidates for compaction upstream",
         f"SELECT cluster, prefix, sum(small_files_created) AS small_files,\n"
         f"       sum(files_created) AS files_created,\n"
         f"       round(100.0 * sum(small_files_created) / nullif(sum(files_created), 0), 1)"
         f" AS small_pct\nFROM {ACTIVITY_TABLE}\nWHERE dt >= {_LAST_7_DAYS}\n"
-        f"GROUP BY cluster, prefix\nORDER BY small_files DESC\nLIMIT 50"),
+        f"GROUP BY cluster, prefix\nORDER BY small_files DESC, cluster, prefix\nLIMIT 50"),
     "inotify-gaps-last-30-days": (
         "Days whose activity figures miss purged edits (GAP records), most recent first",
         f"SELECT dt, cluster, gaps, lost_txids, first_lost_txid, last_lost_txid,\n"
         f"       snapshot_records\nFROM {GAPS_TABLE}\n"
-        f"WHERE dt >= cast(date_add('day', -30, current_date) AS varchar)\n"
+        f"WHERE dt >= {_LAST_30_DAYS}\n"
         f"ORDER BY dt DESC, cluster"),
     "history-of-one-path": (
         "Every change of one path (edit the path), oldest first",
-        f"SELECT cluster, txid, \"index\", type, path, dst_path, timestamp, size, owner, perms\n"
-        f"FROM {EVENTS_TABLE}\nWHERE path = '/user/alice/data/part-0000'"
-        f" OR dst_path = '/user/alice/data/part-0000'\nORDER BY cluster, txid, \"index\""),
+        f"SELECT cluster, txid, index, type, path, dst_path, timestamp, size, owner, perms\n"
+        f"FROM {EVENTS_TABLE}\nWHERE path = '{HISTORY_EXAMPLE_PATH}'"
+        f" OR dst_path = '{HISTORY_EXAMPLE_PATH}'\nORDER BY cluster, txid, index"),
 }
