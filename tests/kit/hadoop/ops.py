@@ -15,6 +15,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     open_file path data (a writer left open; close_file path ends it)
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
+    shell user [args] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell; fails on a non-zero exit)
 """
 
 from __future__ import annotations
@@ -166,6 +167,34 @@ class Workload:
                 "perms": format(int(s.getPermission().toShort()) & 0o1777, "04o"),
                 "replication": int(s.getReplication())}
 
+    def op_shell(self, user: str, args: list[str]) -> str:
+        """`hdfs dfs ARGS` run by `user`: Hadoop's own FsShell (its temporary `x._COPYING_`
+        files, its trash, its rename overloads) through ToolRunner, since FsShell.main exits
+        the JVM. A remote-user UGI makes `user` the caller the NameNode checks and records as
+        owner (simple auth, as HADOOP_USER_NAME would). Returns what the shell printed."""
+        ugi = jpype.JClass("org.apache.hadoop.security.UserGroupInformation").createRemoteUser(
+            user)
+        system = jpype.JClass("java.lang.System")
+        buffer = jpype.JClass("java.io.ByteArrayOutputStream")()
+        printer = jpype.JClass("java.io.PrintStream")(buffer, True)
+        saved = system.out, system.err
+        # FsShell's commands print to System.out/err as they are when each one is made.
+        system.setOut(printer)
+        system.setErr(printer)
+        try:
+            shell = jpype.JClass("org.apache.hadoop.fs.FsShell")(self.conf)
+            code = int(ugi.doAs(_Action(lambda: jpype.JClass("org.apache.hadoop.util.ToolRunner")
+                                        .run(shell, jpype.JArray(jpype.JString)(args)))))
+        finally:
+            system.setOut(saved[0])
+            system.setErr(saved[1])
+            # Each UGI has its own cached FileSystem (a DFSClient with threads): close them.
+            jpype.JClass("org.apache.hadoop.fs.FileSystem").closeAllForUGI(ugi)
+        printed = str(buffer.toString("UTF-8"))
+        if code != 0:
+            raise OSError(f"hdfs dfs {' '.join(args)} (as {user}) exited {code}: {printed}")
+        return printed
+
     def op_files(self, root: str) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         it = self.fs.listFiles(self.Path(root), True)
@@ -173,6 +202,18 @@ class Workload:
             path = str(it.next().getPath().toUri().getPath())
             out[path] = self.op_status(path)
         return out
+
+
+@jpype.JImplements("java.security.PrivilegedExceptionAction", deferred=True)
+class _Action:
+    """A Python callable as the action UserGroupInformation.doAs runs."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self._call = call
+
+    @jpype.JOverride
+    def run(self) -> Any:
+        return self._call()
 
 
 def _read_all(stream: Any) -> str:
