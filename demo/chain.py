@@ -124,7 +124,7 @@ class Chain:
         path.write_text(
             f'cluster = "{self.cluster}"\n\n[sqs]\nqueue_url = "{self.queue_url}"\n\n'
             f'[checkpoint]\nstore = "file"\npath = "{self.checkpoint_path(name)}"\n'
-            f'interval_ms = 200\n\n[filter]\ncover_dirs = []\nignore_patterns = ["\\\\._COPYING_$"]\n'
+            f'interval_ms = 200\n\n[filter]\ncover_dirs = []\nignore_patterns = []\n'
             f'\n[packing]\ngroup_by = "prefix:2"\nmax_message_bytes = {max_message_bytes}\nlinger_ms = 200\n'
             f'compress = true\n\n[progress]\ninterval_ms = 2000\n' + live, encoding="utf-8")
         return path

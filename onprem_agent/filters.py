@@ -5,9 +5,13 @@ matched on path-component boundaries (/data/a covers /data/a and /data/a/x, not 
 matches none of `ignore_patterns` (regular expressions searched anywhere in the path).
 
 A RENAME is kept when either side passes: moving a file into a covered directory, or out of it,
-or finishing an upload (`x._COPYING_` -> `x`, where the source is ignored) are all changes to the
-covered namespace that a reader must see. Defaults such as ignoring `_COPYING_` live in the
-example config, never here.
+are changes to the covered namespace that a reader must see. Kept alone, though, a rename from an
+ignored name carries nothing of the file: Hadoop's RENAME has no type, size or owner. So the
+shipped config ignores nothing that is renamed into place, least of all `x._COPYING_`, the
+temporary file of every `hdfs dfs -put` (its CREATE names the owner and its CLOSE the size; the
+index moves them to `x` with the rename, and the rollups count the rename as the end of the
+upload). Only the sync (onprem_agent/sync) ignores it by default, through UPLOAD_IN_PROGRESS:
+it copies the file once it has its final name, never a partial one.
 
 A GAP record always passes: its path "/" stands for the whole stream (edits the NameNode purged,
 whatever paths they touched), and dropping it would hide the gap. SNAPSHOT records are paths
@@ -20,6 +24,10 @@ import re
 from collections.abc import Iterable
 
 from hdfs_events.event import EventType, HdfsEvent
+
+# The temporary name FsShell (`hdfs dfs -put`, -copyFromLocal, -cp) writes before renaming the
+# file to its own (Hadoop's CommandWithDestination: target.suffix("._COPYING_")).
+UPLOAD_IN_PROGRESS = r"\._COPYING_$"
 
 
 class PathFilter:

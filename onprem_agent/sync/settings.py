@@ -4,7 +4,7 @@
     destination = "s3://bucket/prefix"   # required; keys are <prefix>/<HDFS path without "/">
     table = "hdfs-events-sync"           # required: the sync state table (CDK: storage stack)
     paths = ["/data/finance"]            # else [filter] cover_dirs, else ["/"]
-    ignore_patterns = ["\\._COPYING_$"]  # else [filter] ignore_patterns
+    ignore_patterns = ["\\._COPYING_$"]  # else [filter] ignore_patterns + "\\._COPYING_$"
     preserve = ["owner", "group", "permissions", "replication", "mtime"]  # as object metadata
     workers = 4                          # steps of one phase run this many at a time
     part_size_mb = 8                     # multipart part size (S3: 5 MiB minimum, 10,000 parts)
@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from onprem_agent.config import AgentConfig, ConfigError
+from onprem_agent.filters import UPLOAD_IN_PROGRESS
 from onprem_agent.live.settings import _arn, _bounded, _Section
 
 PRESERVABLE = ("owner", "group", "permissions", "replication", "mtime")
@@ -78,7 +79,10 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
     part_mb = _bounded(s, "part_size_mb", 8, _MIN_PART_MB, _MAX_PART_MB)
     return SyncSettings(
         bucket=bucket, prefix=prefix + "/" if prefix else "", table=table, paths=paths,
-        ignore_patterns=s.strings("ignore_patterns", config.filter.ignore_patterns),
+        # An upload's temporary file is never copied (it may be partial, and its final name
+        # follows), while the agent itself must ship its events: added to [filter]'s here.
+        ignore_patterns=s.strings("ignore_patterns", tuple(dict.fromkeys(
+            (*config.filter.ignore_patterns, UPLOAD_IN_PROGRESS)))),
         preserve=preserve, workers=_bounded(s, "workers", 4, 1, 64), part_size=part_mb * MIB,
         multipart_threshold=_bounded(s, "multipart_threshold_mb", 8, 0, _MAX_PART_MB) * MIB,
         bandwidth_bytes_s=_bounded(s, "bandwidth_mb_s", 0, 0, 100_000) * MIB,

@@ -34,7 +34,8 @@ def test_example_config_loads_with_its_documented_defaults() -> None:
     assert config.packing.max_message_bytes == 65536
     assert config.packing.linger_ms == 200
     assert config.packing.compress is True
-    assert config.filter.ignore_patterns == (r"\._COPYING_$",)
+    # Nothing that is renamed into place (an upload's x._COPYING_) may be ignored.
+    assert config.filter.ignore_patterns == ()
     assert config.checkpoint.store == "file"
     assert config.checkpoint.path == EXAMPLE.parent / "state" / "checkpoint.json"
 
