@@ -3,6 +3,8 @@ curated events table (read only at its catalog's current locations).
 
     python -m glue_jobs.activity_rollups --source file:///lake --target file:///lake
 
+Without --from_dt/--to_dt (the scheduled run) it rolls up the days compaction runs marked since
+the last rollups run (glue_jobs.rollup_days); with either, that range of days, marks untouched.
 The entry script: parses the arguments, builds the session and runs
 glue_jobs.rollup_run.roll_up (what it writes is told there). Prints a JSON report.
 """
@@ -25,8 +27,11 @@ JOB_NAME = "activity_rollups"
 SPEC = (
     Arg("source", "lake URI whose curated events table is rolled up"),
     Arg("target", "lake URI for curated/activity_daily/, mass_deletes/ and gaps_daily/"),
-    Arg("from_dt", "first day to roll up, YYYY-MM-DD; empty: the first in the catalog", ""),
-    Arg("to_dt", "last day to roll up, YYYY-MM-DD; empty: the last in the catalog", ""),
+    # Neither given (the scheduled run): the days compaction runs marked, and the later ones.
+    Arg("from_dt", "first day to roll up by hand, YYYY-MM-DD; empty with to_dt given: the "
+        "first in the catalog; both empty: the days compaction marked", ""),
+    Arg("to_dt", "last day to roll up by hand, YYYY-MM-DD; empty with from_dt given: the last "
+        "in the catalog", ""),
     Arg("prefix_depth", "directory components that make a prefix", "2"),
     Arg("small_file_bytes", "a CLOSE under this size is a small file", "1048576"),
     Arg("mass_delete_window_minutes", "tumbling window of the mass-delete detector", "10"),
@@ -57,7 +62,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     source, target = store_for(args["source"]), store_for(args["target"])
     catalog = catalog_for(args["catalog_database"], args["catalog_table"], source)
     with job_session(JOB_NAME, args, spark, uris=(source.root_uri, target.root_uri)) as session:
-        report = roll_up(session, catalog, target, settings)
+        report = roll_up(session, source, catalog, target, settings)
     print(json.dumps({"job": JOB_NAME, **asdict(report)}))
     return 0
 

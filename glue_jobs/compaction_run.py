@@ -7,7 +7,8 @@ codec (if that fails, find the damaged objects and read the rest) -> parse and v
 lines (bad lines and objects to quarantine/glue/) -> in one shuffle by key, drop duplicates
 within the run and keys already curated within +-lookback_days, and write each partition the
 run adds to whole (its new and published rows) to a fresh run prefix -> switch the catalog ->
-advance the watermark -> remove superseded runs past their grace period.
+mark the days the rollups owe (glue_jobs.rollup_days) -> advance the watermark -> remove
+superseded runs past their grace period.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import compaction, watermark
+from glue_jobs import compaction, rollup_days, watermark
 from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import (
     read_published,
@@ -211,6 +212,10 @@ def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
     # 5. Publish: every changed partition flips to its complete new run.
     if added:
         catalog.publish({(c, d): target.root_uri + run_prefix(c, d, run_id) for c, d in added})
+    # The days the rollups owe: every partition the lines belong to, added to or not. Before
+    # the watermark: a crash in between re-reads these lines next run, which then adds
+    # nothing (all curated) but marks the same days again.
+    rollup_days.mark(target, run_id, lines.good)
 
     watermark.advance(target, known, outcomes)
     removed = remove_superseded_runs(target, added, catalog.locations(), now, settings.retain)

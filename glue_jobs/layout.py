@@ -6,6 +6,7 @@ curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/     activity_rollup
 curated/gaps_daily/dt=<d>/                                       activity_rollups
 curated/_catalog/events.json                                    local partition catalog
 curated/_state/compact_events/raw/cluster=<c>/dt=<d>.json         compaction watermark
+curated/_state/activity_rollups/pending/run=<id>/days.json         days compaction marked
 quarantine/glue/compact_events/...                               what compaction refused
 """
 
@@ -29,6 +30,7 @@ MASS_DELETE_PREFIX = f"{CURATED_PREFIX}{MASS_DELETE_TABLE}/"
 GAPS_PREFIX = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{EVENTS_TABLE}.json"
 STATE_PREFIX = f"{CURATED_PREFIX}_state/compact_events/raw/"
+ROLLUP_PENDING_PREFIX = f"{CURATED_PREFIX}_state/activity_rollups/pending/"
 QUARANTINE_GLUE_PREFIX = f"{QUARANTINE_PREFIX}glue/compact_events/"
 
 RAW_KEY = re.compile(
@@ -86,3 +88,8 @@ def run_prefix(cluster: str, dt: str, run_id: str) -> str:
 
 def state_key(cluster: str, dt: str) -> str:
     return f"{STATE_PREFIX}cluster={cluster}/dt={dt}.json"
+
+
+def rollup_pending_key(run_id: str) -> str:
+    """The days a compaction run marked for the rollups (glue_jobs.rollup_days)."""
+    return f"{ROLLUP_PENDING_PREFIX}run={run_id}/days.json"

@@ -24,6 +24,10 @@ from pyspark.sql import functions as F
 from glue_jobs.schema import AGENT_RECORD_TYPES
 
 UNKNOWN_OWNER = "(unknown)"
+# `hdfs dfs -put` / -copyFromLocal / -cp write x._COPYING_ in x's own directory and rename it to
+# x (Hadoop's CommandWithDestination). The agent ships all three events: the CREATE names the
+# owner, the CLOSE the size, both under x's prefix; the rename is no user's doing.
+UPLOAD_SUFFIX = "._COPYING_"
 # Columns the rollups read from the curated table: Parquet reads only these.
 INPUT_COLUMNS = ("cluster", "txid", "index", "type", "path", "dst_path", "timestamp",
                  "inode_type", "owner", "metadata_type", "size", "gap_end_txid", "dt")
@@ -55,11 +59,17 @@ def _as_of(events: DataFrame, facts: DataFrame) -> DataFrame:
             .where(F.col("_fact") == 0).drop("_fact", "fact_owner", "fact_inode_type"))
 
 
+def owner_history(events: DataFrame) -> DataFrame:
+    """The rows attribute_owners reads from `history`: owner facts and RENAMEs. Of the days
+    before those rolled up, only these are needed."""
+    return events.where(_owner_fact().isNotNull() | (F.col("type") == "RENAME"))
+
+
 def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """events -> events with `owner` (UNKNOWN_OWNER where nothing says) and `known_inode_type`.
 
     `history`: the curated events up to the last day rolled up (CREATEs of earlier days name the
-    owners of today's CLOSEs and UNLINKs)."""
+    owners of today's CLOSEs and UNLINKs); owner_history of it is enough."""
     def facts_of(df: DataFrame) -> DataFrame:
         return (df.where(_owner_fact().isNotNull())
                 .select("cluster", "path", "txid", "index",
@@ -67,9 +77,18 @@ def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
                         F.col("inode_type").alias("fact_inode_type")))
 
     def transform(events: DataFrame) -> DataFrame:
-        direct = facts_of(history)
+        # Only the facts of the events' paths and of the sources renamed onto them count: the
+        # rest of history is dropped before its sort by path (a semi-join against the events'
+        # paths, which adaptive execution broadcasts), so that sort follows the days rolled
+        # up, not the lake's age.
+        wanted = events.select("cluster", "path").distinct()
         renames = (history.where(F.col("type") == "RENAME")
-                   .select("cluster", "path", "txid", "index", "dst_path"))
+                   .select("cluster", "path", "txid", "index", "dst_path")
+                   .join(wanted.withColumnRenamed("path", "dst_path"), ["cluster", "dst_path"],
+                         "left_semi"))
+        direct = facts_of(history).join(
+            wanted.unionByName(renames.select("cluster", "path")), ["cluster", "path"],
+            "left_semi")
         # One hop: the destination of a rename gets the owner its source had at that moment.
         moved = (_as_of(renames, direct).where(F.col("known_owner").isNotNull())
                  .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
@@ -128,7 +147,8 @@ def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
     - files_created: CREATE of a FILE
     - files_deleted: UNLINK of a path not known to be a directory (inotify's UNLINK carries no
       inode type, so an UNLINK of a path created before the lake counts as a file)
-    - files_renamed: RENAME, counted at the source prefix
+    - files_renamed: RENAME, counted at the source prefix, but for the end of an upload
+      (`x._COPYING_` -> `x`, see UPLOAD_SUFFIX): its CREATE and CLOSE already count it
     - bytes_written: sum of CLOSE sizes; a CLOSE after a concat reports -1 and is left out
     - small_files_created: CLOSE with 0 <= size < small_file_bytes
     - net_file_count_change: files_created - files_deleted
@@ -141,12 +161,14 @@ def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
             return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
         created = count_if((t == "CREATE") & (F.col("inode_type") == "FILE"))
+        upload_ends = F.col("path") == F.concat(F.col("dst_path"), F.lit(UPLOAD_SUFFIX))
         deleted = count_if((t == "UNLINK")
                            & ~F.coalesce(F.col("known_inode_type") == "DIRECTORY", F.lit(False)))
         return (events.groupBy("dt", "cluster", "prefix", "owner").agg(
             created.alias("files_created"),
             deleted.alias("files_deleted"),
-            count_if(t == "RENAME").alias("files_renamed"),
+            count_if((t == "RENAME") & ~F.coalesce(upload_ends, F.lit(False)))
+            .alias("files_renamed"),
             F.coalesce(F.sum(F.when(close_sized, size)), F.lit(0)).cast("long")
             .alias("bytes_written"),
             count_if(close_sized & (size < small_file_bytes)).alias("small_files_created"))
