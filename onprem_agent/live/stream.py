@@ -20,6 +20,12 @@
   The pipeline never saves a checkpoint that rests on a GAP's txid (it saves expected - 1), so
   a restart before the snapshot is acknowledged, or after a `stop`, meets the same gap again
   and writes the same GAP key.
+- NameNode restarts and failovers (reconnect.py): a failure worth waiting out (connection
+  refused or reset, EOF, standby, still loading, safe mode) from a poll, from opening the
+  stream or from a snapshot's listing does not end the iterator: the source waits (capped,
+  jittered backoff), reopens the stream after the last txid it yielded (the pipeline holds
+  everything up to it: nothing lost, nothing read twice) and goes on. `stats` says since when
+  the NameNode is unavailable (the NameNodeUnavailable metric); every retry logs one line.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.live.reconnect import Backoff, Outage, is_retriable
 from onprem_agent.source import TxBatch
 
 log = logging.getLogger(__name__)
@@ -86,17 +93,32 @@ class LiveStats:
     last_event_ms: int | None = None  # NameNode timestamp of the newest event that has one
     gaps: list[Gap] = field(default_factory=list)
     snapshots: int = 0
+    unavailable_since_s: float | None = None  # monotonic; None while the NameNode answers
+    outages: int = 0  # spells of unavailability ridden through
+
+    @property
+    def namenode_unavailable(self) -> bool:
+        return self.unavailable_since_s is not None
 
 
 Snapshot = Callable[[int], TxBatch]  # txid T -> the namespace state as a batch at T
+_T = TypeVar("_T")
+
+
+class _Stopped:
+    """What a wait for the NameNode returns when the agent is told to stop meanwhile."""
+
+
+_STOPPED = _Stopped()
 
 
 @dataclass(frozen=True, slots=True)
 class StreamSource:
     """How the loop reaches the NameNode; HadoopClient in production, doubles in tests."""
 
-    open_stream: Callable[[int | None], InotifyStream]  # None = from the current txid
+    open_stream: Callable[[int], InotifyStream]  # events with txid > the argument
     current_txid: Callable[[], int]
+    uri: str = "the NameNode"  # for log lines
 
 
 def _missing_events_class() -> type[BaseException]:
@@ -119,18 +141,28 @@ class LiveSource:
                  snapshot: Snapshot | None = None, on_gap: Callable[[Gap], None] | None = None,
                  poll_timeout_ms: int = 1000, max_batches_per_drain: int = 1000,
                  stats: LiveStats | None = None, on_idle: Callable[[], None] | None = None,
+                 backoff: Backoff | None = None,
+                 before_reconnect: Callable[[], None] | None = None,
+                 shipped: Callable[[], int | None] | None = None,
                  missing_events: type[BaseException] | None = None,
                  time_unit: Any = None,
-                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
+                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        """before_reconnect: called before each attempt after a failure (the Kerberos re-login:
+        an outage may outlive the ticket); shipped: the checkpoint, for the outage's log line."""
         if gap_policy == "snapshot" and snapshot is None:
             raise ValueError("gap_policy 'snapshot' needs a snapshot function")
         self._source, self._converter, self._cluster = source, converter, cluster
-        self._clock_ms = clock_ms
+        self._clock_ms, self._monotonic = clock_ms, monotonic
         self._start, self._stop = start_txid, stop
         self._policy, self._snapshot, self._on_gap = gap_policy, snapshot, on_gap
         self._timeout_ms, self._max_drain = poll_timeout_ms, max_batches_per_drain
         self.stats = stats or LiveStats()
         self._on_idle = on_idle
+        self._backoff = backoff or Backoff()
+        self._before_reconnect, self._shipped = before_reconnect, shipped
+        self._outage: Outage | None = None
+        self._last: int | None = start_txid  # the last txid yielded: where a reopen resumes
         self._missing = missing_events or _missing_events_class()
         self._unit = time_unit if time_unit is not None else _milliseconds()
 
@@ -144,23 +176,39 @@ class LiveSource:
             last = yield from self._list_namespace()
         elif last is None:
             log.info("no checkpoint: reading from the NameNode's current txid")
-        stream = self._source.open_stream(last)
+            # Asked here rather than left to HdfsAdmin.getInotifyEventStream(): a stream
+            # reopened after an outage must resume at this txid, not at a later current one.
+            last = self._retrying(self._source.current_txid)
+        if last is _STOPPED:
+            return
+        self._last = last
+        stream: InotifyStream | None = None
         while not self._stop.is_set():
-            drained, gap = self._drain(stream)
+            if stream is None:
+                stream = self._retrying(lambda: self._source.open_stream(self._last))
+                if stream is _STOPPED:
+                    return
+            drained, gap, failed = self._drain(stream)
             if drained:
                 for batch in self._converter.convert(drained):
-                    last = batch.txid
+                    self._last = batch.txid
                     self._count(batch)
                     yield batch
-            elif gap is None and self._on_idle is not None:
+            elif gap is None and not failed and self._on_idle is not None:
                 self._on_idle()
+            if failed:
+                stream = None  # reopened after the last txid yielded, once the wait is over
+                continue
+            self._available()
             if gap is not None:
                 last = yield from self._recover(gap)
-                stream = self._source.open_stream(last)
+                if last is _STOPPED:
+                    return
+                self._last, stream = last, None
 
-    def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None]:
-        """A timed poll, then whatever is ready, up to the drain limit; a gap ends the drain
-        (the batches read before it are still delivered)."""
+    def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None, bool]:
+        """A timed poll, then whatever is ready, up to the drain limit; a gap or an unavailable
+        NameNode ends the drain (the batches read before it are still delivered)."""
         drained: list[Any] = []
         try:
             batch = stream.poll(self._timeout_ms, self._unit)
@@ -171,10 +219,67 @@ class LiveSource:
                 batch = stream.poll()
         except self._missing as exc:
             gap = Gap(int(exc.getExpectedTxid()), int(exc.getActualTxid()))  # type: ignore[attr-defined]
-            return drained, gap
+            return drained, gap, False
+        except Exception as exc:  # JPype raises the Java exception; what is not retriable ends us
+            if not self._unavailable(exc):
+                raise
+            return drained, None, True
         finally:
             self.stats.txids_behind = int(stream.getTxidsBehindEstimate())
-        return drained, None
+        return drained, None, False
+
+    # --- NameNode restarts (reconnect.py) --------------------------------------------------
+
+    def _retrying(self, action: Callable[[], _T]) -> _T | _Stopped:
+        """`action` until it succeeds, waiting out an unavailable NameNode; _STOPPED when
+        `stop` is set meanwhile. A failure not worth retrying is raised."""
+        while True:
+            if self._outage is not None and not self._wait_before_retry():
+                return _STOPPED
+            try:
+                return action()
+            except Exception as exc:  # as in _drain
+                if not self._unavailable(exc):
+                    raise
+
+    def _unavailable(self, exc: Exception) -> bool:
+        if not is_retriable(exc):
+            return False
+        from onprem_agent.live.hadoop import java_error_line  # hadoop.py imports this module
+
+        error = java_error_line(exc)
+        if self._outage is None:
+            self._outage = Outage(started_s=self._monotonic(), error=error)
+            self.stats.unavailable_since_s = self._outage.started_s
+            self.stats.outages += 1
+        else:
+            self._outage.attempts += 1
+            self._outage.error = error
+        return True
+
+    def _wait_before_retry(self) -> bool:
+        """Logs the outage's line, waits, re-logs in; False when `stop` was set meanwhile."""
+        assert self._outage is not None
+        delay = self._backoff.delay(self._outage.attempts)
+        log.warning("%s", self._outage.describe(
+            self._source.uri, self._monotonic(), delay, self._last,
+            self._shipped() if self._shipped is not None else None))
+        if self._stop.wait(delay):
+            return False
+        if self._before_reconnect is not None:
+            self._before_reconnect()
+        return True
+
+    def _available(self) -> None:
+        outage, self._outage = self._outage, None
+        if outage is None:
+            return
+        self.stats.unavailable_since_s = None
+        log.warning("NameNode %s available again after %.0f s (%d failed attempts); reading "
+                    "after txid %s", self._source.uri, self._monotonic() - outage.started_s,
+                    outage.attempts, self._last)
+
+    # --- gaps -----------------------------------------------------------------------------
 
     def _recover(self, gap: Gap) -> Iterator[TxBatch]:
         self.stats.gaps.append(gap)
@@ -191,20 +296,29 @@ class LiveSource:
         return (yield from self._list_namespace())
 
     def _list_namespace(self) -> Iterator[TxBatch]:
-        """SNAPSHOT records of the covered namespace at T; returns T, where the stream goes on."""
-        assert self._snapshot is not None
+        """SNAPSHOT records of the covered namespace at T; returns T, where the stream goes on
+        (_STOPPED when stopped while the NameNode was unavailable)."""
+        snapshot = self._snapshot
+        assert snapshot is not None
         # Taken before the listing starts: whatever changes while it runs has a larger txid
         # and comes from the stream afterwards.
-        txid = int(self._source.current_txid())
+        txid = self._retrying(self._source.current_txid)
+        if txid is _STOPPED:
+            return _STOPPED
         started = time.monotonic()
-        batch = self._snapshot(txid)
+        # A listing cut short by a restart is started again: the batch is yielded whole or not
+        # at all, and a later listing still shows the state at T or after (read again from T).
+        batch = self._retrying(lambda: snapshot(int(txid)))
+        if batch is _STOPPED:
+            return _STOPPED
+        self._available()
         self.stats.snapshots += 1
         log.warning("snapshot of the covered namespace at txid %d: %d records in %.1f s; "
                     "resuming after txid %d", txid, len(batch.events),
                     time.monotonic() - started, txid)
         self._count(batch, namenode_times=False)
         yield batch
-        return txid
+        return int(txid)
 
     def _count(self, batch: TxBatch, *, namenode_times: bool = True) -> None:
         stats = self.stats
