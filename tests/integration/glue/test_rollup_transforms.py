@@ -95,14 +95,15 @@ def test_with_prefix_keeps_the_first_directories_of_the_parent(spark):
 
 
 ATTRIBUTED = T.StructType([T.StructField(n, T.StringType()) for n in (
-    "dt", "cluster", "prefix", "owner", "type", "inode_type", "known_inode_type")]
-    + [T.StructField("size", T.LongType())])
+    "dt", "cluster", "prefix", "owner", "type", "path", "dst_path", "inode_type",
+    "known_inode_type")] + [T.StructField("size", T.LongType())])
 
 
 def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(spark):
     def row(type_: str, *, inode: str | None = None, known: str | None = None,
-            size: int | None = None, owner: str = "alice", prefix: str = "/a"):
-        return (DAY14, C, prefix, owner, type_, inode, known, size)
+            size: int | None = None, owner: str = "alice", prefix: str = "/a",
+            path: str = "/a/f", dst: str | None = None):
+        return (DAY14, C, prefix, owner, type_, path, dst, inode, known, size)
 
     events = spark.createDataFrame([
         row("CREATE", inode="FILE", known="FILE"),
@@ -113,14 +114,20 @@ def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(
         row("UNLINK", known="FILE"),
         row("UNLINK"),  # created before the lake: counted as a file
         row("UNLINK", known="DIRECTORY"),
-        row("RENAME", known="FILE"),
+        row("RENAME", known="FILE", dst="/a/g"),
+        row("RENAME", known="FILE", path="/a/f._COPYING_.old", dst="/a/f"),  # not an upload
         row("METADATA", owner="bob", prefix="/b"),  # nothing to report for bob
         row("APPEND", owner="bob", prefix="/b"),
+        # `hdfs dfs -put`: one file created of its CLOSE size; its rename is no user's rename.
+        row("CREATE", inode="FILE", known="FILE", owner="carol", path="/a/u._COPYING_"),
+        row("CLOSE", size=300, owner="carol", path="/a/u._COPYING_"),
+        row("RENAME", known="FILE", owner="carol", path="/a/u._COPYING_", dst="/a/u"),
     ], ATTRIBUTED)
 
     out = events.transform(daily_activity(small_file_bytes=100))
 
-    expected = spark.createDataFrame([(C, "/a", "alice", 1, 2, 1, 1010, 1, -1, DAY14)],
+    expected = spark.createDataFrame([(C, "/a", "alice", 1, 2, 2, 1010, 1, -1, DAY14),
+                                      (C, "/a", "carol", 1, 0, 0, 300, 0, 1, DAY14)],
                                      ACTIVITY_SCHEMA)
     assert_frames_equal(out, expected)
 
