@@ -40,6 +40,7 @@ METRIC_AGENT_LAG_TXIDS = "AgentLagTxids"  # agent: getTxidsBehindEstimate()
 METRIC_AGENT_EVENTS_SENT = "AgentEventsSent"
 METRIC_AGENT_SEND_ERRORS = "AgentSendErrors"
 METRIC_INOTIFY_GAP = "InotifyGap"  # agent: edits purged before they were read
+METRIC_NAMENODE_UNAVAILABLE = "NameNodeUnavailable"  # agent: 1 while it waits for the NameNode
 METRIC_INDEX_DRIFT = "IndexDrift"  # agent verify: mismatched entries
 METRIC_SYNC_LAG_SECONDS = "SyncLagSeconds"  # sync: now - NameNode time of the oldest unapplied event
 METRIC_SYNC_BYTES = "SyncBytesCopied"

@@ -3,7 +3,7 @@ CloudWatch (the cloud-side alarm fires when the heartbeat stops), and SNS alerts
 
 Prometheus values are read at scrape time from callables (the loop's own counters), so the hot
 path never touches a metric object. CloudWatch gets one PutMetricData call per interval (at most
-1,000 metrics a call; we send five), namespace and dimension from hdfs_events.names.
+1,000 metrics a call; we send six), namespace and dimension from hdfs_events.names.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class AgentReadings:
     checkpoint_txid: Reading
     leader: Reading
     gaps: Reading
+    namenode_unavailable: Reading  # 1 while the agent waits for its NameNode, else 0
 
 
 _PROMETHEUS = {
@@ -46,6 +47,8 @@ _PROMETHEUS = {
     "checkpoint_txid": ("last txid saved as the checkpoint", False),
     "leader": ("1 while this agent holds the lease (or runs without one)", False),
     "gaps": ("inotify gaps: edits purged before they were read", True),
+    "namenode_unavailable": ("1 while the NameNode cannot be reached and the agent retries",
+                             False),
 }
 
 
@@ -95,8 +98,9 @@ def put_metrics(data: list[dict[str, Any]], client: Any = None) -> None:
 
 
 class Heartbeat:
-    """Every `interval_s`: AgentHeartbeat = 1, the txid lag, and events sent and send errors
-    since the last beat. A failed put is logged and retried at the next beat."""
+    """Every `interval_s`: AgentHeartbeat = 1, NameNodeUnavailable (0 or 1), the txid lag, and
+    events sent and send errors since the last beat. A failed put is logged and retried at the
+    next beat."""
 
     def __init__(self, cluster: str, readings: AgentReadings, *, interval_s: float,
                  client: Any = None) -> None:
@@ -123,7 +127,9 @@ class Heartbeat:
         data = [cloudwatch_datum(c, names.METRIC_AGENT_HEARTBEAT, 1),
                 cloudwatch_datum(c, names.METRIC_AGENT_EVENTS_SENT, sent - self._sent_before),
                 cloudwatch_datum(c, names.METRIC_AGENT_SEND_ERRORS,
-                                 errors - self._errors_before)]
+                                 errors - self._errors_before),
+                cloudwatch_datum(c, names.METRIC_NAMENODE_UNAVAILABLE,
+                                 r.namenode_unavailable() or 0.0)]
         lag = r.txid_lag()
         if lag is not None:
             data.append(cloudwatch_datum(c, names.METRIC_AGENT_LAG_TXIDS, lag))

@@ -166,6 +166,21 @@ class MonitoringStack(Stack):
                   missing=cw.TreatMissingData.BREACHING,
                   description=f"No heartbeat from the {cluster} agent for "
                   f"{settings.heartbeat_missing_minutes} minutes")
+            # The agent waits out a NameNode restart (onprem_agent/live/reconnect.py) and says
+            # 1 with each heartbeat meanwhile. Maximum: the standby of an HA pair says 0 under
+            # the same dimension. Missing data is the heartbeat alarm's business, not this one's.
+            alarm(f"namenode-unavailable-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_NAMENODE_UNAVAILABLE,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="Maximum", period=Duration.minutes(1)),
+                  threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  periods=settings.namenode_unavailable_minutes,
+                  missing=cw.TreatMissingData.MISSING,
+                  description=f"The {cluster} agent has not reached its NameNode for "
+                  f"{settings.namenode_unavailable_minutes} minutes (it keeps retrying and "
+                  "resumes at its checkpoint): see its 'NameNode ... unavailable' log line and "
+                  "`hdfs-events-agent doctor`")
             # Two routes for edits purged before the agent read them. The consumer counts the
             # GAP record that travels the stream with the events (it alarms even when the
             # agent's own PutMetricData failed); the agent's InotifyGap comes straight from the

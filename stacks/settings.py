@@ -109,6 +109,8 @@ class DeploySettings:
     # --- monitoring --------------------------------------------------------------------------
     oldest_message_alarm_seconds: int = 900
     heartbeat_missing_minutes: int = 10
+    # A NameNode restart (fsimage load, safe mode) takes minutes; the agent rides through it.
+    namenode_unavailable_minutes: int = 15
     # The sync's lag in bytes (SyncBytesPending) above this for 15 minutes pages: the replica
     # is that far behind HDFS (10 GiB: an hour at ~3 MB/s).
     sync_bytes_pending_alarm: int = 10 * 1024**3
@@ -269,6 +271,7 @@ def _validate(where: str, s: DeploySettings) -> None:
     check(s.log_retention_days in _LOG_RETENTION_DAYS, "log_retention_days",
           f"CloudWatch Logs allows {_LOG_RETENTION_DAYS}")
     check(s.heartbeat_missing_minutes >= 2, "heartbeat_missing_minutes", "must be >= 2")
+    check(s.namenode_unavailable_minutes >= 2, "namenode_unavailable_minutes", "must be >= 2")
 
 
 # The retention periods CloudWatch Logs accepts (PutRetentionPolicy).

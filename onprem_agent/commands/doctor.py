@@ -7,7 +7,8 @@ exit 1 if any check failed. Checks in order, a check that needs an earlier one i
   state        the agent-state table answers DescribeTable (dynamodb checkpoint or lease)
   jvm          a JVM starts with the Hadoop client on the classpath
   kerberos     the keytab is private to the agent's user and the login works
-  namenode     the NameNode answers (HdfsAdmin.getInotifyEventStream)
+  namenode     the NameNode answers (HdfsAdmin.getInotifyEventStream); when it is down,
+               restarting or standing by, the line says so and what a running agent does
   superuser    inotify is allowed: it needs HDFS superuser
 """
 
@@ -134,7 +135,7 @@ def _hadoop_checks(settings: Any, add: Callable[[str, bool | None, str], bool]) 
     if not settings.hdfs.uri:
         add("namenode", False, "[hdfs] uri is not set -> set it to hdfs://<nameservice>")
         return
-    _namenode(settings.hdfs.uri, conf, add)
+    _namenode(settings.hdfs, conf, add)
 
 
 def _kerberos(settings: Any, conf: Any, add: Callable[[str, bool | None, str], bool]) -> bool:
@@ -157,9 +158,11 @@ def _kerberos(settings: Any, conf: Any, add: Callable[[str, bool | None, str], b
                                  f"{_ticket_left(login.ticket_end_ms)}")
 
 
-def _namenode(uri: str, conf: Any, add: Callable[[str, bool | None, str], bool]) -> None:
+def _namenode(hdfs: Any, conf: Any, add: Callable[[str, bool | None, str], bool]) -> None:
     from onprem_agent.live.hadoop import HadoopClient, NotSuperuserError, java_error_line
+    from onprem_agent.live.reconnect import is_retriable
 
+    uri = hdfs.uri
     try:
         client = HadoopClient(uri, conf)
         client.open_stream(None)
@@ -168,6 +171,15 @@ def _namenode(uri: str, conf: Any, add: Callable[[str, bool | None, str], bool])
         add("superuser", False, str(exc))
         return
     except Exception as exc:  # any Java exception: one line, never the NameNode's stack
+        if is_retriable(exc):  # the same judgement the running agent makes (reconnect.py)
+            add("namenode", False, f"NameNode {uri} unavailable ({java_error_line(exc)}): a "
+                                   "running agent waits for it, reconnecting every "
+                                   f"{hdfs.reconnect_initial_s}-{hdfs.reconnect_max_s} s, and "
+                                   "resumes after the last txid it read -> check that the "
+                                   "NameNode runs and has finished starting (`hdfs haadmin "
+                                   "-getAllServiceState`, `hdfs dfsadmin -safemode get`), and "
+                                   "[hdfs] uri if it never answers")
+            return
         add("namenode", False, f"{uri}: {java_error_line(exc)} -> check [hdfs] uri, "
                                "HADOOP_CONF_DIR (HA nameservices), the network path and that "
                                "the NameNode runs")

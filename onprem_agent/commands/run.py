@@ -2,7 +2,9 @@
 
 Exit codes: 0 stopped by SIGTERM/SIGINT; 1 a setup or runtime error (message on stderr);
 3 purged edits with gap_policy = "stop" (an alert went out). systemd's Restart=always brings the
-agent back after 1; after 3 an operator must decide (see docs/edge-node.md).
+agent back after 1; after 3 an operator must decide (see docs/edge-node.md). A NameNode that
+stops, restarts or fails over is not an error: the agent waits for it and reads on
+(onprem_agent/live/reconnect.py), re-logging in from its keytab before each new attempt.
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
         run_term(config, settings, state, stream_source=client.stream_source(),
                  converter=converter, lister=client.lister(), sender=sender,
                  checkpoint=open_checkpoint_store(config), stop=stop,
-                 on_gap=gap_reporter(config.cluster, alerts), keeper=keeper)
+                 on_gap=gap_reporter(config.cluster, alerts), keeper=keeper,
+                 before_reconnect=kerberos.relogin_now if kerberos is not None else None)
 
     try:
         serve(lease, stop, renew_interval_s=settings.lease.renew_interval_s, term=term)

@@ -18,6 +18,7 @@ from hdfs_events import names
 from onprem_agent.checkpoint import CheckpointStore
 from onprem_agent.config import AgentConfig
 from onprem_agent.lease import Lease, LeaseKeeper, wait_until_leader
+from onprem_agent.live.reconnect import Backoff
 from onprem_agent.live.settings import LiveSettings
 from onprem_agent.live.snapshot import NamespaceLister, namespace_snapshot
 from onprem_agent.live.stream import BatchConverter, Gap, LiveSource, LiveStats, StreamSource
@@ -59,7 +60,8 @@ def readings(state: AgentState) -> AgentReadings:
         txid_lag=lambda: state.stats.txids_behind,
         seconds_lag=lambda: seconds_since(state.stats.last_event_ms),
         checkpoint_txid=checkpoint, leader=lambda: 1.0 if state.leader else 0.0,
-        gaps=lambda: len(state.stats.gaps))
+        gaps=lambda: len(state.stats.gaps),
+        namenode_unavailable=lambda: 1.0 if state.stats.namenode_unavailable else 0.0)
 
 
 def gap_reporter(cluster: str, alerts: Alerts, metrics_client: Any = None,
@@ -85,9 +87,12 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
              stream_source: StreamSource, converter: BatchConverter, lister: NamespaceLister,
              sender: Sender, checkpoint: CheckpointStore, stop: threading.Event,
              on_gap: Callable[[Gap], None], keeper: LeaseKeeper | None = None,
-             on_idle: Callable[[], None] | None = None) -> PipelineResult:
+             on_idle: Callable[[], None] | None = None,
+             before_reconnect: Callable[[], None] | None = None) -> PipelineResult:
     """Ships from the checkpoint until `stop`, a lost lease, or an error (InotifyGapError
-    with gap_policy = "stop")."""
+    with gap_policy = "stop"; a failure reconnect.py does not wait out). An unavailable
+    NameNode is waited for inside the term: the pipeline, its sender and its checkpoint stay,
+    so nothing read before the outage is read or sent again."""
     term_stop = threading.Event()
     inotify = settings.inotify
     pipeline = Pipeline(config, sender=sender, checkpoint=checkpoint)
@@ -99,7 +104,10 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
                                     workers=inotify.snapshot_workers),
         on_gap=on_gap, poll_timeout_ms=inotify.poll_timeout_ms,
         max_batches_per_drain=inotify.max_batches_per_drain, stats=state.stats,
-        on_idle=on_idle)
+        on_idle=on_idle,
+        backoff=Backoff(settings.hdfs.reconnect_initial_s, settings.hdfs.reconnect_max_s),
+        before_reconnect=before_reconnect,
+        shipped=lambda: pipeline.snapshot().checkpoint_txid)
 
     def watch() -> None:  # turns the agent's stop, or a lost lease, into this term's stop
         while not term_stop.is_set():

@@ -119,7 +119,8 @@ class HadoopClient:
             raise refusal from None
 
     def stream_source(self) -> StreamSource:
-        return StreamSource(open_stream=self.open_stream, current_txid=self.current_txid)
+        return StreamSource(open_stream=self.open_stream, current_txid=self.current_txid,
+                            uri=self.uri)
 
     def lister(self) -> HadoopLister:
         return HadoopLister(self._fs)
@@ -206,15 +207,17 @@ class KerberosLogin:
 
     def relogin_if_due(self) -> None:
         with self._lock:
-            if self._clock() - self._last < self._interval:
-                return
-            self._ugi.getLoginUser().checkTGTAndReloginFromKeytab()
-            self._last = self._clock()
-            end = self._ticket_end_ms()
-            if end != self.ticket_end_ms:
-                log.info("kerberos: ticket renewed for %s from keytab %s, valid until %s",
-                         self.principal, self.keytab, _utc(end))
-                self.ticket_end_ms = end
+            if self._clock() - self._last >= self._interval:
+                self._relogin()
+
+    def _relogin(self) -> None:
+        self._ugi.getLoginUser().checkTGTAndReloginFromKeytab()
+        self._last = self._clock()
+        end = self._ticket_end_ms()
+        if end != self.ticket_end_ms:
+            log.info("kerberos: ticket renewed for %s from keytab %s, valid until %s",
+                     self.principal, self.keytab, _utc(end))
+            self.ticket_end_ms = end
 
     def _ticket_end_ms(self) -> int | None:
         """The login user's ticket-granting ticket's end time (epoch ms), None without one."""
@@ -229,6 +232,18 @@ class KerberosLogin:
             if str(tgt.getServer().getName()).startswith("krbtgt/"):
                 return int(tgt.getEndTime().getTime())
         return None
+
+    def relogin_now(self) -> None:
+        """Before reconnecting to a NameNode that was away: an outage may outlive the ticket
+        (keep_fresh's interval may not have come round yet). Hadoop logs in again only when the
+        ticket is in its last 20 % or gone, so this is cheap when it is not due. A failure is a
+        KerberosError: not worth retrying, the agent ends (reconnect.py)."""
+        with self._lock:
+            try:
+                self._relogin()
+            except Exception as exc:  # JPype raises Hadoop's KerberosAuthException
+                raise KerberosError(f"cannot log in again as {self.principal} from keytab "
+                                    f"{self.keytab}: {_login_cause(exc)}") from None
 
     def keep_fresh(self, stop: threading.Event) -> threading.Thread:
         """A thread that relogs in while the agent runs: busy or idle, the ticket stays valid."""

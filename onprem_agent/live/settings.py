@@ -7,6 +7,8 @@ file and the key, and an unknown key is an error (a typo must not fall back to a
     conf_dir = "/etc/hadoop/conf"        # else HADOOP_CONF_DIR
     classpath = []                       # else `hadoop classpath --glob`, HADOOP_CLASSPATH, pyspark
     max_heap = "512m"
+    reconnect_initial_s = 1              # NameNode unavailable: first wait before reconnecting,
+    reconnect_max_s = 30                 #   doubling (jittered) up to this; the agent never exits
     [kerberos]
     principal = "hdfs-events/edge1.example.com@EXAMPLE.COM"
     keytab = "/etc/security/keytabs/hdfs-events.keytab"
@@ -52,6 +54,8 @@ class HdfsSettings:
     conf_dir: str | None = None
     classpath: tuple[str, ...] = ()
     max_heap: str = "512m"
+    reconnect_initial_s: int = 1
+    reconnect_max_s: int = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,13 +151,21 @@ _NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a li
 
 def load_live_settings(config: AgentConfig) -> LiveSettings:
     h = _Section(config, "hdfs")
-    h.check_keys(("uri", "conf_dir", "classpath", "max_heap"))
+    h.check_keys(("uri", "conf_dir", "classpath", "max_heap", "reconnect_initial_s",
+                  "reconnect_max_s"))
     uri = h.get("uri", str, None)
     if uri is not None and not uri.startswith(("hdfs://", "viewfs://")):
         raise h.error("uri", f"must be hdfs://<namenode or nameservice>, got {uri!r}")
+    # Each attempt already holds Hadoop's own connect retries (ipc.client.connect.max.retries,
+    # 10 x 1 s by default); the cap bounds how late the agent notices a NameNode that is back.
+    initial = _bounded(h, "reconnect_initial_s", 1, 1, 600)
+    most = _bounded(h, "reconnect_max_s", max(30, initial), 1, 3600)
+    if most < initial:
+        raise h.error("reconnect_max_s", f"must be >= reconnect_initial_s ({initial})")
     hdfs = HdfsSettings(uri=uri, conf_dir=h.get("conf_dir", str, None),
                         classpath=h.strings("classpath", ()),
-                        max_heap=h.get("max_heap", str, "512m"))
+                        max_heap=h.get("max_heap", str, "512m"),
+                        reconnect_initial_s=initial, reconnect_max_s=most)
 
     k = _Section(config, "kerberos")
     k.check_keys(("principal", "keytab", "relogin_interval_s"))

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from hdfs_events import names
+from stacks.settings import DeploySettings
 from tests.infra.conftest import Synthesized
 from tests.infra.synth import REPO
 
@@ -36,7 +37,8 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
     assert set(alarms) == {
         "event-dlq-not-empty", "copy-dlq-not-empty-prod", "events-oldest-message-age",
         "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
-        "agent-heartbeat-missing-prod", "stream-gap-prod", "agent-inotify-gap-prod",
+        "agent-heartbeat-missing-prod", "namenode-unavailable-prod", "stream-gap-prod",
+        "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
         "foreign-sender-prod", "index-bridged-ranges-prod", "sync-bytes-pending-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
@@ -56,6 +58,21 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
     assert heartbeat["ComparisonOperator"] == "LessThanThreshold"
     for job in ("glue-CompactEvents-failed", "glue-ActivityRollups-failed"):
         assert alarms[job]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_a_namenode_unavailable_for_the_configured_minutes_alarms_per_cluster(
+        prod: Synthesized) -> None:
+    alarm = _alarms(prod)["namenode-unavailable-prod"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        names.METRICS_NAMESPACE, names.METRIC_NAMENODE_UNAVAILABLE)
+    assert alarm["Dimensions"] == [{"Name": names.DIMENSION_CLUSTER, "Value": "prod"}]
+    # Every minute of the configured time had a heartbeat saying 1 (Maximum: an HA pair's
+    # standby says 0 under the same dimension); no heartbeat is the heartbeat alarm's case.
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+        "Maximum", 60, DeploySettings().namenode_unavailable_minutes)
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == (
+        "GreaterThanOrEqualToThreshold", 1)
+    assert alarm["TreatMissingData"] == "missing"
 
 
 def test_one_gap_record_or_agent_gap_report_in_five_minutes_alarms_per_cluster(

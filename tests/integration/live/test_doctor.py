@@ -57,8 +57,12 @@ def test_unreachable_namenode_fails_clearly_and_quickly(tmp_path, queue_url, jvm
     assert by_name["queue"].startswith("OK")
     assert by_name["jvm"].startswith("OK") and "Java 17" in by_name["jvm"]
     namenode = by_name["namenode"]
-    assert namenode.startswith("FAIL") and "hdfs://127.0.0.1:1" in namenode
-    assert "ConnectException" in namenode and "-> check [hdfs] uri" in namenode
+    # Refused: a NameNode that is down or restarting looks like this, so the line says what a
+    # running agent does about it, then what to check.
+    assert namenode.startswith("FAIL") and \
+        "NameNode hdfs://127.0.0.1:1 unavailable (ConnectException: " in namenode
+    assert "a running agent waits for it, reconnecting every 1-30 s" in namenode
+    assert "-> check that the NameNode runs" in namenode and "[hdfs] uri" in namenode
 
 
 def test_missing_queue_is_one_failed_line(tmp_path, moto_endpoint, jvm, clean_hadoop_env):

@@ -19,7 +19,8 @@ CLUSTER = "prod"
 
 def fixed_readings(**values) -> AgentReadings:
     defaults = dict(events_read=120, events_sent=100, send_errors=2, txid_lag=7,
-                    seconds_lag=1.5, checkpoint_txid=4242, leader=1, gaps=0)
+                    seconds_lag=1.5, checkpoint_txid=4242, leader=1, gaps=0,
+                    namenode_unavailable=0)
     merged = defaults | values
     return AgentReadings(**{k: (lambda v=v: v) for k, v in merged.items()})
 
@@ -58,6 +59,7 @@ def test_heartbeat_puts_the_alarm_metric_and_deltas(moto_endpoint):
 
     assert values(names.METRIC_AGENT_HEARTBEAT) == [2.0]
     assert values(names.METRIC_AGENT_EVENTS_SENT) == [130.0]  # 100, then 30 more
+    assert values(names.METRIC_NAMENODE_UNAVAILABLE) == [0.0]  # sent with every beat
     assert values(names.METRIC_AGENT_LAG_TXIDS) == [14.0]
     assert beat.beats == 2
 

@@ -23,6 +23,9 @@ def test_defaults_are_a_short_bounded_poll_and_snapshot_recovery():
     assert s.inotify.snapshot_paths == ("/data", "/user")  # the covered directories
     assert not s.lease.enabled and s.kerberos.enabled is False
     assert settings(lease={"duration_s": 30}).lease.table == "state"  # the agent-state table
+    assert (s.hdfs.reconnect_initial_s, s.hdfs.reconnect_max_s) == (1, 30)
+    # A first wait above the default cap raises the cap with it, not an error.
+    assert settings(hdfs={"reconnect_initial_s": 60}).hdfs.reconnect_max_s == 60
 
 
 @pytest.mark.parametrize(("sections", "message"), [
@@ -34,6 +37,9 @@ def test_defaults_are_a_short_bounded_poll_and_snapshot_recovery():
     ({"lease": {"duration_s": 10, "renew_interval_s": 8}}, "[lease] renew_interval_s"),
     ({"verify": {"alert_topic_arn": "alerts"}}, "[verify] alert_topic_arn: must be an SNS"),
     ({"metrics": {"prometheus_port": "9464"}}, "[metrics] prometheus_port: must be an integer"),
+    ({"hdfs": {"reconnect_initial_s": 10, "reconnect_max_s": 5}},
+     "[hdfs] reconnect_max_s: must be >= reconnect_initial_s (10)"),
+    ({"hdfs": {"reconnect_initial_s": 0}}, "[hdfs] reconnect_initial_s: must be >= 1"),
 ])
 def test_mistakes_name_the_file_and_the_key(sections, message):
     with pytest.raises(ConfigError) as info:
