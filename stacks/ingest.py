@@ -66,11 +66,19 @@ class IngestStack(Stack):
             senders.append(principal.user.user_arn)
             if principal.role is not None:
                 senders.append(principal.role.role_arn)
+        not_a_sender: dict[str, dict[str, list[str]]] = {
+            "ArnNotEquals": {"aws:PrincipalArn": senders}}
+        # cdk.json's extra_senders are IAM unique ids, not ARNs: spared by aws:userid, which is
+        # the id itself for a user and "<role id>:<session name>" for a role session. A Deny
+        # applies only when every condition matches, so either key spares a sender.
+        extra = sorted({s for p in self.principals for s in settings.extra_senders_of(p.cluster)})
+        if extra:
+            not_a_sender["StringNotLike"] = {
+                "aws:userid": [v for s in extra for v in (s, f"{s}:*")]}
         self.events.queue.add_to_resource_policy(iam.PolicyStatement(
             sid="OnlyAgentsSendEvents", effect=iam.Effect.DENY,
             principals=[iam.AnyPrincipal()], actions=["sqs:SendMessage"],
-            resources=[self.events.queue.queue_arn],
-            conditions={"ArnNotEquals": {"aws:PrincipalArn": senders}}))
+            resources=[self.events.queue.queue_arn], conditions=not_a_sender))
 
         out = self._output
         out("EventQueueUrl", self.events.queue.queue_url, "FIFO queue the agents send events to")

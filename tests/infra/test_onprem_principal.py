@@ -238,11 +238,25 @@ def test_event_queue_denies_sending_to_every_other_principal(deployed_env: Synth
     deny = denies[0]
     assert deny["Principal"] == {"AWS": "*"}
     assert "EventsQueue" in json.dumps(deny["Resource"])
+    # No extra_senders in dev and prod: the principal's ARN is the only way past.
+    assert set(deny["Condition"]) == {"ArnNotEquals"}
     allowed = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
     rendered = json.dumps(allowed)
     # The agent's user and Roles Anywhere role, and the consumer (continuation messages).
     assert len(allowed) == 3
     assert "User" in rendered and "ConsumerRole" in rendered and "Role" in rendered
+
+
+def test_event_queue_deny_spares_extra_senders_by_unique_id(local: Synthesized) -> None:
+    # cdk.json local: extra_senders = ["demo=AIDAIT2UOQQY3AUEKVGXU"]. Unique ids are no ARNs:
+    # the Deny also needs the caller's aws:userid outside them (the id itself for a user,
+    # "<id>:<session>" for a role session) to apply. Enforced: tests/integration/iam.
+    (deny,) = [s for p in local.resources("Ingest", "AWS::SQS::QueuePolicy").values()
+               for s in p["Properties"]["PolicyDocument"]["Statement"]
+               if s.get("Sid") == "OnlyAgentsSendEvents"]
+    assert deny["Condition"]["StringNotLike"] == {
+        "aws:userid": ["AIDAIT2UOQQY3AUEKVGXU", "AIDAIT2UOQQY3AUEKVGXU:*"]}
+    assert len(deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]) == 2  # consumer, user
 
 
 def _rendered(value: object) -> str:
