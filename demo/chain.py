@@ -83,13 +83,17 @@ class Chain:
     work: Path
     cluster: str = "demo"
     lambda_env: dict[str, str] = field(default_factory=dict)
+    # The templates deployed, by stack name: what moto skips (the Glue tables) is read there.
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def deploy(cls, endpoint: str, work: Path, cluster: str = "demo") -> Chain:
-        from demo.localcloud import deploy_to_moto
+        from demo.localcloud import deploy_to_moto, synth
 
-        outputs = deploy_to_moto(endpoint, "local")
-        chain = cls(endpoint=endpoint, outputs=outputs, work=work, cluster=cluster)
+        assembly = synth("local")
+        outputs = deploy_to_moto(endpoint, "local", assembly=assembly)
+        chain = cls(endpoint=endpoint, outputs=outputs, work=work, cluster=cluster,
+                    templates=assembly.templates())
         chain.lambda_env = chain._function_environment()
         return chain
 

@@ -24,6 +24,8 @@ from tests.kit.workload import write_edit_log
 
 KILLS = 3
 FAIL_SHARE = 0.3
+# Below the job's default (1000): the generated log's burst of 300 UNLINKs is flagged.
+MASS_DELETE_THRESHOLD = 200
 
 
 @dataclass
@@ -64,7 +66,8 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         compaction = run_glue_job("glue_jobs.compact_events", "--source", uri, "--target", uri,
                                   log=work / "glue.log")
         rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
-                               "--mass_delete_threshold", "200", log=work / "glue.log")
+                               "--mass_delete_threshold", str(MASS_DELETE_THRESHOLD),
+                               log=work / "glue.log")
         yield ChainRun(chain=chain, lake=store_for(uri), source=source, kills=run.kills, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
                        log_path=work / "cloudwatch/ingest.log", index=index)
