@@ -24,10 +24,14 @@ from pyspark.sql import functions as F
 from glue_jobs.schema import AGENT_RECORD_TYPES
 
 UNKNOWN_OWNER = "(unknown)"
-# `hdfs dfs -put` / -copyFromLocal / -cp write x._COPYING_ in x's own directory and rename it to
-# x (Hadoop's CommandWithDestination). The agent ships all three events: the CREATE names the
-# owner, the CLOSE the size, both under x's prefix; the rename is no user's doing.
+# Temporary names Hadoop's copy tools write and then rename into place. The agent ships all
+# their events: the CREATE names the owner, the CLOSE the size; the rename is no user's doing.
+# - `hdfs dfs -put` / -copyFromLocal / -cp: x._COPYING_ in x's own directory, renamed to x
+#   (CommandWithDestination), so the upload counts under x's prefix;
+# - DistCp without -direct: <target root>/.distcp.tmp.<task attempt>.<ms>, renamed to its file
+#   anywhere below that root (RetriableFileCopyCommand), so it counts at the root's prefix.
 UPLOAD_SUFFIX = "._COPYING_"
+DISTCP_TEMPORARY = ".distcp.tmp."
 # Columns the rollups read from the curated table: Parquet reads only these.
 INPUT_COLUMNS = ("cluster", "txid", "index", "type", "path", "dst_path", "timestamp",
                  "inode_type", "owner", "metadata_type", "size", "gap_end_txid", "dt")
@@ -141,14 +145,23 @@ def with_prefix(depth: int) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
+def ends_upload() -> Column:
+    """A RENAME of a copy tool's temporary file into place (see UPLOAD_SUFFIX)."""
+    name = F.substring_index(F.col("path"), "/", -1)
+    copying = F.col("path") == F.concat(F.col("dst_path"), F.lit(UPLOAD_SUFFIX))
+    return (F.col("type") == "RENAME") & (F.coalesce(copying, F.lit(False))
+                                          | name.startswith(DISTCP_TEMPORARY))
+
+
 def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
     """Attributed, prefixed events -> one row per (dt, cluster, prefix, owner):
 
     - files_created: CREATE of a FILE
     - files_deleted: UNLINK of a path not known to be a directory (inotify's UNLINK carries no
       inode type, so an UNLINK of a path created before the lake counts as a file)
-    - files_renamed: RENAME, counted at the source prefix, but for the end of an upload
-      (`x._COPYING_` -> `x`, see UPLOAD_SUFFIX): its CREATE and CLOSE already count it
+    - files_renamed: RENAME, counted at the source prefix, but for one that ends an upload
+      (ends_upload: `x._COPYING_` -> `x`, DistCp's temporary file): its CREATE and CLOSE
+      already count it
     - bytes_written: sum of CLOSE sizes; a CLOSE after a concat reports -1 and is left out
     - small_files_created: CLOSE with 0 <= size < small_file_bytes
     - net_file_count_change: files_created - files_deleted
@@ -161,14 +174,12 @@ def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
             return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
         created = count_if((t == "CREATE") & (F.col("inode_type") == "FILE"))
-        upload_ends = F.col("path") == F.concat(F.col("dst_path"), F.lit(UPLOAD_SUFFIX))
         deleted = count_if((t == "UNLINK")
                            & ~F.coalesce(F.col("known_inode_type") == "DIRECTORY", F.lit(False)))
         return (events.groupBy("dt", "cluster", "prefix", "owner").agg(
             created.alias("files_created"),
             deleted.alias("files_deleted"),
-            count_if((t == "RENAME") & ~F.coalesce(upload_ends, F.lit(False)))
-            .alias("files_renamed"),
+            count_if((t == "RENAME") & ~ends_upload()).alias("files_renamed"),
             F.coalesce(F.sum(F.when(close_sized, size)), F.lit(0)).cast("long")
             .alias("bytes_written"),
             count_if(close_sized & (size < small_file_bytes)).alias("small_files_created"))

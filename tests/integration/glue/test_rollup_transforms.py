@@ -122,12 +122,17 @@ def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(
         row("CREATE", inode="FILE", known="FILE", owner="carol", path="/a/u._COPYING_"),
         row("CLOSE", size=300, owner="carol", path="/a/u._COPYING_"),
         row("RENAME", known="FILE", owner="carol", path="/a/u._COPYING_", dst="/a/u"),
+        # DistCp into /a/dc: its temporary file at the target root, renamed below it.
+        row("CREATE", inode="FILE", known="FILE", owner="carol", path="/a/dc/.distcp.tmp.m_0.1"),
+        row("CLOSE", size=200, owner="carol", path="/a/dc/.distcp.tmp.m_0.1"),
+        row("RENAME", known="FILE", owner="carol", path="/a/dc/.distcp.tmp.m_0.1",
+            dst="/a/dc/sub/v"),
     ], ATTRIBUTED)
 
     out = events.transform(daily_activity(small_file_bytes=100))
 
     expected = spark.createDataFrame([(C, "/a", "alice", 1, 2, 2, 1010, 1, -1, DAY14),
-                                      (C, "/a", "carol", 1, 0, 0, 300, 0, 1, DAY14)],
+                                      (C, "/a", "carol", 2, 0, 0, 500, 0, 2, DAY14)],
                                      ACTIVITY_SCHEMA)
     assert_frames_equal(out, expected)
 
