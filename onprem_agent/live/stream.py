@@ -247,7 +247,9 @@ class LiveSource:
             return False
         from onprem_agent.live.hadoop import java_error_line  # hadoop.py imports this module
 
-        error = java_error_line(exc)
+        # NetUtils.wrapException ends every message with a link to Hadoop's wiki: not news in a
+        # line that repeats every few seconds.
+        error = java_error_line(exc).split("; For more details see:")[0]
         if self._outage is None:
             self._outage = Outage(started_s=self._monotonic(), error=error)
             self.stats.unavailable_since_s = self._outage.started_s

@@ -148,8 +148,9 @@ class HdfsCluster:
     def shutdown_namenode(self, index: int) -> None:
         self._call("shutdown_namenode", index)
 
-    def restart_namenode(self, index: int) -> None:
-        self._call("restart_namenode", index)
+    def restart_namenode(self, index: int, *, wait_active: bool = False) -> None:
+        """wait_active: return once it is out of safe mode with its DataNodes (writes work)."""
+        self._call("restart_namenode", index, wait_active)
 
     # -- Hadoop's own tools, as separate JVMs ----------------------------------------------------
     def edits_xml(self, segment: Path, out: Path) -> Path:

@@ -181,8 +181,16 @@ class Host:
     def shutdown_namenode(self, index: int) -> None:
         self.cluster.shutdownNameNode(index)
 
-    def restart_namenode(self, index: int) -> None:
-        self.cluster.restartNameNode(index, False)
+    def restart_namenode(self, index: int, wait_active: bool = False) -> None:
+        """Starts NameNode `index` again on its old ports (after shutdown_namenode, or from
+        running): it loads the fsimage, replays the edits, and leaves safe mode once the
+        DataNodes report; wait_active waits for that (MiniDFSCluster.waitActive)."""
+        self.cluster.restartNameNode(index, wait_active)
+        if self.ha is None:
+            # MiniDFSCluster closed its FileSystem with the old NameNode ("Filesystem closed"
+            # on the next call): the workload goes on through a new one.
+            self.fs = self.cluster.getFileSystem()
+            self.workload = Workload(self.fs, self.conf)
 
 
 def main() -> None:
