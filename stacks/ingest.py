@@ -7,6 +7,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from stacks.cli_policies import CliPolicies
 from stacks.ingest_function import IngestFunction
 from stacks.onprem_principal import (
     OnPremPrincipal,
@@ -40,6 +41,11 @@ class IngestStack(Stack):
                 lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
                 index_table=storage.index_table, transfers_table=storage.transfers_table,
                 sync_table=storage.sync_table)
+
+        self.cli = CliPolicies(
+            self, "Cli", settings=settings, lake=lake, index_table=storage.index_table,
+            transfers_table=storage.transfers_table,
+            copy_queues={c: q.queue for c, q in self.copy_requests.items()})
 
         anchor = (RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
                   if settings.roles_anywhere else None)
@@ -89,6 +95,8 @@ class IngestStack(Stack):
             "Consumer Lambda of the event queue")
         out("IngestLogGroupName", self.consumer.log_group.log_group_name,
             "One JSON line per HDFS event (Logs Insights)")
+        out("OperatorReadPolicyArn", self.cli.operator_read.managed_policy_arn,
+            "Attach to run hdfs-events index ls|stat|status and copy status (read-only)")
         if anchor is not None:
             out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
                 "IAM Roles Anywhere trust anchor of the agents' certificates")
@@ -99,6 +107,9 @@ class IngestStack(Stack):
                 f"Copy requests for the {p.cluster} copy worker (return channel)")
             out(f"CopyRequestDlqUrl{suffix}", copy.dlq.queue_url,
                 f"Copy requests to {p.cluster} that could never succeed")
+            out(f"CopySubmitPolicyArn{suffix}",
+                self.cli.copy_submitters[p.cluster].managed_policy_arn,
+                f"Attach to run hdfs-events copy submit for {p.cluster}")
             out(f"AgentUserName{suffix}", p.user.user_name,
                 f"IAM user of the {p.cluster} agent (access key in Secrets Manager)")
             out(f"AgentAccessKeySecretArn{suffix}", p.access_key_secret.secret_arn,

@@ -119,8 +119,12 @@ class IngestFunction(Construct):
                 "POWERTOOLS_LOGGER_LOG_EVENT": "false",
             })
 
-        lake.grant_put(self.function, f"{names.RAW_PREFIX}*")
-        lake.grant_put(self.function, f"{names.QUARANTINE_PREFIX}*")
+        # Plain PutObject, not grant_put (which adds object lock, tagging and Abort*): each
+        # message's events go to raw/, refused records to quarantine/, one PUT each.
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="WriteLake", actions=["s3:PutObject"],
+            resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*"),
+                       lake.arn_for_objects(f"{names.QUARANTINE_PREFIX}*")]))
         # Applying a range reads the events of messages other invocations received:
         # back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
         # s3:GetBucket*): the keys come from the arrival items, nothing is listed.
@@ -128,7 +132,10 @@ class IngestFunction(Construct):
             sid="ReadRawEvents", actions=["s3:GetObject"],
             resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*")]))
         if lake.encryption_key is not None:
-            lake.encryption_key.grant_decrypt(self.function)
+            # S3 asks KMS as the caller: a data key for each PUT, Decrypt for each GET.
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="UseLakeKey", actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                resources=[lake.encryption_key.key_arn]))
         index_table.grant(self.function, *INDEX_ACTIONS)
         # Continue requests: applying ranges out of time asks a later invocation to go on.
         self.role.add_to_policy(iam.PolicyStatement(
@@ -144,8 +151,6 @@ class IngestFunction(Construct):
                 "run on (pyproject pins 3.11, as Glue 5.1 does); upgrade both together")
         nag.ack(self.role, "IAM5[Resource::*]", "X-Ray PutTraceSegments/PutTelemetryRecords "
                 "(active tracing) support no resource-level permissions")
-        nag.ack_actions(self.role, ["s3:Abort*",
-                                    *(nag.LAKE_KEY_ACTIONS if settings.lake_kms else ())])
         nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX])
 
     def accept_senders(self, senders: Mapping[str, Sequence[str]],

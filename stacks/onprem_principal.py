@@ -53,6 +53,9 @@ def onprem_statements(cluster: str, settings: DeploySettings,
     statements = [
         iam.PolicyStatement(sid="ShipEvents", actions=["sqs:SendMessage"],
                             resources=[t.event_queue.queue_arn]),
+        # `doctor` checks the queue is reachable and FIFO (GetQueueAttributes FifoQueue).
+        iam.PolicyStatement(sid="CheckEventQueue", actions=["sqs:GetQueueAttributes"],
+                            resources=[t.event_queue.queue_arn]),
         # Its own cluster's copy-request queue only (a queue per cluster, stacks/queues.py).
         iam.PolicyStatement(sid="TakeCopyRequests",
                             actions=["sqs:ReceiveMessage", "sqs:DeleteMessage",
@@ -65,12 +68,16 @@ def onprem_statements(cluster: str, settings: DeploySettings,
                             conditions={"StringLike": {"s3:prefix": [
                                 q for p in settings.export_prefixes for q in (p, f"{p}*")]}}),
         # Checkpoint, lease and heartbeat: only the items whose partition key is this cluster.
+        # Every write is an UpdateItem (it creates the item the first time): no PutItem.
         iam.PolicyStatement(sid="OwnAgentState",
-                            actions=["dynamodb:GetItem", "dynamodb:PutItem",
-                                     "dynamodb:UpdateItem"],
+                            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
                             resources=[t.state_table.table_arn],
                             conditions={"ForAllValues:StringEquals": {
                                 "dynamodb:LeadingKeys": [cluster]}}),
+        # `doctor` checks the checkpoint/lease table exists. DescribeTable reads no item, so
+        # IAM has no leading-key condition for it: the table alone.
+        iam.PolicyStatement(sid="DescribeStateTable", actions=["dynamodb:DescribeTable"],
+                            resources=[t.state_table.table_arn]),
         # `sync`: its own state, only items whose partition key is this cluster (a finished
         # window's item and a path no longer pending or parked are deleted).
         iam.PolicyStatement(sid="OwnSyncState",
@@ -81,16 +88,17 @@ def onprem_statements(cluster: str, settings: DeploySettings,
                             conditions={"ForAllValues:StringEquals": {
                                 "dynamodb:LeadingKeys": [cluster]}}),
         # The copy worker (return channel) records each state change of its own cluster's
-        # requests: items "<cluster>#<request_id>" (names.transfer_key).
+        # requests: items "<cluster>#<request_id>" (names.transfer_key), by conditional
+        # UpdateItem only (copy_worker/transfers.py): no PutItem.
         iam.PolicyStatement(sid="TrackOwnTransfers",
-                            actions=["dynamodb:GetItem", "dynamodb:PutItem",
-                                     "dynamodb:UpdateItem"],
+                            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
                             resources=[t.transfers_table.table_arn],
                             conditions={"ForAllValues:StringLike": {
                                 "dynamodb:LeadingKeys": [names.transfer_key(cluster, "*")]}}),
         # `verify` compares an HDFS listing with the index: read-only, own cluster's partitions
-        # ("<cluster>#<parent dir>", see names.index_partition).
-        iam.PolicyStatement(sid="VerifyOwnIndex", actions=["dynamodb:Query"],
+        # ("<cluster>#<parent dir>", see names.index_partition): the prefix's own entry
+        # (GetItem; not for `/`, which has none) and each directory's children (Query).
+        iam.PolicyStatement(sid="VerifyOwnIndex", actions=["dynamodb:GetItem", "dynamodb:Query"],
                             resources=[t.index_table.table_arn],
                             conditions={"ForAllValues:StringLike": {
                                 "dynamodb:LeadingKeys": [names.index_partition(cluster, "*")]}}),
@@ -126,8 +134,7 @@ def sync_destination_statements(cluster: str,
         statements += [
             iam.PolicyStatement(sid=f"ReplicateObjects{n}",
                                 actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject",
-                                         "s3:AbortMultipartUpload",
-                                         "s3:ListMultipartUploadParts"],
+                                         "s3:AbortMultipartUpload"],
                                 resources=[f"{bucket_arn}/{prefix}*"]),
             iam.PolicyStatement(sid=f"ListReplica{n}", actions=["s3:ListBucket"],
                                 resources=[bucket_arn],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import re
 
 import pytest
 from aws_cdk.assertions import Match
@@ -14,6 +13,7 @@ from stacks.assets import MissingAssetError
 from stacks.ingest_function import INDEX_ACTIONS, pinned_version
 from stacks.queues import MAX_MESSAGE_BYTES
 from stacks.settings import SettingsError, load_settings
+from tests.infra import aws_calls
 from tests.infra.conftest import Synthesized
 from tests.infra.synth import REPO
 
@@ -212,20 +212,11 @@ def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> No
 
 # --- what the consumer may do, against what its code calls ------------------------------------
 
-INGEST_CODE = REPO / "lambdas" / "ingest"
-# The attribute each boto3 client lives in (the stores of lambdas/ingest).
-CLIENT_SERVICE = {"ddb": "dynamodb", "s3": "s3", "sqs": "sqs", "iam": "iam"}
-
-
-def _calls_in_consumer_code() -> dict[str, set[str]]:
-    """IAM actions of the boto3 calls in lambdas/ingest: `self.ddb.batch_get_item(` (or a
-    client passed in as `ddb`) is dynamodb:BatchGetItem."""
-    calls: dict[str, set[str]] = {service: set() for service in CLIENT_SERVICE.values()}
-    for source in INGEST_CODE.glob("*.py"):
-        for client, op in re.findall(r"\b(ddb|s3|sqs|iam)\.([a-z_]+)\(", source.read_text()):
-            service = CLIENT_SERVICE[client]
-            calls[service].add(f"{service}:" + "".join(w.title() for w in op.split("_")))
-    return calls
+def _consumer_actions(service: str) -> set[str]:
+    """IAM actions of the consumer's calls of `service`, as tests/infra/aws_calls.py reads
+    them from lambdas/ingest (test_grants_cover_calls.py guards that scan)."""
+    return {a for c in aws_calls.calls_of("consumer") if c.service == service
+            for a in aws_calls.actions_of(c.service, c.operation)}
 
 
 def _by_action(s: Synthesized, prefix: str) -> dict[str, list[dict]]:
@@ -237,22 +228,13 @@ def _by_action(s: Synthesized, prefix: str) -> dict[str, list[dict]]:
     return found
 
 
-def test_consumer_code_calls_are_found() -> None:
-    # Guards the scan below: if the code moved, the grant test would compare against nothing.
-    calls = _calls_in_consumer_code()
-    assert {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} <= calls[
-        "dynamodb"]
-    assert {"s3:PutObject", "s3:GetObject"} <= calls["s3"]
-    assert "sqs:SendMessage" in calls["sqs"]
-
-
 def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
         deployed_env: Synthesized) -> None:
     granted = _by_action(deployed_env, "dynamodb:")
     # Sequencer lease and position: conditional UpdateItem; entries: BatchGetItem,
     # BatchWriteItem, Query (PutItem when a batch is refused); arrivals and manifests: PutItem.
     # Nothing deletes (a delete leaves a marker with a TTL).
-    assert set(granted) == _calls_in_consumer_code()["dynamodb"] == set(INDEX_ACTIONS)
+    assert set(granted) == _consumer_actions("dynamodb") == set(INDEX_ACTIONS)
     for statements in granted.values():
         for statement in statements:
             assert "IndexTable" in json.dumps(statement["Resource"]), statement
@@ -269,7 +251,7 @@ def test_consumer_reads_back_only_raw_lake_objects(deployed_env: Synthesized) ->
     assert reads[0]["Resource"] == {"Fn::Join": ["", [
         "arn:", {"Ref": "AWS::Partition"}, f":s3:::hdfs-events-{deployed_env.env}-lake-",
         {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"/{names.RAW_PREFIX}*"]]}
-    called = _calls_in_consumer_code()["s3"]
+    called = _consumer_actions("s3")
     assert called <= set(_by_action(deployed_env, "s3:")), called
 
 
@@ -282,7 +264,7 @@ def test_consumer_may_decrypt_the_kms_lake_it_reads(prod: Synthesized, dev: Synt
 def test_consumer_sends_continue_requests_only_to_the_event_queue(
         deployed_env: Synthesized) -> None:
     sends = _by_action(deployed_env, "sqs:SendMessage")["sqs:SendMessage"]
-    assert _calls_in_consumer_code()["sqs"] == {"sqs:SendMessage"}
+    assert _consumer_actions("sqs") == {"sqs:SendMessage"}
     assert [json.dumps(s["Resource"]) for s in sends] == [
         json.dumps({"Fn::GetAtt": [_event_queue_id(deployed_env), "Arn"]})]
     # The queue's deny-all-but-the-senders policy lets the consumer role through.
@@ -312,7 +294,7 @@ def test_each_cluster_is_accepted_only_from_its_own_principals(deployed_env: Syn
         assert json.dumps({"Fn::GetAtt": [user_id, "Arn"]}) in rendered
     for role_id in roles:
         assert json.dumps({"Fn::GetAtt": [role_id, "RoleId"]}) in rendered
-    assert _calls_in_consumer_code()["iam"] == {"iam:GetUser"}
+    assert _consumer_actions("iam") == {"iam:GetUser"}
     (lookup,) = _by_action(deployed_env, "iam:GetUser")["iam:GetUser"]
     assert _actions(lookup) == ["iam:GetUser"]
     resources = lookup["Resource"] if isinstance(lookup["Resource"], list) else [

@@ -12,12 +12,15 @@ from tests.infra.conftest import Synthesized
 
 pytestmark = pytest.mark.slow
 
-# The list, plus what the return channel (transfers status) and `verify` (index reads of
-# the own cluster) need; KMS Decrypt only when the lake uses a KMS key.
+# The list, plus what the return channel (transfers status), `verify` (index reads of
+# the own cluster) and `doctor` (the queue's attributes, the state table's description) need;
+# KMS Decrypt only when the lake uses a KMS key. test_grants_cover_calls.py checks each grant
+# against the calls the code makes.
 EXPECTED_ACTIONS = {
     "sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
-    "s3:GetObject", "s3:ListBucket", "dynamodb:GetItem", "dynamodb:PutItem",
-    "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "cloudwatch:PutMetricData",
+    "sqs:GetQueueAttributes", "s3:GetObject", "s3:ListBucket", "dynamodb:GetItem",
+    "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query",
+    "dynamodb:DescribeTable", "cloudwatch:PutMetricData",
 }
 
 
@@ -82,6 +85,10 @@ def test_each_permission_names_its_resource(dev: Synthesized) -> None:
     assert "StateTable" in json.dumps(by_sid["OwnAgentState"]["Resource"])
     assert "TransfersTable" in json.dumps(by_sid["TrackOwnTransfers"]["Resource"])
     assert "IndexTable" in json.dumps(by_sid["VerifyOwnIndex"]["Resource"])
+    # `doctor`: the event queue's attributes and the state table's description, nothing else
+    assert by_sid["CheckEventQueue"]["Resource"] == by_sid["ShipEvents"]["Resource"]
+    assert _actions(by_sid["DescribeStateTable"]) == ["dynamodb:DescribeTable"]
+    assert by_sid["DescribeStateTable"]["Resource"] == by_sid["OwnAgentState"]["Resource"]
 
 
 def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
@@ -279,8 +286,7 @@ def test_sync_writes_only_under_its_destination_prefix_in_the_customers_bucket(
     objects, listing, uploads = (touching[sid] for sid in (
         "ReplicateObjects0", "ListReplica0", "ListReplicaUploads0"))
     assert sorted(_actions(objects)) == ["s3:AbortMultipartUpload", "s3:DeleteObject",
-                                         "s3:GetObject", "s3:ListMultipartUploadParts",
-                                         "s3:PutObject"]
+                                         "s3:GetObject", "s3:PutObject"]
     assert [_rendered(r) for r in _resources(objects)] == [f"{bucket}/mirror/*"]
     assert "Condition" not in objects
     assert _actions(listing) == ["s3:ListBucket"]
