@@ -77,6 +77,10 @@ INDEX_TABLE = "hdfs-events-index"
 
 @pytest.fixture
 def index_table(moto_endpoint: str) -> str:
+    return create_lake_and_index()
+
+
+def create_lake_and_index() -> str:
     """The lake bucket and the namespace index table, keyed as the CDK app creates them."""
     boto3.client("s3").create_bucket(
         Bucket=LAKE_BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
