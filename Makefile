@@ -43,7 +43,21 @@ $(STAMP): pyproject.toml constraints.txt
 	fi
 	touch $@
 
-test: $(STAMP) $(HADOOP_STAMP) .make/chromium
+# The consumer Lambda as AWS runs it (tests/integration/deployed): the python3.11 runtime's boto3
+# (tests/integration/deployed/lambda_runtime_sdk.txt says which and why) and, apart, the Powertools
+# layer's packages at the versions constraints.txt pins, nothing else. pip --target into two
+# directories the test puts on sys.path itself, as Lambda does /var/runtime and /opt/python.
+# First run ~10 s (pip downloads ~15 MB), later runs nothing.
+LAMBDA_RUNTIME := .make/lambda-runtime
+$(LAMBDA_RUNTIME)/.installed: constraints.txt tests/integration/deployed/lambda_runtime_sdk.txt | $(STAMP)
+	rm -rf $(LAMBDA_RUNTIME)
+	$(PY) -m pip install --quiet --target $(LAMBDA_RUNTIME)/runtime \
+	  -r tests/integration/deployed/lambda_runtime_sdk.txt
+	$(PY) -m pip install --quiet --no-deps --target $(LAMBDA_RUNTIME)/layer/python -c constraints.txt \
+	  aws-lambda-powertools aws-xray-sdk wrapt jmespath typing-extensions
+	touch $@
+
+test: $(STAMP) $(HADOOP_STAMP) .make/chromium $(LAMBDA_RUNTIME)/.installed
 	$(PY) -m pytest tests
 
 demo: $(STAMP) $(HADOOP_STAMP)
