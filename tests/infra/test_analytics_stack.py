@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import zipfile
+from datetime import UTC, datetime
 
 import pytest
 
+from glue_jobs import layout
 from hdfs_events.event import FIELDS
 from stacks.assets import GLUE_SCRIPTS
 from stacks.lake_catalog import NAMED_QUERIES
 from tests.infra.conftest import Synthesized
+from tests.kit.athena_tables import glue_tables, projected_partitions
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +73,40 @@ def test_events_table_has_every_contract_field_and_cluster_dt_partitions(
         assert [k["Name"] for k in tables[rollup]["PartitionKeys"]] == ["dt"]
         assert json.dumps(tables[rollup]["StorageDescriptor"]["Location"]).endswith(
             f'/curated/{rollup}/"]]}}')
+
+
+# Where each rollup table's days are written: the rollups job's output roots (rollup_run.py).
+ROLLUP_PREFIXES = {layout.ACTIVITY_TABLE: layout.ACTIVITY_PREFIX,
+                   layout.MASS_DELETE_TABLE: layout.MASS_DELETE_PREFIX,
+                   layout.GAPS_TABLE: layout.GAPS_PREFIX}
+PSEUDO = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Partition": "aws"}
+
+
+def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
+        deployed_env: Synthesized) -> None:
+    tables = glue_tables(deployed_env.templates["Analytics"], PSEUDO)
+    assert set(tables) == {layout.EVENTS_TABLE, *ROLLUP_PREFIXES}
+    bucket = f"hdfs-events-{deployed_env.env}-lake-123456789012-eu-west-1"
+    # events: registered by the compaction job (a partition's location is its latest run
+    # folder), so no projection, which would make Athena ignore the registered locations.
+    events = tables[layout.EVENTS_TABLE]
+    assert not events.projected and "storage.location.template" not in events.parameters
+    assert events.location == f"s3://{bucket}/{layout.EVENTS_PREFIX}"
+    (compact,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
+                  if name.endswith("-compact-events")]
+    assert compact["--catalog_table"] == layout.EVENTS_TABLE
+    # The rollup tables: projected day by day, each day where the job's partitionBy("dt")
+    # writes it, from before the oldest inotify edit log up to tomorrow.
+    now = datetime(2026, 11, 26, 23, 30, tzinfo=UTC)
+    for name, prefix in ROLLUP_PREFIXES.items():
+        table = tables[name]
+        assert table.projected, name
+        assert table.location == f"s3://{bucket}/{prefix}"
+        days = projected_partitions(table, now)
+        assert days[("2026-11-26",)] == f"s3://{bucket}/{prefix}dt=2026-11-26/"
+        assert days[("2015-01-13",)] == f"s3://{bucket}/{prefix}dt=2015-01-13/"
+        assert max(days) == ("2026-11-27",) and min(days) == ("2014-01-01",)
+        assert len(days) == (datetime(2026, 11, 27) - datetime(2014, 1, 1)).days + 1
 
 
 def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesized) -> None:
