@@ -242,6 +242,8 @@ ACTION_OF: dict[tuple[str, str], tuple[str, ...]] = {
     ("s3", "DeleteObjects"): ("s3:DeleteObject",),
     ("s3", "ListMultipartUploads"): ("s3:ListBucketMultipartUploads",),
     ("s3", "ListParts"): ("s3:ListMultipartUploadParts",),
+    # "You cannot set permissions explicitly for SendMessageBatch, DeleteMessageBatch, or
+    # ChangeMessageVisibilityBatch" (SQS Developer Guide, "Amazon SQS batch actions")
     ("sqs", "SendMessageBatch"): ("sqs:SendMessage",),
     ("sqs", "DeleteMessageBatch"): ("sqs:DeleteMessage",),
     ("sqs", "ChangeMessageVisibilityBatch"): ("sqs:ChangeMessageVisibility",),

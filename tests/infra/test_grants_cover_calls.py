@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,6 +209,39 @@ def test_the_scan_finds_the_calls_we_know() -> None:
     # our own methods named like an operation are not taken for AWS calls
     assert not any(c.module == "onprem_agent/copy_worker/worker.py" and c.service == "sns"
                    for c in aws_calls.calls_of("onprem"))
+
+
+def _scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> list[str]:
+    (tmp_path / "pkg").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pkg" / "m.py").write_text(source)
+    monkeypatch.setattr(aws_calls, "REPO", tmp_path)
+    monkeypatch.setitem(aws_calls.COMPONENTS, "probe", ("pkg/*.py",))
+    aws_calls.calls_of.cache_clear()
+    try:
+        return [f"{c.service}:{c.operation}" for c in aws_calls.calls_of("probe")]
+    finally:
+        aws_calls.calls_of.cache_clear()
+
+
+def test_a_name_two_services_share_must_be_resolved(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    source = ('import boto3\nglue, ddb = boto3.client("glue"), boto3.client("dynamodb")\n'
+              'ddb.create_table(TableName="t")\n')
+    with pytest.raises(AssertionError, match="create_table is an operation of"):
+        _scan(tmp_path, monkeypatch, source)
+    monkeypatch.setitem(aws_calls.AMBIGUOUS, ("pkg/m.py", "create_table"), "dynamodb")
+    assert _scan(tmp_path, monkeypatch, source) == ["dynamodb:CreateTable"]
+
+
+def test_a_method_of_ours_named_like_an_operation_must_be_classified(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = ('import boto3\nsns = boto3.client("sns")\n'
+              'class Outcome:\n    def publish(self) -> None:\n        sns.publish(Message="m")\n'
+              'Outcome().publish()\n')
+    with pytest.raises(AssertionError, match="classify it in SAME_NAME"):
+        _scan(tmp_path, monkeypatch, source)
+    monkeypatch.setitem(aws_calls.SAME_NAME, ("pkg/m.py", "publish"), False)
+    assert _scan(tmp_path, monkeypatch, source) == []
 
 
 def test_operations_map_to_their_iam_actions() -> None:
