@@ -238,6 +238,18 @@ def _compact_s3a(r: dict[str, Any], size: str) -> list[Figure]:
                         + ", ".join(f"{n:.1f} {verb}" for verb, n in per_object.items()))]
 
 
+def _rollups(r: dict[str, Any], size: str) -> list[Figure]:
+    res, n = r["results"], r["history"]
+    ours, one, full = res[f"history_{n}"], res["history_1"], res["full_recompute"]
+    return [Figure(f"rollups hourly run, {n} days of history", "s", ours["seconds"],
+                   one["seconds"], "1 day of history", size, higher_is_better=False,
+                   note=f"goal ~1.00x (flat); one new day of {r['events_per_day']:,} events, "
+                        f"best of {r['rounds']}; session start excluded"),
+            Figure(f"rollups hourly run vs every day recomputed, {n} days", "s", ours["seconds"],
+                   full["seconds"], "every day (the run before #29)", size,
+                   higher_is_better=False, note=f"{full['days']} days recomputed, one run")]
+
+
 def _lake(r: dict[str, Any], size: str) -> list[Figure]:
     return [Figure("raw lake bytes/event (gzip JSON lines)", "bytes",
                    r["raw_bytes_per_event"], r["raw_bytes_per_single_event_object"],
@@ -339,6 +351,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--events", "200000"), quick_size="200k events + 5% duplicates",
           smoke=("--events", "3000"), full=("--events", "1000000"),
           full_size="1M events + 5% duplicates", timeout_s=3600),
+    Bench("rollups", "bench.rollups", "rollups.json", _rollups,
+          quick=("--events-per-day", "20000"),
+          quick_size="1 new day of 20k events, 1 vs 30 days of history (default 50k a day)",
+          smoke=("--events-per-day", "200", "--history", "2", "--rounds", "1"),
+          full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600),
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
           smoke=("--measure-lake",), full=("--measure-lake",),
