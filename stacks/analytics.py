@@ -125,6 +125,9 @@ class AnalyticsStack(Stack):
             self, "ActivityRollups", job_name=self.job_names["ActivityRollups"],
             description="curated/events -> daily activity and mass-delete tables",
             script=glue.Code.from_asset(str(glue_script("rollups"))),
+            # No --from_dt/--to_dt: each run rolls up the days the compaction runs marked since
+            # the last one (glue_jobs/rollup_days.py), so its cost follows the new data, not the
+            # lake's age. A range by hand is a job run's own --from_dt/--to_dt.
             default_arguments={
                 "--source": lake_uri,
                 "--target": lake_uri,
