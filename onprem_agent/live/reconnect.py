@@ -21,8 +21,8 @@ from dataclasses import dataclass
 # Where each retriable failure comes from (simple Java class names, so a RemoteException's
 # server-side class matches too):
 _RETRIABLE = frozenset({
-    # The NameNode's RPC port is closed (process stopped or not yet listening), after Hadoop's
-    # own ipc.client.connect.max.retries (10 x 1 s by default) inside one call.
+    # The NameNode's RPC port is closed: process stopped or not yet listening (at once, measured
+    # against a stopped MiniDFSCluster NameNode; an HA client first tries the other NameNode).
     "ConnectException",
     # The NameNode closed the connection mid-call: what a poll in flight gets as it stops.
     "EOFException",

@@ -156,8 +156,9 @@ def load_live_settings(config: AgentConfig) -> LiveSettings:
     uri = h.get("uri", str, None)
     if uri is not None and not uri.startswith(("hdfs://", "viewfs://")):
         raise h.error("uri", f"must be hdfs://<namenode or nameservice>, got {uri!r}")
-    # Each attempt already holds Hadoop's own connect retries (ipc.client.connect.max.retries,
-    # 10 x 1 s by default); the cap bounds how late the agent notices a NameNode that is back.
+    # A stopped NameNode refuses at once (measured: the HDFS client tries a refused connection
+    # once unless dfs.client.retry.policy.enabled), so these waits are the agent's pace; the cap
+    # bounds how late it notices a NameNode that is back.
     initial = _bounded(h, "reconnect_initial_s", 1, 1, 600)
     most = _bounded(h, "reconnect_max_s", max(30, initial), 1, 3600)
     if most < initial:
