@@ -4,8 +4,10 @@ the mass-delete detector. Input: curated events (the event fields plus dt).
 Owner attribution. Hadoop's inotify puts an owner only on CREATE (and on METADATA OWNER
 changes); CLOSE, RENAME, UNLINK, TRUNCATE carry none. Each event gets the owner of the latest
 CREATE or METADATA OWNER of its path at or before its (txid, index), following one RENAME: the
-destination of a rename inherits the owner its source had. Longer rename chains, and paths whose
-CREATE predates the lake, keep UNKNOWN_OWNER, so their figures still count, under that name.
+destination of a rename inherits the owner its source had. The end of an upload (ends_upload:
+`x._COPYING_` -> `x`) is no hop: `x` starts with its upload's owner, so a file put and then
+moved is still known. Longer rename chains, and paths whose CREATE predates the lake, keep
+UNKNOWN_OWNER, so their figures still count, under that name.
 
 Records the live agent adds (docs/contract.md, "GAP and SNAPSHOT") are never activity: a
 snapshot of a million paths is the state of a million paths, not a million creates, and a GAP
@@ -90,9 +92,20 @@ def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
                    .select("cluster", "path", "txid", "index", "dst_path")
                    .join(wanted.withColumnRenamed("path", "dst_path"), ["cluster", "dst_path"],
                          "left_semi"))
-        direct = facts_of(history).join(
-            wanted.unionByName(renames.select("cluster", "path")), ["cluster", "path"],
-            "left_semi")
+        needed = wanted.unionByName(renames.select("cluster", "path"))
+        # An upload's end makes its owner a fact of the file's own name, before any hop.
+        uploads = (history.where(ends_upload())
+                   .select("cluster", "path", "txid", "index", "dst_path")
+                   .join(needed.withColumnRenamed("path", "dst_path"), ["cluster", "dst_path"],
+                         "left_semi"))
+        uploaded = (_as_of(uploads, facts_of(history).join(
+            uploads.select("cluster", "path"), ["cluster", "path"], "left_semi"))
+            .where(F.col("known_owner").isNotNull())
+            .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
+                    F.col("known_owner").alias("fact_owner"),
+                    F.col("known_inode_type").alias("fact_inode_type")))
+        direct = facts_of(history).join(needed, ["cluster", "path"], "left_semi") \
+            .unionByName(uploaded)
         # One hop: the destination of a rename gets the owner its source had at that moment.
         moved = (_as_of(renames, direct).where(F.col("known_owner").isNotNull())
                  .select("cluster", F.col("dst_path").alias("path"), "txid", "index",

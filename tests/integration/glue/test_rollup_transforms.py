@@ -81,6 +81,26 @@ def test_attribute_owners_follows_creates_owner_changes_one_rename_and_snapshots
     ]
 
 
+def test_attribute_owners_takes_the_end_of_an_upload_for_no_hop(spark):
+    history = _events(
+        spark,
+        (_create(1, "/u/f._COPYING_", "alice"), DAY13),  # `hdfs dfs -put`
+        (_event(2, EventType.CLOSE, "/u/f._COPYING_", size=5), DAY13),
+        (_event(3, EventType.RENAME, "/u/f._COPYING_", dst_path="/u/f"), DAY13),
+        (_event(4, EventType.RENAME, "/u/f", dst_path="/v/f"), DAY14),  # `hdfs dfs -mv`
+        (_event(5, EventType.UNLINK, "/v/f"), DAY14),  # alice: the move is the one hop
+        (_create(6, "/w/a", "bob"), DAY14),
+        (_event(7, EventType.RENAME, "/w/a", dst_path="/w/b"), DAY14),
+        (_event(8, EventType.RENAME, "/w/b", dst_path="/w/c"), DAY14),
+        (_event(9, EventType.UNLINK, "/w/c"), DAY14))  # two users' renames: not followed
+    today = history.where(F.col("dt") == DAY14)
+
+    out = today.transform(attribute_owners(history))
+
+    assert sorted((r["txid"], r["owner"]) for r in out.collect()) == [
+        (4, "alice"), (5, "alice"), (6, "bob"), (7, "bob"), (8, "bob"), (9, UNKNOWN_OWNER)]
+
+
 def test_with_prefix_keeps_the_first_directories_of_the_parent(spark):
     paths = spark.createDataFrame([("/a/b/c/file",), ("/a/b/file",), ("/a/file",), ("/file",),
                                    ("/",)], T.StructType([T.StructField("path", T.StringType())]))
