@@ -13,7 +13,7 @@ from hdfs_events.event import FIELDS
 from stacks.assets import GLUE_SCRIPTS
 from stacks.lake_catalog import NAMED_QUERIES
 from tests.infra.conftest import Synthesized
-from tests.kit.athena_tables import glue_tables, projected_partitions
+from tests.kit.athena_tables import glue_tables, projected_partitions, trino_syntax_errors
 
 pytestmark = pytest.mark.slow
 
@@ -151,6 +151,15 @@ def test_athena_workgroup_enforces_encrypted_results_and_has_the_named_queries(
             assert query["WorkGroup"] == f"hdfs-events-{s.env}"
     (wg,) = prod.resources("Analytics", "AWS::Athena::WorkGroup").values()
     assert wg["Properties"]["RecursiveDeleteOption"] is False
+
+
+def test_every_saved_query_parses_in_trinos_own_parser() -> None:
+    """Athena's engine is Trino: its parser (431, the last on Java 17) accepts every saved query.
+    Spark SQL runs them on the demo's lake (tests/e2e/test_saved_queries.py)."""
+    queries = {name: sql for name, (_, sql) in NAMED_QUERIES.items()}
+    # What Spark alone accepts is refused: the check can tell the dialects apart.
+    spark_only = {"backquoted": "SELECT `index` FROM events"}
+    assert trino_syntax_errors(queries | spark_only).keys() == {"backquoted"}
 
 
 def test_glue_catalog_is_retained_in_prod(prod: Synthesized) -> None:

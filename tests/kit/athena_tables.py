@@ -21,9 +21,12 @@ range from 2014 is ~4,700 partitions per table).
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -216,3 +219,32 @@ def pinned_to(sql: str, day: date) -> str:
     """The query as it runs on `day`: `current_date` replaced by that day's DATE literal, the
     one rewrite the runner makes (the lake's data is from fixed days, the clock is not)."""
     return re.sub(r"\bcurrent_date\b", f"DATE '{day.isoformat()}'", sql, flags=re.IGNORECASE)
+
+
+# Trino's parser (`make hadoop` puts its jars there) and the single-file program that runs it.
+TRINO_PARSER_JARS = Path(__file__).resolve().parents[2] / ".hadoop" / "trino"
+TRINO_PARSER = Path(__file__).with_name("athena_trino_parser.java")
+
+
+def trino_syntax_errors(queries: Mapping[str, str]) -> dict[str, str]:
+    """{query name: Trino's parse error} for the queries Trino's parser refuses."""
+    if not any(TRINO_PARSER_JARS.glob("trino-parser-*.jar")):
+        raise FileNotFoundError(f"no trino-parser jar in {TRINO_PARSER_JARS}: run `make hadoop`")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for name, sql in queries.items():
+            files[name] = Path(tmp) / f"{len(files)}.sql"
+            files[name].write_text(sql)
+        done = subprocess.run(["java", "-cp", f"{TRINO_PARSER_JARS}/*", str(TRINO_PARSER),
+                               *map(str, files.values())],
+                              capture_output=True, text=True, timeout=300, check=False)
+    by_file = {str(f): name for name, f in files.items()}
+    verdicts = {}  # file -> "" (parsed) or Trino's message
+    for line in done.stdout.splitlines():
+        status, _, rest = line.partition(" ")
+        if status in ("OK", "FAIL"):
+            file, _, message = rest.partition(": ")
+            verdicts[file] = message if status == "FAIL" else ""
+    if set(verdicts) != set(by_file):
+        raise RuntimeError(f"Trino's parser exited {done.returncode}: {done.stderr[-2000:]}")
+    return {by_file[f]: message for f, message in verdicts.items() if message}
