@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,9 +141,54 @@ class IamCloud:
                                     key["SecretAccessKey"])
         return self._admin
 
+    def environ(self, principal: Principal) -> dict[str, str]:
+        """This process's environment with `principal`'s credentials instead of any other:
+        for a command run as that principal in a subprocess."""
+        return without_credentials(os.environ) | principal.environ(self.endpoint)
+
     def client(self, service: str, principal: Principal | None = None) -> Any:
         """A boto3 client of this server acting as `principal` (the admin by default)."""
         return (principal or self.admin).session().client(service, endpoint_url=self.endpoint)
+
+    # --- users the admin makes, and what a principal holds -----------------------------------
+    def user_holding(self, name: str, *, managed: Sequence[str] = (),
+                     inline: Mapping[str, Mapping[str, Any]] | None = None) -> Principal:
+        """A new IAM user holding exactly the managed policies `managed` (ARNs: a shipped policy
+        the customer attaches to whatever runs the cloud CLI) and the `inline` documents by
+        name (a shipped policy's copy with a grant taken out, `without_action`), with a key."""
+        iam = self.client("iam")
+        arn = iam.create_user(UserName=name)["User"]["Arn"]
+        for policy_arn in managed:
+            iam.attach_user_policy(UserName=name, PolicyArn=policy_arn)
+        for policy_name, document in (inline or {}).items():
+            iam.put_user_policy(UserName=name, PolicyName=policy_name,
+                                PolicyDocument=json.dumps(document))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return Principal(name, name, arn, key["AccessKeyId"], key["SecretAccessKey"])
+
+    def policies_of(self, principal: Principal) -> tuple[list[str], dict[str, dict[str, Any]]]:
+        """(managed policy ARNs, inline documents by name) a deployed user or role holds."""
+        iam = self.client("iam")
+        if ":role/" in principal.arn:
+            attached = iam.list_attached_role_policies(RoleName=principal.name)
+            names = iam.list_role_policies(RoleName=principal.name)["PolicyNames"]
+            inline = {n: iam.get_role_policy(RoleName=principal.name, PolicyName=n)[
+                "PolicyDocument"] for n in names}
+        else:
+            attached = iam.list_attached_user_policies(UserName=principal.name)
+            names = iam.list_user_policies(UserName=principal.name)["PolicyNames"]
+            inline = {n: iam.get_user_policy(UserName=principal.name, PolicyName=n)[
+                "PolicyDocument"] for n in names}
+        return [p["PolicyArn"] for p in attached["AttachedPolicies"]], {
+            n: json.loads(d) if isinstance(d, str) else d for n, d in inline.items()}
+
+    def policy_document(self, policy_arn: str) -> dict[str, Any]:
+        """The default version's document of a managed policy."""
+        iam = self.client("iam")
+        version = iam.get_policy(PolicyArn=policy_arn)["Policy"]["DefaultVersionId"]
+        document = iam.get_policy_version(PolicyArn=policy_arn, VersionId=version)[
+            "PolicyVersion"]["Document"]
+        return json.loads(document) if isinstance(document, str) else document
 
     def deploy(self, assembly: Assembly) -> dict[str, str]:
         """Deploys `assembly` as the admin, makes every principal's credentials, then switches
@@ -182,6 +227,10 @@ class IamCloud:
         denial names the access key id, as moto's S3 check knows no more)."""
         return [line.split(" ", 1)[1].rstrip() for line in self.log.read_text().splitlines()
                 if line.startswith(DENIED + " ")]
+
+    def assert_nothing_denied(self) -> None:
+        denials = self.denials()
+        assert not denials, f"{len(denials)} requests denied:\n" + "\n".join(denials)
 
     # --- principals --------------------------------------------------------------------------
     def principal(self, logical_id_prefix: str) -> Principal:
@@ -303,3 +352,23 @@ class IamCloud:
         if (kind, attribute) == ("AWS::IAM::User", "Arn"):
             return self.client("iam").get_user(UserName=physical_id)["User"]["Arn"]
         raise ValueError(f"tests.kit.iam_cloud cannot resolve {kind}.{attribute}")
+
+
+def without_action(document: Mapping[str, Any], sid: str, action: str) -> dict[str, Any]:
+    """A copy of a policy document with `action` taken out of statement `sid` (the statement
+    dropped if nothing is left); raises KeyError when the document does not grant it there."""
+    statements = []
+    found = False
+    for statement in document["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [
+            statement["Action"]]
+        if statement.get("Sid") == sid and action in actions:
+            found = True
+            actions = [a for a in actions if a != action]
+            if not actions:
+                continue
+            statement = {**statement, "Action": actions}
+        statements.append(statement)
+    if not found:
+        raise KeyError(f"no statement {sid!r} granting {action}")
+    return {**document, "Statement": statements}

@@ -8,15 +8,18 @@ signature; the action (`<service>:<API name>`, wildcards matched) must be allowe
 denied, by the caller's identity policies (user inline + managed + group; role inline +
 managed). Its gaps, and what this module adds (patched at moto's one authorization point,
 `_authenticate_and_authorize_normal_action`, in this process only):
-- Resources: moto checks "*" for every service but SQS, IAM, STS and S3, so a grant on a table
-  ARN is denied. Added: `RESOURCES` names the resources of DynamoDB (table, and index of a
-  Query/Scan by IndexName; every table of a Batch*/Transact* call), SNS (TopicArn) and SQS
-  GetQueueUrl (QueueName) requests. Glue (catalog/database/table ARNs) is a hook left open:
+- Resources: moto checks "*" for every service but SQS, STS, S3 and IAM's role calls, so a grant
+  on a table ARN is denied. Added: `RESOURCES` names the resources of DynamoDB (table, and
+  index of a Query/Scan by IndexName; every table of a Batch*/Transact* call), SNS (TopicArn),
+  IAM user calls (UserName: the consumer's GetUser of the agents' users) and SQS GetQueueUrl
+  (QueueName) requests. Glue (catalog/database/table ARNs) is a hook left open:
   add `RESOURCES["glue"]`.
-- Action names: moto checks the API name, AWS the IAM action. Added: SQS `*Batch` calls are
-  `sqs:SendMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility` (moto alone denies
-  SendMessageBatch to a sender granted SendMessage, which AWS allows); TransactGetItems is a
-  `dynamodb:GetItem` per item, TransactWriteItems a Put/Update/Delete/ConditionCheckItem per item.
+- Action names: moto checks `<signing name>:<API name>`, AWS the IAM action. Added: the IAM
+  service prefix (CloudWatch signs as `monitoring`, its actions are `cloudwatch:*`); SQS
+  `*Batch` calls are `sqs:SendMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility`
+  (moto alone denies SendMessageBatch to a sender granted SendMessage, which AWS allows);
+  TransactGetItems is a `dynamodb:GetItem` per item, TransactWriteItems a
+  Put/Update/Delete/ConditionCheckItem per item.
 - Resource policies: moto evaluates none. Added: the Deny statements of an SQS queue's policy
   (set with SetQueueAttributes) on every call to that queue (tests/kit/iam_conditions.py;
   `aws:SecureTransport` is "true": the agents reach AWS over HTTPS, only this stand-in is HTTP).
@@ -95,10 +98,24 @@ def sqs_checks(response: Any, action: str) -> list[Check]:
     return [(iam_action, response._determine_resource())]
 
 
+def iam_checks(response: Any, action: str) -> list[Check]:
+    backend = iam_backends[response.current_account]["aws"]
+    user, role = response._get_param("UserName"), response._get_param("RoleName")
+    if user:
+        found = backend.users.get(user)
+        arn = found.arn if found else f"arn:aws:iam::{response.current_account}:user/{user}"
+    elif role:
+        arn = response._determine_resource()  # moto's: the role's ARN
+    else:
+        arn = response._get_param("PolicyArn") or "*"
+    return [(f"iam:{action}", arn)]
+
+
 # Service -> the (action, resource) pairs a request needs, each allowed. A service missing here
 # keeps moto's own single check (action `<service>:<API name>` on the resource moto found).
 RESOURCES: dict[str, Callable[[Any, str], list[Check]]] = {
     "dynamodb": dynamodb_checks,
+    "iam": iam_checks,
     "sns": sns_checks,
     "sqs": sqs_checks,
 }
@@ -144,9 +161,16 @@ def _authorize(self: Any, resource: str = "*") -> None:
     checks = resolver(self, api) if resolver else [(f"{self.service_name}:{api}", resource)]
     path = self.raw_path + (f"?{self.parsed_url.query}" if self.parsed_url.query else "")
     for action, arn in checks:
+        # A GET has no payload: moto's .data then holds parameters parsed from the URL (Lambda's
+        # REST calls), which would be signed as a body and never match. A form POST (SNS) has
+        # its payload in .data, its raw body consumed by the form parser.
+        data = {} if self.method in ("GET", "HEAD", "DELETE") else self.data
         request = IAMRequest(account_id=self.current_account, method=self.method, path=path,
-                             data=self.data, body=self.raw_body, headers=self.headers,
+                             data=data, body=self.raw_body, headers=self.headers,
                              action=action.split(":", 1)[1])
+        # moto prefixes the action with the signing name, which is not always IAM's service
+        # prefix (CloudWatch signs as "monitoring", IAM says "cloudwatch:PutMetricData").
+        request._action = action
         request.check_signature()
         try:
             request.check_action_permitted(arn)
