@@ -9,7 +9,9 @@ consumer applies it, and then:
 - the lake is exactly Hadoop's own stream (its Java reader, event for event, field for field);
 - the index holds every file with HDFS's type, size and owner, and `verify` reports 0 drift;
 - the rollups' activity counts each upload once, under its own directory, with its bytes and
-  its owner, and no copy tool's rename as a user's rename.
+  its owner, and no copy tool's rename as a user's rename;
+- the sync, which ignores `._COPYING_` by default (never a partial file), still copies every
+  upload once it has its own name: the replica equals HDFS.
 """
 
 from __future__ import annotations
@@ -52,11 +54,19 @@ from tests.integration.hdfs.conftest import (
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
 from tests.kit.live_agent import AgentProcess, write_agent_config
+from tests.kit.sync_agent import (
+    create_sync_table,
+    start_sync,
+    sync_command,
+    wait_for_replication,
+)
 
 EXAMPLE = REPO / "onprem_agent" / "examples" / "agent.toml"
 ROOT = "/uploads"
 PUTS = {"alice": 60, "bob": 40}  # files each user uploads with one `hdfs dfs -put`: 100
 PREFIX_DEPTH = 2  # the rollups' default: /uploads/alice
+REPLICA = "replica"
+DESTINATION = f"s3://{REPLICA}/mirror/"
 
 
 def sized(i: int) -> bytes:
@@ -85,6 +95,7 @@ def example_filter() -> str:
 @dataclass
 class Uploaded:
     config: Path
+    sync_config: Path
     after_puts: dict[str, dict[str, Any]]  # the files below ROOT once the 100 puts ended
     puts_end: int  # the NameNode's txid then
     final: dict[str, dict[str, Any]]  # the files below ROOT at the end
@@ -105,6 +116,9 @@ def uploaded(hdfs: HdfsCluster, moto_server: str,
         queue = boto3.client("sqs").create_queue(
             QueueName="uploads.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
         create_lake_and_index()
+        boto3.client("s3").create_bucket(
+            Bucket=REPLICA, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        create_sync_table()
         yield run_uploads(hdfs, tmp, queue, moto_server)
 
 
@@ -114,6 +128,11 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
         tmp / "agent", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri, conf_dir=hdfs.conf_dir,
         checkpoint_txid=start,
         extra=example_filter() + f'[verify]\nindex_table = "{INDEX_TABLE}"\n')
+    # The sync with the same [filter] and its own defaults (no ignore_patterns of its own).
+    sync_config = write_agent_config(
+        tmp / "sync", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri, conf_dir=hdfs.conf_dir,
+        extra=example_filter() + f'[sync]\ndestination = "{DESTINATION}"\n'
+        f'table = "hdfs-events-sync"\npaths = ["{ROOT}"]\n')
     local = tmp / "local"
     puts = {user: write_local(local / user, {f"f{i:03d}": sized(i + 100 * n)
                                              for i in range(count)})
@@ -125,11 +144,14 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
     write_local(distcp_src, {f"d{i}": sized(600 + i) for i in range(4)} | {"sub/e": sized(700)})
 
     agent = AgentProcess.start(config)
+    sync: AgentProcess | None = None
     try:
         hdfs.run([["mkdirs", f"{ROOT}/{user}"] for user in ("alice", "bob", "carol")]
                  + [["chown", f"{ROOT}/{user}", user, None] for user in ("alice", "bob", "carol")]
                  + [["mkdirs", f"/user/{user}"] for user in ("alice", "bob")]
                  + [["chown", f"/user/{user}", user, None] for user in ("alice", "bob")])
+        sync = start_sync(sync_config)
+        wait_for_replication(sync, CLUSTER, DESTINATION, marker(hdfs, "listed"))
         hdfs.run([["shell", user, ["-put", *map(str, files), f"{ROOT}/{user}/"]]
                   for user, files in puts.items()])
         puts_end = hdfs.txid()
@@ -148,11 +170,14 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
             ["shell", "bob", ["-copyFromLocal", "-f", str(again[0]), f"{ROOT}/bob/f010"]],
         ])
         distcp(hdfs, tmp, moto_server, distcp_src, f"{ROOT}/carol/dc", user="carol")
-        end = hdfs.txid()
+        end = marker(hdfs, "done")
         java = hdfs.java_events(start, end)
         agent.wait_for_checkpoint(java[-1]["txid"])
+        wait_for_replication(sync, CLUSTER, DESTINATION, end)
     finally:
         assert agent.stop() == 0, agent.log_tail()
+        if sync is not None:
+            assert sync.stop() == 0, sync.log_tail()
     [final] = hdfs.run([["files", ROOT]])
     consume(queue, [ROOT])
 
@@ -170,12 +195,18 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
         written.setdefault(owner, {}).setdefault(prefix, 0)
         written[owner][prefix] += size
     return Uploaded(
-        config=config, after_puts=after_puts, puts_end=puts_end, final=final,
+        config=config, sync_config=sync_config, after_puts=after_puts, puts_end=puts_end, final=final,
         java=java, written=written,
         uploads=Counter((prefix, owner) for prefix, owner, _ in by_upload),
         # alice moved two files and sent one directory to her trash; the copy tools' own
         # renames (._COPYING_, .distcp.tmp) are nobody's.
         user_renames=Counter({"alice": 2 + 1}))
+
+
+def marker(hdfs: HdfsCluster, name: str) -> int:
+    """An event outside the covered tree; its txid is what the sync must reach."""
+    hdfs.run([["mkdirs", f"/markers/{name}"]])
+    return hdfs.txid()
 
 
 def distcp(hdfs: HdfsCluster, tmp: Path, moto_server: str, src: Path, dst: str, *,
@@ -293,3 +324,12 @@ def test_the_rollups_count_every_copy_tools_upload_and_only_users_renames(upload
                                               uploaded.written.items()
                                               for prefix, size in by.items()})
     assert +both["files_renamed"] == uploaded.user_renames
+
+
+def test_the_sync_copies_every_upload_once_under_its_own_name(uploaded):
+    s3, replica = boto3.client("s3"), {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=REPLICA, Prefix="mirror/"):
+        replica |= {"/" + o["Key"][len("mirror/"):]: o["Size"] for o in page.get("Contents", [])}
+    assert replica == {path: status["length"] for path, status in uploaded.final.items()}
+    verify = sync_command(uploaded.sync_config, "verify", "--prefix", ROOT)
+    assert verify.returncode == 0 and " 0 differ" in verify.stdout, verify.stdout + verify.stderr
