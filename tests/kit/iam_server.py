@@ -41,10 +41,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import HTTPHeaders
 from moto import settings
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.exceptions import AccessDeniedError
-from moto.iam.access_control import IAMRequest
+from moto.iam.access_control import IAMRequest, S3IAMRequest
 from moto.iam.models import iam_backends
 from moto.sqs.models import sqs_backends
 from moto.sts.models import sts_backends
@@ -200,14 +202,33 @@ def _authorize_s3(self: Any, bucket_name: str | None = None,
     try:
         _moto_s3_authorization(self, bucket_name=bucket_name, key_name=key_name)
     except Exception as exc:
-        if getattr(exc, "code", None) == 403:
-            target = f"{bucket_name or '*'}/{key_name}" if key_name else (bucket_name or "*")
-            _log_denial(self.get_access_key(), f"s3:{self._get_action()}",
-                        f"arn:aws:s3:::{target}", "not allowed by its policies")
+        # Everything this check raises is a refusal. moto's S3 errors carry their code as a
+        # string ("AccessDenied", "SignatureDoesNotMatch"), never the status 403.
+        code = getattr(exc, "code", type(exc).__name__)
+        target = f"{bucket_name or '*'}/{key_name}" if key_name else (bucket_name or "*")
+        _log_denial(self.get_access_key(), f"s3:{self._get_action()}",
+                    f"arn:aws:s3:::{target}",
+                    "not allowed by its policies" if code == "AccessDenied" else code)
         raise
 
 
+class _SignedHeadersS3Auth(S3SigV4Auth):
+    """S3's SigV4 computed over exactly the headers the request's SignedHeaders names, as S3
+    does. moto recomputes a signature with botocore's signer, which never signs User-Agent
+    (botocore.auth.SIGNED_HEADERS_BLACKLIST); the AWS SDK for Java v1 under S3A (DistCp, local
+    Spark) signs it, so moto alone refuses every S3A request as SignatureDoesNotMatch."""
+
+    def headers_to_sign(self, request: Any) -> HTTPHeaders:
+        # moto builds `request` from the signed headers only (IAMRequestBase._create_aws_request)
+        signed = HTTPHeaders()
+        for name, value in request.headers.items():
+            signed[name.lower()] = value
+        return signed
+
+
 def install() -> None:
+    S3IAMRequest._create_auth = lambda self, credentials: _SignedHeadersS3Auth(  # type: ignore[method-assign]
+        credentials, self._service, self._region)
     ActionAuthenticatorMixin._authenticate_and_authorize_normal_action = _authorize  # type: ignore[method-assign]
     ActionAuthenticatorMixin._authenticate_and_authorize_s3_action = _authorize_s3  # type: ignore[method-assign]
 
