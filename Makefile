@@ -57,7 +57,22 @@ $(LAMBDA_RUNTIME)/.installed: constraints.txt tests/integration/deployed/lambda_
 	  aws-lambda-powertools aws-xray-sdk wrapt jmespath typing-extensions
 	touch $@
 
-test: $(STAMP) $(HADOOP_STAMP) .make/chromium $(LAMBDA_RUNTIME)/.installed
+# The Glue jobs as Glue 5.1 runs them (tests/integration/deployed): Spark 3.5 (pyspark) and boto3,
+# the modules Glue provides that the entry scripts and the --extra-py-files zip may import,
+# nothing else. pyspark and py4j are linked from the dev venv (the same wheel, 345 MB not
+# copied); boto3 comes from pip's cache at the constraints.txt pin. First run ~10 s, later nothing.
+GLUE_RUNTIME := .make/glue-runtime
+$(GLUE_RUNTIME)/.installed: constraints.txt | $(STAMP)
+	rm -rf $(GLUE_RUNTIME)
+	$(PY) -m pip install --quiet --target $(GLUE_RUNTIME)/site-packages -c constraints.txt boto3
+	ln -s $(CURDIR)/$(VENV)/lib/python3.11/site-packages/pyspark \
+	  $(CURDIR)/$(VENV)/lib/python3.11/site-packages/pyspark-*.dist-info \
+	  $(CURDIR)/$(VENV)/lib/python3.11/site-packages/py4j \
+	  $(CURDIR)/$(VENV)/lib/python3.11/site-packages/py4j-*.dist-info $(GLUE_RUNTIME)/site-packages/
+	touch $@
+
+test: $(STAMP) $(HADOOP_STAMP) .make/chromium $(LAMBDA_RUNTIME)/.installed \
+  $(GLUE_RUNTIME)/.installed
 	$(PY) -m pytest tests
 
 demo: $(STAMP) $(HADOOP_STAMP)

@@ -1,0 +1,197 @@
+"""The Glue jobs as they are deployed: each job's entry script and its --extra-py-files zip from
+the synthesized cloud assembly, run with the job's default arguments from the template by a
+clean Python 3.11 that holds only the zip and what Glue 5.1 provides (Spark 3.5's pyspark and
+boto3; `make` builds them in .make/glue-runtime), against the template's Glue catalog and lake
+bucket on moto server.
+
+Glue 5.1 is Spark 3.5.6 on Python 3.11 (AWS Glue versions page); its s3:// connector is stood in
+for by S3A (glue_jobs/runtime.py), so the Hadoop jars of `make hadoop` ride along as Java, not
+Python. Glue's own special parameters (--job-language, --extra-py-files, --enable-*) are read
+by Glue, not the script: the script gets the rest, as getResolvedOptions would hand it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from demo.localcloud import Assembly
+from lambdas.ingest.lake import lake_objects
+from tests.infra.synth import REPO, synthesized
+from tests.kit.ingest_builders import sample_events
+
+pytestmark = pytest.mark.slow
+
+GLUE_SITE = REPO / ".make" / "glue-runtime" / "site-packages"
+RUN_AS_GLUE = Path(__file__).with_name("run_as_glue.py")
+S3A_JARS = REPO / ".hadoop" / "distcp"
+# 2015-01-13T08:00Z: the SQS SentTimestamp of the sample's message, the day of its edits.
+SENT_MS = 1_421_136_000_000
+# Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", special ones).
+_GLUE_OWN = re.compile(r"--(job-language|extra-py-files|enable-.*)")
+
+
+@dataclass(frozen=True)
+class GlueJob:
+    name: str
+    script: Path  # the entry script as the assembly ships it
+    extra_py_files: Path
+    arguments: list[str]  # what the script gets in sys.argv
+
+
+def resolve(value: Any, refs: dict[str, str]) -> Any:
+    """`value` with the intrinsic functions the template uses here (Ref, Fn::Join, Fn::Sub)
+    evaluated; anything else fails with a KeyError naming it."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((fn, arg),) = value.items()
+        if fn == "Ref":
+            return refs[arg]
+        if fn == "Fn::Join":
+            return arg[0].join(resolve(part, refs) for part in arg[1])
+        if fn == "Fn::Sub":
+            return re.sub(r"\$\{([^}]+)\}", lambda m: refs[m.group(1)], arg)
+        if fn.startswith("Fn::"):
+            raise KeyError(fn)
+    if isinstance(value, dict):
+        return {k: resolve(v, refs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, refs) for v in value]
+    return value
+
+
+def string_parameters(value: Any) -> Any:
+    """`value` with every `Parameters` map's values as strings, as CloudFormation hands a JSON
+    `true` in a map of strings to the Glue API ("true")."""
+    if isinstance(value, list):
+        return [string_parameters(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    return {k: ({p: json.dumps(x) if not isinstance(x, str) else x for p, x in v.items()}
+                if k == "Parameters" else string_parameters(v)) for k, v in value.items()}
+
+
+def _resources(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+def deploy_catalog(assembly: Assembly) -> tuple[dict[str, GlueJob], dict[str, str]]:
+    """Creates the template's Glue database and tables in moto; returns its jobs by name, with
+    their assets mapped to the assembly's files, and the refs used to resolve them."""
+    analytics = next(s for s in assembly.stacks if s.name.endswith("-Analytics"))
+    template = analytics.template
+    refs = {"AWS::AccountId": boto3.client("sts").get_caller_identity()["Account"],
+            "AWS::Region": boto3.client("sts").meta.region_name, "AWS::Partition": "aws"}
+    glue = boto3.client("glue")
+    for logical_id, props in _resources(template, "AWS::Glue::Database").items():
+        database = resolve(props["DatabaseInput"], refs)
+        glue.create_database(DatabaseInput=database)
+        refs[logical_id] = database["Name"]
+    for props in _resources(template, "AWS::Glue::Table").values():
+        glue.create_table(DatabaseName=resolve(props["DatabaseName"], refs),
+                          TableInput=string_parameters(resolve(props["TableInput"], refs)))
+
+    files = analytics.asset_manifest["files"]
+
+    def asset(uri: str) -> Path:
+        (asset_hash, _) = uri.rsplit("/", 1)[1].split(".", 1)
+        return assembly.directory / files[asset_hash]["source"]["path"]
+
+    jobs = {}
+    for props in _resources(template, "AWS::Glue::Job").values():
+        assert props["GlueVersion"] == "5.1"
+        args = resolve(props["DefaultArguments"], refs)
+        name = resolve(props["Name"], refs)
+        jobs[name] = GlueJob(
+            name, asset(resolve(props["Command"]["ScriptLocation"], refs)),
+            asset(args["--extra-py-files"]),
+            [item for key, value in args.items() if not _GLUE_OWN.fullmatch(key)
+             for item in (key, value)])
+    return jobs, refs
+
+
+def write_raw(bucket: str) -> tuple[int, set[str]]:
+    """The sample edit log's events in raw/ as the consumer writes them (one message); returns
+    how many events and the days they fall in."""
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={
+        "LocationConstraint": s3.meta.region_name})
+    events = sample_events("demo")
+    objects = lake_objects(events, [e.to_json() for e in events], dedup_id="demo-4-87-32",
+                           sent_timestamp_ms=SENT_MS)
+    for o in objects:
+        s3.put_object(Bucket=bucket, Key=o.key, Body=o.body, ContentType="application/x-ndjson")
+    return len(events), {re.search(r"/dt=([^/]+)/", o.key).group(1) for o in objects}
+
+
+@pytest.fixture
+def glue_site() -> Path:
+    if not (GLUE_SITE.parent / ".installed").is_file():
+        pytest.fail(f"{GLUE_SITE.parent} is missing: run `make {GLUE_SITE.parent}/.installed` "
+                    "(a prerequisite of `make test`)")
+    return GLUE_SITE
+
+
+def test_deployed_entry_scripts_run_on_glue_modules_and_their_zip_only(
+        moto_endpoint: str, glue_site: Path, tmp_path: Path) -> None:
+    jobs, _ = deploy_catalog(synthesized()["local"])
+    compact, rollups = (jobs["hdfs-events-local-compact-events"],
+                        jobs["hdfs-events-local-activity-rollups"])
+    assert compact.extra_py_files == rollups.extra_py_files
+    lake = dict(zip(compact.arguments[::2], compact.arguments[1::2], strict=True))["--source"]
+    events, days = write_raw(lake.removeprefix("s3://"))
+
+    # Spark's Python workers (the compaction's UDFs) get the zip as Glue gives it, through
+    # --py-files, and start without site-packages either.
+    worker = tmp_path / "python3.11"
+    worker.write_text(f'#!/bin/sh\nexec {sys._base_executable} -S -s "$@"\n')
+    worker.chmod(0o755)
+    out = tmp_path / "modules.json"
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(tmp_path),
+        **{k: os.environ[k] for k in ("JAVA_HOME",) if k in os.environ},
+        **{k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                      "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
+                                      "AWS_ENDPOINT_URL")},
+        "SPARK_HOME": str(glue_site / "pyspark"), "PYSPARK_PYTHON": str(worker),
+        "PYSPARK_SUBMIT_ARGS": f"--py-files {compact.extra_py_files} pyspark-shell",
+        "S3A_JARS_DIR": str(S3A_JARS), "SPARK_SHUFFLE_PARTITIONS": "2",
+    }
+    proc = subprocess.run(
+        [sys._base_executable, "-I", "-S", str(RUN_AS_GLUE), str(compact.extra_py_files),
+         str(glue_site), str(out), str(compact.script), json.dumps(compact.arguments),
+         str(rollups.script), json.dumps(rollups.arguments)],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    reports = {r["job"]: r for r in (json.loads(line) for line in proc.stdout.splitlines()
+                                     if line.startswith('{"job"'))}
+
+    # What a user sees: every event compacted once, its partitions in the Glue catalog the
+    # template declares, and the days rolled up.
+    assert reports["compact_events"]["events_added"] == events
+    assert reports["compact_events"]["quarantined_objects"] == 0
+    database = dict(zip(compact.arguments[::2], compact.arguments[1::2],
+                        strict=True))["--catalog_database"]
+    partitions = boto3.client("glue").get_partitions(DatabaseName=database,
+                                                     TableName="events")["Partitions"]
+    assert sorted(p["Values"] for p in partitions) == sorted(["demo", d] for d in days)
+    assert sorted(reports["activity_rollups"]["days"]) == sorted(days)
+    # Every Python module the driver loaded was an entry script or came from the zip, the
+    # modules Glue provides or the standard library: nothing from the repository or the dev
+    # venv.
+    stdlib = sysconfig.get_paths(vars={"installed_base": sys.base_prefix,
+                                       "base": sys.base_prefix})["stdlib"]
+    roots = (f"{compact.extra_py_files}/", f"{glue_site}/", f"{stdlib}/")
+    modules = json.loads(out.read_text())
+    assert [m for m in modules if not m.startswith(roots)
+            and m not in (str(compact.script), str(rollups.script))] == []
+    assert any(m.startswith(f"{compact.extra_py_files}/glue_jobs/") for m in modules)
