@@ -4,31 +4,31 @@ the in-process moto of unit tests and the shared moto server stay as they are.
 
 What moto 5.2 itself enforces once `/moto-api/reset-auth` switches authorization on: every
 request must carry an access key of a moto IAM user or STS assumed role and a valid SigV4
-signature; the action (`<service>:<API name>`, wildcards matched) must be allowed, and not
+signature; the action (`<signing name>:<API name>`, wildcards matched) must be allowed, and not
 denied, by the caller's identity policies (user inline + managed + group; role inline +
-managed). Its gaps, and what this module adds (patched at moto's one authorization point,
-`_authenticate_and_authorize_normal_action`, in this process only):
-- Resources: moto checks "*" for every service but SQS, STS, S3 and IAM's role calls, so a grant
-  on a table ARN is denied. Added: `RESOURCES` names the resources of DynamoDB (table, and
-  index of a Query/Scan by IndexName; every table of a Batch*/Transact* call), SNS (TopicArn),
-  IAM user calls (UserName: the consumer's GetUser of the agents' users) and SQS GetQueueUrl
-  (QueueName) requests. Glue (catalog/database/table ARNs) is a hook left open:
-  add `RESOURCES["glue"]`.
-- Action names: moto checks `<signing name>:<API name>`, AWS the IAM action. Added: the IAM
-  service prefix (CloudWatch signs as `monitoring`, its actions are `cloudwatch:*`); SQS
-  `*Batch` calls are `sqs:SendMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility`
-  (moto alone denies SendMessageBatch to a sender granted SendMessage, which AWS allows);
-  TransactGetItems is a `dynamodb:GetItem` per item, TransactWriteItems a
-  Put/Update/Delete/ConditionCheckItem per item.
-- Resource policies: moto evaluates none. Added: the Deny statements of an SQS queue's policy
-  (set with SetQueueAttributes) on every call to that queue (tests/kit/iam_conditions.py;
-  `aws:SecureTransport` is "true": the agents reach AWS over HTTPS, only this stand-in is HTTP).
-Not enforced at all: Condition elements of identity policies (moto supplies no context values,
-so `dynamodb:LeadingKeys`, `s3:prefix`, `cloudwatch:namespace`, `kms:ViaService` pass; the
-template tests in tests/infra check them statically), bucket policies and Allow statements of
-resource policies, S3 CopyObject's read of its source, KMS calls S3 and SNS make on the
-caller's behalf, and role trust policies (the kit assumes service roles before switching
-authorization on, standing in for the service).
+managed), on the resource moto finds ("*" for all but SQS queues, S3 buckets and objects, STS
+AssumeRole's role and IAM role calls); AssumeRole also checks the role's trust policy.
+What this module adds (patched at moto's two authorization points, normal and S3 requests, in
+this process only; tests/kit/iam_requests.py says what a request asks for):
+- Resources: DynamoDB tables and indexes (every table of a Batch*/Transact* call), SNS topics,
+  IAM users (UserName calls), SQS GetQueueUrl's queue: a grant on a table ARN now allows, and
+  one on another table denies. Glue's catalog/database/table ARNs are not resolved yet.
+- Action names: IAM's, not moto's: `cloudwatch:` (signs as `monitoring`); SQS `*Batch` calls
+  are their single actions (moto alone denies SendMessageBatch to a sender granted
+  SendMessage, which AWS allows); Transact* calls are their item actions.
+- Conditions of identity policies: a request moto allows must also satisfy the Condition of an
+  allowing statement, with `dynamodb:LeadingKeys` (Key, Item, batch keys, the Query's partition
+  key value), `s3:prefix` (listings) and `cloudwatch:namespace` (PutMetricData) supplied;
+  a statement that applies with any other key fails loudly (tests/kit/iam_conditions.py).
+- Resource policies: the Deny statements of an SQS queue's policy (set with
+  SetQueueAttributes), with aws:PrincipalArn and aws:userid; `aws:SecureTransport` is "true"
+  (the agents reach AWS over HTTPS, only this stand-in is HTTP).
+Not enforced at all: bucket policies, Allow statements of resource policies (same-account
+callers need none), KMS key policies and the KMS calls S3 and SNS make on a caller's behalf
+(so `kms:ViaService` is never evaluated), S3 CopyObject's read of its source, identity
+Deny statements' conditions (moto applies such a Deny unconditionally; our policies have none),
+and trust policies of service roles (the kit assumes them before switching authorization on,
+standing in for the service).
 
 Prints `ENDPOINT http://127.0.0.1:<port>` once listening, and exits when its stdin closes, so it
 never outlives the test process that started it.
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from botocore.auth import S3SigV4Auth
@@ -46,81 +45,15 @@ from botocore.awsrequest import HTTPHeaders
 from moto import settings
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.exceptions import AccessDeniedError
-from moto.iam.access_control import IAMRequest, S3IAMRequest
+from moto.iam.access_control import IAMPolicy, IAMRequest, S3IAMRequest, create_access_key
 from moto.iam.models import iam_backends
+from moto.s3.exceptions import S3AccessDeniedError
 from moto.sqs.models import sqs_backends
 from moto.sts.models import sts_backends
 
 from tests.kit.iam_cloud import DENIED
-from tests.kit.iam_conditions import deny_applies
-
-Check = tuple[str, str]  # (IAM action, resource ARN)
-
-# The IAM action of an API call where it is not `<service>:<API name>`.
-SQS_BATCH_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage",
-                     "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}
-TRANSACT_WRITE_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
-                          "ConditionCheck": "ConditionCheckItem"}
-
-
-def _table_arn(response: Any, table: str) -> str:
-    return f"arn:aws:dynamodb:{response.region}:{response.current_account}:table/{table}"
-
-
-def dynamodb_checks(response: Any, action: str) -> list[Check]:
-    body = json.loads(response.raw_body or b"{}")  # moto's DynamoDB replaces .body by a dict
-    if action == "TransactGetItems":
-        return [("dynamodb:GetItem", _table_arn(response, item["Get"]["TableName"]))
-                for item in body["TransactItems"]]
-    if action == "TransactWriteItems":
-        return [(f"dynamodb:{TRANSACT_WRITE_ACTIONS[kind]}", _table_arn(response, op["TableName"]))
-                for item in body["TransactItems"] for kind, op in item.items()]
-    if action in ("BatchGetItem", "BatchWriteItem"):
-        return [(f"dynamodb:{action}", _table_arn(response, table))
-                for table in body["RequestItems"]]
-    if "TableName" not in body:  # ListTables and the like: IAM's resource is "*"
-        return [(f"dynamodb:{action}", "*")]
-    arn = _table_arn(response, body["TableName"])
-    if body.get("IndexName"):  # AWS authorizes a Query or Scan of an index on the index's ARN
-        arn = f"{arn}/index/{body['IndexName']}"
-    return [(f"dynamodb:{action}", arn)]
-
-
-def sns_checks(response: Any, action: str) -> list[Check]:
-    topic = response._get_param("TopicArn") or response._get_param("TargetArn")
-    return [(f"sns:{action}", topic or "*")]
-
-
-def sqs_checks(response: Any, action: str) -> list[Check]:
-    iam_action = f"sqs:{SQS_BATCH_ACTIONS.get(action, action)}"
-    if action == "GetQueueUrl":
-        name = response._get_param("QueueName")
-        return [(iam_action,
-                 f"arn:aws:sqs:{response.region}:{response.current_account}:{name}")]
-    return [(iam_action, response._determine_resource())]
-
-
-def iam_checks(response: Any, action: str) -> list[Check]:
-    backend = iam_backends[response.current_account]["aws"]
-    user, role = response._get_param("UserName"), response._get_param("RoleName")
-    if user:
-        found = backend.users.get(user)
-        arn = found.arn if found else f"arn:aws:iam::{response.current_account}:user/{user}"
-    elif role:
-        arn = response._determine_resource()  # moto's: the role's ARN
-    else:
-        arn = response._get_param("PolicyArn") or "*"
-    return [(f"iam:{action}", arn)]
-
-
-# Service -> the (action, resource) pairs a request needs, each allowed. A service missing here
-# keeps moto's own single check (action `<service>:<API name>` on the resource moto found).
-RESOURCES: dict[str, Callable[[Any, str], list[Check]]] = {
-    "dynamodb": dynamodb_checks,
-    "iam": iam_checks,
-    "sns": sns_checks,
-    "sqs": sqs_checks,
-}
+from tests.kit.iam_conditions import allow_applies, deny_applies
+from tests.kit.iam_requests import CHECKS, Check, s3_context
 
 
 class _Caller:
@@ -138,17 +71,44 @@ class _Caller:
                 return
         raise LookupError(access_key_id)  # unreachable: IAMRequest authenticated it
 
+    def context(self, account: str, keys: dict[str, Any]) -> dict[str, Any]:
+        """The request context: the caller's global keys and the service's `keys`."""
+        return {"aws:PrincipalArn": self.principal_arn, "aws:userid": self.userid,
+                "aws:PrincipalAccount": account, "aws:SecureTransport": "true", **keys}
 
-def _queue_policy_denial(response: Any, action: str, queue_arn: str) -> str | None:
+
+def _identity_statements(response: Any) -> list[dict[str, Any]]:
+    """Every statement of the caller's identity policies, as moto collects them."""
+    key = create_access_key(account_id=response.current_account, partition="aws",
+                            access_key_id=response.get_access_key(), headers=response.headers)
+    statements: list[dict[str, Any]] = []
+    for policy in key.collect_policies():
+        document = IAMPolicy(policy)._policy_json["Statement"]
+        statements += document if isinstance(document, list) else [document]
+    return statements
+
+
+def _denial(response: Any, check: Check) -> str | None:
+    """Why moto's allow does not stand, else None: no allowing statement's Condition holds,
+    or the queue policy's explicit Deny applies."""
+    action, arn, keys = check
+    if action == "sts:GetCallerIdentity":  # needs no permission (moto agrees)
+        return None
+    context = _Caller(response.current_account, response.get_access_key()).context(
+        response.current_account, keys)
+    if not allow_applies(_identity_statements(response), action=action, resource=arn,
+                         context=context):
+        shown = ", ".join(f"{k}={v}" for k, v in keys.items())
+        return f"no allowing statement's condition holds ({shown})"
+    if response.service_name != "sqs" or arn == "*":
+        return None
     queue = next((q for q in sqs_backends[response.current_account][response.region]
-                  .queues.values() if q.queue_arn == queue_arn), None)
+                  .queues.values() if q.queue_arn == arn), None)
     if queue is None or not queue.policy:
         return None
-    caller = _Caller(response.current_account, response.get_access_key())
-    context = {"aws:PrincipalArn": caller.principal_arn, "aws:userid": caller.userid,
-               "aws:PrincipalAccount": response.current_account, "aws:SecureTransport": "true"}
-    return deny_applies(json.loads(queue.policy)["Statement"], action=action,
-                        resource=queue_arn, context=context)
+    sid = deny_applies(json.loads(queue.policy)["Statement"], action=action, resource=arn,
+                       context=context)
+    return None if sid is None else f"explicit deny in the queue policy ({sid})"
 
 
 def _authorize(self: Any, resource: str = "*") -> None:
@@ -159,10 +119,11 @@ def _authorize(self: Any, resource: str = "*") -> None:
     if self.headers.get("X-Amz-Target") in ActionAuthenticatorMixin.PUBLIC_OPERATIONS:
         return
     api = self._get_action()
-    resolver = RESOURCES.get(self.service_name)
-    checks = resolver(self, api) if resolver else [(f"{self.service_name}:{api}", resource)]
+    resolver = CHECKS.get(self.service_name)
+    checks = resolver(self, api) if resolver else [(f"{self.service_name}:{api}", resource, {})]
     path = self.raw_path + (f"?{self.parsed_url.query}" if self.parsed_url.query else "")
-    for action, arn in checks:
+    for check in checks:
+        action, arn, _ = check
         # A GET has no payload: moto's .data then holds parameters parsed from the URL (Lambda's
         # REST calls), which would be signed as a body and never match. A form POST (SNS) has
         # its payload in .data, its raw body consumed by the form parser.
@@ -175,17 +136,15 @@ def _authorize(self: Any, resource: str = "*") -> None:
         request._action = action
         request.check_signature()
         try:
-            request.check_action_permitted(arn)
+            request.check_action_permitted(arn)  # moto: actions, resources, role trust
         except AccessDeniedError:
             _log_denial(request._access_key.arn, action, arn, "not allowed by its policies")
             raise
-        if self.service_name == "sqs" and arn != "*":
-            sid = _queue_policy_denial(self, action, arn)
-            if sid is not None:
-                _log_denial(request._access_key.arn, action, arn, f"queue policy {sid}")
-                raise AccessDeniedError(
-                    user_arn=request._access_key.arn,
-                    action=f"{action} on {arn}: explicit deny in the queue policy ({sid})")
+        why = _denial(self, check)
+        if why is not None:
+            _log_denial(request._access_key.arn, action, arn, why)
+            raise AccessDeniedError(user_arn=request._access_key.arn,
+                                    action=f"{action} on {arn}: {why}")
 
 
 def _log_denial(principal: str, action: str, resource: str, why: str) -> None:
@@ -198,18 +157,26 @@ _moto_s3_authorization = ActionAuthenticatorMixin._authenticate_and_authorize_s3
 
 def _authorize_s3(self: Any, bucket_name: str | None = None,
                   key_name: str | None = None) -> None:
-    """moto's own S3 check (it builds bucket and object ARNs itself), its denials logged."""
+    """moto's own S3 check (it builds bucket and object ARNs itself), then the conditions of
+    the allowing statement (s3:prefix); denials logged."""
+    target = f"{bucket_name or '*'}/{key_name}" if key_name else (bucket_name or "*")
+    action, arn = f"s3:{self._get_action()}", f"arn:aws:s3:::{target}"
+    enforced = ActionAuthenticatorMixin.request_count >= settings.INITIAL_NO_AUTH_ACTION_COUNT
     try:
         _moto_s3_authorization(self, bucket_name=bucket_name, key_name=key_name)
     except Exception as exc:
         # Everything this check raises is a refusal. moto's S3 errors carry their code as a
         # string ("AccessDenied", "SignatureDoesNotMatch"), never the status 403.
         code = getattr(exc, "code", type(exc).__name__)
-        target = f"{bucket_name or '*'}/{key_name}" if key_name else (bucket_name or "*")
-        _log_denial(self.get_access_key(), f"s3:{self._get_action()}",
-                    f"arn:aws:s3:::{target}",
+        _log_denial(self.get_access_key(), action, arn,
                     "not allowed by its policies" if code == "AccessDenied" else code)
         raise
+    if not enforced:
+        return
+    why = _denial(self, (action, arn, s3_context(self)))
+    if why is not None:
+        _log_denial(self.get_access_key(), action, arn, why)
+        raise S3AccessDeniedError()
 
 
 class _SignedHeadersS3Auth(S3SigV4Auth):

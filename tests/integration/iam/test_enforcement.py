@@ -178,3 +178,38 @@ def test_a_principal_not_listed_is_denied_by_the_event_queue_policy(
     # The administrator is no agent either.
     assert "OnlyAgentsSendEvents" in _denied(lambda: _send(
         cloud, cloud.admin, cloud.outputs["EventQueueUrl"], "enforcement-admin"))
+
+
+def test_the_agent_reads_and_writes_only_its_own_clusters_items(cloud: IamCloud) -> None:
+    # dynamodb:LeadingKeys: the partition key of the item, the batch's keys, the Query's.
+    ddb = cloud.client("dynamodb", cloud.principal(AGENT))
+    state = cloud.outputs["StateTableName"]
+    other = {names.STATE_PK: {"S": "prod"}, names.STATE_SK: {"S": "checkpoint"}}
+    assert "dynamodb:LeadingKeys=['prod']" in _denied(
+        lambda: ddb.get_item(TableName=state, Key=other))
+    _denied(lambda: ddb.put_item(TableName=state, Item=other | {"txid": {"N": "1"}}))
+    index = cloud.outputs["IndexTableName"]
+
+    def children(partition: str) -> object:
+        return ddb.query(TableName=index, KeyConditionExpression="#p = :p",
+                         ExpressionAttributeNames={"#p": names.INDEX_PK},
+                         ExpressionAttributeValues={":p": {"S": partition}})
+
+    assert children(names.index_partition("demo", "/data"))["Items"] == []
+    _denied(lambda: children(names.index_partition("prod", "/data")))
+
+
+def test_the_agent_publishes_metrics_only_in_its_namespace(cloud: IamCloud) -> None:
+    cw = cloud.client("cloudwatch", cloud.principal(AGENT))
+    datum = [{"MetricName": "Heartbeat", "Value": 1.0}]
+    cw.put_metric_data(Namespace=names.METRICS_NAMESPACE, MetricData=datum)
+    assert "cloudwatch:namespace=Other" in _denied(
+        lambda: cw.put_metric_data(Namespace="Other", MetricData=datum))
+
+
+def test_the_agent_lists_only_the_lakes_export_prefix(cloud: IamCloud) -> None:
+    s3 = cloud.client("s3", cloud.principal(AGENT))
+    bucket = cloud.outputs["LakeBucketName"]
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="exports/")["KeyCount"] == 0
+    _denied(lambda: s3.list_objects_v2(Bucket=bucket, Prefix="raw/"))
+    _denied(lambda: s3.list_objects_v2(Bucket=bucket))
