@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -61,22 +62,29 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cloud(work: Path) -> Iterator[IamCloud]:
+def deployment(work: Path) -> Iterator[tuple[IamCloud, HdfsCluster]]:
+    """The cloud and the NameNode; the synth (a Node process) runs while the NameNode starts."""
     context, destination = _local_context()
-    assembly = synth_local(work / "cdk.out", context)
-    with IamCloud.start(work / "moto.log") as cloud:
-        cloud.deploy(assembly)
-        # The sync destination is the customer's bucket, not the app's: its owner makes it.
-        cloud.client("s3").create_bucket(
-            Bucket=destination[5:].split("/", 1)[0],
-            CreateBucketConfiguration={"LocationConstraint": REGION})
-        yield cloud
+    with ThreadPoolExecutor(1) as pool:
+        assembly = pool.submit(synth_local, work / "cdk.out", context)
+        with HdfsCluster.start(work / "hdfs") as cluster, \
+                IamCloud.start(work / "moto.log") as cloud:
+            cloud.deploy(assembly.result())
+            # The sync destination is the customer's bucket, not the app's: its owner makes it.
+            cloud.client("s3").create_bucket(
+                Bucket=destination[5:].split("/", 1)[0],
+                CreateBucketConfiguration={"LocationConstraint": REGION})
+            yield cloud, cluster
 
 
 @pytest.fixture(scope="module")
-def hdfs(work: Path) -> Iterator[HdfsCluster]:
-    with HdfsCluster.start(work / "hdfs") as cluster:
-        yield cluster
+def cloud(deployment: tuple[IamCloud, HdfsCluster]) -> IamCloud:
+    return deployment[0]
+
+
+@pytest.fixture(scope="module")
+def hdfs(deployment: tuple[IamCloud, HdfsCluster]) -> HdfsCluster:
+    return deployment[1]
 
 
 @pytest.fixture(scope="module")
