@@ -20,6 +20,8 @@ this process only; tests/kit/iam_requests.py says what a request asks for):
   allowing statement, with `dynamodb:LeadingKeys` (Key, Item, batch keys, the Query's partition
   key value), `s3:prefix` (listings) and `cloudwatch:namespace` (PutMetricData) supplied;
   a statement that applies with any other key fails loudly (tests/kit/iam_conditions.py).
+- S3 signatures over exactly the headers SignedHeaders names (the Java SDK under S3A signs
+  User-Agent, which botocore's signer, and so moto, leaves out).
 - Resource policies: the Deny statements of an SQS queue's policy (set with
   SetQueueAttributes), with aws:PrincipalArn and aws:userid; `aws:SecureTransport` is "true"
   (the agents reach AWS over HTTPS, only this stand-in is HTTP).
