@@ -42,6 +42,7 @@ import json
 import sys
 from typing import Any
 
+import xmltodict
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import HTTPHeaders
 from moto import settings
@@ -157,10 +158,22 @@ def _log_denial(principal: str, action: str, resource: str, why: str) -> None:
 _moto_s3_authorization = ActionAuthenticatorMixin._authenticate_and_authorize_s3_action
 
 
+def _keys_to_delete(body: Any) -> list[str]:
+    objects = xmltodict.parse(body)["Delete"].get("Object", [])
+    return [o["Key"] for o in (objects if isinstance(objects, list) else [objects])]
+
+
 def _authorize_s3(self: Any, bucket_name: str | None = None,
                   key_name: str | None = None) -> None:
     """moto's own S3 check (it builds bucket and object ARNs itself), then the conditions of
     the allowing statement (s3:prefix); denials logged."""
+    if key_name is None and self.method == "POST" and "delete" in self.querystring:
+        # DeleteObjects: AWS authorizes s3:DeleteObject on each object the request names
+        # (Spark's committer deletes its temporaries so); moto checks the bucket's ARN, which
+        # no grant on a key prefix matches.
+        for key in _keys_to_delete(self.body):
+            _authorize_s3(self, bucket_name=bucket_name, key_name=key)
+        return
     target = f"{bucket_name or '*'}/{key_name}" if key_name else (bucket_name or "*")
     action, arn = f"s3:{self._get_action()}", f"arn:aws:s3:::{target}"
     enforced = ActionAuthenticatorMixin.request_count >= settings.INITIAL_NO_AUTH_ACTION_COUNT
