@@ -172,3 +172,42 @@ def test_a_keytab_that_cannot_log_in_is_named_by_doctor_and_run(
     if case == "stale after a key rotation":  # the KDC's own words, not the JDK's internals
         assert "cannot log in as bob/localhost@EXAMPLE.COM" in line
         assert "PREAUTH_FAILED" in line
+
+
+def test_a_namenode_away_longer_than_a_ticket_is_reconnected_with_a_fresh_login(
+        tmp_path, secure_hdfs, kerberos, queue):
+    """The agent's timed renewal is an hour away; the NameNode is stopped for more than a
+    ticket's life. Before each reconnect the agent logs in again from its keytab
+    (KerberosLogin.relogin_now) and reads on from the restarted NameNode, never exiting.
+
+    Last in the module: the kit's DataNode does not renew its own ticket, so it cannot register
+    with the restarted NameNode (no more writes; inotify reads work in safe mode)."""
+    config = write_agent_config(
+        tmp_path / "agent", cluster=CLUSTER, queue_url=queue, uri=secure_hdfs.uri,
+        conf_dir=secure_hdfs.conf_dir, checkpoint_txid=secure_hdfs.txid(),
+        hdfs_extra="reconnect_max_s = 2\n",
+        extra=f'[kerberos]\nprincipal = "{kerberos.principals["hdfs-events"]}"\n'
+              f'keytab = "{kerberos.keytabs["hdfs-events"]}"\nrelogin_interval_s = 3600\n')
+    process = AgentProcess.start(config)
+    try:
+        secure_hdfs.run([["mkdirs", "/krb-outage"], ["write", "/krb-outage/before", "x"]])
+        process.wait_for_checkpoint(secure_hdfs.txid())
+        secure_hdfs.shutdown_namenode(0)
+        time.sleep(1.5 * TICKET_S)
+        secure_hdfs.restart_namenode(0)
+        deadline = time.monotonic() + 120
+        while "available again after" not in process.log.read_text():
+            assert process.process.poll() is None, process.log_tail()
+            assert time.monotonic() < deadline, process.log_tail()
+            time.sleep(0.5)
+        time.sleep(1)  # a few polls of the new NameNode, through its Kerberos SASL handshake
+        assert process.process.poll() is None, process.log_tail()
+    finally:
+        assert process.stop() == 0, process.log_tail()
+    log = process.log.read_text()
+    outage = log[log.index("unavailable for "):log.index("available again after")]
+    # No timed renewal can come in an hour: each one here was the reconnect's, and the outage
+    # outlived the login's ticket.
+    renewals = re.findall(r"kerberos: ticket renewed for hdfs-events/", outage)
+    assert len(renewals) >= 1, log
+    assert "Kerberos" not in log.split("available again after")[1], log  # no SASL failure
