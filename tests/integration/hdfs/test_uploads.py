@@ -55,6 +55,7 @@ from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
 from tests.kit.live_agent import AgentProcess, write_agent_config
 from tests.kit.sync_agent import (
+    SYNC_TABLE,
     create_sync_table,
     start_sync,
     sync_command,
@@ -64,6 +65,7 @@ from tests.kit.sync_agent import (
 EXAMPLE = REPO / "onprem_agent" / "examples" / "agent.toml"
 ROOT = "/uploads"
 PUTS = {"alice": 60, "bob": 40}  # files each user uploads with one `hdfs dfs -put`: 100
+DISTCP_USER = "carol"  # runs DistCp; everyone else copies with the shell
 PREFIX_DEPTH = 2  # the rollups' default: /uploads/alice
 REPLICA = "replica"
 DESTINATION = f"s3://{REPLICA}/mirror/"
@@ -100,8 +102,8 @@ class Uploaded:
     puts_end: int  # the NameNode's txid then
     final: dict[str, dict[str, Any]]  # the files below ROOT at the end
     java: list[dict[str, Any]]  # Hadoop's Java reader over the whole run
-    written: dict[str, dict[str, int]]  # owner -> {directory prefix: bytes} of every upload
-    uploads: Counter[tuple[str, str]]  # (prefix, owner) -> files uploaded
+    uploads: Counter[tuple[str, str]]  # (prefix, owner) -> files the tools wrote
+    written: Counter[tuple[str, str]]  # (prefix, owner) -> bytes of those files
     user_renames: Counter[str]  # owner -> renames the users made themselves
 
 
@@ -132,7 +134,7 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
     sync_config = write_agent_config(
         tmp / "sync", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri, conf_dir=hdfs.conf_dir,
         extra=example_filter() + f'[sync]\ndestination = "{DESTINATION}"\n'
-        f'table = "hdfs-events-sync"\npaths = ["{ROOT}"]\n')
+        f'table = "{SYNC_TABLE}"\npaths = ["{ROOT}"]\n')
     local = tmp / "local"
     puts = {user: write_local(local / user, {f"f{i:03d}": sized(i + 100 * n)
                                              for i in range(count)})
@@ -146,10 +148,11 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
     agent = AgentProcess.start(config)
     sync: AgentProcess | None = None
     try:
-        hdfs.run([["mkdirs", f"{ROOT}/{user}"] for user in ("alice", "bob", "carol")]
-                 + [["chown", f"{ROOT}/{user}", user, None] for user in ("alice", "bob", "carol")]
-                 + [["mkdirs", f"/user/{user}"] for user in ("alice", "bob")]
-                 + [["chown", f"/user/{user}", user, None] for user in ("alice", "bob")])
+        hdfs.run([["mkdirs", f"{ROOT}/{user}"] for user in (*PUTS, DISTCP_USER)]
+                 + [["chown", f"{ROOT}/{user}", user, None] for user in (*PUTS, DISTCP_USER)]
+                 # Home directories: `-rm -r` moves into /user/<user>/.Trash.
+                 + [["mkdirs", f"/user/{user}"] for user in PUTS]
+                 + [["chown", f"/user/{user}", user, None] for user in PUTS])
         sync = start_sync(sync_config)
         wait_for_replication(sync, CLUSTER, DESTINATION, marker(hdfs, "listed"))
         hdfs.run([["shell", user, ["-put", *map(str, files), f"{ROOT}/{user}/"]]
@@ -169,7 +172,7 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
             ["shell", "bob", ["-rm", "-r", "-skipTrash", f"{ROOT}/bob/batch"]],
             ["shell", "bob", ["-copyFromLocal", "-f", str(again[0]), f"{ROOT}/bob/f010"]],
         ])
-        distcp(hdfs, tmp, moto_server, distcp_src, f"{ROOT}/carol/dc", user="carol")
+        distcp(hdfs, tmp, moto_server, distcp_src, f"{ROOT}/{DISTCP_USER}/dc", user=DISTCP_USER)
         end = marker(hdfs, "done")
         java = hdfs.java_events(start, end)
         agent.wait_for_checkpoint(java[-1]["txid"])
@@ -188,15 +191,14 @@ def run_uploads(hdfs: HdfsCluster, tmp: Path, queue: str, moto_server: str) -> U
         + [(f"{ROOT}/alice", "alice", len(p.read_bytes())) for p in logs]
         + [(f"{ROOT}/alice", "alice", len(bob_f011))]
         + [(f"{ROOT}/bob", "bob", len(p.read_bytes())) for p in [*batch, *again]]
-        + [(f"{ROOT}/carol", "carol", len(p.read_bytes()))
+        + [(f"{ROOT}/{DISTCP_USER}", DISTCP_USER, len(p.read_bytes()))
            for p in distcp_src.rglob("*") if p.is_file()])
-    written: dict[str, dict[str, int]] = {}
+    written: Counter[tuple[str, str]] = Counter()
     for prefix, owner, size in by_upload:
-        written.setdefault(owner, {}).setdefault(prefix, 0)
-        written[owner][prefix] += size
+        written[prefix, owner] += size
     return Uploaded(
-        config=config, sync_config=sync_config, after_puts=after_puts, puts_end=puts_end, final=final,
-        java=java, written=written,
+        config=config, sync_config=sync_config, after_puts=after_puts, puts_end=puts_end,
+        final=final, java=java, written=written,
         uploads=Counter((prefix, owner) for prefix, owner, _ in by_upload),
         # alice moved two files and sent one directory to her trash; the copy tools' own
         # renames (._COPYING_, .distcp.tmp) are nobody's.
@@ -226,7 +228,7 @@ def test_the_lake_is_hadoops_own_stream_with_every_temporary_file(uploaded):
     assert as_rows(lake) == java_rows(uploaded.java)
     copying = [e for e in lake if e.path.endswith("._COPYING_")]
     # Each upload by the shell: CREATE and CLOSE of x._COPYING_, then its rename to x.
-    shell_uploads = sum(n for (prefix, owner), n in uploaded.uploads.items() if owner != "carol")
+    shell_uploads = sum(n for (_, owner), n in uploaded.uploads.items() if owner != DISTCP_USER)
     assert Counter(e.type for e in copying) == {
         EventType.CREATE: shell_uploads, EventType.CLOSE: shell_uploads,
         EventType.RENAME: shell_uploads}
@@ -320,9 +322,7 @@ def test_the_rollups_count_every_copy_tools_upload_and_only_users_renames(upload
             both["bytes_written"][prefix, owner] += row["bytes_written"]
             both["files_renamed"][owner] += row["files_renamed"]
     assert +both["files_created"] == uploaded.uploads
-    assert +both["bytes_written"] == Counter({(prefix, owner): size for owner, by in
-                                              uploaded.written.items()
-                                              for prefix, size in by.items()})
+    assert +both["bytes_written"] == uploaded.written
     assert +both["files_renamed"] == uploaded.user_renames
 
 
