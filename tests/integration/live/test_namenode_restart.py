@@ -81,7 +81,7 @@ def raw_lake_events() -> list[HdfsEvent]:
 
 def test_namenode_stopped_60_s_mid_workload_agent_never_exits_and_lake_equals_hadoop(
         hdfs, queue, index_table, tmp_path):
-    work = client_workload(ops=400, seed=30)
+    work = client_workload(ops=240, seed=30)
     half = len(work.ops) // 2
     start = hdfs.txid()
     config = write_agent_config(
