@@ -70,6 +70,12 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
                 "path", "reason", "exception"],
         filter_statements=["message like /^index (drain failed|skipped|passed)/"],
         sort="@timestamp desc", limit=1000),
+    # The consumer's INFO line of each quarantined message (lambdas/ingest/consumer.py
+    # _quarantine): the reason and where its record sits in the lake.
+    "quarantined-messages": logs.QueryString(
+        fields=["@timestamp", "message_id", "group_id", "reason", "quarantine_key"],
+        filter_statements=["message = 'message quarantined'"],
+        sort="@timestamp desc", limit=1000),
 }
 
 
@@ -134,8 +140,10 @@ class MonitoringStack(Stack):
         alarm("event-dlq-not-empty",
               events.dlq.metric_approximate_number_of_messages_visible(
                   period=five_min, statistic="Maximum"),
-              threshold=0, description="Event messages failed max_receive_count times: "
-              "inspect the DLQ, fix, then redrive")
+              threshold=0, description="Event messages failed max_receive_count times (the "
+              "consumer raised on them; a bad message is quarantined instead): read the "
+              "consumer's ERROR lines, fix the cause, then redrive the DLQ to the event queue "
+              "(docs/deploy.md, 'When an index alarm fires')")
         for cluster, copy in ingest.copy_requests.items():
             alarm(f"copy-dlq-not-empty-{cluster}",
                   copy.dlq.metric_approximate_number_of_messages_visible(
@@ -241,6 +249,60 @@ class MonitoringStack(Stack):
                   "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
                   "see the consumer's 'index skipped an event' log lines (Logs Insights query "
                   "'index-drain-problems') and `hdfs-events-agent verify`")
+
+            # Messages the consumer quarantined (lambdas/ingest/quarantine.py), counted under the
+            # cluster their group id names: their events reach neither the lake nor the index
+            # until the cause is fixed. One is already a loss, so one pages.
+            alarm(f"quarantined-messages-{cluster}",
+                  _consumer_metric(names.METRIC_QUARANTINED, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"The consumer quarantined a message of the {cluster} stream "
+                  "(unreadable, a contract it does not know, or a foreign sender): its events "
+                  "are in neither the lake nor the index. Read each reason with the Logs "
+                  "Insights query 'quarantined-messages' (the record is at its "
+                  "quarantine_key in the lake bucket); see docs/consumer.md, 'Quarantine'")
+            # A manifest named a quarantined message and its range went on without it
+            # (lambdas/ingest/sequencer.py): the index now lacks that message's events.
+            alarm(f"index-skipped-messages-{cluster}",
+                  _consumer_metric(names.METRIC_INDEX_SKIPPED, cluster, "Sum"),
+                  threshold=1,
+                  comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                  description=f"The {cluster} namespace index went on without quarantined "
+                  "messages a manifest named: their events are missing from it. See the "
+                  "consumer's 'index skipped quarantined messages' log line (Logs Insights "
+                  "query 'index-drain-problems') and the reasons (query "
+                  "'quarantined-messages'); after the fix, `hdfs-events-agent verify` shows "
+                  "the entries still wrong")
+
+            # `hdfs-events-agent verify` publishes IndexDrift once per run, from its timer
+            # (onprem_agent/deploy/hdfs-events-verify.timer, daily). Missing data keeps the
+            # state of the last run: nothing is known between runs, and an OK an hour after a
+            # drift would read as "fixed". Maximum: both edge nodes of an HA pair may run it.
+            drift = cw.Metric(namespace=names.METRICS_NAMESPACE,
+                              metric_name=names.METRIC_INDEX_DRIFT,
+                              dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                              statistic="Maximum", period=five_min)
+            alarm(f"index-drift-{cluster}", drift,
+                  threshold=settings.index_drift_alarm, missing=cw.TreatMissingData.IGNORE,
+                  description=f"`hdfs-events-agent verify` found more than "
+                  f"{settings.index_drift_alarm} entries of the {cluster} namespace index that "
+                  "differ from HDFS: its lines (missing, extra, type, size, mtime, each with "
+                  "the entry's txid) are in the journal of hdfs-events-verify.service on the "
+                  "edge node (`journalctl -u hdfs-events-verify`); see docs/edge-node.md")
+            # A verify that stopped running (timer disabled, the unit failing before it
+            # publishes, the edge node gone) is drift found by nobody: no run in the window
+            # pages. Hourly periods: CloudWatch allows 7 days of them (1 day below an hour).
+            alarm(f"index-drift-missing-{cluster}",
+                  drift.with_(statistic="SampleCount", period=Duration.hours(1)),
+                  threshold=1, comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+                  periods=settings.index_drift_missing_hours,
+                  missing=cw.TreatMissingData.BREACHING,
+                  description=f"No `hdfs-events-agent verify` of cluster {cluster} has "
+                  f"published IndexDrift for {settings.index_drift_missing_hours} hours (its "
+                  "timer runs it daily): see `systemctl status hdfs-events-verify.timer "
+                  "hdfs-events-verify.service` and `journalctl -u hdfs-events-verify` on the "
+                  "edge node (docs/edge-node.md)")
 
             # The sync's lag in bytes (onprem_agent/sync): published every heartbeat while the
             # sync runs; no data is no sync (or a dead one: its own unit's journal says).

@@ -114,6 +114,11 @@ class DeploySettings:
     # The sync's lag in bytes (SyncBytesPending) above this for 15 minutes pages: the replica
     # is that far behind HDFS (10 GiB: an hour at ~3 MB/s).
     sync_bytes_pending_alarm: int = 10 * 1024**3
+    # `hdfs-events-agent verify` (IndexDrift): alarm when more index entries than this differ
+    # (keep it equal to agent.toml's [verify] drift_threshold), and when no verify has run for
+    # this many hours (its timer runs daily, up to 1 h late, and a large walk takes hours).
+    index_drift_alarm: int = 0
+    index_drift_missing_hours: int = 30
     alarm_email: str | None = None
 
     def sync_destinations_of(self, cluster: str) -> list[tuple[str, str]]:
@@ -238,6 +243,10 @@ def _validate(where: str, s: DeploySettings) -> None:
         except ValueError as exc:
             raise SettingsError(f"{where}.sync_destinations: {exc}") from exc
     check(s.sync_bytes_pending_alarm >= 1, "sync_bytes_pending_alarm", "must be >= 1 (bytes)")
+    check(s.index_drift_alarm >= 0, "index_drift_alarm", "must be >= 0 (entries)")
+    # Hourly periods: CloudWatch evaluates at most 7 days of them.
+    check(1 <= s.index_drift_missing_hours <= 168, "index_drift_missing_hours",
+          "must be 1..168 (CloudWatch evaluates at most 7 days)")
     check(not (s.retain_data and s.auto_delete_objects), "auto_delete_objects",
           "cannot be true when retain_data is true")
     # SQS allows maxReceiveCount 1..1000.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -40,7 +41,9 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "agent-heartbeat-missing-prod", "namenode-unavailable-prod", "stream-gap-prod",
         "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
-        "foreign-sender-prod", "index-bridged-ranges-prod", "sync-bytes-pending-prod"}
+        "foreign-sender-prod", "index-bridged-ranges-prod", "sync-bytes-pending-prod",
+        "quarantined-messages-prod", "index-skipped-messages-prod", "index-drift-prod",
+        "index-drift-missing-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -135,6 +138,131 @@ def test_index_stalled_and_drain_failures_alarm_per_cluster(deployed_env: Synthe
         assert "index skipped an event" in skipped["AlarmDescription"]
 
 
+def _dimensions(cluster: str) -> list[dict[str, str]]:
+    return [{"Name": names.DIMENSION_CLUSTER, "Value": cluster}]
+
+
+def _emitted_by_the_consumer(capsys: pytest.CaptureFixture[str], cluster: str) -> dict:
+    """The EMF document the consumer's telemetry writes for one quarantined message and one
+    index range that went on without it, through a real powertools Metrics."""
+    from aws_lambda_powertools import Metrics
+
+    from lambdas.ingest.sequencer import ApplyReport
+    from lambdas.ingest.telemetry import BatchTelemetry
+    from tests.kit.ingest_aws import emf_documents
+
+    capsys.readouterr()
+    telemetry = BatchTelemetry()
+    telemetry.quarantined(cluster)
+    telemetry.applied(cluster, ApplyReport(ranges=1, skipped_messages=1), now_ms=0)
+    telemetry.emit(Metrics(namespace=names.METRICS_NAMESPACE, service="monitoring-test"))
+    (doc,) = [d for d in emf_documents(capsys.readouterr().out) if names.METRIC_QUARANTINED in d]
+    return doc
+
+
+def test_one_quarantined_or_skipped_message_alarms_on_the_metric_the_consumer_emits(
+        deployed_env: Synthesized, local: Synthesized,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for env in (deployed_env, local):
+        cluster = {"dev": "dev", "prod": "prod", "local": "demo"}[env.env]  # cdk.json's clusters
+        doc = _emitted_by_the_consumer(capsys, cluster)
+        (declared,) = doc["_aws"]["CloudWatchMetrics"]
+        alarms = _alarms(env)
+        for alarm_id, metric, reads in (
+                (f"quarantined-messages-{cluster}", names.METRIC_QUARANTINED,
+                 "'quarantined-messages'"),
+                (f"index-skipped-messages-{cluster}", names.METRIC_INDEX_SKIPPED,
+                 "index skipped quarantined messages")):
+            alarm = alarms[alarm_id]
+            assert doc[metric] == [1.0]
+            assert (alarm["Namespace"], alarm["MetricName"]) == (declared["Namespace"], metric)
+            # The alarm's dimensions are one set the document declares, with its values.
+            assert [d["Name"] for d in alarm["Dimensions"]] in declared["Dimensions"]
+            assert alarm["Dimensions"] == [{"Name": d["Name"], "Value": doc[d["Name"]]}
+                                           for d in alarm["Dimensions"]]
+            assert alarm["Dimensions"] == _dimensions(cluster)
+            # One message in 5 minutes is already a loss: it pages.
+            assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+                "Sum", 300, 1)
+            assert (alarm["ComparisonOperator"], alarm["Threshold"]) == (
+                "GreaterThanOrEqualToThreshold", 1)
+            assert alarm["TreatMissingData"] == "notBreaching"  # no data: nothing quarantined
+            assert reads in alarm["AlarmDescription"]
+
+
+def _published_by_verify(cluster: str, drift: int) -> tuple[dict, int]:
+    """PutMetricData of `hdfs-events-agent verify` on an index missing `drift` HDFS files, and
+    its exit code."""
+    from onprem_agent.commands.verify import check
+    from onprem_agent.verify import IndexedEntry
+    from tests.unit.live.doubles import ListingDouble, dir_entry, file_entry
+
+    class EmptyIndex:
+        def entry(self, cluster: str, path: str) -> IndexedEntry | None:
+            return None
+
+        def children(self, cluster: str, parent: str) -> list[IndexedEntry]:
+            return []
+
+    class CloudWatch:
+        def __init__(self) -> None:
+            self.calls: list[dict] = []
+
+        def put_metric_data(self, **call: object) -> None:
+            self.calls.append(call)
+
+    hdfs = [dir_entry("/d"), *(file_entry(f"/d/f{i}") for i in range(drift - 1))]
+    cloudwatch = CloudWatch()
+    code = check(cluster, ["/d"], lister=ListingDouble(hdfs), reader=EmptyIndex(),
+                 threshold=0, topic_arn=None, workers=1, cloudwatch=cloudwatch,
+                 out=io.StringIO())
+    (call,) = cloudwatch.calls
+    return call, code
+
+
+def test_verify_drift_above_the_threshold_alarms_and_a_verify_that_stopped_alarms_too(
+        deployed_env: Synthesized, local: Synthesized) -> None:
+    settings = DeploySettings()
+    for env in (deployed_env, local):
+        cluster = {"dev": "dev", "prod": "prod", "local": "demo"}[env.env]  # cdk.json's clusters
+        call, code = _published_by_verify(cluster, drift=3)
+        (datum,) = call["MetricData"]
+        alarms = _alarms(env)
+        drift = alarms[f"index-drift-{cluster}"]
+        assert (drift["Namespace"], drift["MetricName"], drift["Dimensions"]) == (
+            call["Namespace"], datum["MetricName"], datum["Dimensions"])
+        assert drift["Dimensions"] == _dimensions(cluster)
+        # verify's own exit 1 and the alarm agree: 3 entries differ, more than the threshold.
+        assert code == 1 and datum["Value"] == 3
+        assert (drift["ComparisonOperator"], drift["Threshold"]) == (
+            "GreaterThanThreshold", settings.index_drift_alarm)
+        assert datum["Value"] > drift["Threshold"]
+        # Maximum: the two edge nodes of an HA pair may both run it.
+        assert (drift["Statistic"], drift["Period"], drift["EvaluationPeriods"]) == (
+            "Maximum", 300, 1)
+        # One datum a day: between runs the alarm keeps the last run's word.
+        assert drift["TreatMissingData"] == "ignore"
+        assert "journalctl -u hdfs-events-verify" in drift["AlarmDescription"]
+
+        missing = alarms[f"index-drift-missing-{cluster}"]
+        assert (missing["Namespace"], missing["MetricName"], missing["Dimensions"]) == (
+            call["Namespace"], datum["MetricName"], datum["Dimensions"])
+        # No datum in any hour of the window: verify stopped running, so it breaches.
+        assert (missing["Statistic"], missing["Period"], missing["EvaluationPeriods"]) == (
+            "SampleCount", 3600, settings.index_drift_missing_hours)
+        assert missing.get("DatapointsToAlarm", missing["EvaluationPeriods"]) == missing[
+            "EvaluationPeriods"]
+        assert (missing["ComparisonOperator"], missing["Threshold"]) == ("LessThanThreshold", 1)
+        assert missing["TreatMissingData"] == "breaching"
+        # CloudWatch's limit for periods of an hour or more: 7 days in all.
+        assert missing["Period"] * missing["EvaluationPeriods"] <= 7 * 86400
+        # The units it names are the ones shipped (onprem_agent/deploy).
+        for unit in re.findall(r"hdfs-events-verify\.(?:timer|service)",
+                               missing["AlarmDescription"]):
+            assert (REPO / "onprem_agent" / "deploy" / unit).is_file(), unit
+        assert "hdfs-events-verify.timer" in missing["AlarmDescription"]
+
+
 def _dashboard_widgets(s: Synthesized) -> list[dict]:
     """The dashboard body as JSON, CloudFormation tokens (the region) read as "TOKEN"."""
     (dashboard,) = s.resources("Monitoring", "AWS::CloudWatch::Dashboard").values()
@@ -213,7 +341,7 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
                deployed_env.resources("Monitoring", "AWS::Logs::QueryDefinition").values()}
     assert set(queries) == {"who-deleted-what-under-a-path", "history-of-one-path",
                             "top-writers-by-directory", "inotify-gaps",
-                            "index-drain-problems"}
+                            "index-drain-problems", "quarantined-messages"}
     for query in queries.values():
         assert "ConsumerLogs" in json.dumps(query["LogGroupNames"])
     assert "UNLINK" in queries["who-deleted-what-under-a-path"]["QueryString"]
@@ -229,3 +357,11 @@ def test_saved_logs_insights_queries_read_the_consumer_log_group(
     assert len(lines) == 4 and all(re.search(pattern, line) for line in lines), lines
     assert not re.search(pattern, "index ls /user")
     assert "cluster" in drains
+    # The consumer's line of each quarantined message, with the fields the query shows.
+    quarantined = queries["quarantined-messages"]["QueryString"]
+    (line,) = re.findall(r"message = '([^']+)'", quarantined)
+    logged = re.search(r'logger\.info\(\s*"' + re.escape(line) + r'", extra=\{(.*?)\}\)',
+                       source, re.S)
+    assert logged, line
+    for name in ("message_id", "reason", "quarantine_key", "group_id"):
+        assert f'"{name}"' in logged.group(1) and name in quarantined

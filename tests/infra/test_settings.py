@@ -63,6 +63,8 @@ def test_defaults_are_the_dev_settings() -> None:
     ({"sync_destinations": ["dev=s3://replica/a/*/"]}, "needs a prefix (s3://bucket/prefix/), "
      "without '*'"),
     ({"sync_bytes_pending_alarm": 0}, "test.sync_bytes_pending_alarm: must be >= 1"),
+    ({"index_drift_alarm": -1}, "test.index_drift_alarm: must be >= 0"),
+    ({"index_drift_missing_hours": 169}, "test.index_drift_missing_hours: must be 1..168"),
 ])
 def test_a_bad_setting_names_the_key_and_cdk_json(env: dict, message: str) -> None:
     with pytest.raises(SettingsError) as excinfo:
