@@ -354,15 +354,18 @@ class IamCloud:
         raise ValueError(f"tests.kit.iam_cloud cannot resolve {kind}.{attribute}")
 
 
-def without_action(document: Mapping[str, Any], sid: str, action: str) -> dict[str, Any]:
-    """A copy of a policy document with `action` taken out of statement `sid` (the statement
-    dropped if nothing is left); raises KeyError when the document does not grant it there."""
+def without_action(document: Mapping[str, Any], sid: str | None,
+                   action: str) -> dict[str, Any]:
+    """A copy of a policy document with `action` taken out of statement `sid` (of every
+    statement granting it when None: CDK's grant() writes statements without a Sid), the
+    statement dropped if nothing is left; raises KeyError when the document does not grant it
+    there."""
     statements = []
     found = False
     for statement in document["Statement"]:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [
             statement["Action"]]
-        if statement.get("Sid") == sid and action in actions:
+        if sid in (None, statement.get("Sid")) and action in actions:
             found = True
             actions = [a for a in actions if a != action]
             if not actions:

@@ -1,0 +1,262 @@
+"""The cloud side as deployed, IAM enforced: the consumer handler as the consumer role, with the
+function's environment from the template, over a real SQS batch the on-prem user put on the
+event queue; `hdfs-events index status|ls` as a principal holding the shipped operator-read
+policy; the Glue jobs (compaction, then rollups) as the Glue role with the arguments the
+template gives them, local Spark reading and writing the lake through S3A with the role's
+credentials and the compaction switching partitions through the Glue API (the template names a
+database, so glue_jobs.catalog.catalog_for picks GlueCatalog, not the local JSON catalog).
+Each shows what its user sees and that the server denied nothing; then each principal with one
+needed grant taken out of a copy of its shipped policy is denied.
+
+The synth indexes "/" (cdk.json's local env indexes /data/finance/orders and /user; the sample
+edit log the agent replays writes at the root). moto's CloudFormation skips Glue resources: the
+kit's admin creates the template's database and events table, as CloudFormation would.
+
+The Glue role also holds AWS's managed AWSGlueServiceRole (moto loads AWS's managed policies
+here), which allows `glue:*` and `s3:ListBucket` on every resource: the role's own
+PublishPartitions and ListLake statements are not what lets it make those calls, so the grant
+taken out here is a read of the lake (ReadLake), which nothing else allows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from demo.localcloud import Assembly
+from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[3]
+CDK_JSON = REPO / "cdk.json"
+CLI = Path(sys.executable).parent / "hdfs-events"
+AGENT = Path(sys.executable).parent / "hdfs-events-agent"
+EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
+CLUSTER = "demo"
+# Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", special ones).
+GLUE_OWN = ("--job-language", "--extra-py-files", "--enable-")
+# Both entry scripts in one process, one after the other, as the workflow runs them.
+RUN_JOBS = """
+import json, sys
+from glue_jobs import activity_rollups, compact_events
+compact, rollups = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+code = compact_events.main(compact)
+sys.exit(code or activity_rollups.main(rollups))
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("iam-cloud-side")
+
+
+@pytest.fixture(scope="module")
+def deployed(work: Path) -> Iterator[tuple[IamCloud, Assembly]]:
+    environments = json.loads(CDK_JSON.read_text())["context"]["environments"]
+    environments["local"]["index_prefixes"] = ["/"]
+    assembly = synth_local(work / "cdk.out", {"environments": environments})
+    with IamCloud.start(work / "moto.log") as cloud:
+        cloud.deploy(assembly)
+        yield cloud, assembly
+
+
+@pytest.fixture(scope="module")
+def cloud(deployed: tuple[IamCloud, Assembly]) -> IamCloud:
+    return deployed[0]
+
+
+def _resolve(value: Any, refs: dict[str, str]) -> Any:
+    """The intrinsic functions the Analytics template's Glue resources use."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, arg),) = value.items()
+        if function == "Ref":
+            return refs[arg]
+        if function == "Fn::Join":
+            return arg[0].join(_resolve(part, refs) for part in arg[1])
+        if function.startswith("Fn::"):
+            raise KeyError(f"cannot resolve {function}")
+    if isinstance(value, dict):
+        return {k: _resolve(v, refs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, refs) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
+    """Creates the template's Glue database and events table as the admin (moto's
+    CloudFormation skips them); returns each job's script arguments from the template."""
+    cloud, assembly = deployed
+    (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
+    resources = analytics["Resources"]
+    refs = {"AWS::AccountId": cloud.admin.arn.split(":")[4], "AWS::Region": REGION,
+            "AWS::Partition": "aws"}
+    glue = cloud.client("glue")
+    for logical_id, r in resources.items():
+        if r["Type"] == "AWS::Glue::Database":
+            database = _resolve(r["Properties"]["DatabaseInput"], refs)
+            glue.create_database(DatabaseInput=database)
+            refs[logical_id] = database["Name"]
+    (events,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Glue::Table"
+                 and r["Properties"]["TableInput"]["Name"] == "events"]
+    table = _resolve(events["TableInput"], refs)
+    table["Parameters"] = {k: json.dumps(v) if not isinstance(v, str) else v
+                           for k, v in table.get("Parameters", {}).items()}
+    glue.create_table(DatabaseName=_resolve(events["DatabaseName"], refs), TableInput=table)
+    jobs = {}
+    for logical_id, r in resources.items():
+        if r["Type"] == "AWS::Glue::Job":
+            arguments = {name: _resolve(value, refs)
+                         for name, value in r["Properties"]["DefaultArguments"].items()
+                         if not name.startswith(GLUE_OWN)}
+            job = "compact" if logical_id.startswith("CompactEvents") else "rollups"
+            jobs[job] = [item for pair in arguments.items() for item in pair]
+    assert set(jobs) == {"compact", "rollups"}, jobs
+    return jobs
+
+
+def _replay(cloud: IamCloud, work: Path, run: str = "first") -> None:
+    """The sample edit log on the event queue, sent by the on-prem user."""
+    config = work / f"agent-{run}.toml"
+    config.write_text(f'cluster = "{CLUSTER}"\n[sqs]\nqueue_url = '
+                      f'"{cloud.outputs["EventQueueUrl"]}"\n[checkpoint]\n'
+                      f'path = "{work / f"checkpoint-{run}.json"}"\n', encoding="utf-8")
+    done = subprocess.run([str(AGENT), "replay", "--config", str(config), "--edits", str(EDITS)],
+                          capture_output=True, text=True, timeout=300,
+                          env=cloud.environ(cloud.principal("OnPremdemoUser")))
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _consume(cloud: IamCloud, principal: Principal) -> subprocess.CompletedProcess[str]:
+    """The handler over what is on the event queue, as `principal`, in the function's
+    deployed environment (tests/kit/sqs_lambda.py stands in for the event source mapping)."""
+    function = cloud.client("lambda").get_function_configuration(
+        FunctionName=cloud.outputs["IngestFunctionName"])
+    env = cloud.environ(principal) | function["Environment"]["Variables"] | {
+        "POWERTOOLS_TRACE_DISABLED": "1"}
+    return subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda",
+                           cloud.outputs["EventQueueUrl"], "--idle-polls", "2"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def _counts(stdout: str) -> dict[str, int]:
+    """The runner's last line, "invocations=N records=N failures=N" (the handler's Powertools
+    logs go to stdout before it)."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith("invocations=")]
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split())}
+
+
+def _lake_keys(cloud: IamCloud, prefix: str) -> list[str]:
+    listed = cloud.client("s3").list_objects_v2(Bucket=cloud.outputs["LakeBucketName"],
+                                                Prefix=prefix)
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
+def _run_jobs(cloud: IamCloud, principal: Principal,
+              jobs: dict[str, list[str]]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", RUN_JOBS, json.dumps(jobs["compact"]),
+                           json.dumps(jobs["rollups"])], env=cloud.environ(principal),
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+
+
+def _as_user_without(cloud: IamCloud, role: Principal, name: str, sid: str | None,
+                     action: str) -> Principal:
+    """A user holding what `role` holds, but `action` taken out of its statement `sid` (any
+    statement granting it, when None)."""
+    managed, inline = cloud.policies_of(role)
+    (policy,) = inline  # CDK gathers a role's statements in its one default policy
+    return cloud.user_holding(name, managed=managed, inline={
+        policy: without_action(inline[policy], sid, action)})
+
+
+@pytest.fixture(scope="module")
+def consumed(cloud: IamCloud, work: Path) -> str:
+    _replay(cloud, work)
+    done = _consume(cloud, cloud.principal("ConsumerRole"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_consumer_as_its_role_fills_the_lake_and_the_index(cloud: IamCloud,
+                                                               consumed: str) -> None:
+    counts = _counts(consumed)
+    assert counts["records"] > 0 and counts["failures"] == 0, consumed[-3000:]
+    assert _lake_keys(cloud, "raw/")
+    assert _lake_keys(cloud, "quarantine/") == []
+    index = cloud.client("dynamodb").scan(TableName=cloud.outputs["IndexTableName"])["Items"]
+    assert any(item.get("name", {}).get("S") == "file_create" for item in index), index[:3]
+    cloud.assert_nothing_denied()
+
+
+def test_index_status_and_ls_as_an_operator(cloud: IamCloud, consumed: str) -> None:
+    operator = cloud.user_holding("customer-operator",
+                                  managed=[cloud.outputs["OperatorReadPolicyArn"]])
+    table = cloud.outputs["IndexTableName"]
+    status = subprocess.run([str(CLI), "index", "status", "--cluster", CLUSTER, "--table", table,
+                             "--json"], capture_output=True, text=True, timeout=120,
+                            env=cloud.environ(operator))
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["waiting"] == 0, status.stdout
+    listed = subprocess.run([str(CLI), "index", "ls", "/", "--cluster", CLUSTER, "--table", table],
+                            capture_output=True, text=True, timeout=120,
+                            env=cloud.environ(operator))
+    assert listed.returncode == 0, listed.stderr
+    assert "file_create" in listed.stdout
+    cloud.assert_nothing_denied()
+
+
+def test_the_glue_jobs_as_the_glue_role(cloud: IamCloud, consumed: str,
+                                        job_arguments: dict[str, list[str]]) -> None:
+    ran = _run_jobs(cloud, cloud.principal("JobRole"), job_arguments)
+
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    reports = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
+    assert [r["job"] for r in reports] == ["compact_events", "activity_rollups"], ran.stdout
+    assert any(k.startswith("curated/events/") and k.endswith(".parquet")
+               for k in _lake_keys(cloud, "curated/events/"))
+    assert any(k.endswith(".parquet") for k in _lake_keys(cloud, "curated/activity_daily/"))
+    # The compaction registered its partitions through the Glue API, where Athena reads them.
+    database = job_arguments["compact"][job_arguments["compact"].index("--catalog_database") + 1]
+    partitions = cloud.client("glue").get_partitions(DatabaseName=database,
+                                                     TableName="events")["Partitions"]
+    assert partitions and {p["Values"][0] for p in partitions} == {CLUSTER}
+    assert all("/run=" in p["StorageDescriptor"]["Location"] for p in partitions), partitions
+    # S3A's mkdirs probes each ancestor of Spark's output as a file (HEAD of the key "curated"),
+    # which the role may not read: refused as AWS would, and S3A goes on. Glue's own s3://
+    # client is not S3A; no grant is added for a probe of the local runtime.
+    lake = cloud.outputs["LakeBucketName"]
+    assert {d.split(" (")[0].split(" ", 1)[1] for d in cloud.denials()} <= {
+        f"s3:GetObject arn:aws:s3:::{lake}/curated"}, cloud.denials()
+
+
+def test_the_consumer_without_its_lake_write_grant_is_denied(cloud: IamCloud, work: Path,
+                                                             consumed: str) -> None:
+    consumer = _as_user_without(cloud, cloud.principal("ConsumerRole"),
+                                "consumer-without-lake-writes", "WriteLake", "s3:PutObject")
+    _replay(cloud, work, "again")  # the same edits once more, from a checkpoint of their own
+
+    done = _consume(cloud, consumer)
+
+    assert _counts(done.stdout)["failures"] > 0  # each batch fails; SQS will redeliver it
+    denied = [d for d in cloud.denials() if consumer.access_key_id in d]
+    assert denied and {d.split()[1] for d in denied} == {"s3:PutObject"}, cloud.denials()
+
+
+def test_the_glue_jobs_without_the_lake_read_grant_are_denied(
+        cloud: IamCloud, job_arguments: dict[str, list[str]]) -> None:
+    job = _as_user_without(cloud, cloud.principal("JobRole"), "glue-without-lake-reads",
+                           "ReadLake", "s3:GetObject")
+
+    ran = _run_jobs(cloud, job, job_arguments)
+
+    assert ran.returncode != 0
+    assert "AccessDenied" in ran.stderr or "403" in ran.stderr, ran.stderr[-3000:]
+    denied = [d for d in cloud.denials() if job.access_key_id in d]
+    assert denied and {d.split()[1] for d in denied} == {"s3:GetObject"}, cloud.denials()
