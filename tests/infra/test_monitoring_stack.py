@@ -63,6 +63,14 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         assert alarms[job]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
 
 
+def test_every_alarm_is_in_the_alarm_table_of_docs_deploy_md(prod: Synthesized) -> None:
+    table = (REPO / "docs" / "deploy.md").read_text().split("## Alarms", 1)[1].split("\n## ")[0]
+    first_cells = re.findall(r"^\| (.+?) \|", table, re.M)  # the header's is "Id"
+    ids = {i for cell in first_cells for i in re.findall(r"`([^`]+)`", cell)}
+    for alarm_id in _alarms(prod):
+        assert alarm_id.replace("-prod", "-<cluster>") in ids, alarm_id
+
+
 def test_a_namenode_unavailable_for_the_configured_minutes_alarms_per_cluster(
         prod: Synthesized) -> None:
     alarm = _alarms(prod)["namenode-unavailable-prod"]
