@@ -7,8 +7,7 @@ Resolved here: DynamoDB (the table, or the index of a Query/Scan by IndexName; e
 Batch*/Transact* call; `dynamodb:LeadingKeys` from the Key, Item or the key condition's
 partition-key value), SNS (TopicArn), SQS (the batch calls' IAM actions; GetQueueUrl's queue),
 IAM (the user of a UserName call, the role of a RoleName call), CloudWatch (the `cloudwatch`
-prefix, `cloudwatch:namespace`). Glue's catalog, database and table ARNs are not resolved yet:
-add `CHECKS["glue"]`.
+prefix, `cloudwatch:namespace`), Glue (the catalog, the database, the table of a call).
 """
 
 from __future__ import annotations
@@ -99,6 +98,28 @@ def dynamodb_checks(response: Any, action: str) -> list[Check]:
     return [(f"dynamodb:{action}", arn, context)]
 
 
+# Glue calls naming their database as "Name" (the others name it "DatabaseName").
+_GLUE_DATABASE_CALLS = {"CreateDatabase", "GetDatabase", "UpdateDatabase", "DeleteDatabase"}
+
+
+def glue_checks(response: Any, action: str) -> list[Check]:
+    """Glue authorizes a call on each Data Catalog resource it reaches: the catalog, the
+    database, the table (AWS Glue developer guide, "Specifying AWS Glue resource ARNs": a table
+    operation needs all three)."""
+    body = json.loads(response.raw_body or b"{}")
+    base = f"arn:aws:glue:{response.region}:{response.current_account}"
+    arns = [f"{base}:catalog"]
+    database = (body.get("Name") if action in _GLUE_DATABASE_CALLS else
+                body.get("DatabaseName")) or body.get("DatabaseInput", {}).get("Name")
+    if database:
+        arns.append(f"{base}:database/{database}")
+        table = (body.get("TableName") or body.get("TableInput", {}).get("Name")
+                 or (body.get("Name") if action not in _GLUE_DATABASE_CALLS else None))
+        if table:
+            arns.append(f"{base}:table/{database}/{table}")
+    return [(f"glue:{action}", arn, {}) for arn in arns]
+
+
 def sns_checks(response: Any, action: str) -> list[Check]:
     topic = response._get_param("TopicArn") or response._get_param("TargetArn")
     return [(f"sns:{action}", topic or "*", {})]
@@ -145,6 +166,7 @@ def s3_context(response: Any) -> dict[str, str | list[str]]:
 CHECKS: dict[str, Callable[[Any, str], list[Check]]] = {
     "cloudwatch": cloudwatch_checks,
     "dynamodb": dynamodb_checks,
+    "glue": glue_checks,
     "iam": iam_checks,
     "sns": sns_checks,
     "sqs": sqs_checks,

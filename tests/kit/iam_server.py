@@ -11,8 +11,9 @@ AssumeRole's role and IAM role calls); AssumeRole also checks the role's trust p
 What this module adds (patched at moto's two authorization points, normal and S3 requests, in
 this process only; tests/kit/iam_requests.py says what a request asks for):
 - Resources: DynamoDB tables and indexes (every table of a Batch*/Transact* call), SNS topics,
-  IAM users (UserName calls), SQS GetQueueUrl's queue: a grant on a table ARN now allows, and
-  one on another table denies. Glue's catalog/database/table ARNs are not resolved yet.
+  IAM users (UserName calls), SQS GetQueueUrl's queue, Glue's catalog, database and table (a
+  table call needs all three): a grant on a table ARN now allows, and one on another table
+  denies.
 - Action names: IAM's, not moto's: `cloudwatch:` (signs as `monitoring`); SQS `*Batch` calls
   are their single actions (moto alone denies SendMessageBatch to a sender granted
   SendMessage, which AWS allows); Transact* calls are their item actions.

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from demo.localcloud import Assembly
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
@@ -260,3 +261,33 @@ def test_the_glue_jobs_without_the_lake_read_grant_are_denied(
     assert "AccessDenied" in ran.stderr or "403" in ran.stderr, ran.stderr[-3000:]
     denied = [d for d in cloud.denials() if job.access_key_id in d]
     assert denied and {d.split()[1] for d in denied} == {"s3:GetObject"}, cloud.denials()
+
+
+def test_the_glue_roles_own_catalog_grant_names_the_events_table_only(
+        deployed: tuple[IamCloud, Assembly], job_arguments: dict[str, list[str]]) -> None:
+    # The role's PublishPartitions statement alone, without AWSGlueServiceRole (glue:* on "*",
+    # which the deployed role also holds, so its catalog calls never depend on the statement).
+    # Read from the template: moto's CloudFormation skipped the Glue database, so the deployed
+    # copy of the statement names the database by a Ref moto could not resolve.
+    cloud, assembly = deployed
+    (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
+    database = job_arguments["compact"][job_arguments["compact"].index("--catalog_database") + 1]
+    account = cloud.admin.arn.split(":")[4]
+    refs = {"AWS::AccountId": account, "AWS::Region": REGION, "AWS::Partition": "aws"} | {
+        k: (r["Properties"].get("DatabaseInput") or r["Properties"]["TableInput"])["Name"]
+        for k, r in analytics["Resources"].items()
+        if r["Type"] in ("AWS::Glue::Database", "AWS::Glue::Table")}
+    (statement,) = [st for r in analytics["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                    for st in r["Properties"]["PolicyDocument"]["Statement"]
+                    if st.get("Sid") == "PublishPartitions"]
+    own = cloud.user_holding("glue-publish-partitions-only", inline={"own": {
+        "Version": "2012-10-17", "Statement": [_resolve(statement, refs)]}})
+    cloud.client("glue").create_table(DatabaseName=database, TableInput={
+        "Name": "not_ours", "StorageDescriptor": {"Columns": [{"Name": "x", "Type": "string"}]}})
+    glue = cloud.client("glue", own)
+
+    assert glue.get_table(DatabaseName=database, Name="events")["Table"]["Name"] == "events"
+    with pytest.raises(ClientError):
+        glue.get_table(DatabaseName=database, Name="not_ours")
+    assert [d.split(" (")[0] for d in cloud.denials() if own.arn in d] == [
+        f"{own.arn} glue:GetTable arn:aws:glue:{REGION}:{account}:table/{database}/not_ours"]
