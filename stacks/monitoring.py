@@ -330,6 +330,24 @@ class MonitoringStack(Stack):
                   "line (Logs Insights query 'index-drain-problems') and the quarantined "
                   "manifest; repair with `hdfs-events-agent verify`")
 
+        # A message whose group id names no cluster of this deployment (an agent with a
+        # misspelt [cluster], a group id without one: the consumer counts those under
+        # "unknown") is quarantined under that name, which no per-cluster alarm watches. A
+        # Metrics Insights query sums the [Cluster] series of every other name. Cluster names
+        # are [A-Za-z0-9_.-] (hdfs_events/ids.py): nothing to escape in the quotes.
+        others = " AND ".join(f"{names.DIMENSION_CLUSTER} != '{c}'" for c in settings.clusters)
+        alarm("quarantined-messages-other-clusters",
+              cw.MathExpression(
+                  expression=f"SELECT SUM({names.METRIC_QUARANTINED}) FROM SCHEMA("
+                  f"\"{names.METRICS_NAMESPACE}\", {names.DIMENSION_CLUSTER}) WHERE {others}",
+                  using_metrics={}, period=five_min),
+              threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+              description="The consumer quarantined a message whose group id names no cluster "
+              f"of this deployment ({', '.join(settings.clusters)}): an agent whose [cluster] "
+              "is not in cdk.json's clusters, or a message without a cluster. Read its "
+              "group_id and reason with the Logs Insights query 'quarantined-messages'; see "
+              "docs/consumer.md, 'Cluster identity'")
+
         self.dashboard = cw.Dashboard(
             self, "Dashboard", dashboard_name=settings.prefix,
             widgets=dashboard_rows(settings=settings, ingest=ingest, analytics=analytics,

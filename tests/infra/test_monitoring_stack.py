@@ -43,7 +43,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
         "foreign-sender-prod", "index-bridged-ranges-prod", "sync-bytes-pending-prod",
         "quarantined-messages-prod", "index-skipped-messages-prod", "index-drift-prod",
-        "index-drift-missing-prod"}
+        "index-drift-missing-prod", "quarantined-messages-other-clusters"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -196,6 +196,32 @@ def test_one_quarantined_or_skipped_message_alarms_on_the_metric_the_consumer_em
                 "GreaterThanOrEqualToThreshold", 1)
             assert alarm["TreatMissingData"] == "notBreaching"  # no data: nothing quarantined
             assert reads in alarm["AlarmDescription"]
+
+
+def test_a_message_quarantined_under_a_cluster_name_not_deployed_alarms_too(
+        prod: Synthesized, capsys: pytest.CaptureFixture[str]) -> None:
+    alarm = _alarms(prod)["quarantined-messages-other-clusters"]
+    (query,) = alarm["Metrics"]
+    match = re.fullmatch(r'SELECT SUM\((\w+)\) FROM SCHEMA\("(\w+)", (\w+)\) WHERE (.+)',
+                         query["Expression"])
+    assert match, query["Expression"]
+    metric, namespace, dimension, where = match.groups()
+    excluded = set(re.findall(rf"{dimension} != '([^']+)'", where))
+    assert set(where.split(" AND ")) == {f"{dimension} != '{c}'" for c in excluded}
+    assert excluded == {"prod"}  # cdk.json's clusters of prod
+
+    # What the consumer writes for "unknown" (no cluster in the group id) and for a cluster
+    # name this deployment does not have is counted; the deployed cluster is left to its own.
+    for cluster, counted in (("unknown", True), ("prod-typo", True), ("prod", False)):
+        doc = _emitted_by_the_consumer(capsys, cluster)
+        (declared,) = doc["_aws"]["CloudWatchMetrics"]
+        assert (namespace, metric) == (declared["Namespace"], names.METRIC_QUARANTINED)
+        assert [dimension] in declared["Dimensions"] and doc[metric] == [1.0]
+        assert (doc[dimension] not in excluded) is counted, cluster
+    assert (query["Period"], alarm["EvaluationPeriods"], alarm["Threshold"],
+            alarm["ComparisonOperator"]) == (300, 1, 1, "GreaterThanOrEqualToThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert "'quarantined-messages'" in alarm["AlarmDescription"]
 
 
 def _published_by_verify(cluster: str, drift: int) -> tuple[dict, int]:
