@@ -251,7 +251,7 @@ class MonitoringStack(Stack):
                   "'index-drain-problems') and `hdfs-events-agent verify`")
 
             # Messages the consumer quarantined (lambdas/ingest/quarantine.py), counted under the
-            # cluster their group id names: their events reach neither the lake nor the index
+            # cluster their group id names: their events reach neither raw/ nor the index
             # until the cause is fixed. One is already a loss, so one pages.
             alarm(f"quarantined-messages-{cluster}",
                   _consumer_metric(names.METRIC_QUARANTINED, cluster, "Sum"),
@@ -259,7 +259,7 @@ class MonitoringStack(Stack):
                   comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                   description=f"The consumer quarantined a message of the {cluster} stream "
                   "(unreadable, a contract it does not know, or a foreign sender): its events "
-                  "are in neither the lake nor the index. Read each reason with the Logs "
+                  "reach neither raw/ in the lake nor the index. Read each reason with the Logs "
                   "Insights query 'quarantined-messages' (the record is at its "
                   "quarantine_key in the lake bucket); see docs/consumer.md, 'Quarantine'")
             # A manifest named a quarantined message and its range went on without it
