@@ -116,15 +116,19 @@ def verify(config: Path, prefix: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
 
 
-def lake_events() -> list[HdfsEvent]:
-    """Every event the consumer wrote to the raw lake, once each, in (txid, index) order."""
-    s3, events = boto3.client("s3"), {}
+def raw_lake_events() -> list[HdfsEvent]:
+    """Every event line of every raw lake object, repeats included."""
+    s3, events = boto3.client("s3"), []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=LAKE_BUCKET,
                                                              Prefix="raw/"):
         for obj in page.get("Contents", []):
             body = gzip.decompress(s3.get_object(Bucket=LAKE_BUCKET, Key=obj["Key"])["Body"]
                                    .read())
-            for line in body.splitlines():
-                event = HdfsEvent.from_dict(json.loads(line))
-                events[event.key] = event
+            events += [HdfsEvent.from_dict(json.loads(line)) for line in body.splitlines()]
+    return events
+
+
+def lake_events() -> list[HdfsEvent]:
+    """Every event the consumer wrote to the raw lake, once each, in (txid, index) order."""
+    events = {event.key: event for event in raw_lake_events()}
     return [events[k] for k in sorted(events)]

@@ -13,8 +13,6 @@ uri` the nameservice and `conf_dir` the client configuration.
 
 from __future__ import annotations
 
-import gzip
-import json
 import threading
 import time
 from collections import Counter
@@ -33,7 +31,12 @@ from tests.integration.agent.conftest import (
     event_keys_by_message,
     manifests,
 )
-from tests.integration.hdfs.conftest import CLUSTER, LAKE_BUCKET, consume, java_rows
+from tests.integration.hdfs.conftest import (
+    CLUSTER,
+    consume,
+    java_rows,
+    raw_lake_events,
+)
 from tests.integration.live.conftest import STATE_TABLE
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AgentProcess, write_agent_config
@@ -67,17 +70,6 @@ def wait_for(condition: Callable[[], bool], what: str, *agents: AgentProcess) ->
                 f"the agent exited {agent.process.returncode}: {agent.log_tail()}")
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.05)
-
-
-def raw_lake_events() -> list[HdfsEvent]:
-    """Every event line of every raw lake object, repeats included."""
-    s3, events = boto3.client("s3"), []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=LAKE_BUCKET, Prefix="raw/"):
-        for obj in page.get("Contents", []):
-            body = s3.get_object(Bucket=LAKE_BUCKET, Key=obj["Key"])["Body"].read()
-            events += [HdfsEvent.from_dict(json.loads(line))
-                       for line in gzip.decompress(body).splitlines()]
-    return events
 
 
 def test_failovers_while_reading_and_while_down_lose_and_repeat_nothing(

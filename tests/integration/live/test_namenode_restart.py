@@ -10,8 +10,6 @@ Hadoop's own Java reader sees over the whole txid range, once each, field for fi
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import time
 from collections import Counter
@@ -22,8 +20,12 @@ import boto3
 import pytest
 
 from hdfs_events import names
-from hdfs_events.event import HdfsEvent
-from tests.integration.hdfs.conftest import CLUSTER, LAKE_BUCKET, consume, java_rows
+from tests.integration.hdfs.conftest import (
+    CLUSTER,
+    consume,
+    java_rows,
+    raw_lake_events,
+)
 from tests.kit.client_workload import HDFS_CONF, client_workload, run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AgentProcess, write_agent_config
@@ -66,17 +68,6 @@ def namenode_unavailable(since: datetime) -> list[float]:
         if not runs or runs[-1] != point["Maximum"]:
             runs.append(point["Maximum"])
     return runs
-
-
-def raw_lake_events() -> list[HdfsEvent]:
-    """Every event line of every raw lake object, repeats included."""
-    s3, events = boto3.client("s3"), []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=LAKE_BUCKET, Prefix="raw/"):
-        for obj in page.get("Contents", []):
-            body = s3.get_object(Bucket=LAKE_BUCKET, Key=obj["Key"])["Body"].read()
-            events += [HdfsEvent.from_dict(json.loads(line))
-                       for line in gzip.decompress(body).splitlines()]
-    return events
 
 
 def test_namenode_stopped_60_s_mid_workload_agent_never_exits_and_lake_equals_hadoop(
