@@ -34,6 +34,7 @@ from pyspark.sql import SparkSession
 
 from glue_jobs.runtime import spark_scheme
 from glue_jobs.storage import LakeStore
+from tests.kit.glue_template import resolve
 
 PartitionValues = tuple[str, ...]
 
@@ -59,25 +60,6 @@ class GlueTable:
     @property
     def projected(self) -> bool:
         return self.parameters.get("projection.enabled", "").strip().lower() == "true"
-
-
-def resolve(value: Any, pseudo: Mapping[str, str]) -> Any:
-    """A template value with Ref of pseudo parameters and Fn::Join resolved (all the Glue
-    tables' locations use); anything else refuses, naming the function."""
-    if isinstance(value, dict) and len(value) == 1 and (
-            "Ref" in value or next(iter(value)).startswith("Fn::")):
-        ((function, arg),) = value.items()
-        if function == "Ref" and arg in pseudo:
-            return pseudo[arg]
-        if function == "Fn::Join":
-            separator, parts = arg
-            return separator.join(str(resolve(p, pseudo)) for p in parts)
-        raise ValueError(f"cannot resolve {function} {arg!r} in a Glue table definition")
-    if isinstance(value, dict):
-        return {k: resolve(v, pseudo) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, pseudo) for v in value]
-    return value
 
 
 def glue_tables(template: Mapping[str, Any], pseudo: Mapping[str, str]) -> dict[str, GlueTable]:

@@ -20,7 +20,6 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
@@ -28,6 +27,13 @@ import pytest
 from demo.localcloud import Assembly
 from lambdas.ingest.lake import lake_objects
 from tests.infra.synth import REPO, synthesized
+from tests.kit.glue_template import (
+    create_catalog,
+    job_arguments,
+    pseudo_parameters,
+    resolve,
+    resources,
+)
 from tests.kit.ingest_builders import sample_events
 
 pytestmark = pytest.mark.slow
@@ -37,8 +43,6 @@ RUN_AS_GLUE = Path(__file__).with_name("run_as_glue.py")
 S3A_JARS = REPO / ".hadoop" / "distcp"
 # 2015-01-13T08:00Z: the SQS SentTimestamp of the sample's message, the day of its edits.
 SENT_MS = 1_421_136_000_000
-# Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", special ones).
-_GLUE_OWN = re.compile(r"--(job-language|extra-py-files|enable-.*)")
 
 
 @dataclass(frozen=True)
@@ -49,74 +53,29 @@ class GlueJob:
     arguments: list[str]  # what the script gets in sys.argv
 
 
-def resolve(value: Any, refs: dict[str, str]) -> Any:
-    """`value` with the intrinsic functions the template uses here (Ref, Fn::Join, Fn::Sub)
-    evaluated; anything else fails with a KeyError naming it."""
-    if isinstance(value, dict) and len(value) == 1:
-        ((fn, arg),) = value.items()
-        if fn == "Ref":
-            return refs[arg]
-        if fn == "Fn::Join":
-            return arg[0].join(resolve(part, refs) for part in arg[1])
-        if fn == "Fn::Sub":
-            return re.sub(r"\$\{([^}]+)\}", lambda m: refs[m.group(1)], arg)
-        if fn.startswith("Fn::"):
-            raise KeyError(fn)
-    if isinstance(value, dict):
-        return {k: resolve(v, refs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, refs) for v in value]
-    return value
-
-
-def string_parameters(value: Any) -> Any:
-    """`value` with every `Parameters` map's values as strings, as CloudFormation hands a JSON
-    `true` in a map of strings to the Glue API ("true")."""
-    if isinstance(value, list):
-        return [string_parameters(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    return {k: ({p: json.dumps(x) if not isinstance(x, str) else x for p, x in v.items()}
-                if k == "Parameters" else string_parameters(v)) for k, v in value.items()}
-
-
-def _resources(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
-    return {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == type_}
-
-
-def deploy_catalog(assembly: Assembly) -> tuple[dict[str, GlueJob], dict[str, str]]:
+def deploy_catalog(assembly: Assembly) -> dict[str, GlueJob]:
     """Creates the template's Glue database and tables in moto; returns its jobs by name, with
-    their assets mapped to the assembly's files, and the refs used to resolve them."""
+    their assets mapped to the assembly's files."""
     analytics = next(s for s in assembly.stacks if s.name.endswith("-Analytics"))
     template = analytics.template
-    refs = {"AWS::AccountId": boto3.client("sts").get_caller_identity()["Account"],
-            "AWS::Region": boto3.client("sts").meta.region_name, "AWS::Partition": "aws"}
-    glue = boto3.client("glue")
-    for logical_id, props in _resources(template, "AWS::Glue::Database").items():
-        database = resolve(props["DatabaseInput"], refs)
-        glue.create_database(DatabaseInput=database)
-        refs[logical_id] = database["Name"]
-    for props in _resources(template, "AWS::Glue::Table").values():
-        glue.create_table(DatabaseName=resolve(props["DatabaseName"], refs),
-                          TableInput=string_parameters(resolve(props["TableInput"], refs)))
-
+    sts = boto3.client("sts")
+    refs = create_catalog(boto3.client("glue"), template, pseudo_parameters(
+        sts.get_caller_identity()["Account"], sts.meta.region_name))
     files = analytics.asset_manifest["files"]
 
     def asset(uri: str) -> Path:
         (asset_hash, _) = uri.rsplit("/", 1)[1].split(".", 1)
         return assembly.directory / files[asset_hash]["source"]["path"]
 
+    arguments = job_arguments(template, refs)
     jobs = {}
-    for props in _resources(template, "AWS::Glue::Job").values():
+    for props in resources(template, "AWS::Glue::Job").values():
         assert props["GlueVersion"] == "5.1"
-        args = resolve(props["DefaultArguments"], refs)
         name = resolve(props["Name"], refs)
         jobs[name] = GlueJob(
             name, asset(resolve(props["Command"]["ScriptLocation"], refs)),
-            asset(args["--extra-py-files"]),
-            [item for key, value in args.items() if not _GLUE_OWN.fullmatch(key)
-             for item in (key, value)])
-    return jobs, refs
+            asset(resolve(props["DefaultArguments"]["--extra-py-files"], refs)), arguments[name])
+    return jobs
 
 
 def write_raw(bucket: str) -> tuple[int, set[str]]:
@@ -143,7 +102,7 @@ def glue_site() -> Path:
 
 def test_deployed_entry_scripts_run_on_glue_modules_and_their_zip_only(
         moto_endpoint: str, glue_site: Path, tmp_path: Path) -> None:
-    jobs, _ = deploy_catalog(synthesized()["local"])
+    jobs = deploy_catalog(synthesized()["local"])
     compact, rollups = (jobs["hdfs-events-local-compact-events"],
                         jobs["hdfs-events-local-activity-rollups"])
     assert compact.extra_py_files == rollups.extra_py_files

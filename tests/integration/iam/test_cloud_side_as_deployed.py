@@ -25,12 +25,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from demo.localcloud import Assembly
+from tests.kit import glue_template
+from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
 
 pytestmark = pytest.mark.slow
@@ -41,8 +42,6 @@ CLI = Path(sys.executable).parent / "hdfs-events"
 AGENT = Path(sys.executable).parent / "hdfs-events-agent"
 EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
 CLUSTER = "demo"
-# Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", special ones).
-GLUE_OWN = ("--job-language", "--extra-py-files", "--enable-")
 # Both entry scripts in one process, one after the other, as the workflow runs them.
 RUN_JOBS = """
 import json, sys
@@ -73,53 +72,18 @@ def cloud(deployed: tuple[IamCloud, Assembly]) -> IamCloud:
     return deployed[0]
 
 
-def _resolve(value: Any, refs: dict[str, str]) -> Any:
-    """The intrinsic functions the Analytics template's Glue resources use."""
-    if isinstance(value, dict) and len(value) == 1:
-        ((function, arg),) = value.items()
-        if function == "Ref":
-            return refs[arg]
-        if function == "Fn::Join":
-            return arg[0].join(_resolve(part, refs) for part in arg[1])
-        if function.startswith("Fn::"):
-            raise KeyError(f"cannot resolve {function}")
-    if isinstance(value, dict):
-        return {k: _resolve(v, refs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, refs) for v in value]
-    return value
-
-
 @pytest.fixture(scope="module")
 def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
     """Creates the template's Glue database and events table as the admin (moto's
     CloudFormation skips them); returns each job's script arguments from the template."""
     cloud, assembly = deployed
     (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
-    resources = analytics["Resources"]
-    refs = {"AWS::AccountId": cloud.admin.arn.split(":")[4], "AWS::Region": REGION,
-            "AWS::Partition": "aws"}
-    glue = cloud.client("glue")
-    for logical_id, r in resources.items():
-        if r["Type"] == "AWS::Glue::Database":
-            database = _resolve(r["Properties"]["DatabaseInput"], refs)
-            glue.create_database(DatabaseInput=database)
-            refs[logical_id] = database["Name"]
-    (events,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Glue::Table"
-                 and r["Properties"]["TableInput"]["Name"] == "events"]
-    table = _resolve(events["TableInput"], refs)
-    table["Parameters"] = {k: json.dumps(v) if not isinstance(v, str) else v
-                           for k, v in table.get("Parameters", {}).items()}
-    glue.create_table(DatabaseName=_resolve(events["DatabaseName"], refs), TableInput=table)
-    jobs = {}
-    for logical_id, r in resources.items():
-        if r["Type"] == "AWS::Glue::Job":
-            arguments = {name: _resolve(value, refs)
-                         for name, value in r["Properties"]["DefaultArguments"].items()
-                         if not name.startswith(GLUE_OWN)}
-            job = "compact" if logical_id.startswith("CompactEvents") else "rollups"
-            jobs[job] = [item for pair in arguments.items() for item in pair]
-    assert set(jobs) == {"compact", "rollups"}, jobs
+    refs = create_catalog(cloud.client("glue"), analytics, pseudo_parameters(
+        cloud.admin.arn.split(":")[4], REGION), tables={"events"})
+    by_name = glue_template.job_arguments(analytics, refs)
+    jobs = {("compact" if name.endswith("-compact-events") else "rollups"): arguments
+            for name, arguments in by_name.items()}
+    assert set(jobs) == {"compact", "rollups"}, by_name
     return jobs
 
 
@@ -273,7 +237,7 @@ def test_the_glue_roles_own_catalog_grant_names_the_events_table_only(
     (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
     database = job_arguments["compact"][job_arguments["compact"].index("--catalog_database") + 1]
     account = cloud.admin.arn.split(":")[4]
-    refs = {"AWS::AccountId": account, "AWS::Region": REGION, "AWS::Partition": "aws"} | {
+    refs = pseudo_parameters(account, REGION) | {
         k: (r["Properties"].get("DatabaseInput") or r["Properties"]["TableInput"])["Name"]
         for k, r in analytics["Resources"].items()
         if r["Type"] in ("AWS::Glue::Database", "AWS::Glue::Table")}
@@ -281,7 +245,7 @@ def test_the_glue_roles_own_catalog_grant_names_the_events_table_only(
                     for st in r["Properties"]["PolicyDocument"]["Statement"]
                     if st.get("Sid") == "PublishPartitions"]
     own = cloud.user_holding("glue-publish-partitions-only", inline={"own": {
-        "Version": "2012-10-17", "Statement": [_resolve(statement, refs)]}})
+        "Version": "2012-10-17", "Statement": [resolve(statement, refs)]}})
     cloud.client("glue").create_table(DatabaseName=database, TableInput={
         "Name": "not_ours", "StorageDescriptor": {"Columns": [{"Name": "x", "Type": "string"}]}})
     glue = cloud.client("glue", own)
