@@ -26,10 +26,11 @@ def partition_of(ms: int) -> tuple[str, str]:
 
 
 class RawLake:
-    """A fresh bucket per lake (S3A caches a file system per bucket name across tests)."""
+    """A fresh bucket per lake (S3A caches a file system per bucket name across tests).
+    `bucket`: an exact name instead, for a lake in the bucket a synthesized stack names."""
 
-    def __init__(self, s3: Any, name: str = "lake") -> None:
-        self.s3, self.bucket = s3, f"{name}-{next(_BUCKETS)}"
+    def __init__(self, s3: Any, name: str = "lake", *, bucket: str | None = None) -> None:
+        self.s3, self.bucket = s3, bucket or f"{name}-{next(_BUCKETS)}"
         s3.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={
             "LocationConstraint": s3.meta.region_name})
         self.uri = f"s3://{self.bucket}"  # the job argument, as a Glue job run passes it
