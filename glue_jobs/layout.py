@@ -7,6 +7,7 @@ curated/gaps_daily/dt=<d>/                                       activity_rollup
 curated/_catalog/events.json                                    local partition catalog
 curated/_state/compact_events/raw/cluster=<c>/dt=<d>.json         compaction watermark
 curated/_state/activity_rollups/pending/run=<id>/days.json         days compaction marked
+curated/_state/activity_rollups/owners/through=<d>/               owner state after day d
 quarantine/glue/compact_events/...                               what compaction refused
 """
 
@@ -31,6 +32,7 @@ GAPS_PREFIX = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{EVENTS_TABLE}.json"
 STATE_PREFIX = f"{CURATED_PREFIX}_state/compact_events/raw/"
 ROLLUP_PENDING_PREFIX = f"{CURATED_PREFIX}_state/activity_rollups/pending/"
+OWNER_STATE_PREFIX = f"{CURATED_PREFIX}_state/activity_rollups/owners/"
 QUARANTINE_GLUE_PREFIX = f"{QUARANTINE_PREFIX}glue/compact_events/"
 
 RAW_KEY = re.compile(
@@ -93,3 +95,9 @@ def state_key(cluster: str, dt: str) -> str:
 def rollup_pending_key(run_id: str) -> str:
     """The days a compaction run marked for the rollups (glue_jobs.rollup_days)."""
     return f"{ROLLUP_PENDING_PREFIX}run={run_id}/days.json"
+
+
+def owner_state_prefix(through: str) -> str:
+    """The owner state after day `through` (glue_jobs.rollup_days): Spark's files under
+    data/, then commit/done.json, written last."""
+    return f"{OWNER_STATE_PREFIX}through={through}/"

@@ -1,18 +1,22 @@
 """One run of the activity rollups job: the days to roll up chosen (glue_jobs.rollup_days: the
 days compaction runs marked, or a range given by hand), their curated events read at the
-catalog's current locations with the owner facts of every earlier day, the pure transforms of
-glue_jobs.rollups applied, each output written by day. The entry script
-(glue_jobs/activity_rollups.py) parses the arguments, builds the session and calls roll_up().
+catalog's current locations with the owner state after an earlier day and the owner facts of the
+days between (by hand, or with no state: of every earlier day), the pure transforms of
+glue_jobs.rollups applied, each output written by day, then the owner state the next run reads.
+The entry script (glue_jobs/activity_rollups.py) parses the arguments, builds the session and
+calls roll_up().
 
 Writes curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/ and curated/gaps_daily/dt=<d>/
 (edits purged before the agent read them: how far activity_daily undercounts), replacing only
 the dts it computed (dynamic partition overwrite), so re-running a day gives the same rows; then
-clears the marks it rolled up. GAP and SNAPSHOT records (the live agent's) are never activity;
+the owner state (glue_jobs.rollup_days: curated/_state/activity_rollups/owners/); then clears the
+marks it rolled up. GAP and SNAPSHOT records (the live agent's) are never activity;
 SNAPSHOTs still name owners.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pyspark import StorageLevel
@@ -22,7 +26,7 @@ from pyspark.sql import functions as F
 from glue_jobs import rollup_days, rollups
 from glue_jobs.catalog import PartitionCatalog
 from glue_jobs.curated_io import read_curated
-from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX
+from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX, new_run_id
 from glue_jobs.storage import LakeStore
 
 
@@ -48,6 +52,7 @@ class RollupFrames:
     gaps: DataFrame
     plan: rollup_days.DayPlan
     events: DataFrame  # persisted: the attributed events all three outputs read
+    owner_state: DataFrame | None  # after plan.write_state, when the plan writes one
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,9 @@ class RollupReport:
     days: tuple[str, ...] = ()
     mass_delete_days: tuple[str, ...] = ()
     history_days: int = 0  # earlier days whose owner facts were read
+    owner_state: str = ""  # the owner state read: after this day ("": none)
+    owner_state_written: str = ""
+    owner_states_dropped: tuple[str, ...] = ()  # stale (a day before them rolled up) or old
     mass_delete_windows: int = 0
     gaps: int = 0
     lost_txids: int = 0
@@ -64,15 +72,26 @@ class RollupReport:
 def roll_up(spark: SparkSession, source: LakeStore, catalog: PartitionCatalog,
             target: LakeStore, settings: RollupSettings) -> RollupReport:
     """Rolls up the days the settings select (by hand) or the compaction runs marked in
-    `source`, writes them, and only then clears those marks: a run that fails leaves them."""
+    `source`, writes them, then the owner state, and only then clears those marks: a run that
+    fails leaves them. The owner states live beside the marks, in `source`; a run by hand
+    neither reads nor writes one (its range may start anywhere: it reads every earlier day)."""
     marked = None if settings.by_hand else rollup_days.pending(source)
-    frames = rollup_frames(spark, catalog, settings, marked.days if marked else frozenset())
+    states = () if settings.by_hand else rollup_days.owner_states(source)
+    frames = rollup_frames(spark, catalog, settings, marked.days if marked else frozenset(),
+                           states=states, state_root=source.root_uri)
+    plan = frames.plan
     try:
-        report = _write(frames, target) if frames.plan.days else RollupReport()
+        # Before any write: a state after a day rolled up again misses that day's new facts.
+        dropped = (rollup_days.drop_owner_states(source, from_day=plan.drop_states_from)
+                   if plan.drop_states_from else ())
+        report = _write(frames, target) if plan.days else RollupReport()
+        if frames.owner_state is not None:
+            dropped += _write_owner_state(frames.owner_state, source, plan.write_state)
     finally:
         frames.events.unpersist()
     # Marks of days no longer in the catalog have nothing to roll up: cleared as well.
-    return replace(report, marks_cleared=rollup_days.clear(source, marked) if marked else 0)
+    return replace(report, owner_states_dropped=dropped,
+                   marks_cleared=rollup_days.clear(source, marked) if marked else 0)
 
 
 def _write(frames: RollupFrames, target: LakeStore) -> RollupReport:
@@ -82,25 +101,42 @@ def _write(frames: RollupFrames, target: LakeStore) -> RollupReport:
     gaps, lost = frames.gaps.agg(F.sum("gaps"), F.sum("lost_txids")).first() or (None, None)
     return RollupReport(days=frames.plan.days, mass_delete_days=frames.plan.mass_delete_days,
                         history_days=len(frames.plan.history_days),
+                        owner_state=frames.plan.owner_state,
+                        owner_state_written=frames.plan.write_state,
                         mass_delete_windows=frames.mass_deletes.count(), gaps=int(gaps or 0),
                         lost_txids=int(lost or 0))
 
 
+def _write_owner_state(state: DataFrame, store: LakeStore, through: str) -> tuple[str, ...]:
+    """Spark's files, then the commit mark (one PUT): a crash in between leaves a state no
+    run reads. Then the states too old to be worth keeping go."""
+    (state.write.mode("overwrite").option("compression", "zstd")
+     .parquet(store.root_uri + rollup_days.owner_state_data(through)))
+    rollup_days.commit_owner_state(store, through, new_run_id())
+    return rollup_days.drop_owner_states(store, before=rollup_days.keep_states_after(through))
+
+
 def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSettings,
-                  pending_days: frozenset[str] = frozenset()) -> RollupFrames:
+                  pending_days: frozenset[str] = frozenset(), *, states: Sequence[str] = (),
+                  state_root: str = "") -> RollupFrames:
     locations = catalog.locations()
     plan = rollup_days.plan(sorted({dt for _, dt in locations}), pending_days=pending_days,
-                            from_dt=s.from_dt, to_dt=s.to_dt, window_minutes=s.window_minutes)
+                            from_dt=s.from_dt, to_dt=s.to_dt, window_minutes=s.window_minutes,
+                            owner_states=states)
     recent = read_curated(spark, locations, plan.read_days).select(*rollups.INPUT_COLUMNS)
     # Owners come from CREATEs (and SNAPSHOTs, OWNER changes, RENAMEs) of any earlier day too:
-    # of those days only these rows are read. Their scan still grows with the lake's age;
-    # everything after it (the semi-join in attribute_owners on) follows the days rolled up.
+    # the owner state after an earlier day holds them up to that day, so of the days between
+    # it and the first read only their owner-fact rows are read (of every earlier day without
+    # a state). The state's size is the number of paths, not of events or days.
+    state = (spark.read.parquet(state_root + rollup_days.owner_state_data(plan.owner_state))
+             if plan.owner_state else None)
     earlier = read_curated(spark, locations, plan.history_days).select(*rollups.INPUT_COLUMNS) \
         .transform(rollups.owner_history)
     events = (recent.transform(rollups.hadoop_events)
-              .transform(rollups.attribute_owners(recent.unionByName(earlier)))
+              .transform(rollups.attribute_owners(recent.unionByName(earlier), state))
               .transform(rollups.with_prefix(s.prefix_depth))
               .persist(StorageLevel.MEMORY_AND_DISK))
+    after = plan.write_state
     return RollupFrames(
         activity=events.where(F.col("dt").isin(*plan.days))
         .transform(rollups.daily_activity(s.small_file_bytes)),
@@ -109,6 +145,9 @@ def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSetti
         gaps=recent.where(F.col("dt").isin(*plan.days)).transform(rollups.daily_gaps),
         plan=plan,
         events=events,
+        owner_state=rollups.owner_state(
+            recent.where(F.col("dt") <= after).transform(rollups.owner_history)
+            .unionByName(earlier), state) if after else None,
     )
 
 

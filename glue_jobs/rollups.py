@@ -71,50 +71,105 @@ def owner_history(events: DataFrame) -> DataFrame:
     return events.where(_owner_fact().isNotNull() | (F.col("type") == "RENAME"))
 
 
-def attribute_owners(history: DataFrame) -> Callable[[DataFrame], DataFrame]:
+# The owner state (glue_jobs.rollup_days, "owner state"): per path and per kind of fact, the
+# latest fact of each column, with its (txid, index). Three kinds because attribution reads
+# three streams of facts: a rename hop takes the source's owner from DIRECT and UPLOADED facts
+# only (one hop: a MOVED fact must not be followed again), and an upload's end from DIRECT only.
+DIRECT, UPLOADED, MOVED = 0, 1, 2
+STATE_COLUMNS = ("cluster", "path", "kind", "txid", "index", "fact_owner", "fact_inode_type")
+
+
+def _facts_of(df: DataFrame) -> DataFrame:
+    return (df.where(_owner_fact().isNotNull())
+            .select("cluster", "path", "txid", "index", _owner_fact().alias("fact_owner"),
+                    F.col("inode_type").alias("fact_inode_type")))
+
+
+def _state_facts(state: DataFrame | None, kind: int) -> DataFrame | None:
+    return None if state is None else state.where(F.col("kind") == kind).drop("kind")
+
+
+def _union(facts: DataFrame, more: DataFrame | None) -> DataFrame:
+    return facts if more is None else facts.unionByName(more)
+
+
+def _only(df: DataFrame, paths: DataFrame | None, column: str = "path") -> DataFrame:
+    if paths is None:
+        return df
+    return df.join(paths.withColumnRenamed("path", column), ["cluster", column], "left_semi")
+
+
+def _hop_facts(hops: DataFrame, facts: DataFrame) -> DataFrame:
+    """Facts of each hop's destination: its source's owner and inode type at the hop."""
+    return (_as_of(hops, facts.join(hops.select("cluster", "path"), ["cluster", "path"],
+                                    "left_semi"))
+            .where(F.col("known_owner").isNotNull())
+            .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
+                    F.col("known_owner").alias("fact_owner"),
+                    F.col("known_inode_type").alias("fact_inode_type")))
+
+
+def _fact_streams(history: DataFrame, state: DataFrame | None, wanted: DataFrame | None
+                  ) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(DIRECT, UPLOADED, MOVED) facts of `history` and `state`; of the paths of `wanted` and of
+    the sources renamed onto them only, when given (None: every path, for the owner state)."""
+    renames = _only(history.where(F.col("type") == "RENAME")
+                    .select("cluster", "path", "txid", "index", "dst_path"), wanted, "dst_path")
+    needed = None if wanted is None else wanted.unionByName(renames.select("cluster", "path"))
+    # An upload's end makes its owner a fact of the file's own name, before any hop.
+    uploads = _only(history.where(ends_upload())
+                    .select("cluster", "path", "txid", "index", "dst_path"), needed, "dst_path")
+    every_direct = _union(_facts_of(history), _state_facts(state, DIRECT))
+    uploaded = _union(_hop_facts(uploads, every_direct), _state_facts(state, UPLOADED))
+    direct = _only(every_direct, needed)
+    # One hop: the destination of a rename gets the owner its source had at that moment.
+    moved = _union(_hop_facts(renames, direct.unionByName(uploaded)), _state_facts(state, MOVED))
+    return direct, _only(uploaded, needed), _only(moved, wanted)
+
+
+def attribute_owners(history: DataFrame, state: DataFrame | None = None
+                     ) -> Callable[[DataFrame], DataFrame]:
     """events -> events with `owner` (UNKNOWN_OWNER where nothing says) and `known_inode_type`.
 
     `history`: the curated events up to the last day rolled up (CREATEs of earlier days name the
-    owners of today's CLOSEs and UNLINKs); owner_history of it is enough."""
-    def facts_of(df: DataFrame) -> DataFrame:
-        return (df.where(_owner_fact().isNotNull())
-                .select("cluster", "path", "txid", "index",
-                        _owner_fact().alias("fact_owner"),
-                        F.col("inode_type").alias("fact_inode_type")))
-
+    owners of today's CLOSEs and UNLINKs); owner_history of it is enough. `state`: owner_state
+    of the days before `history` (None: `history` starts with the lake)."""
     def transform(events: DataFrame) -> DataFrame:
         # Only the facts of the events' paths and of the sources renamed onto them count: the
         # rest of history is dropped before its sort by path (a semi-join against the events'
         # paths, which adaptive execution broadcasts), so that sort follows the days rolled
         # up, not the lake's age.
-        wanted = events.select("cluster", "path").distinct()
-        renames = (history.where(F.col("type") == "RENAME")
-                   .select("cluster", "path", "txid", "index", "dst_path")
-                   .join(wanted.withColumnRenamed("path", "dst_path"), ["cluster", "dst_path"],
-                         "left_semi"))
-        needed = wanted.unionByName(renames.select("cluster", "path"))
-        # An upload's end makes its owner a fact of the file's own name, before any hop.
-        uploads = (history.where(ends_upload())
-                   .select("cluster", "path", "txid", "index", "dst_path")
-                   .join(needed.withColumnRenamed("path", "dst_path"), ["cluster", "dst_path"],
-                         "left_semi"))
-        uploaded = (_as_of(uploads, facts_of(history).join(
-            uploads.select("cluster", "path"), ["cluster", "path"], "left_semi"))
-            .where(F.col("known_owner").isNotNull())
-            .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
-                    F.col("known_owner").alias("fact_owner"),
-                    F.col("known_inode_type").alias("fact_inode_type")))
-        direct = facts_of(history).join(needed, ["cluster", "path"], "left_semi") \
-            .unionByName(uploaded)
-        # One hop: the destination of a rename gets the owner its source had at that moment.
-        moved = (_as_of(renames, direct).where(F.col("known_owner").isNotNull())
-                 .select("cluster", F.col("dst_path").alias("path"), "txid", "index",
-                         F.col("known_owner").alias("fact_owner"),
-                         F.col("known_inode_type").alias("fact_inode_type")))
-        attributed = _as_of(events.drop("owner"), direct.unionByName(moved))
+        direct, uploaded, moved = _fact_streams(history, state,
+                                                events.select("cluster", "path").distinct())
+        attributed = _as_of(events.drop("owner"),
+                            direct.unionByName(uploaded).unionByName(moved))
         return attributed.withColumn("owner", F.coalesce("known_owner", F.lit(UNKNOWN_OWNER))) \
             .drop("known_owner")
     return transform
+
+
+def owner_state(history: DataFrame, state: DataFrame | None = None) -> DataFrame:
+    """The owner state after `history` (owner_history of the days after `state`'s, or of every
+    day when None): per (cluster, path, kind), the latest owner and the latest inode type, each
+    at its own (txid, index), as one row or two. Attributing later events against it gives what
+    attributing them against every earlier fact gives, as long as those events' txids follow
+    (a NameNode's txids follow its clock, and a day is its events' NameNode date)."""
+    streams = _fact_streams(history, state, None)
+
+    def latest(facts: DataFrame, kind: int, column: str) -> DataFrame:
+        top = F.max(F.when(F.col(column).isNotNull(), F.struct("txid", "index", column)))
+        return (facts.groupBy("cluster", "path").agg(top.alias("_top"))
+                .where(F.col("_top").isNotNull())
+                .select("cluster", "path", F.lit(kind).alias("kind"), "_top.txid", "_top.index",
+                        *[(F.col(f"_top.{c}") if c == column else F.lit(None).cast("string"))
+                          .alias(c) for c in ("fact_owner", "fact_inode_type")]))
+
+    parts = [latest(facts, kind, column) for kind, facts in enumerate(streams)
+             for column in ("fact_owner", "fact_inode_type")]
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out.select(*STATE_COLUMNS)
 
 
 def hadoop_events(events: DataFrame) -> DataFrame:

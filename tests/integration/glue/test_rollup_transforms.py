@@ -16,6 +16,7 @@ from glue_jobs.rollups import (
     daily_gaps,
     hadoop_events,
     mass_deletes,
+    owner_state,
     with_prefix,
 )
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
@@ -206,3 +207,34 @@ def test_daily_gaps_give_lost_txids_and_snapshot_records_per_cluster_and_day(spa
                                       ("c2", 0, 0, None, None, 1, DAY13),
                                       (C, 2, 11, 200, 300, 0, DAY14)], GAPS_SCHEMA)
     assert_frames_equal(out, expected)
+
+
+def test_attribute_owners_from_the_owner_state_equals_it_from_every_earlier_fact(spark):
+    history = _events(
+        spark,
+        (_create(1, "/a/f", "alice"), DAY13),
+        (_event(2, EventType.METADATA, "/a/f", timestamp=None, metadata_type=MetadataType.OWNER,
+                owner="carol", group="hadoop"), DAY13),  # the latest owner, no inode type
+        (_create(3, "/u/f._COPYING_", "bob"), DAY13),
+        (_event(4, EventType.RENAME, "/u/f._COPYING_", dst_path="/u/f"), DAY13),  # uploaded
+        (_create(5, "/w/a", "dave"), DAY13),
+        (_event(6, EventType.RENAME, "/w/a", dst_path="/w/b"), DAY13),  # moved
+        (_event(10, EventType.UNLINK, "/a/f"), DAY14),
+        (_event(11, EventType.RENAME, "/u/f", dst_path="/v/f"), DAY14),
+        (_event(12, EventType.UNLINK, "/v/f"), DAY14),
+        (_event(13, EventType.RENAME, "/w/b", dst_path="/w/c"), DAY14),  # no second hop
+        (_event(14, EventType.UNLINK, "/w/c"), DAY14),
+        (_event(15, EventType.UNLINK, "/w/b"), DAY14))
+    earlier, today = history.where(F.col("dt") == DAY13), history.where(F.col("dt") == DAY14)
+
+    state = owner_state(earlier)
+    out = today.transform(attribute_owners(today, state))
+
+    assert_frames_equal(out, today.transform(attribute_owners(history)))
+    assert sorted((r["txid"], r["owner"]) for r in out.collect()) == [
+        (10, "carol"), (11, "bob"), (12, "bob"), (13, "dave"), (14, UNKNOWN_OWNER), (15, "dave")]
+    # The state keeps the latest fact per path and kind, not every fact: /a/f's owner is
+    # carol's change, its inode type alice's CREATE.
+    assert sorted((r["kind"], r["txid"], r["fact_owner"], r["fact_inode_type"])
+                  for r in state.where("path = '/a/f'").collect()) == [
+        (0, 1, None, "FILE"), (0, 2, "carol", None)]

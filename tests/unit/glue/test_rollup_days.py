@@ -18,7 +18,35 @@ def test_the_scheduled_run_rolls_up_the_earliest_marked_day_and_every_later_one(
         days=("2024-01-03", "2024-01-04", "2024-01-05"),
         mass_delete_days=("2024-01-03", "2024-01-04", "2024-01-05"),
         read_days=("2024-01-03", "2024-01-04", "2024-01-05"),
-        history_days=("2024-01-01", "2024-01-02"))
+        history_days=("2024-01-01", "2024-01-02"),
+        drop_states_from="2024-01-03", write_state="2024-01-04")
+
+
+def test_the_scheduled_run_starts_from_the_newest_owner_state_before_its_first_day():
+    got = plan(DAYS, pending_days={"2024-01-05"},
+               owner_states=["2024-01-01", "2024-01-03", "2024-01-04", "2024-01-05"])
+    # After 01-04: nothing earlier read; the state after 01-05 is stale (01-05 rolled up again).
+    assert (got.owner_state, got.history_days) == ("2024-01-04", ())
+    assert (got.drop_states_from, got.write_state) == ("2024-01-05", "")  # 01-04's exists
+    missing = plan(DAYS, pending_days={"2024-01-05"}, owner_states=["2024-01-02"])
+    assert (missing.owner_state, missing.history_days) == ("2024-01-02", ("2024-01-03",
+                                                                          "2024-01-04"))
+    assert missing.write_state == "2024-01-04"
+
+
+def test_a_window_reaching_into_the_next_day_keeps_the_state_one_day_further_back():
+    got = plan(DAYS, pending_days={"2024-01-05"}, window_minutes=7,
+               owner_states=["2024-01-03", "2024-01-04"])
+    # Events of 01-04 are read (windows from 01-04 end on 01-05): the state before them.
+    assert (got.read_days, got.owner_state, got.history_days) == (
+        ("2024-01-04", "2024-01-05"), "2024-01-03", ())
+    assert got.write_state == ""  # after 01-03: exists; the next run starts from it again
+
+
+def test_a_run_by_hand_reads_every_earlier_day_and_leaves_the_states_alone():
+    got = plan(DAYS, from_dt="2024-01-05", owner_states=["2024-01-04"])
+    assert got.history_days == ("2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04")
+    assert (got.owner_state, got.drop_states_from, got.write_state) == ("", "", "")
 
 
 def test_nothing_marked_rolls_up_nothing():
@@ -58,3 +86,27 @@ def test_a_mark_written_after_the_run_read_the_marks_stays(tmp_path: Path):
 
     assert rollup_days.clear(store, read) == 2
     assert rollup_days.pending(store).partitions == {("c1", "2024-01-05")}
+
+
+def test_an_owner_state_without_its_commit_mark_is_never_read(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    for day in ("2024-01-01", "2024-01-02", "2024-01-03"):
+        store.write_bytes(rollup_days.owner_state_data(day) + "part-0.parquet", b"x")
+    rollup_days.commit_owner_state(store, "2024-01-01", "run-a")
+    rollup_days.commit_owner_state(store, "2024-01-02", "run-b")
+    # 01-03: a crash after Spark's files, before the mark.
+    assert rollup_days.owner_states(store) == ("2024-01-01", "2024-01-02")
+
+
+def test_stale_and_old_owner_states_are_deleted_with_their_files(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    days = ("2024-01-01", "2024-01-09", "2024-01-10", "2024-01-12")
+    for day in days:
+        store.write_bytes(rollup_days.owner_state_data(day) + "part-0.parquet", b"x")
+        rollup_days.commit_owner_state(store, day, "run")
+    assert rollup_days.drop_owner_states(store, from_day="2024-01-10") == days[2:]
+    assert rollup_days.drop_owner_states(
+        store, before=rollup_days.keep_states_after("2024-01-12")) == ("2024-01-01",)
+    assert rollup_days.owner_states(store) == ("2024-01-09",)
+    assert sorted(o.key.rsplit("/", 1)[-1] for o in store.list_objects("")) == [
+        "done.json", "part-0.parquet"]
