@@ -5,6 +5,8 @@ here changes it everywhere; the infra tests check the stacks use these.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 # --- CloudWatch metrics (EMF from the Lambda, PutMetricData from the agent) ---------------
 METRICS_NAMESPACE = "HdfsEvents"
 DIMENSION_CLUSTER = "Cluster"
@@ -65,6 +67,11 @@ RAW_PREFIX = "raw/"  # raw/cluster=<c>/dt=YYYY-MM-DD/hour=HH/<dedup id>.jsonl.gz
 CURATED_PREFIX = "curated/"  # curated/events/cluster=<c>/dt=YYYY-MM-DD/*.parquet
 QUARANTINE_PREFIX = "quarantine/"
 SCRIPTS_PREFIX = "scripts/"
+# The NameNode's audit log (hdfs_events/audit.py), written by the agent's `audit run`:
+# raw-audit/cluster=<c>/dt=YYYY-MM-DD/hour=HH/<host>-<file id>-<first offset>.jsonl.gz. A prefix
+# of its own, not under raw/: the event compaction lists raw/ whole every run, and audit objects
+# outnumber event objects by the reads and denials they hold.
+AUDIT_RAW_PREFIX = "raw-audit/"
 
 # --- DynamoDB tables -------------------------------------------------------------------------
 # Agent state: one partition per cluster (the on-prem principal may touch only its own, by a
@@ -138,3 +145,18 @@ def split_path(path: str) -> tuple[str, str]:
         return "", "/"
     parent, _, name = path.rstrip("/").rpartition("/")
     return parent or "/", name
+
+
+def audit_cluster_prefix(cluster: str) -> str:
+    """What a cluster's principal may write (s3:PutObject on this prefix and nothing else)."""
+    return f"{AUDIT_RAW_PREFIX}cluster={cluster}/"
+
+
+def audit_object_key(cluster: str, time_ms: int, host: str, file_id: str,
+                     first_offset: int) -> str:
+    """The object of the audit lines from `first_offset` of one log file: a re-send after a
+    crash starts at the same line, so it rewrites the same key. `time_ms` is the time of the
+    object's first line (the hour the compaction finds it in)."""
+    at = datetime.fromtimestamp(time_ms / 1000, UTC)
+    return (f"{audit_cluster_prefix(cluster)}dt={at:%Y-%m-%d}/hour={at:%H}/"
+            f"{host}-{file_id}-{first_offset}.jsonl.gz")
