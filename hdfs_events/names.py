@@ -50,6 +50,15 @@ METRIC_SYNC_BYTES = "SyncBytesCopied"
 METRIC_SYNC_BYTES_PENDING = "SyncBytesPending"
 METRIC_SYNC_PARKED = "SyncParkedPaths"
 METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"
+# `audit run`: audit lines written to the lake, lines among them that did not parse (shipped
+# with a reason), now minus the NameNode time of the last line shipped, and allowed=false lines
+# by command (dimension "Command") and by user (dimension "User", the top users of an interval).
+METRIC_AUDIT_LINES_SHIPPED = "AuditLinesShipped"
+METRIC_AUDIT_LINES_UNPARSED = "AuditLinesUnparsed"
+METRIC_AUDIT_LAG_SECONDS = "AuditLagSeconds"
+METRIC_DENIED_ACCESS = "DeniedAccess"
+DIMENSION_COMMAND = "Command"
+DIMENSION_USER = "User"
 
 # --- Consumer Lambda environment (set by stacks/, read by lambdas/ingest) -----------------
 ENV_LAKE_BUCKET = "LAKE_BUCKET"

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "replicate covered HDFS directories to S3 (run, status, verify)"),
     "copy-worker": ("onprem_agent.commands.copy_worker",
                     "copy data from S3 back into HDFS on request (distcp)"),
+    "audit": ("onprem_agent.commands.audit",
+              "ship the NameNode's audit log to the lake (on each NameNode host)"),
 }
 
 

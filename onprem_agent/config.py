@@ -1,9 +1,9 @@
 """The agent's configuration: one TOML file (`agent.toml`), read once into a frozen AgentConfig.
 
 Every section the shipping pipeline uses is typed and checked here. Sections owned by other
-components ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync") are handed out
-raw by `AgentConfig.section(name)`; each component validates its own. Anything else is an error,
-so a typo never silently falls back to a default.
+components ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync",
+"audit") are handed out raw by `AgentConfig.section(name)`; each component validates its own.
+Anything else is an error, so a typo never silently falls back to a default.
 
 Credentials, region and endpoint are deliberately not configurable here: boto3 reads them from
 the standard chain (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, instance
@@ -24,7 +24,8 @@ from hdfs_events.envelope import SQS_BILLING_CHUNK_BYTES, SQS_MAX_MESSAGE_BYTES
 from hdfs_events.ids import validate_cluster_name, validate_group_strategy
 
 # Sections other components validate themselves.
-FOREIGN_SECTIONS = ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync")
+FOREIGN_SECTIONS = ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync",
+                    "audit")
 CHECKPOINT_STORES = ("file", "dynamodb")
 RETRY_MODES = ("standard", "adaptive")
 # Keys refused anywhere in the file (any section, any depth), by exact name or by these parts.
