@@ -348,8 +348,8 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         return reports
 
     consumer.apply_ranges = drain_noted  # type: ignore[method-assign]
-    decode = consumer_module.decode_message  # the contract's checks included
-    consumer_module.decode_message = timer.wrap("decode", decode)
+    decode = consumer_module.decode_envelope  # the contract's checks included
+    consumer_module.decode_envelope = timer.wrap("decode", decode)
     rows = []
     try:
         for batch in batches:
@@ -378,7 +378,7 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
                          "ddb_sequencer_waits": seq_trips.waits if seq_trips else 0})
         entries = index_entries(boto3.client("dynamodb"), TABLE) if index else 0
     finally:
-        consumer_module.decode_message = decode
+        consumer_module.decode_envelope = decode
         handler.consumer.cache_clear()
         handler.logger = handler_logger
         devnull.close()

@@ -140,7 +140,6 @@ def _problem() -> Column:
     keys = F.json_object_keys("value")
     contract = F.udf(_line_problem, T.StringType())(F.col("value"))
     expected = F.array(*[F.lit(n) for n in FIELDS if n not in ADDED_FIELDS])
-    known = F.array(*[F.lit(n) for n in FIELDS])
     # Spark keeps a line's bytes as read; decoding them replaces a malformed sequence by U+FFFD,
     # so a line that does not survive the round trip is not UTF-8.
     utf8 = F.decode(F.col("value").cast("binary"), "UTF-8") == F.col("value")
@@ -149,11 +148,11 @@ def _problem() -> Column:
         (keys.isNull(), F.lit("line is not a JSON object")),
         (contract.isNotNull(), contract),
         # What the contract's Python check allows and the lake does not: a line without a key
-        # (canonical JSON has them all), a value Spark's reader cannot hold.
+        # (canonical JSON has them all), a value Spark's reader cannot hold. Keys it does not
+        # know are a newer minor's (docs/contract.md, "Versions"): the raw line keeps them for a
+        # compaction with the newer schema; this one's table holds the columns it knows.
         (F.size(F.array_except(expected, keys)) > 0,
          F.concat(F.lit("missing key(s) "), F.array_join(F.array_except(expected, keys), ", "))),
-        (F.size(F.array_except(keys, known)) > 0,
-         F.concat(F.lit("unknown key(s) "), F.array_join(F.array_except(keys, known), ", "))),
         (e[CORRUPT_RECORD].isNotNull(),
          F.lit("a field has the wrong JSON type for the contract (hdfs_events.event)")),
         (e["cluster"] != F.col("raw_cluster"),

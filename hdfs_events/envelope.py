@@ -3,6 +3,13 @@
 Body, uncompressed:   {"v": 1, "events": [<canonical event>, ...]}
 Body, compressed:     base64(gzip(the same JSON)), with message attribute encoding=gzip+base64
 
+Versions (docs/contract.md, "Versions"): `v` is the major, an optional `minor` (absent: 0) the
+minor. A reader takes every minor of the majors it knows: a newer minor may only add fields, so
+the fields a reader knows keep their meaning and are checked as ever, and the fields it does not
+know are kept as sent for the lake (`DecodedMessage.lines`, `.unknown_envelope`). A newer major
+may change what a known field means: it is refused, and the message waits in quarantine for an
+upgraded consumer (`hdfs-events quarantine redrive`).
+
 SQS bodies must be text (XML-safe Unicode), hence base64 around gzip. The encoding travels as a
 message attribute so a reader knows how to open the body before looking inside it. Attribute
 names and values count toward the SQS size limit, so the one attribute is kept short.
@@ -13,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,10 +34,15 @@ from hdfs_events.validation import (
     check_message_events,
     parse_json,
     preview,
+    split_known_fields,
 )
 
-ENVELOPE_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+ENVELOPE_VERSION = 1  # the major this code writes
+# The minor this code writes and knows every field of. The writer leaves `minor` out while it is
+# 0, so agents and consumers deployed before minors existed read and write the same bytes.
+ENVELOPE_MINOR = 0
+SUPPORTED_VERSIONS = frozenset({1})  # the majors this code reads
+ENVELOPE_FIELDS = frozenset({"v", "minor", "events"})
 ENCODING_ATTRIBUTE = "encoding"
 ENCODING_JSON = "json"
 ENCODING_GZIP = "gzip+base64"
@@ -38,6 +51,9 @@ ENCODING_GZIP = "gzip+base64"
 SQS_MAX_MESSAGE_BYTES = 1_048_576
 # SQS bills each 64 KiB chunk of a request as one request: the packer's default target.
 SQS_BILLING_CHUNK_BYTES = 65_536
+# A newer minor's envelope fields are kept as the raw lake objects' S3 user-defined metadata,
+# which S3 caps at 2 KB (keys and values); their JSON gets 2,000 bytes of it.
+MAX_UNKNOWN_ENVELOPE_BYTES = 2_000
 # A compressed body may not expand past this: refuses gzip bombs before they reach memory.
 MAX_DECODED_BYTES = 64 * 1_048_576
 
@@ -119,29 +135,67 @@ def encode_message(
     return message
 
 
+@dataclass(frozen=True, slots=True)
+class DecodedMessage:
+    events: list[HdfsEvent]  # the fields this reader knows, checked
+    # Each event as the lake keeps it: its canonical JSON, then the fields of a newer minor this
+    # reader does not know, as sent (the same JSON values, in the order sent).
+    lines: list[str]
+    version: tuple[int, int]  # (major, minor)
+    unknown_envelope: dict[str, Any]  # envelope fields of a newer minor, as sent
+
+
 def decode_message(body: str, attributes: Mapping[str, Any] | None = None) -> list[HdfsEvent]:
+    """The checked events of a message body; see decode_envelope."""
+    return decode_envelope(body, attributes).events
+
+
+def decode_envelope(body: str, attributes: Mapping[str, Any] | None = None) -> DecodedMessage:
     """The checked events of a message body (hdfs_events.validation: every event, and the
-    events together). Raises EnvelopeError naming what is wrong.
+    events together), with what a newer minor added. Raises EnvelopeError naming what is wrong.
 
     `attributes` may be in boto3's shape ({"encoding": {"StringValue": ...}}) or the shape Lambda
     delivers from an SQS event source ({"encoding": {"stringValue": ...}}).
     """
-    events = []
-    for i, d in enumerate(_event_dicts(body, attributes)):
+    doc = _envelope(body, attributes)
+    major, minor = doc["v"], doc.get("minor", 0)
+    newer = minor > ENVELOPE_MINOR
+    events, lines = [], []
+    for i, d in enumerate(doc["events"]):
         try:
-            event = HdfsEvent.from_dict(d)
+            known, unknown = split_known_fields(d) if newer else (d, {})
+            event = HdfsEvent.from_dict(known)
             check_event(event)
         except EventFormatError as exc:
             raise EnvelopeError(f"event {i}: {exc}") from exc
         events.append(event)
+        lines.append(_line(event, unknown))
     try:
         check_message_events(events)
     except EventFormatError as exc:
         raise EnvelopeError(str(exc)) from exc
-    return events
+    unknown_envelope = {k: v for k, v in doc.items() if k not in ENVELOPE_FIELDS}
+    if unknown_envelope and len(unknown_envelope_json(unknown_envelope)) > MAX_UNKNOWN_ENVELOPE_BYTES:
+        raise EnvelopeError(f"envelope field(s) {preview(sorted(unknown_envelope))} of minor "
+                            f"{minor} take over {MAX_UNKNOWN_ENVELOPE_BYTES} bytes as JSON: the "
+                            "lake keeps them as S3 user metadata, 2 KB at most")
+    return DecodedMessage(events, lines, (major, minor), unknown_envelope)
 
 
-def _event_dicts(body: str, attributes: Mapping[str, Any] | None) -> list[Any]:
+def unknown_envelope_json(unknown: Mapping[str, Any]) -> str:
+    """A newer minor's envelope fields as the lake keeps them: ASCII JSON, for an S3 header."""
+    return json.dumps(unknown, ensure_ascii=True, separators=(",", ":"))
+
+
+def _line(event: HdfsEvent, unknown: Mapping[str, Any]) -> str:
+    line = event.to_json()
+    if not unknown:
+        return line
+    extra = json.dumps(unknown, ensure_ascii=False, separators=(",", ":"))
+    return f"{line[:-1]},{extra[1:]}"
+
+
+def _envelope(body: str, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(body, str):
         raise EnvelopeError(f"body must be text, got {type(body).__name__}")
     if len(body) > SQS_MAX_MESSAGE_BYTES:
@@ -164,15 +218,25 @@ def _event_dicts(body: str, attributes: Mapping[str, Any] | None) -> list[Any]:
         raise EnvelopeError(f"envelope must be a JSON object, got {type(doc).__name__}")
     version = doc.get("v")
     if type(version) is not int or version not in SUPPORTED_VERSIONS:  # not bool, not {}
-        raise EnvelopeError(f"unsupported envelope version {preview(version)}; this reader "
-                            f"knows {sorted(SUPPORTED_VERSIONS)}")
-    unknown = doc.keys() - {"v", "events"}
-    if unknown:
-        raise EnvelopeError(f"unknown envelope field(s) {preview(sorted(unknown))}")
+        newer = type(version) is int and version > max(SUPPORTED_VERSIONS)
+        raise EnvelopeError(
+            f"unsupported envelope version {preview(version)}; this reader "
+            f"knows major(s) {sorted(SUPPORTED_VERSIONS)}"
+            + ("; a newer major may change what known fields mean, so it is refused until the "
+               "consumer is upgraded, then redriven (docs/contract.md, Versions)" if newer else ""))
+    minor = doc.get("minor", 0)
+    if type(minor) is not int or minor < 0:
+        raise EnvelopeError(f"envelope field 'minor' must be an integer >= 0, got "
+                            f"{preview(minor)}")
+    unknown = doc.keys() - ENVELOPE_FIELDS
+    if unknown and minor <= ENVELOPE_MINOR:
+        raise EnvelopeError(f"unknown envelope field(s) {preview(sorted(unknown))} in minor "
+                            f"{minor}, which has none; a newer minor's fields need a 'minor' "
+                            f"above {ENVELOPE_MINOR}")
     events = doc.get("events")
     if not isinstance(events, list) or not events:
         raise EnvelopeError("envelope field 'events' must be a non-empty list")
-    return events
+    return doc
 
 
 def _encoding(attributes: Mapping[str, Any] | None) -> str:

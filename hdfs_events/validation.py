@@ -33,7 +33,15 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from hdfs_events.event import _ACL_ENTRY, _ENUMS, _PERMS, EventFormatError, EventType, HdfsEvent
+from hdfs_events.event import (
+    _ACL_ENTRY,
+    _ENUMS,
+    _PERMS,
+    FIELD_SET,
+    EventFormatError,
+    EventType,
+    HdfsEvent,
+)
 from hdfs_events.ids import CLUSTER_NAME
 from hdfs_events.names import POSITION_TXID_DONE, index_partition, split_path
 
@@ -277,13 +285,24 @@ def check_message_events(events: Sequence[HdfsEvent]) -> None:
                                    f"follow ({a.txid}, {a.index})")
 
 
+def split_known_fields(doc: Any) -> tuple[Any, dict[str, Any]]:
+    """(the fields this contract knows, the others) of an event object; anything else whole.
+
+    The others are a newer minor's (docs/contract.md, "Versions"): kept, never checked."""
+    if not isinstance(doc, dict):
+        return doc, {}
+    known = {k: v for k, v in doc.items() if k in FIELD_SET}
+    return known, {k: v for k, v in doc.items() if k not in FIELD_SET}
+
+
 def event_from_line(line: str) -> HdfsEvent:
-    """One canonical JSON line (the raw lake's) as a checked event; EventFormatError if not."""
+    """One raw lake line as a checked event; EventFormatError if not. The consumer wrote the
+    line canonical, followed by any fields of a newer minor: those are not this reader's."""
     try:
         doc = parse_json(line)
     except JsonTextError as exc:
         raise EventFormatError(f"line {exc}") from exc
-    event = HdfsEvent.from_dict(doc)
+    event = HdfsEvent.from_dict(split_known_fields(doc)[0])
     check_event(event)
     return event
 

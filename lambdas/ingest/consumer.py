@@ -17,12 +17,12 @@ applies whatever ranges became complete (`apply_ranges`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hdfs_events.continue_request import decode_continue_request
-from hdfs_events.envelope import EnvelopeError, decode_message
+from hdfs_events.envelope import EnvelopeError, decode_envelope
 from hdfs_events.ids import CLUSTER_NAME
 from hdfs_events.manifest import ManifestError, decode_manifest
 from hdfs_events.names import KIND_ATTRIBUTE, KIND_CONTINUE, KIND_MANIFEST
@@ -52,7 +52,8 @@ class ForeignSender(ValueError):
 
 
 class Lake(Protocol):
-    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+    def put(self, key: str, body: bytes, content_type: str,
+            metadata: Mapping[str, str] | None = None) -> None: ...
 
 
 class ContinueRequests(Protocol):
@@ -100,16 +101,17 @@ class MessageConsumer:
         if kind == KIND_CONTINUE:
             return self._continue_request(message)
         try:
-            events = decode_message(message.body, message.message_attributes)
+            decoded = decode_envelope(message.body, message.message_attributes)
+            events = decoded.events
             self._check_sender(events[0].cluster, message)
-            objects = lake_objects(events, [e.to_json() for e in events],
-                                   dedup_id=message.dedup_id,
-                                   sent_timestamp_ms=message.sent_timestamp_ms)
+            objects = lake_objects(events, decoded.lines, dedup_id=message.dedup_id,
+                                   sent_timestamp_ms=message.sent_timestamp_ms,
+                                   unknown_envelope=decoded.unknown_envelope)
         except Exception as exc:  # reading is pure: any failure is the message's own
             return self._unreadable(message, exc)
         keys = []
         for obj in objects:
-            self.lake.put(obj.key, obj.body, "application/x-ndjson")
+            self.lake.put(obj.key, obj.body, "application/x-ndjson", obj.metadata)
             keys.append(obj.key)
         if self.sequencer is not None:
             self.sequencer.arrived(message.dedup_id or message.message_id, events, keys)

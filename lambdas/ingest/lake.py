@@ -11,6 +11,10 @@ key and overwrites its first copy. Partition time of an event, in order of prefe
 3. the message's SentTimestamp SQS attribute (fixed when the agent sent it, the same on every
    redelivery).
 A message whose events span several hours becomes one object per hour, with the same name.
+
+A message of a newer minor (docs/contract.md, "Versions") keeps what this consumer does not know:
+the events' unknown fields in their lines, the envelope's as each object's S3 user metadata
+`envelope-fields` (ASCII JSON).
 """
 
 from __future__ import annotations
@@ -18,16 +22,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from hdfs_events import names
+from hdfs_events.envelope import unknown_envelope_json
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import deduplication_id
 
 # S3 keys: keep to characters that need no escaping anywhere (console, Athena, Spark paths).
 _UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+ENVELOPE_METADATA = "envelope-fields"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,7 @@ class LakeObject:
     key: str
     body: bytes  # gzip of the JSON lines
     event_count: int
+    metadata: Mapping[str, str] = field(default_factory=dict)  # S3 user-defined metadata
 
 
 def partition_times(events: Sequence[HdfsEvent], sent_timestamp_ms: int | None) -> list[int]:
@@ -62,9 +70,11 @@ def object_name(dedup_id: str | None, events: Sequence[HdfsEvent]) -> str:
 
 def lake_objects(
     events: Sequence[HdfsEvent], event_json: Sequence[str], *, dedup_id: str | None,
-    sent_timestamp_ms: int | None,
+    sent_timestamp_ms: int | None, unknown_envelope: Mapping[str, Any] | None = None,
 ) -> list[LakeObject]:
     """The objects for one message: one per hour its events fall in, lines in message order."""
+    metadata = ({ENVELOPE_METADATA: unknown_envelope_json(unknown_envelope)}
+                if unknown_envelope else {})
     cluster = events[0].cluster
     name = object_name(dedup_id, events)
     by_hour: dict[tuple[str, str], list[str]] = {}
@@ -76,5 +86,5 @@ def lake_objects(
         key = f"{names.RAW_PREFIX}cluster={cluster}/dt={dt}/hour={hour}/{name}"
         # mtime=0: the same events give byte-identical objects, so a redelivery is a no-op.
         body = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=6, mtime=0)
-        objects.append(LakeObject(key=key, body=body, event_count=len(lines)))
+        objects.append(LakeObject(key=key, body=body, event_count=len(lines), metadata=metadata))
     return objects

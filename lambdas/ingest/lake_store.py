@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hdfs_events.event import HdfsEvent
+from hdfs_events.validation import split_known_fields
 from lambdas.ingest.clients import client
 
 # Lake objects applying ranges reads at once: messages this invocation did not receive itself,
@@ -21,8 +22,10 @@ class S3Lake:
         self.bucket, self.s3 = bucket, s3 or client("s3")
         self._pool: ThreadPoolExecutor | None = None
 
-    def put(self, key: str, body: bytes, content_type: str) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+    def put(self, key: str, body: bytes, content_type: str,
+            metadata: Mapping[str, str] | None = None) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type,
+                           Metadata=dict(metadata or {}))
 
     def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
         """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""
@@ -31,5 +34,6 @@ class S3Lake:
                                             thread_name_prefix="lake-get")
         bodies = self._pool.map(
             lambda key: self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
-        return [HdfsEvent.from_dict(json.loads(line))
+        # A line may end with a newer minor's fields: the index knows only its own.
+        return [HdfsEvent.from_dict(split_known_fields(json.loads(line))[0])
                 for body in bodies for line in gzip.decompress(body).splitlines() if line]

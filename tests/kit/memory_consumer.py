@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hdfs_events.event import HdfsEvent
@@ -27,7 +27,8 @@ class MemoryLake:
         self.objects: dict[str, bytes] = {}
         self.reads = 0  # objects read back (the sequencer reads a range's events it missed)
 
-    def put(self, key: str, body: bytes, content_type: str) -> None:
+    def put(self, key: str, body: bytes, content_type: str,
+            metadata: Mapping[str, str] | None = None) -> None:
         self.objects[key] = body
 
     def events(self, keys: Sequence[str]) -> list[HdfsEvent]:

@@ -60,6 +60,22 @@ def test_sample_edit_log_compacts_to_exactly_its_events(spark, lake, sample_even
                         curated_frame(spark, [(e, expected_dt(e, SENT)) for e in sample_events]))
 
 
+def test_a_newer_minors_fields_stay_in_the_raw_line_and_the_table_holds_the_known(
+        spark, lake, sample_events):
+    # The consumer writes a newer minor's event canonical, then its new fields as sent
+    # (docs/contract.md, "Versions"): this compaction is not that minor's, it keeps the raw line.
+    lines = [e.to_json()[:-1] + ',"storage_policy":"HOT","ec":{"k":[1,2]}}'
+             for e in sample_events[:10]]
+    lake.write_lines("c1", "2015-01-13", "08", "next-minor", lines)
+
+    report = run(spark, lake)
+
+    assert (report.events_added, report.quarantined_lines) == (10, 0)
+    assert_frames_equal(curated(spark, lake), curated_frame(
+        spark, [(e, expected_dt(e, SENT)) for e in sample_events[:10]]))
+    assert lake.keys("raw/")  # the raw lines stay for a compaction with the newer schema
+
+
 def parquet_files(lake: RawLake) -> dict[tuple[str, str], list[str]]:
     """The Parquet keys of each partition at its catalog location."""
     store = lake.store

@@ -32,9 +32,10 @@ def valid_event() -> dict[str, Any]:
 
 def test_schema_properties_are_exactly_the_event_fields_in_order() -> None:
     doc = schema.load("event")
-    assert tuple(doc["properties"]) == FIELDS
-    assert tuple(doc["required"]) == FIELDS  # canonical form: every key present
-    assert doc["additionalProperties"] is False
+    fields = doc["$defs"]["fields"]
+    assert tuple(fields["properties"]) == FIELDS
+    assert tuple(fields["required"]) == FIELDS  # canonical form: every key present
+    assert doc["$ref"] == "#/$defs/fields" and doc["unevaluatedProperties"] is False
     assert set(REQUIRED) <= set(FIELDS)
 
 
@@ -145,7 +146,9 @@ def test_the_one_documented_difference_is_leniency_about_omitted_nulls() -> None
 @pytest.mark.parametrize("body", [
     {"v": 2, "events": [None]}, {"v": 1, "events": []}, {"v": 1}, {"events": []},
     {"v": 1, "events": [{}]}, {"v": 1, "events": {}}, {"v": "1", "events": []},
-    {"v": 1, "events": [], "x": 1},
+    {"v": 1, "events": [], "x": 1}, {"v": 1, "minor": 0, "events": [None], "x": 1},
+    {"v": 1, "minor": -1, "events": [None]}, {"v": 1, "minor": True, "events": [None]},
+    {"v": 2, "minor": 0, "events": [None]},
 ])
 def test_invalid_envelopes_are_rejected_by_schema_and_code(body: dict[str, Any]) -> None:
     from hdfs_events.envelope import EnvelopeError
@@ -156,3 +159,28 @@ def test_invalid_envelopes_are_rejected_by_schema_and_code(body: dict[str, Any])
     with pytest.raises(EnvelopeError):
         decode_message(json.dumps(body), {"encoding": {"StringValue": "json",
                                                        "DataType": "String"}})
+
+
+def newer_minor_event() -> dict[str, Any]:
+    return {**valid_event(), "storage_policy": "HOT"}
+
+
+def test_a_newer_minor_with_new_fields_is_accepted_by_schema_and_code() -> None:
+    body = {"v": 1, "minor": 1, "events": [newer_minor_event()], "trace": {"id": "t1"}}
+    assert not list(ENVELOPE.iter_errors(body))
+    assert decode_message(json.dumps(body)) == [HdfsEvent.from_dict(valid_event())]
+
+
+@pytest.mark.parametrize("body", [
+    {"v": 1, "events": [None]},  # minor 0 (absent) has no field past the contract's
+    {"v": 1, "minor": 0, "events": [None]},
+    {"v": 1, "minor": 1, "events": [{"txid": "7"}]},  # a known field of the wrong type
+])
+def test_new_fields_need_a_newer_minor_and_known_ones_stay_checked(body: dict[str, Any]) -> None:
+    from hdfs_events.envelope import EnvelopeError
+
+    body["events"] = [newer_minor_event() if e is None else {**newer_minor_event(), **e}
+                      for e in body["events"]]
+    assert list(ENVELOPE.iter_errors(body))
+    with pytest.raises(EnvelopeError):
+        decode_message(json.dumps(body))
