@@ -33,14 +33,17 @@ class CheckpointTracker:
     Txids are registered in increasing order with the number of their events that will be
     sent (0 for an op without events, or whose events were all filtered out). A message's
     acknowledgement names (txid, count) parts. T advances over a txid once all of its events,
-    and all of every lower txid's, are acknowledged.
+    and all of every lower txid's, are acknowledged. A txid registered with `more` (a piece of
+    a snapshot, source.TxBatch) stays open: the same txid is registered again with the next
+    piece's count, and T cannot pass it before the piece without `more` is registered.
     """
 
-    __slots__ = ("_last_registered", "_order", "_remaining", "_safe")
+    __slots__ = ("_last_registered", "_open", "_order", "_remaining", "_safe")
 
     def __init__(self, start: int | None = None) -> None:
         self._safe = start
         self._last_registered = start
+        self._open: int | None = None  # the txid whose next piece is still to come
         self._remaining: dict[int, int] = {}
         self._order: deque[int] = deque()  # registered txids not yet passed, in order
 
@@ -57,12 +60,28 @@ class CheckpointTracker:
     def pending_txids(self) -> int:
         return len(self._order)
 
-    def register(self, txid: int, events: int) -> None:
+    @property
+    def open_txid(self) -> int | None:
+        """The txid registered with `more` whose last piece is still to come."""
+        return self._open
+
+    def register(self, txid: int, events: int, *, more: bool = False) -> None:
+        if txid == self._open:
+            self._remaining[txid] += events
+            if not more:
+                self._open = None
+                self._advance()
+            return
+        if self._open is not None:
+            raise ValueError(f"txid {txid} registered while txid {self._open} awaits its "
+                             "last piece")
         if self._last_registered is not None and txid <= self._last_registered:
             raise ValueError(f"txid {txid} registered after txid {self._last_registered}: "
                              "sources must hand out txids in increasing order")
         self._last_registered = txid
-        if events == 0 and not self._order:
+        if more:
+            self._open = txid
+        elif events == 0 and not self._order:
             self._safe = txid  # nothing outstanding below it: pass it at once
             return
         self._order.append(txid)
@@ -77,8 +96,11 @@ class CheckpointTracker:
                 raise ValueError(f"acknowledgement of {count} event(s) of txid {txid}, "
                                  f"which has {left or 0} outstanding")
             remaining[txid] = left - count
-        order = self._order
-        while order and remaining[order[0]] == 0:
+        self._advance()
+
+    def _advance(self) -> None:
+        order, remaining = self._order, self._remaining
+        while order and remaining[order[0]] == 0 and order[0] != self._open:
             txid = order.popleft()
             del remaining[txid]
             self._safe = txid

@@ -32,6 +32,11 @@ checkpoint never rests on its txid E: while E is the safe txid, ranges close at 
 checkpoint is saved as E - 1 until a later txid (the snapshot's) is acknowledged. A restart in
 between, or after gap_policy = "stop", then meets the same gap and writes the same GAP key
 instead of silently starting past it.
+
+A snapshot (onprem_agent/live/snapshot.py) arrives as TxBatch pieces of one txid T with
+`more` set on all but the last: each piece is packed as it comes (the sender's backpressure
+paces the listing), and the tracker keeps T open until the last piece is registered, so no
+range closes and no checkpoint is saved at or past T before every piece is acknowledged.
 """
 
 from __future__ import annotations
@@ -161,11 +166,12 @@ class Pipeline:
             if self._background_error is not None:
                 raise self._background_error
             txid = batch.txid
-            if floor is not None and txid <= floor:
+            piece = txid == tracker.open_txid  # the next piece of a snapshot (source.TxBatch)
+            if not piece and floor is not None and txid <= floor:
                 continue  # at or below the checkpoint, or a source repeating itself
             floor = txid
             events = batch.events
-            if not events:
+            if not events and not piece and not batch.more:
                 # Most ops (block allocations) yield no event. Only the newest such txid
                 # matters to the checkpoint, so it is registered lazily: with the next batch
                 # that has events, or by the flusher (a source that blocks after it).
@@ -176,10 +182,11 @@ class Pipeline:
             sender.wait_for_capacity(stop)
             kept = events if keeps is None else [e for e in events if keeps(e)]
             with lock:
-                if events[0].type is EventType.GAP:
+                if events and events[0].type is EventType.GAP:
                     self._gap_txid = txid
-                self._register_deferred()
-                tracker.register(txid, len(kept))
+                if not piece:
+                    self._register_deferred()
+                tracker.register(txid, len(kept), more=batch.more)
                 self._events_read += len(events)
                 self._events_filtered += len(events) - len(kept)
                 self._batches += 1

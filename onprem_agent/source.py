@@ -18,10 +18,13 @@ from hdfs_events.event import HdfsEvent
 @dataclass(frozen=True, slots=True)
 class TxBatch:
     """The events of one txid, in index order (index 0..n-1). May be empty: a txid whose op
-    yields no event still advances the checkpoint."""
+    yields no event still advances the checkpoint. `more`: a piece of a txid too large to hold
+    at once (a namespace snapshot); the next batch goes on with the same txid, at the next
+    index, and the txid is done only with the piece that has `more` False."""
 
     txid: int
     events: tuple[HdfsEvent, ...]
+    more: bool = False
 
 
 def batches_by_txid(events: Iterable[HdfsEvent]) -> Iterator[TxBatch]:

@@ -9,12 +9,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hdfs_events.event import INodeType, perms_to_octal
-from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.live.snapshot import ListingPage, NamespaceEntry
 from onprem_agent.live.stream import StreamSource
 
 log = logging.getLogger(__name__)
@@ -134,14 +134,19 @@ class HadoopClient:
 
 
 class HadoopLister:
-    """FileSystem.listStatus as NamespaceEntry objects (the NamespaceLister of snapshot.py)."""
+    """The NameNode's listing, a page at a time, as NamespaceEntry objects (the NamespaceLister
+    of snapshot.py)."""
 
     def __init__(self, fs: Any) -> None:
         import jpype
 
         self._fs = fs
+        self._uri = fs.getUri()
         self._path = jpype.JClass("org.apache.hadoop.fs.Path")
         self._not_found = jpype.JClass("java.io.FileNotFoundException")
+        self._bytes = jpype.JArray(jpype.JByte)
+        self._empty = jpype.JClass("org.apache.hadoop.hdfs.protocol.HdfsFileStatus").EMPTY_NAME
+        self.pages = 0  # listPaths calls answered (a test reads it)
 
     def status(self, path: str) -> NamespaceEntry | None:
         try:
@@ -149,11 +154,23 @@ class HadoopLister:
         except self._not_found:
             return None
 
-    def list_dir(self, path: str) -> Sequence[NamespaceEntry]:
+    def list_page(self, path: str, after: str | None) -> ListingPage:
+        # DFSClient.listPaths is the call FileSystem.listStatus loops over: one RPC returns up
+        # to dfs.ls.limit (1000) children after the name given, in the NameNode's order, so a
+        # huge directory is never held whole (listStatus gathers every page into one array).
+        start = self._empty if after is None else self._bytes(after.encode("utf-8"))
         try:
-            return [entry_from_status(s) for s in self._fs.listStatus(self._path(path))]
+            listing = self._fs.getClient().listPaths(path, start)
         except self._not_found:
-            return []  # deleted while the walk ran: its events come from the stream
+            listing = None
+        self.pages += 1
+        if listing is None:  # null: gone meanwhile; its events come from the stream
+            return ListingPage(())
+        parent = self._path(path)
+        # A path that became a file meanwhile lists as itself: not a child.
+        entries = [e for e in (entry_from_status(s.makeQualified(self._uri, parent))
+                               for s in listing.getPartialListing()) if e.path != path]
+        return ListingPage(entries, more=bool(listing.hasMore()))
 
 
 def entry_from_status(s: Any) -> NamespaceEntry:

@@ -17,6 +17,17 @@
   NameNode's current txid T, lists the covered directories, emits the namespace state as
   SNAPSHOT records at txid T, and reopens the stream after T: a change made while the listing
   ran has txid > T and is read afterwards, so nothing in between is missed.
+- Snapshots of any size (snapshot.py): the records are yielded in pieces of one txid while the
+  walk lists page by page; the pipeline saves no checkpoint at or past T before the last piece
+  is acknowledged. A restart part way (a crash, SIGKILL, a lost lease) therefore starts over:
+  the checkpoint is still below T (first start: none; a gap: the GAP's txid - 1, so the same
+  GAP record first), and the new listing is taken at the current txid T' >= T. Chosen over
+  resuming the walk after the last acknowledged path at T: a path listed again after a change
+  would carry a key (T, index) SQS may already hold with another path, and the consumer's
+  exactly-once keeps the first. With T' = T nothing changed, so the walk (a function of the
+  namespace) gives every path its old index and the re-sent keys dedup; with T' > T the pieces
+  at T were never named by a manifest (the range could not close at T), so the index never
+  applies them, and the lake keeps them as the records of an abandoned listing (each key once).
   The pipeline never saves a checkpoint that rests on a GAP's txid (it saves expected - 1), so
   a restart before the snapshot is acknowledged, or after a `stop`, meets the same gap again
   and writes the same GAP key.
@@ -39,6 +50,7 @@ from typing import Any, Protocol, TypeVar
 
 from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.live.reconnect import Backoff, Outage, is_retriable
+from onprem_agent.live.snapshot import Snapshot
 from onprem_agent.source import TxBatch
 
 log = logging.getLogger(__name__)
@@ -101,12 +113,15 @@ class LiveStats:
         return self.unavailable_since_s is not None
 
 
-Snapshot = Callable[[int], TxBatch]  # txid T -> the namespace state as a batch at T
 _T = TypeVar("_T")
 
 
 class _Stopped:
     """What a wait for the NameNode returns when the agent is told to stop meanwhile."""
+
+
+class _SnapshotStopped(Exception):
+    """Unwinds a snapshot's walk when the agent is told to stop while the NameNode is away."""
 
 
 _STOPPED = _Stopped()
@@ -298,8 +313,8 @@ class LiveSource:
         return (yield from self._list_namespace())
 
     def _list_namespace(self) -> Iterator[TxBatch]:
-        """SNAPSHOT records of the covered namespace at T; returns T, where the stream goes on
-        (_STOPPED when stopped while the NameNode was unavailable)."""
+        """SNAPSHOT records of the covered namespace at T, piece by piece as the walk lists
+        them; returns T, where the stream goes on (_STOPPED when stopped meanwhile)."""
         snapshot = self._snapshot
         assert snapshot is not None
         # Taken before the listing starts: whatever changes while it runs has a larger txid
@@ -307,20 +322,29 @@ class LiveSource:
         txid = self._retrying(self._source.current_txid)
         if txid is _STOPPED:
             return _STOPPED
-        started = time.monotonic()
-        # A listing cut short by a restart is started again: the batch is yielded whole or not
-        # at all, and a later listing still shows the state at T or after (read again from T).
-        batch = self._retrying(lambda: snapshot(int(txid)))
-        if batch is _STOPPED:
+        started, records = time.monotonic(), 0
+        # Pieces already yielded cannot be taken back, so an outage mid-walk is waited out at
+        # the page being read and the walk goes on from there (each call below is retried):
+        # what it lists afterwards shows the namespace at T or later, as any listing does.
+        try:
+            for piece in snapshot(int(txid), self._call):
+                records += len(piece.events)
+                self._count(piece, namenode_times=False)
+                yield piece
+        except _SnapshotStopped:
             return _STOPPED
-        self._available()
         self.stats.snapshots += 1
         log.warning("snapshot of the covered namespace at txid %d: %d records in %.1f s; "
-                    "resuming after txid %d", txid, len(batch.events),
-                    time.monotonic() - started, txid)
-        self._count(batch, namenode_times=False)
-        yield batch
+                    "resuming after txid %d", txid, records, time.monotonic() - started, txid)
         return int(txid)
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        """A NameNode call of the snapshot's walk: retried while the NameNode is unavailable."""
+        result = self._retrying(action)
+        if isinstance(result, _Stopped):
+            raise _SnapshotStopped
+        self._available()
+        return result
 
     def _count(self, batch: TxBatch, *, namenode_times: bool = True) -> None:
         stats = self.stats

@@ -326,6 +326,7 @@ class Windows:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._r, self._settings, self._clock = replicator, settings, clock
         self._events: list[HdfsEvent] = []
+        self._listing: list[HdfsEvent] | None = None  # the pieces of a listing so far
         self._last_txid: int | None = None
         self._opened: float | None = None
 
@@ -344,9 +345,16 @@ class Windows:
         if EventType.GAP in kinds:
             self.flush()
             return
-        if EventType.SNAPSHOT in kinds or (not batch.events and self._r.resume_after is None):
-            self.flush()
-            self._r.apply_listing(batch)
+        if (self._listing is not None or EventType.SNAPSHOT in kinds
+                or (not batch.events and self._r.resume_after is None)):
+            # A listing arrives in pieces (source.TxBatch.more); it is reconciled whole.
+            if self._listing is None:
+                self.flush()
+                self._listing = []
+            self._listing.extend(batch.events)
+            if not batch.more:
+                events, self._listing = self._listing, None
+                self._r.apply_listing(TxBatch(txid=batch.txid, events=tuple(events)))
             return
         self._events.extend(batch.events)
         self._last_txid = batch.txid

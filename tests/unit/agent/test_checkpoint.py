@@ -133,3 +133,24 @@ def test_dynamodb_store_is_conditional_and_per_cluster(state_table: boto3.client
 def test_dynamodb_store_missing_table_names_it(state_table: boto3.client) -> None:
     with pytest.raises(CheckpointError, match=r"DynamoDB table nope.*ResourceNotFound"):
         DynamoCheckpointStore("nope", "c1", state_table).load()
+
+
+def test_a_txid_in_pieces_is_passed_only_after_its_last_piece():
+    tracker = CheckpointTracker(4)
+    tracker.register(5, 2, more=True)  # a snapshot at txid 5: two pieces of 2 and 1
+    tracker.acknowledge([(5, 2)])
+    assert tracker.safe_txid == 4 and tracker.open_txid == 5  # every piece so far acked
+    with pytest.raises(ValueError, match="awaits its last piece"):
+        tracker.register(6, 1)
+    tracker.register(5, 1)
+    assert tracker.safe_txid == 4
+    tracker.acknowledge([(5, 1)])
+    assert tracker.safe_txid == 5 and tracker.open_txid is None
+
+
+def test_an_empty_last_piece_passes_an_acknowledged_txid_at_once():
+    tracker = CheckpointTracker()
+    tracker.register(7, 3, more=True)
+    tracker.acknowledge([(7, 3)])
+    tracker.register(7, 0)
+    assert tracker.safe_txid == 7

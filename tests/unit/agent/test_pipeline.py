@@ -201,3 +201,41 @@ def test_a_permanent_send_error_stops_the_run() -> None:
     with pytest.raises(PermanentSendError, match="AccessDenied"):
         Pipeline(config(linger_ms=0), sender=sender, checkpoint=store).run(source())
     assert store.txid is None
+
+
+def test_a_snapshot_in_pieces_is_checkpointed_only_after_its_last_piece_is_acknowledged(
+        ) -> None:
+    sender, store = HoldingSender(), MemoryStore(txid=4)
+    first_acked, stop = threading.Event(), threading.Event()
+
+    def snapshot(txid: int, start: int, *paths: str, more: bool) -> TxBatch:
+        return TxBatch(txid, tuple(HdfsEvent(cluster="c1", txid=txid, index=start + i,
+                                             type=EventType.SNAPSHOT, path=p,
+                                             inode_type="FILE") for i, p in enumerate(paths)),
+                       more=more)
+
+    def source() -> Iterator[TxBatch]:
+        yield snapshot(9, 0, "/d/a", "/d/b", more=True)
+        first_acked.wait(10)
+        yield snapshot(9, 2, "/d/c", more=False)
+        yield batch(10, "/d/a")
+
+    pipeline = Pipeline(config(linger_ms=1), sender=sender, checkpoint=store)
+    runner = threading.Thread(target=pipeline.run, args=(source(), stop))
+    runner.start()
+    while not event_messages(sender.sent):
+        sender.arrived.wait(1)
+        sender.arrived.clear()
+    acked = event_messages(sender.sent)
+    for message in acked:
+        sender.ack(message)
+    time.sleep(0.1)  # ten checkpoint intervals with every piece so far acknowledged
+    assert store.txid == 4
+    first_acked.set()
+    while runner.is_alive():
+        for message in event_messages(sender.sent)[len(acked):]:
+            sender.ack(message)
+            acked.append(message)
+        runner.join(0.02)
+    assert store.txid == 10
+    assert sent_keys(sender.sent) == [("c1", 9, 0), ("c1", 9, 1), ("c1", 9, 2), ("c1", 10, 0)]

@@ -10,13 +10,14 @@ getTxidsBehindEstimate() is the NameNode's last txid minus the last txid read.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jpype
 
 from hdfs_events.event import INodeType
-from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.live.snapshot import ListingPage, NamespaceEntry, name_order
 from onprem_agent.live.stream import StreamSource
 from tests.kit import java_events as je
 
@@ -90,25 +91,39 @@ class StreamDouble:
 
 
 class ListingDouble:
-    """A namespace as a dict path -> NamespaceEntry, listed like FileSystem.listStatus."""
+    """A namespace as a dict path -> NamespaceEntry, listed like DFSClient.listPaths: a page
+    of at most `page_size` children after a name, in the NameNode's order of names."""
 
     def __init__(self, entries: Sequence[NamespaceEntry],
-                 on_list: Callable[[str], None] | None = None) -> None:
+                 on_list: Callable[[str], None] | None = None, page_size: int = 1000) -> None:
         self.entries = {e.path: e for e in entries}
         self.entries.setdefault("/", NamespaceEntry("/", INodeType.DIRECTORY))
-        self.on_list = on_list
-        self.listed: list[str] = []
+        self.on_list, self.page_size = on_list, page_size
+        self.listed: list[str] = []  # directories whose first page was read
+        self.pages: list[tuple[str, str | None]] = []  # every page read: (path, after)
+        # as of the first page's read: the children and their order keys
+        self._children: dict[str, tuple[list[NamespaceEntry], list[bytes]]] = {}
 
     def status(self, path: str) -> NamespaceEntry | None:
         return self.entries.get(path)
 
-    def list_dir(self, path: str) -> list[NamespaceEntry]:
-        self.listed.append(path)
-        if self.on_list is not None:
-            self.on_list(path)
-        prefix = path.rstrip("/") + "/"
-        return [e for p, e in self.entries.items()
-                if p.startswith(prefix) and "/" not in p[len(prefix):] and p != path]
+    def list_page(self, path: str, after: str | None) -> ListingPage:
+        self.pages.append((path, after))
+        if after is None:
+            self.listed.append(path)
+            if self.on_list is not None:
+                self.on_list(path)
+        if after is None or path not in self._children:
+            prefix = path.rstrip("/") + "/"
+            children = sorted(
+                (e for p, e in list(self.entries.items())
+                 if p.startswith(prefix) and "/" not in p[len(prefix):] and p != path),
+                key=lambda e: name_order(e.name))
+            self._children[path] = (children, [name_order(e.name) for e in children])
+        children, keys = self._children[path]
+        start = 0 if after is None else bisect_right(keys, name_order(after))
+        page = children[start:start + self.page_size]
+        return ListingPage(page, more=start + self.page_size < len(children))
 
 
 def file_entry(path: str, size: int = 10, mtime: int = 5) -> NamespaceEntry:

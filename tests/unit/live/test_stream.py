@@ -211,7 +211,7 @@ def test_snapshot_policy_emits_gap_then_snapshot_records_then_resumes_after_its_
 def test_snapshot_records_follow_the_contract_schema():
     listing = ListingDouble([dir_entry("/d"), file_entry("/d/f"), NamespaceEntry(
         "/d/l", INodeType.SYMLINK, owner="o", group="g", perms="0777", symlink_target="/d/f")])
-    batch = namespace_snapshot(C, listing, ["/"], clock_ms=lambda: 5)(42)
+    (batch,) = namespace_snapshot(C, listing, ["/"], clock_ms=lambda: 5)(42)
     check = validator("event")
     for event in batch.events:
         doc = json.loads(event.to_json())
@@ -228,6 +228,6 @@ def test_snapshot_policy_needs_a_snapshot_function(converter):
 def test_walk_lists_each_directory_once_in_parallel():
     listing = ListingDouble([dir_entry("/a"), dir_entry("/a/b"), dir_entry("/a/b/c"),
                              file_entry("/a/b/c/f"), dir_entry("/z"), file_entry("/z/g")])
-    entries = walk(listing, ["/a/b", "/a", "/z", "/missing"], workers=4)
+    entries = list(walk(listing, ["/a/b", "/a", "/z", "/missing"], workers=4))
     assert [e.path for e in entries] == ["/a", "/a/b", "/a/b/c", "/a/b/c/f", "/z", "/z/g"]
     assert sorted(listing.listed) == ["/a", "/a/b", "/a/b/c", "/z"]
