@@ -57,9 +57,11 @@ class HdfsCluster:
 
     @classmethod
     def start(cls, base_dir: Path, *, kind: str = "single", conf: dict[str, str] | None = None,
-              datanodes: int = 1, ticket_lifetime_s: int | None = None) -> HdfsCluster:
+              datanodes: int = 1, ticket_lifetime_s: int | None = None,
+              image: Path | None = None) -> HdfsCluster:
         """kind: "single", "ha" or "secure"; ticket_lifetime_s: the KDC's ticket lifetime
-        (secure only; default one day)."""
+        (secure only; default one day); image: a prepared name directory to start on instead
+        of formatting one (single only; namespace_image.py)."""
         jars()  # a clear error before spawning when `make hadoop` has not run
         base_dir.mkdir(parents=True, exist_ok=True)
         authkey = secrets.token_bytes(16)
@@ -86,7 +88,8 @@ class HdfsCluster:
                       0.0)
         try:
             info = cluster._call("start", kind=kind, base_dir=str(base_dir), conf=conf or {},
-                                 datanodes=datanodes, ticket_lifetime_s=ticket_lifetime_s)
+                                 datanodes=datanodes, ticket_lifetime_s=ticket_lifetime_s,
+                                 image=str(image) if image else None)
         except BaseException:
             cluster.kill()
             raise

@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape
 import jpype
 
 from tests.kit.hadoop.jars import JAVA17_OPENS, jars
+from tests.kit.hadoop.namespace_image import link_name_dir
 from tests.kit.hadoop.ops import Workload
 from tests.kit.hadoop.realm import Realm
 
@@ -49,7 +50,7 @@ class Host:
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self, *, kind: str, base_dir: str, conf: dict[str, str], datanodes: int = 1,
-              ticket_lifetime_s: int | None = None) -> dict[str, Any]:
+              ticket_lifetime_s: int | None = None, image: str | None = None) -> dict[str, Any]:
         self.base = Path(base_dir)
         hconf = jpype.JClass("org.apache.hadoop.hdfs.HdfsConfiguration")()
         hconf.set("hdfs.minidfs.basedir", str(self.base / "dfs"))
@@ -67,9 +68,17 @@ class Host:
         if kind == "secure":
             jpype.JClass("org.apache.hadoop.security.UserGroupInformation").setConfiguration(
                 hconf)
+        if image is not None:
+            if kind != "single":
+                raise ValueError("a prepared name directory needs kind='single'")
+            # Its files' blocks are on no DataNode: with a threshold of 0 the NameNode leaves
+            # safe mode at once, as `hdfs dfsadmin -safemode leave` would make it.
+            hconf.set("dfs.namenode.safemode.threshold-pct", "0")
+            for name_dir in ("name-0-1", "name-0-2"):  # MiniDFSCluster's two name dirs
+                link_name_dir(Path(image), self.base / "dfs" / name_dir)
         if kind in ("single", "secure"):
             builder = jpype.JClass("org.apache.hadoop.hdfs.MiniDFSCluster$Builder")(hconf)
-            self.cluster = builder.numDataNodes(datanodes).build()
+            self.cluster = builder.numDataNodes(datanodes).format(image is None).build()
             self.cluster.waitActive()
             uri = str(self.cluster.getURI())
             self.fs = self.cluster.getFileSystem()

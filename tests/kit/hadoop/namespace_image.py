@@ -1,0 +1,220 @@
+"""A NameNode name directory holding a large namespace, built with Hadoop's own tools, cached.
+
+    image = namespace_image(1_000_000)      # .hadoop/namespaces/lake-v1-1000000/, built once
+    with HdfsCluster.start(tmp, image=image.name_dir, datanodes=0, heap="2g") as hdfs: ...
+    image.summary                            # files, dirs, bytes per subtree (namespace_shape)
+
+How: namespace_shape.walk streams the tree as the XML Hadoop's Offline Image Viewer writes
+(`hdfs oiv -p XML`), and Hadoop's Offline Image Reconstructor (`hdfs oiv -p ReverseXML`) turns
+it into an fsimage; VERSION, seen_txid and the image's MD5 file complete the name directory. No
+RPC per file, no edit log to replay: the NameNode loads it as it loads any checkpoint.
+
+The files have blocks that no DataNode holds: start with `datanodes=0` (HdfsCluster leaves safe
+mode then, as an operator would with `hdfs dfsadmin -safemode leave`). Listing, inotify and
+writes of new empty files work; reading a generated file's data does not.
+
+Cache: `.hadoop/namespaces/<shape>-v<SHAPE_VERSION>-<files>/` (git-ignored with .hadoop; `make
+clean` drops it): `current/` (the name directory's files), `summary.json` (namespace_shape's
+counts), `build.json` (how long each step took). A directory without build.json is a build that
+did not finish, and is rebuilt. The NameNode writes into its name directory, so a cluster gets
+hard links of these files in its own base dir (cluster.py), never the cache itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from tests.kit.hadoop.jars import LIB, REPO, jars, java
+from tests.kit.hadoop.namespace_shape import (
+    BLOCK_SIZE,
+    FIRST_BLOCK_ID,
+    SHAPE_VERSION,
+    Dir,
+    EndDir,
+    Subtree,
+    Summary,
+    walk,
+)
+
+CACHE = REPO / ".hadoop" / "namespaces"
+SHAPE = "lake"
+LAYOUT_VERSION = -66  # NameNodeLayoutVersion.CURRENT_LAYOUT_VERSION of Hadoop 3.3.x
+NAMESPACE_ID = 7_000_001
+CLUSTER_ID = "CID-hdfs-events-large-namespace"
+IMAGE_TXID = 1
+GENSTAMP = 1001  # GenerationStamp.LAST_RESERVED_STAMP + 1
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceImage:
+    name_dir: Path  # holds current/: what HdfsCluster.start(image=...) takes
+    files: int
+    summary: Summary
+    build: dict[str, Any]  # seconds per step of the build that made it; "cached": reused
+
+
+def namespace_image(files: int, *, cache: Path = CACHE, heap: str = "2g") -> NamespaceImage:
+    """The cached name directory of namespace_shape.walk(files), built when missing."""
+    root = cache / f"{SHAPE}-v{SHAPE_VERSION}-{files}"
+    done = root / "build.json"
+    if done.exists():
+        return NamespaceImage(root, files, _read_summary(root / "summary.json"),
+                              {**json.loads(done.read_text()), "cached": True})
+    shutil.rmtree(root, ignore_errors=True)
+    work = root / "work"
+    current = root / "current"
+    work.mkdir(parents=True)
+    current.mkdir()
+    started = time.perf_counter()
+    xml = work / "fsimage.xml"
+    with xml.open("w", encoding="ascii", buffering=1 << 20) as out:
+        counted = write_image_xml(files, out, work)
+    xml_s = time.perf_counter() - started
+    image = current / f"fsimage_{IMAGE_TXID:019d}"
+    reconstruct(xml, image, heap=heap)
+    reconstruct_s = time.perf_counter() - started - xml_s
+    _write_md5(image)
+    (current / "seen_txid").write_text(f"{IMAGE_TXID}\n")
+    (current / "VERSION").write_text(
+        f"namespaceID={NAMESPACE_ID}\nclusterID={CLUSTER_ID}\ncTime=0\n"
+        f"storageType=NAME_NODE\nblockpoolID=BP-{NAMESPACE_ID}-127.0.0.1-0\n"
+        f"layoutVersion={LAYOUT_VERSION}\n")
+    shutil.rmtree(work)
+    (root / "summary.json").write_text(json.dumps(asdict(counted), indent=1) + "\n")
+    build = {"xml_s": round(xml_s, 1), "reconstruct_s": round(reconstruct_s, 1),
+             "seconds": round(time.perf_counter() - started, 1),
+             "image_bytes": image.stat().st_size, "inodes": counted.files + counted.dirs}
+    done.write_text(json.dumps(build) + "\n")
+    return NamespaceImage(root, files, counted, {**build, "cached": False})
+
+
+def write_image_xml(files: int, out: IO[str], work: Path) -> Summary:
+    """The XML `hdfs oiv -p XML` writes for walk(files), streamed: the INodeSection's header
+    holds counts known only at the end and a directory's children are known only once walked,
+    so inodes and directories go to two spool files in `work` first. Returns the counts."""
+    counts = Summary()
+    inodes, last_inode, block_id = 0, 0, FIRST_BLOCK_ID - 1
+    inode_spool, dir_spool = work / "inodes.xml", work / "directories.xml"
+    with inode_spool.open("w", encoding="ascii", buffering=1 << 20) as ins, \
+            dir_spool.open("w", encoding="ascii", buffering=1 << 20) as dirs:
+        for item in walk(files):
+            if isinstance(item, EndDir):
+                if item.children:
+                    dirs.write(f"<directory><parent>{item.inode}</parent>"
+                               + "".join(f"<child>{c}</child>" for c in item.children)
+                               + "</directory>\n")
+                continue
+            inodes += 1
+            last_inode = max(last_inode, item.inode)
+            counts.add(item)
+            name = "" if item.path == "/" else item.path.rsplit("/", 1)[1]
+            perm = f"{item.owner}:{item.group}:{item.mode:04o}"
+            if isinstance(item, Dir):
+                quota = "9223372036854775807" if item.path == "/" else "-1"
+                ins.write(f"<inode><id>{item.inode}</id><type>DIRECTORY</type><name>{name}</name>"
+                          f"<mtime>{item.mtime_ms}</mtime><permission>{perm}</permission>"
+                          f"<nsquota>{quota}</nsquota><dsquota>-1</dsquota></inode>\n")
+                continue
+            blocks = []
+            for offset in range(0, item.size, BLOCK_SIZE):
+                block_id += 1
+                blocks.append(f"<block><id>{block_id}</id><genstamp>{GENSTAMP}</genstamp>"
+                              f"<numBytes>{min(item.size - offset, BLOCK_SIZE)}</numBytes>"
+                              "</block>")
+            ins.write(f"<inode><id>{item.inode}</id><type>FILE</type><name>{name}</name>"
+                      f"<replication>3</replication><mtime>{item.mtime_ms}</mtime>"
+                      f"<atime>{item.mtime_ms}</atime>"
+                      f"<preferredBlockSize>{BLOCK_SIZE}</preferredBlockSize>"
+                      f"<permission>{perm}</permission>"
+                      + (f"<blocks>{''.join(blocks)}</blocks>" if blocks else "")
+                      + "<storagePolicyId>0</storagePolicyId></inode>\n")
+    out.write('<?xml version="1.0"?>\n<fsimage><version>'
+              f"<layoutVersion>{LAYOUT_VERSION}</layoutVersion><onDiskVersion>1"
+              "</onDiskVersion><oivRevision>hdfs-events-kit</oivRevision></version>\n"
+              f"<NameSection><namespaceId>{NAMESPACE_ID}</namespaceId><genstampV1>1000"
+              f"</genstampV1><genstampV2>{GENSTAMP}</genstampV2><genstampV1Limit>0"
+              f"</genstampV1Limit><lastAllocatedBlockId>{block_id}</lastAllocatedBlockId>"
+              f"<txid>{IMAGE_TXID}</txid></NameSection>\n"
+              + _ERASURE_CODING_SECTION +
+              f"<INodeSection><lastInodeId>{last_inode}</lastInodeId>"
+              f"<numInodes>{inodes}</numInodes>\n")
+    _append(inode_spool, out)
+    out.write("</INodeSection>\n<INodeReferenceSection></INodeReferenceSection>"
+              "<SnapshotSection><snapshotCounter>0</snapshotCounter><numSnapshots>0"
+              "</numSnapshots></SnapshotSection>\n<INodeDirectorySection>")
+    _append(dir_spool, out)
+    out.write("</INodeDirectorySection>\n<FileUnderConstructionSection>"
+              "</FileUnderConstructionSection>\n<SnapshotDiffSection></SnapshotDiffSection>\n"
+              "<SecretManagerSection><currentId>0"
+              "</currentId><tokenSequenceNumber>0</tokenSequenceNumber><numDelegationKeys>0"
+              "</numDelegationKeys><numTokens>0</numTokens></SecretManagerSection>"
+              "<CacheManagerSection><nextDirectiveId>1</nextDirectiveId><numDirectives>0"
+              "</numDirectives><numPools>0</numPools></CacheManagerSection>\n</fsimage>\n")
+    return counts
+
+
+# The built-in policies, as a freshly formatted NameNode's image lists them (ReverseXML
+# requires the section; every policy disabled, as Hadoop 3.3's default).
+_ERASURE_CODING_SECTION = "<ErasureCodingSection>" + "".join(
+    f"<erasureCodingPolicy><policyId>{pid}</policyId><policyName>{name}</policyName>"
+    "<cellSize>1048576</cellSize><policyState>DISABLED</policyState><ecSchema>"
+    f"<codecName>{codec}</codecName><dataUnits>{data}</dataUnits><parityUnits>{parity}"
+    "</parityUnits></ecSchema></erasureCodingPolicy>"
+    for pid, name, codec, data, parity in (
+        (1, "RS-6-3-1024k", "rs", 6, 3), (2, "RS-3-2-1024k", "rs", 3, 2),
+        (3, "RS-LEGACY-6-3-1024k", "rs-legacy", 6, 3), (4, "XOR-2-1-1024k", "xor", 2, 1),
+        (5, "RS-10-4-1024k", "rs", 10, 4))) + "</ErasureCodingSection>\n"
+
+
+def _append(spool: Path, out: IO[str]) -> None:
+    with spool.open(encoding="ascii") as f:
+        shutil.copyfileobj(f, out, 1 << 20)
+    spool.unlink()
+
+
+def reconstruct(xml: Path, image: Path, *, heap: str) -> None:
+    """Hadoop's Offline Image Reconstructor (`hdfs oiv -p ReverseXML`), in a JVM of its own:
+    its main() ends in System.exit."""
+    jars()
+    done = subprocess.run(
+        [java(), f"-Xmx{heap}", "-cp", str(LIB / "*"),
+         "org.apache.hadoop.hdfs.tools.offlineImageViewer.OfflineImageViewerPB",
+         "-p", "ReverseXML", "-i", str(xml), "-o", str(image)],
+        capture_output=True, text=True, timeout=3600, check=False)
+    if done.returncode != 0 or not image.exists():
+        raise RuntimeError(f"ReverseXML exited {done.returncode}: {done.stderr[-3000:]}")
+
+
+def _write_md5(image: Path) -> None:
+    """fsimage_N.md5 as MD5FileUtils writes it: the NameNode refuses an image without one."""
+    md5 = hashlib.md5()
+    with image.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            md5.update(chunk)
+    image.with_name(image.name + ".md5").write_text(f"{md5.hexdigest()} *{image.name}\n")
+
+
+def _read_summary(path: Path) -> Summary:
+    doc = json.loads(path.read_text())
+    return Summary(files=doc["files"], dirs=doc["dirs"], bytes=doc["bytes"],
+                   subtrees={k: Subtree(**v) for k, v in doc["subtrees"].items()})
+
+
+def link_name_dir(image: Path, name_dir: Path) -> None:
+    """`image`'s current/ into `name_dir`/current as hard links (a copy across file systems):
+    the NameNode writes new files beside them and never rewrites one in place."""
+    target = name_dir / "current"
+    target.mkdir(parents=True, exist_ok=True)
+    for source in (image / "current").iterdir():
+        try:
+            os.link(source, target / source.name)
+        except OSError:
+            shutil.copy2(source, target / source.name)
