@@ -2,7 +2,8 @@
 DynamoDB namespace index, report the drift, and alert above a threshold.
 
 Compared per path under the prefix: present on both sides, entry type, and for files the size
-and modification time. Directory mtimes are not compared: HDFS moves a directory's mtime when a
+and modification time. Both sides are read as streams (verify_prefix), so a namespace of any
+size is checked in bounded memory. Directory mtimes are not compared: HDFS moves a directory's mtime when a
 child changes, and inotify reports no event for the directory itself. The report carries the
 highest txid the compared index entries had reached, so a difference can be read against it:
 an entry changed in HDFS after that txid is in flight, not lost.
@@ -10,7 +11,7 @@ an entry changed in HDFS after that txid is in flight, not lost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,8 +30,9 @@ class IndexedEntry:
 
 
 class IndexReader(Protocol):
-    def children(self, cluster: str, parent: str) -> Sequence[IndexedEntry]:
-        """Live entries whose parent directory is `parent` (delete markers left out)."""
+    def children(self, cluster: str, parent: str) -> Iterable[IndexedEntry]:
+        """Live entries whose parent directory is `parent` (delete markers left out), in the
+        order of their names' UTF-8 bytes (a DynamoDB Query's sort key order), read lazily."""
         ...
 
     def entry(self, cluster: str, path: str) -> IndexedEntry | None: ...
@@ -55,15 +57,15 @@ class Drift:
 
 @dataclass(frozen=True, slots=True)
 class DriftReport:
+    """One prefix's comparison: `count` drifts in all, the first `KEPT_DRIFTS` of them in
+    `drifts` (every one goes to verify_prefix's `on_drift` as it is found)."""
+
     prefix: str
     hdfs_entries: int
     index_entries: int
     index_txid: int | None
     drifts: tuple[Drift, ...] = field(default=())
-
-    @property
-    def count(self) -> int:
-        return len(self.drifts)
+    count: int = 0
 
     def lines(self) -> list[str]:
         head = (f"verify {self.prefix}: {self.hdfs_entries} entries in HDFS, "
@@ -72,51 +74,175 @@ class DriftReport:
         return [head, *(d.line() for d in self.drifts)]
 
 
-def index_walk(reader: IndexReader, cluster: str, prefix: str) -> list[IndexedEntry]:
-    out: list[IndexedEntry] = []
-    root = reader.entry(cluster, prefix) if prefix != "/" else None
-    if root is not None:
-        out.append(root)
-    todo = [prefix] if prefix == "/" or (root is not None and root.type == "DIRECTORY") else []
-    while todo:
-        parent = todo.pop()
-        for child in reader.children(cluster, parent):
-            out.append(child)
-            if child.type == "DIRECTORY":
-                todo.append(child.path)
-    return out
+KEPT_DRIFTS = 10_000  # drifts a report holds; a namespace may differ in millions of paths
 
 
-def compare(prefix: str, hdfs: Iterable[NamespaceEntry], index: Iterable[IndexedEntry]
-            ) -> DriftReport:
-    listed = {e.path: e for e in hdfs}
-    indexed = {e.path: e for e in index}
-    txids = [e.last_txid for e in indexed.values() if e.last_txid is not None]
-    reached = max(txids) if txids else None
-    drifts: list[Drift] = []
-    for path in sorted(listed.keys() | indexed.keys()):
-        h, i = listed.get(path), indexed.get(path)
-        if i is None:
-            drifts.append(Drift("missing", path, index_txid=reached))
-            continue
+class _Comparison:
+    """The running counts and the drift found so far (bounded: see DriftReport)."""
+
+    def __init__(self, prefix: str, on_drift: Callable[[Drift], None] | None,
+                 keep: int) -> None:
+        self.prefix, self.on_drift, self.keep = prefix, on_drift, keep
+        self.hdfs_entries = self.index_entries = self.count = 0
+        self.reached: int | None = None
+        self.kept: list[Drift] = []
+
+    def seen(self, i: IndexedEntry) -> None:
+        self.index_entries += 1
+        if i.last_txid is not None and (self.reached is None or i.last_txid > self.reached):
+            self.reached = i.last_txid
+
+    def drift(self, d: Drift) -> None:
+        self.count += 1
+        if len(self.kept) < self.keep:
+            self.kept.append(d)
+        if self.on_drift is not None:
+            self.on_drift(d)
+
+    def pair(self, h: NamespaceEntry | None, i: IndexedEntry | None) -> None:
+        """One path on either side or both (the index entry already counted)."""
         if h is None:
-            drifts.append(Drift("extra", path, index_txid=i.last_txid))
-            continue
-        if str(h.inode_type) != i.type:
-            drifts.append(Drift("type", path, str(h.inode_type), i.type, i.last_txid))
-            continue
-        if h.inode_type is INodeType.FILE:
+            assert i is not None
+            self.drift(Drift("extra", i.path, index_txid=i.last_txid))
+        elif i is None:
+            # The highest txid the index entries compared so far had reached.
+            self.drift(Drift("missing", h.path, index_txid=self.reached))
+        elif str(h.inode_type) != i.type:
+            self.drift(Drift("type", h.path, str(h.inode_type), i.type, i.last_txid))
+        elif h.inode_type is INodeType.FILE:
             if i.size is not None and h.size != i.size:
-                drifts.append(Drift("size", path, h.size, i.size, i.last_txid))
+                self.drift(Drift("size", h.path, h.size, i.size, i.last_txid))
             if i.mtime is not None and h.mtime != i.mtime:
-                drifts.append(Drift("mtime", path, h.mtime, i.mtime, i.last_txid))
-    return DriftReport(prefix, len(listed), len(indexed), reached, tuple(drifts))
+                self.drift(Drift("mtime", h.path, h.mtime, i.mtime, i.last_txid))
+
+    def report(self) -> DriftReport:
+        return DriftReport(self.prefix, self.hdfs_entries, self.index_entries, self.reached,
+                           tuple(self.kept), self.count)
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+class _Directory:
+    """One directory of the walk, HDFS's children matched against the index's as they come.
+
+    The two sides list children in different orders when names are not ASCII: HDFS compares
+    names as signed bytes (snapshot.name_order), DynamoDB as unsigned. On ASCII names the two
+    orders agree, so those are merge-joined page by page; a name with a byte of 0x80 or more is
+    set aside on its side and matched when the directory ends (memory: such names of one
+    directory)."""
+
+    __slots__ = ("_index", "_next", "aside_hdfs", "aside_index", "path")
+
+    def __init__(self, path: str, index: Iterable[IndexedEntry]) -> None:
+        self.path = path
+        self._index: Iterator[IndexedEntry] = iter(index)
+        self._next: IndexedEntry | None = None
+        self.aside_hdfs: dict[str, NamespaceEntry] = {}
+        self.aside_index: dict[str, IndexedEntry] = {}
+
+    def next_index(self, seen: Callable[[IndexedEntry], None]) -> IndexedEntry | None:
+        """The next index child with an ASCII name (kept until taken)."""
+        while self._next is None:
+            entry = next(self._index, None)
+            if entry is None:
+                return None
+            seen(entry)
+            name = _name(entry.path)
+            if name.isascii():
+                self._next = entry
+            else:
+                self.aside_index[name] = entry
+        return self._next
+
+    def take(self) -> None:
+        self._next = None
 
 
 def verify_prefix(cluster: str, prefix: str, lister: NamespaceLister, reader: IndexReader, *,
-                  workers: int = 8) -> DriftReport:
-    hdfs = walk(lister, [prefix], workers=workers)
-    return compare(prefix, hdfs, index_walk(reader, cluster, prefix))
+                  workers: int = 8, on_drift: Callable[[Drift], None] | None = None,
+                  keep: int = KEPT_DRIFTS) -> DriftReport:
+    """Compares HDFS under `prefix` with the index as two streams: the HDFS walk (snapshot.py,
+    page by page) and, per directory, the index's children (a Query, page by page), so memory
+    is bounded by the depth and a page, not by the namespace. Drift goes to `on_drift` as it
+    is found, in walk order."""
+    run = _Comparison(prefix, on_drift, keep)
+    stack: list[_Directory] = []
+
+    def close(directory: _Directory) -> None:
+        while (i := directory.next_index(run.seen)) is not None:
+            directory.take()
+            extra(i)
+        for name in sorted(directory.aside_hdfs.keys() | directory.aside_index.keys()):
+            h, i = directory.aside_hdfs.get(name), directory.aside_index.get(name)
+            run.pair(h, i)
+            if i is not None and i.type == "DIRECTORY" and (
+                    h is None or h.inode_type is not INodeType.DIRECTORY):
+                extra_below(i.path)
+
+    def extra(i: IndexedEntry) -> None:
+        run.pair(None, i)
+        if i.type == "DIRECTORY":
+            extra_below(i.path)
+
+    def extra_below(path: str) -> None:
+        """An index directory HDFS does not have as one: everything under it is extra."""
+        todo = [iter(reader.children(cluster, path))]
+        while todo:
+            i = next(todo[-1], None)
+            if i is None:
+                todo.pop()
+                continue
+            run.seen(i)
+            run.pair(None, i)
+            if i.type == "DIRECTORY":
+                todo.append(iter(reader.children(cluster, i.path)))
+
+    def enter(path: str) -> None:
+        stack.append(_Directory(path, reader.children(cluster, path)))
+
+    root_index = reader.entry(cluster, prefix) if prefix != "/" else None
+    if root_index is not None:
+        run.seen(root_index)
+    root_listed = prefix == "/"
+    if prefix == "/":
+        enter("/")
+    for h in walk(lister, [prefix], workers=workers):
+        run.hdfs_entries += 1
+        if h.path == prefix:
+            root_listed = True
+            run.pair(h, root_index)
+            if root_index is not None and root_index.type == "DIRECTORY" and \
+                    h.inode_type is not INodeType.DIRECTORY:
+                extra_below(prefix)
+            if h.inode_type is INodeType.DIRECTORY:
+                enter(prefix)
+            continue
+        parent = h.path.rsplit("/", 1)[0] or "/"
+        while stack[-1].path != parent:
+            close(stack.pop())
+        directory, name = stack[-1], h.name
+        if not name.isascii():
+            directory.aside_hdfs[name] = h
+        else:
+            while (i := directory.next_index(run.seen)) is not None and _name(i.path) < name:
+                directory.take()
+                extra(i)
+            if i is not None and _name(i.path) == name:
+                directory.take()
+                run.pair(h, i)
+                if i.type == "DIRECTORY" and h.inode_type is not INodeType.DIRECTORY:
+                    extra_below(i.path)
+            else:
+                run.pair(h, None)
+        if h.inode_type is INodeType.DIRECTORY:
+            enter(h.path)
+    while stack:
+        close(stack.pop())
+    if not root_listed and root_index is not None:
+        extra(root_index)
+    return run.report()
 
 
 class DynamoIndexReader:
@@ -131,20 +257,18 @@ class DynamoIndexReader:
             client = boto3.client("dynamodb")
         self.table, self._client = table, client
 
-    def children(self, cluster: str, parent: str) -> list[IndexedEntry]:
-        out: list[IndexedEntry] = []
+    def children(self, cluster: str, parent: str) -> Iterator[IndexedEntry]:
         paginator = self._client.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.table, KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": names.INDEX_PK},
             ExpressionAttributeValues={":pk": {"S": names.index_partition(cluster, parent)}},
             ConsistentRead=True)
-        for page in pages:
+        for page in pages:  # up to 1 MB each (DynamoDB's Query page): read as the walk goes
             for item in page["Items"]:
                 entry = _indexed(parent, item)
                 if entry is not None:
-                    out.append(entry)
-        return out
+                    yield entry
 
     def entry(self, cluster: str, path: str) -> IndexedEntry | None:
         parent, name = names.split_path(path)

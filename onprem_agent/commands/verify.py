@@ -64,8 +64,8 @@ def check(cluster: str, prefixes: list[str], *, lister: Any, reader: Any, thresh
         report = verify_prefix(cluster, prefix, lister, reader, workers=workers)
         lines = report.lines()
         print("\n".join(lines[:max_lines + 1]), file=out)
-        if len(lines) > max_lines + 1:
-            print(f"... and {len(lines) - max_lines - 1} more", file=out)
+        if report.count > max_lines:  # the report keeps the first drifts, counts them all
+            print(f"... and {report.count - min(max_lines, len(lines) - 1)} more", file=out)
         total += report.count
         summary.append(lines[0])
     put_metrics([cloudwatch_datum(cluster, names.METRIC_INDEX_DRIFT, total)], cloudwatch)
