@@ -51,6 +51,8 @@ class HdfsCluster:
         self.uri: str = info["uri"]
         self.conf_dir = Path(info["conf_dir"])
         self.base_dir = base_dir
+        # The NameNode's audit log (log4j.properties: a RollingFileAppender of 20 KB).
+        self.audit_dir = base_dir / "audit"
         self.pid: int = info["pid"]
         self.kerberos: Kerberos | None = None
         self.started_s = started_s  # wall time from spawning the JVM to an active NameNode
@@ -70,7 +72,8 @@ class HdfsCluster:
         listener = Listener(address, family="AF_UNIX", authkey=authkey)
         log = (base_dir / "host.log").open("ab")
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.kit.hadoop.host", address], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "tests.kit.hadoop.host", address, str(base_dir.resolve())],
+            stdin=subprocess.PIPE,
             stdout=log, stderr=log, cwd=Path(__file__).resolve().parents[3])
         assert process.stdin is not None
         process.stdin.write(authkey.hex().encode() + b"\n")

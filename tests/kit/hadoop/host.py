@@ -1,4 +1,4 @@
-"""The JVM process that holds a real HDFS: `python -m tests.kit.hadoop.host ADDRESS`.
+"""The JVM process that holds a real HDFS: `python -m tests.kit.hadoop.host ADDRESS BASE_DIR`.
 
 It connects back to the test process's listener at ADDRESS (authkey on stdin, never on the
 command line), then serves calls `(method, args, kwargs)` one at a time until `stop`. Hadoop
@@ -203,10 +203,12 @@ class Host:
 
 
 def main() -> None:
-    address = sys.argv[1]
+    address, base_dir = sys.argv[1], sys.argv[2]
     authkey = bytes.fromhex(sys.stdin.readline().strip())
     log4j = (Path(__file__).parent / "log4j.properties").as_uri()
-    jpype.startJVM("-Xmx1g", f"-Dlog4j.configuration={log4j}", *JAVA17_OPENS, classpath=jars(),
+    # log4j.properties puts the NameNode's audit log under the base dir (${hdfs.kit.base_dir}).
+    jpype.startJVM("-Xmx1g", f"-Dlog4j.configuration={log4j}",
+                   f"-Dhdfs.kit.base_dir={base_dir}", *JAVA17_OPENS, classpath=jars(),
                    convertStrings=True)
     host = Host()
     with Client(address, authkey=authkey) as conn:

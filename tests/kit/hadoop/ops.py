@@ -16,6 +16,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
     shell user [args] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell; fails on a non-zero exit)
+    as_user user [ops] (the ops as `user`, a remote user the NameNode checks and audits)
 """
 
 from __future__ import annotations
@@ -194,6 +195,17 @@ class Workload:
         if code != 0:
             raise OSError(f"hdfs dfs {' '.join(args)} (as {user}) exited {code}: {printed}")
         return printed
+
+    def op_as_user(self, user: str, ops: list[list[Any]]) -> list[Any]:
+        """A remote-user UGI (simple auth, as HADOOP_USER_NAME) and a FileSystem of its own:
+        its DFSClient calls the NameNode as `user`, so permissions and the audit log's ugi= are
+        that user's."""
+        fs_class = jpype.JClass("org.apache.hadoop.fs.FileSystem")
+        fs = fs_class.newInstance(self.fs.getUri(), self.conf, user)
+        try:
+            return Workload(fs, self.conf).run(ops)
+        finally:
+            fs.close()
 
     def op_files(self, root: str) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
