@@ -324,6 +324,24 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
+    base = r["runs"][0]
+    rows = []
+    for run in r["runs"]:
+        for step in ("first_start", "verify"):
+            ours, was = run[step], base[step]
+            speed = (f"{ours['seconds']:.0f} s, {ours['events_per_s']:,} events/s"
+                     if step == "first_start" else
+                     f"{ours['seconds']:.0f} s, {ours['differ']} differ; index "
+                     f"{run['index']['records_per_s']:,} records/s via moto")
+            rows.append(Figure(f"{step.replace('_', ' ')} peak RSS, {run['files']:,} files",
+                               "MiB", ours["peak_rss_kb"] / 1024, was["peak_rss_kb"] / 1024,
+                               f"{base['files']:,} files", size, higher_is_better=False,
+                               note=f"goal <= {r['goal_ratio']}x the baseline (better x >= "
+                                    f"{1 / r['goal_ratio']:.2f}); {speed}"))
+    return rows
+
+
 # Every bench, in the order they run (lake reads compact's input). Register a new bench here
 # once: `make bench`, `--size full` and the smoke in `make test` (tests/bench) all pick it up.
 BENCHES: tuple[Bench, ...] = (
@@ -374,6 +392,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
           smoke=("--ops", "500", "--rounds", "1")),
+    # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
+    Bench("first_start", "bench.first_start", "first_start.json", _first_start,
+          quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",
+          smoke=("--sizes", "2000"), full=("--sizes", "100000,300000,1000000"),
+          full_size="real NameNode of 100k, 300k, 1M files", timeout_s=4 * 3600),
     Bench("copy_back", "bench.copy_back", "copy_back.json", _copy_back,
           quick=("--files", "4", "--mb-per-file", "8"),
           quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
