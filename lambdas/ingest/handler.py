@@ -5,6 +5,9 @@ with skip_group_on_error: a failed message fails only the later messages of its 
 (they come back in order); other groups go on. Quarantined messages count as processed.
 After the batch, the index applies the txid ranges that became complete (the sequencer), with
 APPLY_MARGIN_MS of the invocation's time kept back.
+
+Invoked directly with a redrive request (hdfs_events.quarantine, `hdfs-events quarantine
+redrive`), it reads the named quarantine records again instead (lambdas/ingest/redrive.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hdfs_events import names
+from hdfs_events.quarantine import is_redrive_request, redrive_keys
 from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.event_queue import SqsContinueRequests
 from lambdas.ingest.iam_users import IamUsers
@@ -24,6 +28,7 @@ from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
 from lambdas.ingest.lake_store import S3Lake
 from lambdas.ingest.records import QueueMessage
+from lambdas.ingest.redrive import QuarantineRedrive
 from lambdas.ingest.senders import resolve_senders
 from lambdas.ingest.sequence_store import DynamoSequenceStore
 from lambdas.ingest.sequencer import IndexSequencer
@@ -57,6 +62,13 @@ def consumer() -> MessageConsumer:
                            log_mode=settings.log_mode, logger=logger, senders=senders)
 
 
+def quarantine_redrive() -> QuarantineRedrive:
+    """Made per request (redrives are rare): it follows the consumer of the container."""
+    return QuarantineRedrive(consumer=consumer(),
+                             records=S3Lake(ConsumerSettings.from_env().lake_bucket),
+                             logger=logger, clock_ms=consumer().clock_ms)
+
+
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> None:
     consumer().process(QueueMessage.from_lambda_record(record.raw_event))
@@ -66,8 +78,12 @@ def record_handler(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
-        response = process_partial_response(event=event, record_handler=record_handler,
-                                            processor=processor, context=context)
+        if is_redrive_request(event):
+            results = quarantine_redrive().redrive(redrive_keys(event))
+            response = {"redrive": [r.to_dict() for r in results]}
+        else:
+            response = process_partial_response(event=event, record_handler=record_handler,
+                                                processor=processor, context=context)
         remaining = context.get_remaining_time_in_millis() - APPLY_MARGIN_MS
         consumer().apply_ranges(consumer().clock_ms() + max(0, remaining))
         return response

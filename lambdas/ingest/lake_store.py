@@ -1,4 +1,5 @@
-"""The lake bucket: raw objects and quarantine records written, raw objects read back."""
+"""The lake bucket: raw objects and quarantine records written, raw objects read back, quarantine
+records read and moved by a redrive."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from hdfs_events.event import HdfsEvent
 from hdfs_events.validation import split_known_fields
@@ -26,6 +29,18 @@ class S3Lake:
             metadata: Mapping[str, str] | None = None) -> None:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type,
                            Metadata=dict(metadata or {}))
+
+    def read(self, key: str) -> bytes | None:
+        """The object's bytes; None when there is no such key."""
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "NoSuchKey":
+                return None
+            raise
+
+    def delete(self, key: str) -> None:
+        self.s3.delete_object(Bucket=self.bucket, Key=key)
 
     def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
         """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -189,6 +190,20 @@ class IndexSequencer:
     def manifest_lost(self, cluster: str, message_id: str, reason: str) -> None:
         """The cluster's own manifest could not be read: its range must not wait for it."""
         self.store.put_lost_manifest(cluster, LostManifest(self.clock_ms(), message_id, reason))
+
+    @contextmanager
+    def holding(self, cluster: str, until_ms: int) -> Iterator[Position | None]:
+        """The cluster's position with its lease held until `until_ms` (None: another
+        invocation holds it). No range is being applied meanwhile, and every application
+        reads its range's arrivals after taking the lease: an arrival stored now for events
+        past the position is applied in txid order; for events at or before it, never."""
+        owner = uuid.uuid4().hex
+        position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(), until_ms=until_ms)
+        try:
+            yield position
+        finally:
+            if position is not None:
+                self.store.release(cluster, owner)
 
     # --- applying ranges -------------------------------------------------------------------
 

@@ -21,15 +21,17 @@ NEW_EVENT_FIELD = "storage_policy"
 
 def next_agent_message(events: Sequence[HdfsEvent], *, group_id: str, major: int | None = None,
                        sent_ms: int = 1_421_135_900_000) -> Sent:
-    """`events` as the next minor of this major would send them (or, given `major`, that
-    major's minor 0): gzip+base64, each event with NEW_EVENT_FIELD, the envelope with
-    NEW_ENVELOPE_FIELDS."""
+    """`events` as the next minor of this major would send them, gzip+base64: each event with
+    NEW_EVENT_FIELD, the envelope with NEW_ENVELOPE_FIELDS. Given `major`, that major's minor 0
+    instead, with today's fields: what a new major changes is their meaning."""
     current = encode_message(events, group_id=group_id, compress=False)
-    docs = [{**e.to_dict(), NEW_EVENT_FIELD: f"HOT-{e.txid}"} for e in events]
-    envelope = ({"v": ENVELOPE_VERSION, "minor": ENVELOPE_MINOR + 1} if major is None
-                else {"v": major})
-    raw = json.dumps({**envelope, "events": docs, **NEW_ENVELOPE_FIELDS},
-                     ensure_ascii=False, separators=(",", ":"))
+    if major is None:
+        doc = {"v": ENVELOPE_VERSION, "minor": ENVELOPE_MINOR + 1,
+               "events": [{**e.to_dict(), NEW_EVENT_FIELD: f"HOT-{e.txid}"} for e in events],
+               **NEW_ENVELOPE_FIELDS}
+    else:
+        doc = {"v": major, "events": [e.to_dict() for e in events]}
+    raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     body = base64.b64encode(gzip.compress(raw.encode("utf-8"), mtime=0)).decode("ascii")
     return Sent(body=body, encoding="gzip+base64", group_id=group_id, dedup_id=current.dedup_id,
                 sent_ms=sent_ms)
