@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "read the DynamoDB namespace index: `index ls /path`, `index stat /path`"),
     "copy": ("hdfs_events.commands.copy",
              "copy data from S3 back into HDFS: `copy submit ...`, `copy status REQUEST_ID`"),
+    "quarantine": ("hdfs_events.commands.quarantine",
+                   "reprocess quarantined messages after a fix: `quarantine redrive --dry-run`"),
 }
 
 
