@@ -1,4 +1,5 @@
-"""`hdfs-events`: the cloud-side CLI (reads the namespace index, submits copy requests).
+"""`hdfs-events`: the cloud-side CLI (reads the namespace index, submits copy requests, takes
+drift alerts).
 
 One module per subcommand under hdfs_events.commands, imported only when chosen. Each defines
 `add_arguments(parser)` and `run(args) -> int`. AWS is reached through the standard chain
@@ -19,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "copy data from S3 back into HDFS: `copy submit ...`, `copy status REQUEST_ID`"),
     "quarantine": ("hdfs_events.commands.quarantine",
                    "reprocess quarantined messages after a fix: `quarantine redrive --dry-run`"),
+    "drift": ("hdfs_events.commands.drift",
+              "the drift alerts `hdfs-events-agent verify` sent: `drift receive --queue-url URL`"),
 }
 
 

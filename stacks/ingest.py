@@ -1,5 +1,5 @@
 """Ingest: the event queue and its DLQ, per cluster an on-prem principal and its copy-request
-queue, and the consumer Lambda."""
+queue, the consumer Lambda, and the drift alert queue `verify` sends to."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from stacks.onprem_principal import (
     RolesAnywhereAnchor,
     output_suffix,
 )
-from stacks.queues import CopyRequestQueues, EventQueues
+from stacks.queues import CopyRequestQueues, DriftAlertQueue, EventQueues
 from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, removal_policy
 
@@ -31,6 +31,8 @@ class IngestStack(Stack):
             cluster: CopyRequestQueues(self, f"CopyRequests-{cluster}", cluster=cluster,
                                        settings=settings, removal=removal)
             for cluster in settings.clusters}
+        self.drift_alerts = DriftAlertQueue(self, "DriftAlerts", settings=settings,
+                                            removal=removal)
         self.consumer = IngestFunction(
             self, "Consumer", settings=settings, event_queue=self.events.queue,
             lake=lake, index_table=storage.index_table, removal=removal)
@@ -38,13 +40,15 @@ class IngestStack(Stack):
         def targets(cluster: str) -> OnPremTargets:
             return OnPremTargets(
                 event_queue=self.events.queue, copy_queue=self.copy_requests[cluster].queue,
+                drift_queue=self.drift_alerts.queue,
                 lake=lake, lake_key=storage.lake_key, state_table=storage.state_table,
                 index_table=storage.index_table, transfers_table=storage.transfers_table,
                 sync_table=storage.sync_table)
 
         self.cli = CliPolicies(
             self, "Cli", settings=settings, lake=lake, index_table=storage.index_table,
-            transfers_table=storage.transfers_table,
+            transfers_table=storage.transfers_table, drift_queue=self.drift_alerts.queue,
+            consumer=self.consumer.function,
             copy_queues={c: q.queue for c, q in self.copy_requests.items()})
 
         anchor = (RolesAnywhereAnchor(self, "RolesAnywhere", settings=settings)
@@ -91,12 +95,16 @@ class IngestStack(Stack):
         out("EventQueueArn", self.events.queue.queue_arn, "ARN of the event queue")
         out("EventDlqUrl", self.events.dlq.queue_url,
             "Event messages that failed max_receive_count times")
+        out("DriftAlertQueueUrl", self.drift_alerts.queue.queue_url,
+            "One message per path `verify` finds drifting: [verify] drift_queue_url")
         out("IngestFunctionName", self.consumer.function.function_name,
             "Consumer Lambda of the event queue")
         out("IngestLogGroupName", self.consumer.log_group.log_group_name,
             "One JSON line per HDFS event (Logs Insights)")
         out("OperatorReadPolicyArn", self.cli.operator_read.managed_policy_arn,
-            "Attach to run hdfs-events index ls|stat|status and copy status (read-only)")
+            "Attach to run hdfs-events index ls|stat|status, copy status and drift receive")
+        out("QuarantineRedrivePolicyArn", self.cli.quarantine_redrive.managed_policy_arn,
+            "Attach to run hdfs-events quarantine redrive")
         if anchor is not None:
             out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
                 "IAM Roles Anywhere trust anchor of the agents' certificates")

@@ -38,6 +38,7 @@ class OnPremTargets:
 
     event_queue: sqs.IQueue
     copy_queue: sqs.IQueue  # the cluster's own
+    drift_queue: sqs.IQueue  # `verify` sends one message per drifting path
     lake: s3.IBucket
     lake_key: kms.IKey | None
     state_table: dynamodb.ITable
@@ -56,6 +57,9 @@ def onprem_statements(cluster: str, settings: DeploySettings,
         # `doctor` checks the queue is reachable and FIFO (GetQueueAttributes FifoQueue).
         iam.PolicyStatement(sid="CheckEventQueue", actions=["sqs:GetQueueAttributes"],
                             resources=[t.event_queue.queue_arn]),
+        # `verify`: one alert per drifting path (onprem_agent/drift_alerts.py).
+        iam.PolicyStatement(sid="SendDriftAlerts", actions=["sqs:SendMessage"],
+                            resources=[t.drift_queue.queue_arn]),
         # Its own cluster's copy-request queue only (a queue per cluster, stacks/queues.py).
         iam.PolicyStatement(sid="TakeCopyRequests",
                             actions=["sqs:ReceiveMessage", "sqs:DeleteMessage",
@@ -102,6 +106,11 @@ def onprem_statements(cluster: str, settings: DeploySettings,
                             resources=[t.index_table.table_arn],
                             conditions={"ForAllValues:StringLike": {
                                 "dynamodb:LeadingKeys": [names.index_partition(cluster, "*")]}}),
+        # `audit run`: the NameNode's audit log, into this cluster's own audit prefix only, so
+        # a cluster's audit records come from that cluster's principal (names.audit_object_key).
+        iam.PolicyStatement(sid="ShipAuditLog", actions=["s3:PutObject"],
+                            resources=[t.lake.arn_for_objects(
+                                f"{names.audit_cluster_prefix(cluster)}*")]),
         # PutMetricData has no resource-level permissions (IAM requires Resource "*"); the
         # namespace condition is what scopes it.
         iam.PolicyStatement(sid="PublishAgentMetrics", actions=["cloudwatch:PutMetricData"],
@@ -114,6 +123,11 @@ def onprem_statements(cluster: str, settings: DeploySettings,
         # GetObject on a KMS-encrypted object needs Decrypt on its key, through S3 only.
         statements.append(iam.PolicyStatement(
             sid="DecryptExports", actions=["kms:Decrypt"], resources=[t.lake_key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
+        # PutObject into the KMS-encrypted lake (`audit run`): S3 asks KMS for a data key as
+        # the writer.
+        statements.append(iam.PolicyStatement(
+            sid="EncryptAuditLog", actions=["kms:GenerateDataKey"], resources=[t.lake_key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
     return statements
 
@@ -220,7 +234,8 @@ class OnPremPrincipal(Construct):
         nag.ack(self.policy, "IAM5[Resource::*]", "cloudwatch:PutMetricData supports no "
                 "resource-level permissions; the cloudwatch:namespace condition limits it to "
                 f"the {names.METRICS_NAMESPACE} namespace")
-        nag.ack_lake_prefixes(self.policy, settings, list(settings.export_prefixes))
+        nag.ack_lake_prefixes(self.policy, settings, [*settings.export_prefixes,
+                                                      names.audit_cluster_prefix(cluster)])
         for bucket, prefix in settings.sync_destinations_of(cluster):
             nag.ack(self.policy, f"IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{prefix}*]",
                     "`sync` writes one object per replicated HDFS file under this destination "

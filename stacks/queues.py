@@ -1,5 +1,6 @@
 """The SQS queues: the FIFO event queue (agent -> consumer) and the copy-request queue of the
-return channel (cloud job -> on-prem copy worker), each with its own dead-letter queue."""
+return channel (cloud job -> on-prem copy worker), each with its own dead-letter queue, and the
+drift alert queue (`verify` -> operator)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks import nag
 from stacks.settings import DeploySettings
 
 # SQS's maximum message size (raised from 256 KiB to 1 MiB in 2025); set explicitly because
@@ -78,3 +80,30 @@ class CopyRequestQueues(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dlq, max_receive_count=settings.max_receive_count),
             removal_policy=removal)
+
+
+class DriftAlertQueue(Construct):
+    """The drift alert queue: one message per path `hdfs-events-agent verify` finds differing
+    between HDFS and the index (the S3mper idea), for an operator to read and repair
+    (`hdfs-events drift receive`, docs/edge-node.md "Drift alerts").
+
+    Standard, not FIFO: each message stands alone (no order between paths), and FIFO's
+    deduplication would buy nothing, since it only spans 5 minutes and verify runs daily, so a
+    path still drifting tomorrow is rightly a new message. The reader takes them by path.
+    No DLQ: nothing processes a message that could fail and come back; a person (or
+    `drift receive`) reads it and deletes it, and retention, not a receive count, ends it.
+    """
+
+    # SQS's maximum retention: drift found on a Friday night must still be there on Monday.
+    RETENTION = Duration.days(14)
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
+                 removal: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = sqs.Queue(
+            self, "Queue", queue_name=f"{settings.prefix}-drift-alerts",
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=self.RETENTION, removal_policy=removal)
+        nag.ack(self.queue, "SQS3", "Alerts for an operator, read and deleted by a person or "
+                "`hdfs-events drift receive`: no consumer fails on a message repeatedly, so "
+                "there is nothing to redrive; 14 days' retention ends an unread one")

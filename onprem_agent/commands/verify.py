@@ -1,6 +1,8 @@
 """`hdfs-events-agent verify --config agent.toml --prefix /path`: compare an HDFS listing with
-the DynamoDB namespace index, print the drift, publish the IndexDrift metric, and alert when
-more than [verify] drift_threshold entries differ (exit 1 then, so cron notices too)."""
+the DynamoDB namespace index, print the drift, publish the IndexDrift metric, send one message
+per drifting path to [verify] drift_queue_url when set (onprem_agent/drift_alerts.py), and
+alert when more than [verify] drift_threshold entries differ (exit 1 then, so cron notices
+too)."""
 
 from __future__ import annotations
 
@@ -45,29 +47,41 @@ def run(args: argparse.Namespace) -> int:
     if settings.kerberos.enabled:
         KerberosLogin(settings.kerberos.principal, settings.kerberos.keytab, conf)
     client = HadoopClient(settings.hdfs.uri, conf)
+    alerts = None
+    if settings.verify.drift_queue_url:
+        from onprem_agent.drift_alerts import DriftAlertSender, new_run, sqs_client
+
+        alerts = DriftAlertSender(
+            settings.verify.drift_queue_url, new_run(config.cluster),
+            sqs_client(config.sending.retry_mode, config.sending.max_attempts),
+            max_paths=settings.verify.alert_max_paths)
     return check(config.cluster, args.prefix, lister=client.lister(),
                  reader=DynamoIndexReader(settings.verify.index_table),
                  threshold=settings.verify.drift_threshold,
                  topic_arn=settings.verify.alert_topic_arn, workers=settings.verify.workers,
-                 max_lines=args.max_lines)
+                 max_lines=args.max_lines, drift_alerts=alerts)
 
 
 def check(cluster: str, prefixes: list[str], *, lister: Any, reader: Any, threshold: int,
           topic_arn: str | None, workers: int = 8, max_lines: int = 200,
-          cloudwatch: Any = None, sns: Any = None, out: Any = None) -> int:
+          cloudwatch: Any = None, sns: Any = None, out: Any = None,
+          drift_alerts: Any = None) -> int:
     from onprem_agent.opsmetrics import Alerts, cloudwatch_datum, put_metrics
     from onprem_agent.verify import verify_prefix
 
     out = out or sys.stdout
     total, summary = 0, []
     for prefix in prefixes:
-        report = verify_prefix(cluster, prefix, lister, reader, workers=workers)
+        on_drift = None if drift_alerts is None else drift_alerts.on_drift(prefix)
+        report = verify_prefix(cluster, prefix, lister, reader, workers=workers,
+                               on_drift=on_drift)
         lines = report.lines()
         print("\n".join(lines[:max_lines + 1]), file=out)
         if report.count > max_lines:  # the report keeps the first drifts, counts them all
             print(f"... and {report.count - min(max_lines, len(lines) - 1)} more", file=out)
         total += report.count
         summary.append(lines[0])
+    alerts_failed = drift_alerts is not None and not _close_alerts(drift_alerts, out)
     put_metrics([cloudwatch_datum(cluster, names.METRIC_INDEX_DRIFT, total)], cloudwatch)
     if total > threshold:
         Alerts(topic_arn, sns).send(
@@ -75,4 +89,17 @@ def check(cluster: str, prefixes: list[str], *, lister: Any, reader: Any, thresh
             "\n".join([*summary, f"{total} entries differ (threshold {threshold})."]),
             {"cluster": cluster})
         return 1
-    return 0
+    return 1 if alerts_failed else 0
+
+
+def _close_alerts(drift_alerts: Any, out: Any) -> bool:
+    from onprem_agent.drift_alerts import DriftAlertSendError
+
+    try:
+        summary = drift_alerts.close()
+    except DriftAlertSendError as exc:
+        print(f"hdfs-events-agent verify: drift alerts: {exc}", file=sys.stderr)
+        return False
+    more = f", and a summary of {summary.more} more" if summary else ""
+    print(f"drift alerts: {drift_alerts.sent} sent to {drift_alerts.queue_url}{more}", file=out)
+    return True

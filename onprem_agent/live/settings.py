@@ -34,6 +34,8 @@ file and the key, and an unknown key is an error (a typo must not fall back to a
     drift_threshold = 0                  # alert when more than this many entries differ
     alert_topic_arn = ""
     workers = 8
+    drift_queue_url = ""                 # one SQS message per drifting path (DriftAlertQueueUrl)
+    alert_max_paths = 1000               # per run; past it one summary message says how many more
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ class VerifySettings:
     drift_threshold: int = 0
     alert_topic_arn: str | None = None
     workers: int = 8
+    drift_queue_url: str | None = None
+    alert_max_paths: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +223,14 @@ def load_live_settings(config: AgentConfig) -> LiveSettings:
         heartbeat_interval_s=_bounded(m, "heartbeat_interval_s", 60, 0, 3600))
 
     v = _Section(config, "verify")
-    v.check_keys(("index_table", "drift_threshold", "alert_topic_arn", "workers"))
+    v.check_keys(("index_table", "drift_threshold", "alert_topic_arn", "workers",
+                  "drift_queue_url", "alert_max_paths"))
     verify = VerifySettings(index_table=v.get("index_table", str, None),
                             drift_threshold=v.get("drift_threshold", int, 0, low=0),
                             alert_topic_arn=_arn(v, "alert_topic_arn"),
-                            workers=_bounded(v, "workers", 8, 1, 64))
+                            workers=_bounded(v, "workers", 8, 1, 64),
+                            drift_queue_url=_drift_queue_url(v),
+                            alert_max_paths=_bounded(v, "alert_max_paths", 1000, 0, 1_000_000))
     return LiveSettings(hdfs=hdfs, kerberos=kerberos, inotify=inotify, lease=lease,
                         metrics=metrics, verify=verify)
 
@@ -232,6 +239,18 @@ def _bounded(s: _Section, key: str, default: int, low: int, high: int) -> int:
     value = s.get(key, int, default, low=low)
     if value > high:
         raise s.error(key, f"must be <= {high}")
+    return value
+
+
+def _drift_queue_url(s: _Section) -> str | None:
+    value = s.get("drift_queue_url", str, None) or None
+    if value is not None and not value.startswith(("https://", "http://")):
+        raise s.error("drift_queue_url", f"must be an SQS queue URL (https://sqs...), got "
+                                         f"{value!r}")
+    if value is not None and value.endswith(".fifo"):
+        # The alerts carry no MessageGroupId: a FIFO queue would refuse every one.
+        raise s.error("drift_queue_url", f"must be the standard drift alert queue (the "
+                                         f"DriftAlertQueueUrl output), not a FIFO queue: {value!r}")
     return value
 
 

@@ -29,7 +29,7 @@ import botocore.session
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("onprem_agent", "lambdas", "glue_jobs", "hdfs_events")
 # Every service a component of ours may make a client of; a client of another fails the scan.
-SERVICES = ("cloudwatch", "dynamodb", "glue", "iam", "s3", "sns", "sqs", "sts")
+SERVICES = ("cloudwatch", "dynamodb", "glue", "iam", "lambda", "s3", "sns", "sqs", "sts")
 
 # The files each deployable runs, before following imports.
 COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -55,11 +55,17 @@ STATE, INDEX, TRANSFERS, SYNC = (Target(t) for t in (
     "StateTable", "IndexTable", "TransfersTable", "SyncTable"))
 EVENT_QUEUE, COPY_QUEUE, ALERT_TOPIC = Target("EventsQueue"), Target("CopyQueue"), Target(
     "AlertTopic")
+DRIFT_QUEUE = Target("DriftAlertsQueue")
 # The lake's export prefixes (settings.export_prefixes) and a cluster's sync destinations
 # (settings.sync_destinations_of): read from cdk.json by the test.
 EXPORTS, REPLICA = Target("exports"), Target("replica")
+# The cluster's own audit prefix in the lake (names.audit_cluster_prefix): per cluster, so the
+# test names the prefix.
+AUDIT = Target("audit")
 METRICS, NO_RESOURCE, ANY = Target("metrics"), Target("none"), Target("any")
 RAW, QUARANTINE = Target("lake", ("raw/",)), Target("lake", ("quarantine/",))
+QUARANTINE_INGEST = Target("lake", ("quarantine/ingest/",))  # the consumer's records
+CONSUMER_FUNCTION = Target("ConsumerFunction")
 CATALOG = Target("GlueTables")
 
 
@@ -99,7 +105,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("onprem_agent/sync/state.py", "dynamodb"): SYNC,
     ("onprem_agent/sync/replica.py", "s3"): REPLICA,
     ("onprem_agent/opsmetrics.py", "cloudwatch"): METRICS,
+    ("onprem_agent/audit/shipper.py", "s3"): AUDIT,
     ("onprem_agent/opsmetrics.py", "sns"): ALERT_TOPIC,
+    ("onprem_agent/drift_alerts.py", "sqs"): DRIFT_QUEUE,
     ("onprem_agent/copy_worker/worker.py", "sqs"): COPY_QUEUE,
     ("onprem_agent/copy_worker/heartbeat.py", "sqs"): COPY_QUEUE,
     ("onprem_agent/copy_worker/transfers.py", "dynamodb"): TRANSFERS,
@@ -121,13 +129,20 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("hdfs_events/commands/copy.py", "sqs"): COPY_QUEUE,
     ("hdfs_events/commands/copy.py", "s3"): EXPORTS,  # lists the source: an export prefix
     ("hdfs_events/index_reader.py", "dynamodb"): INDEX,
+    ("hdfs_events/commands/drift.py", "sqs"): DRIFT_QUEUE,
     ("hdfs_events/index_status.py", "dynamodb"): INDEX,
+    # quarantine redrive: lists and reads the consumer's records, invokes the consumer
+    ("hdfs_events/commands/quarantine.py", "s3"): QUARANTINE_INGEST,
+    ("hdfs_events/commands/quarantine.py", "lambda"): CONSUMER_FUNCTION,
 }
 # Where one module's calls of one service reach two resources: (module, function, service).
 TARGETS_BY_FUNCTION: dict[tuple[str, str, str], Target] = {
     # raw events read back by key, quarantined records written
     ("lambdas/ingest/lake_store.py", "put", "s3"): Target("lake", ("raw/", "quarantine/")),
     ("lambdas/ingest/lake_store.py", "events", "s3"): RAW,
+    # a redrive reads a quarantine record and deletes it once moved to quarantine/redriven/
+    ("lambdas/ingest/lake_store.py", "read", "s3"): QUARANTINE_INGEST,
+    ("lambdas/ingest/lake_store.py", "delete", "s3"): QUARANTINE_INGEST,
     # The jobs' driver-side I/O (glue_jobs/storage.py S3Store, rooted at the lake): compaction
     # lists raw/ and reads a refused raw object back to quarantine it; watermarks, the
     # compaction state and superseded runs live under curated/; refused input is copied
@@ -214,7 +229,7 @@ def implied(need: Need, *, lake_kms: bool) -> list[Need]:
     publish to the encrypted alert topic needs both on its key (SNS calls KMS as the
     publisher)."""
     lake_key = Target("LakeKey")
-    if need.target.kind in ("lake", "exports") and lake_kms:
+    if need.target.kind in ("lake", "exports", "audit") and lake_kms:
         if need.action == "s3:GetObject":
             return [Need("kms:Decrypt", lake_key, f"{need.why}, SSE-KMS")]
         if need.action == "s3:PutObject":
@@ -248,6 +263,7 @@ ACTION_OF: dict[tuple[str, str], tuple[str, ...]] = {
     ("sqs", "DeleteMessageBatch"): ("sqs:DeleteMessage",),
     ("sqs", "ChangeMessageVisibilityBatch"): ("sqs:ChangeMessageVisibility",),
     ("sts", "GetCallerIdentity"): (),
+    ("lambda", "Invoke"): ("lambda:InvokeFunction",),
 }
 # Bucket-level S3 actions: granted on the bucket ARN (with an s3:prefix condition where IAM
 # has one), not on object ARNs.
@@ -394,7 +410,13 @@ CLI_SUBMIT = frozenset({("hdfs_events/commands/copy.py", f)
                         for f in ("_submit", "_record_requested", "_source_listing")})
 
 
+# `quarantine redrive`, with a policy of its own.
+CLI_REDRIVE = "hdfs_events/commands/quarantine.py"
+
+
 def cli_use(call: Call) -> str:
+    if call.module == CLI_REDRIVE:
+        return "redrive"
     return "submit" if (call.module, call.function) in CLI_SUBMIT else "read"
 
 

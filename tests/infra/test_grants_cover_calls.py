@@ -104,6 +104,9 @@ def _needs(component: str, s: Synthesized, cluster: str | None = None,
         elif need.target.kind == "lake":
             out += [Need(need.action, Target("lake", (p,)), need.why)
                     for p in need.target.prefixes]
+        elif need.target.kind == "audit":
+            out.append(Need(need.action, Target(
+                "lake", (names.audit_cluster_prefix(cluster or ""),)), need.why))
         elif need.target.kind == "CopyQueue":
             queue = "CopyRequests" + re.sub(r"[^A-Za-z0-9]", "", cluster or "") + "Queue"
             out.append(Need(need.action, Target(queue), need.why))
@@ -118,6 +121,8 @@ def principals(s: Synthesized) -> dict[str, tuple[list[Statement], list[Need]]]:
         "glue": (_role_policy(s, "Analytics", "JobRole"), _needs("glue", s)),
         "cli-read": (_managed(s, "Ingest", f"hdfs-events-{s.env}-operator-read"),
                      _needs("cli", s, use="read")),
+        "cli-redrive": (_managed(s, "Ingest", f"hdfs-events-{s.env}-quarantine-redrive"),
+                        _needs("cli", s, use="redrive")),
     }
     for cluster in _settings(s.env).clusters:
         found[f"onprem-{cluster}"] = (_onprem_policy(s, cluster) + _alert_policy(s, cluster),
@@ -202,7 +207,8 @@ def test_the_scan_finds_the_calls_we_know() -> None:
             "sqs:SendMessage", "iam:GetUser"} <= found("consumer")
     assert {"glue:GetPartitions", "glue:BatchCreatePartition", "glue:BatchUpdatePartition",
             "s3:ListObjectsV2", "s3:DeleteObjects"} <= found("glue")
-    assert {"dynamodb:BatchGetItem", "sqs:SendMessage", "s3:ListObjectsV2"} <= found("cli")
+    assert {"dynamodb:BatchGetItem", "sqs:SendMessage", "s3:ListObjectsV2",
+            "lambda:Invoke"} <= found("cli")
     # `verify` of a prefix other than `/` reads the prefix's own entry
     assert any(c.module == "onprem_agent/verify.py" and c.operation == "GetItem"
                for c in aws_calls.calls_of("onprem"))
@@ -273,6 +279,7 @@ def test_a_sync_destination_is_granted_exactly_what_sync_calls(local: Synthesize
 ONPREM_GRANTS = [
     ("onprem", "ShipEvents", "sqs:SendMessage"),
     ("onprem", "CheckEventQueue", "sqs:GetQueueAttributes"),
+    ("onprem", "SendDriftAlerts", "sqs:SendMessage"),
     ("onprem", "TakeCopyRequests", "sqs:ReceiveMessage"),
     ("onprem", "TakeCopyRequests", "sqs:DeleteMessage"),
     ("onprem", "TakeCopyRequests", "sqs:ChangeMessageVisibility"),
@@ -290,12 +297,18 @@ ONPREM_GRANTS = [
     ("onprem", "TrackOwnTransfers", "dynamodb:UpdateItem"),
     ("onprem", "VerifyOwnIndex", "dynamodb:GetItem"),
     ("onprem", "VerifyOwnIndex", "dynamodb:Query"),
+    ("onprem", "ShipAuditLog", "s3:PutObject"),
     ("onprem", "PublishAgentMetrics", "cloudwatch:PutMetricData"),
     ("onprem", "DecryptExports", "kms:Decrypt"),  # prod only: its lake is KMS-encrypted
+    ("onprem", "EncryptAuditLog", "kms:GenerateDataKey"),  # prod only, as DecryptExports
     ("alerts", "PublishAlerts", "sns:Publish"),
     ("alerts", "EncryptAlerts", "kms:GenerateDataKey"),
     ("alerts", "EncryptAlerts", "kms:Decrypt"),
 ]
+
+
+# Grants on the lake's KMS key: only an environment with a KMS-encrypted lake (prod) has them.
+_LAKE_KEY_SIDS = ("DecryptExports", "EncryptAuditLog")
 
 
 def _onprem_statements(s: Synthesized) -> tuple[str, dict[str, list[Statement]]]:
@@ -308,7 +321,7 @@ def test_the_list_is_the_shipped_policy(dev: Synthesized, prod: Synthesized) -> 
         _, policies = _onprem_statements(s)
         shipped = {(p, st["Sid"], a) for p, sts in policies.items() for st in sts
                    for a in _list(st["Action"])}
-        expected = {g for g in ONPREM_GRANTS if s.env == "prod" or g[1] != "DecryptExports"}
+        expected = {g for g in ONPREM_GRANTS if s.env == "prod" or g[1] not in _LAKE_KEY_SIDS}
         assert shipped == expected, s.env
 
 
@@ -317,7 +330,7 @@ def test_removing_any_onprem_grant_leaves_a_call_denied(
         grant: tuple[str, str, str], deployed_env: Synthesized) -> None:
     policy, sid, action = grant
     cluster, policies = _onprem_statements(deployed_env)
-    if sid == "DecryptExports" and deployed_env.env != "prod":
+    if sid in _LAKE_KEY_SIDS and deployed_env.env != "prod":
         pytest.skip("dev's lake is SSE-S3: no key to decrypt with")
     policies = copy.deepcopy(policies)
     (statement,) = [st for st in policies[policy] if st["Sid"] == sid]
@@ -340,6 +353,7 @@ def test_a_grant_without_a_caller_is_reported(dev: Synthesized) -> None:
 def test_cli_policies_are_outputs(deployed_env: Synthesized) -> None:
     outputs = deployed_env.templates["Ingest"]["Outputs"]
     assert "OperatorReadPolicyArn" in outputs
+    assert "QuarantineRedrivePolicyArn" in outputs
     for cluster in _settings(deployed_env.env).clusters:
         suffix = "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", cluster))
         assert f"CopySubmitPolicyArn{suffix}" in outputs

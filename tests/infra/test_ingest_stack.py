@@ -41,7 +41,7 @@ def test_event_queue_is_high_throughput_fifo_with_1_mib_messages(deployed_env: S
 
 def test_every_queue_is_encrypted_and_refuses_plain_http(deployed_env: Synthesized) -> None:
     queues = deployed_env.resources("Ingest", "AWS::SQS::Queue")
-    assert len(queues) == 4
+    assert len(queues) == 5
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     tls_protected = set()
@@ -70,6 +70,31 @@ def test_each_queue_redrives_to_its_own_dlq(deployed_env: Synthesized) -> None:
         assert dlq.get("FifoQueue", False) == name.endswith(".fifo")
         assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
         assert "RedrivePolicy" not in dlq
+
+
+def test_drift_alert_queue_is_standard_keeps_14_days_and_only_verify_and_operators_use_it(
+        deployed_env: Synthesized) -> None:
+    by_id = deployed_env.resources("Ingest", "AWS::SQS::Queue")
+    (queue_id,) = [k for k, q in by_id.items() if q["Properties"]["QueueName"]
+                   == f"hdfs-events-{deployed_env.env}-drift-alerts"]
+    queue = by_id[queue_id]["Properties"]
+    assert "FifoQueue" not in queue and "RedrivePolicy" not in queue
+    assert queue["MessageRetentionPeriod"] == 1_209_600  # SQS's maximum
+    assert not any(q["Properties"].get("RedrivePolicy", {}).get("deadLetterTargetArn")
+                   == {"Fn::GetAtt": [queue_id, "Arn"]} for q in by_id.values())
+    arn = {"Fn::GetAtt": [queue_id, "Arn"]}
+    granted = {}
+    for policy in deployed_env.resources("Ingest", "AWS::IAM::ManagedPolicy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Resource"] == arn:
+                name = policy["Properties"]["ManagedPolicyName"]
+                granted[name] = statement["Action"]
+    env = deployed_env.env
+    assert granted == {f"hdfs-events-{env}-onprem-{env}": "sqs:SendMessage",
+                       f"hdfs-events-{env}-operator-read": ["sqs:ReceiveMessage",
+                                                           "sqs:DeleteMessage"]}
+    url = deployed_env.templates["Ingest"]["Outputs"]["DriftAlertQueueUrl"]
+    assert url["Value"] == {"Ref": queue_id}
 
 
 def test_visibility_timeout_is_six_times_the_consumer_timeout(deployed_env: Synthesized) -> None:
@@ -196,7 +221,8 @@ def test_consumer_role_has_no_managed_policies(deployed_env: Synthesized) -> Non
     assert "ManagedPolicyArns" not in consumer[0]["Properties"]
 
 
-OUTPUTS = ("EventQueueUrl", "EventDlqUrl", "IngestFunctionName", "IngestLogGroupName")
+OUTPUTS = ("EventQueueUrl", "EventDlqUrl", "IngestFunctionName", "IngestLogGroupName",
+           "DriftAlertQueueUrl")
 
 
 def test_ingest_outputs_are_named_for_their_use(deployed_env: Synthesized) -> None:

@@ -85,6 +85,10 @@ def test_each_permission_names_its_resource(dev: Synthesized) -> None:
     assert "StateTable" in json.dumps(by_sid["OwnAgentState"]["Resource"])
     assert "TransfersTable" in json.dumps(by_sid["TrackOwnTransfers"]["Resource"])
     assert "IndexTable" in json.dumps(by_sid["VerifyOwnIndex"]["Resource"])
+    (drift_id,) = [k for k, q in dev.resources("Ingest", "AWS::SQS::Queue").items()
+                   if q["Properties"]["QueueName"] == "hdfs-events-dev-drift-alerts"]
+    assert by_sid["SendDriftAlerts"]["Resource"] == {"Fn::GetAtt": [drift_id, "Arn"]}
+    assert _actions(by_sid["SendDriftAlerts"]) == ["sqs:SendMessage"]
     # `doctor`: the event queue's attributes and the state table's description, nothing else
     assert by_sid["CheckEventQueue"]["Resource"] == by_sid["ShipEvents"]["Resource"]
     assert _actions(by_sid["DescribeStateTable"]) == ["dynamodb:DescribeTable"]
