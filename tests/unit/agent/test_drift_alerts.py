@@ -174,3 +174,36 @@ def test_drift_within_threshold_still_alerts_each_path_and_exits_0(aws: dict[str
                  out=io.StringIO(), drift_alerts=sender)
     assert code == 0
     assert [a.path for a in drained(aws["sqs"], aws["url"])] == ["/d/a"]
+
+
+def live_settings(**verify: Any) -> Any:
+    from pathlib import Path
+
+    from onprem_agent.config import parse_config
+    from onprem_agent.live.settings import load_live_settings
+
+    doc = {"cluster": C, "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+           "checkpoint": {"store": "dynamodb", "table": "state"}, "verify": verify}
+    return load_live_settings(parse_config(doc, Path("/etc/hdfs-events/agent.toml"))).verify
+
+
+def test_without_a_queue_verify_sends_no_alerts_and_the_cap_is_1000() -> None:
+    assert live_settings().drift_queue_url is None
+    assert live_settings(drift_queue_url="").drift_queue_url is None
+    assert live_settings().alert_max_paths == 1000
+
+
+@pytest.mark.parametrize(("verify", "message"), [
+    ({"drift_queue_url": "hdfs-events-prod-drift-alerts"},
+     "[verify] drift_queue_url: must be an SQS queue URL"),
+    ({"drift_queue_url": "https://sqs.eu-west-1.amazonaws.com/1/hdfs-events.fifo"},
+     "[verify] drift_queue_url: must be the standard drift alert queue"),
+    ({"alert_max_paths": -1}, "[verify] alert_max_paths: must be >= 0"),
+    ({"alert_max_paths": 2_000_000}, "[verify] alert_max_paths: must be <= 1000000"),
+])
+def test_drift_alert_mistakes_name_the_key(verify: dict[str, Any], message: str) -> None:
+    from onprem_agent.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        live_settings(**verify)
+    assert str(info.value).startswith("agent.toml: ") and message in str(info.value)
