@@ -17,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from hdfs_events import names
+from hdfs_events import names, quarantine
 from stacks import nag
 from stacks.assets import REPO, MissingAssetError, lambda_package_dir
 from stacks.settings import DeploySettings
@@ -26,7 +26,11 @@ HANDLER = "lambdas.ingest.handler.handler"
 SERVICE_NAME = "hdfs-events-ingest"
 # Lambda delivers at most 10 messages per batch from a FIFO queue.
 BATCH_SIZE = 10
-RUNTIME = lambda_.Runtime.PYTHON_3_11  # the code and its tests run on 3.11
+# The code and its tests run on 3.11. AWS kept python3.11 past Amazon Linux 2's end (2026-06-30):
+# deprecated 2027-06-30, function create blocked 2027-07-31, update 2027-08-31 (Lambda's Python
+# runtimes table; cfn-lint's runtime data agrees, so tests/infra/test_cfn_lint.py fails from the
+# first of those days). Move with the code's Python before then.
+RUNTIME = lambda_.Runtime.PYTHON_3_11
 ARCHITECTURE = lambda_.Architecture.ARM_64
 # What the tests pin is what deploys: the Powertools version comes from this file.
 CONSTRAINTS = REPO / "constraints.txt"
@@ -131,6 +135,12 @@ class IngestFunction(Construct):
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadRawEvents", actions=["s3:GetObject"],
             resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*")]))
+        # `hdfs-events quarantine redrive`: the consumer reads the records it quarantined
+        # (never a body an operator sends) and deletes each once it is moved to
+        # quarantine/redriven/ (a PUT under quarantine/, above).
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="RedriveQuarantine", actions=["s3:GetObject", "s3:DeleteObject"],
+            resources=[lake.arn_for_objects(f"{quarantine.INGEST_PREFIX}*")]))
         if lake.encryption_key is not None:
             # S3 asks KMS as the caller: a data key for each PUT, Decrypt for each GET.
             self.role.add_to_policy(iam.PolicyStatement(
@@ -151,7 +161,8 @@ class IngestFunction(Construct):
                 "run on (pyproject pins 3.11, as Glue 5.1 does); upgrade both together")
         nag.ack(self.role, "IAM5[Resource::*]", "X-Ray PutTraceSegments/PutTelemetryRecords "
                 "(active tracing) support no resource-level permissions")
-        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX])
+        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX,
+                                                    quarantine.INGEST_PREFIX])
 
     def accept_senders(self, senders: Mapping[str, Sequence[str]],
                        users: Sequence[iam.IUser]) -> None:
