@@ -97,9 +97,9 @@ class AuditMetricsPublisher:
         now = self._clock()
         if self.interval_s <= 0 or now - self._last < self.interval_s:
             return
-        self.publish(now)
+        self.put_now(now)
 
-    def publish(self, now: float | None = None) -> None:
+    def put_now(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
         self._last = now
         try:

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         tailer.close()
     if settings.metrics_interval_s > 0:
-        publisher.publish()
+        publisher.put_now()
     log.info("audit: stopped at %s (%d lines shipped, %d unparsed)", tailer.position,
              counters.total_shipped, counters.total_unparsed)
     return 0
