@@ -123,7 +123,8 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
             log.warning("sync metrics not sent: %s", exc)
 
     replicator = Replicator(sync, hdfs=HdfsFiles(client.file_system()), lister=client.lister(),
-                            replica=replica, state=state, on_park=on_park,
+                            replica=replica, state=state, current_txid=client.current_txid,
+                            on_park=on_park,
                             on_window=on_window if live.metrics.heartbeat_interval_s else None)
     windows = Windows(replicator, sync)
     if live.metrics.heartbeat_interval_s:

@@ -30,7 +30,8 @@ _CHUNK = 1024 * 1024
 
 
 class FileGone(Exception):
-    """The HDFS path no longer exists (renamed or deleted after the window's events)."""
+    """No closed file at the HDFS path now: renamed or deleted after the window's events, or
+    open for write, or a directory (the replicator carries the step into the next window)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,16 @@ to do that with the fewest bytes moved:
 - A rename from outside the sync's roots brings a tree the S3 copy has never seen: that root is
   "relisted" (walked in HDFS and reconciled, as on first start). So is a rename from an ignored
   name (`x._COPYING_` -> `x`) unless the window created it: then its CLOSE is in the window.
-- A step that finds its HDFS path gone (renamed or deleted after the window) is carried into the
-  next window as pending: that window's rename moves it to the new path, its delete drops it.
-  Without that, a file closed and then renamed across two windows would never be copied.
+- A step that finds no closed file at its HDFS path (renamed or deleted after the window, or
+  replaced by a file still open for write or a directory) is carried into the next window as
+  pending: that window's rename moves it to the new path, its delete or CREATE drops it, a
+  CLOSE copies it. Without that, a file closed and then renamed across two windows would never
+  be copied, nor one renamed away and replaced by a new open file before its copy ran.
+- A listing (first start, after a GAP) is not atomic: it lists one directory at a time while
+  clients go on, so a file renamed from a directory not yet listed into one already listed is
+  in neither listing, and its RENAME (after the listing's txid T) moves no object. Every rename
+  up to the txid the NameNode had reached when the listing ended (`listed_through`) is
+  therefore treated as one from outside: its destination is relisted.
 - Ignore patterns match anywhere in a path (onprem_agent.filters), so a directory renamed to an
   ignored name can still hold covered files: events are tracked for every path under the roots,
   and the patterns apply when steps are resolved.
@@ -129,6 +136,7 @@ class _Builder:
     dirty: set[str] = field(default_factory=set)
     meta: set[str] = field(default_factory=set)
     relist: set[str] = field(default_factory=set)
+    listed_through: int | None = None  # renames up to here may have crossed a listing
 
     def touch(self, path: str) -> None:
         origin = backward(path, self.ops)
@@ -164,7 +172,8 @@ class _Builder:
             src, dst = e.path, e.dst_path
             src_in, dst_in = within(src), within(dst)
             if src_in and dst_in:
-                known = self.scope.covered.passes(src) or src in self.fresh
+                crossed = self.listed_through is not None and e.txid <= self.listed_through
+                known = src in self.fresh or (self.scope.covered.passes(src) and not crossed)
                 self.move(src, dst)
                 if not known:
                     self.relist.add(dst)
@@ -193,11 +202,14 @@ class _Builder:
 
 def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
                 pending_copies: Iterable[str] = (),
-                pending_relists: Iterable[str] = ()) -> WindowPlan:
+                pending_relists: Iterable[str] = (),
+                listed_through: int | None = None) -> WindowPlan:
     """Merges a window's events (in txid order; no SNAPSHOT or GAP) into one WindowPlan.
 
-    `pending_*`: the paths of earlier steps that found their HDFS path gone (see above)."""
-    b = _Builder(scope)
+    `pending_*`: the paths of earlier steps that found no closed file at their HDFS path
+    (see above). `listed_through`: the NameNode's txid when the last listing ended; the
+    renames up to it relist their destination (see above)."""
+    b = _Builder(scope, listed_through=listed_through)
     b.dirty.update(pending_copies)
     b.relist.update(pending_relists)
     first = last = None

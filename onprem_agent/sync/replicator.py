@@ -7,8 +7,11 @@ Execution rules (docs/sync.md):
 - Phases in order (server-side copies, copies from HDFS, deletes, relists, metadata); within a
   phase, steps run `workers` at a time, each on its own key. That is the per-path lock: two
   steps of one window never touch one key at the same time, and windows run one after another.
-- A step reconciles its key with HDFS as it is *now*: a file gone since is carried to the next
-  window (pending); a file open for write again waits for its CLOSE.
+- A step reconciles its key with HDFS as it is *now*: when its path holds no closed file (gone,
+  open for write, a directory) it is carried to the next window (pending), whose events say
+  where the file went or what replaced it.
+- A listing is followed by the NameNode's txid when it ended (`current_txid`): renames up to it
+  relist their destination (plan.py: a listing is not atomic).
 - Only I/O failures (boto3/botocore errors, Java IOExceptions) and checksum mismatches are
   retried, with exponential backoff, `max_attempts` times; then the path is parked with the
   last reason, a SyncParkedPaths metric and an alert. Anything else is a poison path: parked at
@@ -120,11 +123,12 @@ def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
 
 class Replicator:
     def __init__(self, settings: SyncSettings, *, hdfs: HdfsFiles, lister: NamespaceLister,
-                 replica: S3Replica, state: SyncState,
+                 replica: S3Replica, state: SyncState, current_txid: Callable[[], int],
                  on_park: Callable[[str, str], None] | None = None,
                  on_window: Callable[[WindowFigures], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.2) -> None:
         self.settings, self.hdfs, self.lister = settings, hdfs, lister
+        self._current_txid = current_txid
         self.replica, self.state = replica, state
         self.scope = Scope.of(settings.paths, settings.ignore_patterns)
         self.throttle = Throttle(settings.bandwidth_bytes_s)
@@ -136,6 +140,7 @@ class Replicator:
         self.stats.replicated_txid = status.txid
         self.stats.parked = {p.path for p in status.parked}
         self._pending: dict[str, str] = dict(status.pending)
+        self._listed_through = status.listed_through
         self._gone: dict[str, str] = {}
         self._lock = threading.Lock()
         self._txid = status.txid or 0
@@ -154,7 +159,8 @@ class Replicator:
         plan = plan_window(
             events, self.scope,
             pending_copies=[p for p, k in self._pending.items() if k == PENDING_COPY],
-            pending_relists=[p for p, k in self._pending.items() if k == PENDING_RELIST])
+            pending_relists=[p for p, k in self._pending.items() if k == PENDING_RELIST],
+            listed_through=self._listed_through)
         steps = resolve(plan, self.replica.paths_under(plan.touched) if plan.touched else set())
         self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
                   window_bytes=bytes_to_copy(events, self.scope))
@@ -164,12 +170,14 @@ class Replicator:
     def apply_listing(self, batch: TxBatch) -> Steps:
         """A SNAPSHOT batch (the covered namespace at txid T): copy what differs, delete what
         HDFS no longer has; pending paths are superseded by the listing."""
+        # Read once the listing has ended: every rename that may have moved a file across it
+        # (from a directory not yet listed into one already listed) has a txid up to here.
+        self._listed_through = self._current_txid()
         hdfs = listed_files(batch.events, self.scope)
         s3: dict[str, FileState] = {}
         for root in self.settings.paths:
             s3.update(self.replica.states_under(root))
         steps = reconcile(hdfs, s3).steps()  # an object at an ignored path is stale too
-        self._pending = {}
         self._run(steps, batch.txid, batch.txid, oldest_ms=None,
                   window_bytes=sum(hdfs[p].size for p in steps.copies if p in hdfs))
         self.stats.listings += 1
@@ -187,13 +195,12 @@ class Replicator:
             self.state.window_started(first_txid, txid, steps.count)
         self._gone = {}
         self._execute(steps)
-        previous = list(self._pending)
-        self._pending = dict(self._gone)
-        if previous or self._pending:
+        previous, self._pending = self._pending, dict(self._gone)
+        if previous != self._pending:
             self.state.set_pending(self._pending, previous)
         done = self.replica.counters
         totals = {name: getattr(done, name) - getattr(before, name) for name in Counters.__slots__}
-        self.state.save_txid(txid, totals)
+        self.state.save_txid(txid, totals, listed_through=self._listed_through)
         if steps.count:
             self.state.window_done()
         self.stats.replicated_txid = txid
@@ -263,18 +270,23 @@ class Replicator:
 
     # -- the steps ------------------------------------------------------------------------------------
     def _closed_file(self, path: str) -> Any:
-        """The file's status when it is a closed file; None when there is nothing to copy."""
+        """The file's status when it is a closed file; FileGone otherwise (the step is pending).
+
+        Not a closed file is not "nothing to do": the file the window's event named may have
+        been renamed away and another put in its place (a new file still open, a directory)
+        before the step ran; the rename in a later window then moves the pending step to the
+        file's new name. The same file appended again is pending until its CLOSE."""
         entry = self.hdfs.status(path)
         if entry is None:
             raise FileGone(path)
-        if not self.hdfs.is_file(entry) or not self.hdfs.is_closed(path):
-            return None  # a directory, a symlink, or open for write: its CLOSE comes later
+        if not self.hdfs.is_file(entry):
+            raise FileGone(f"{path}: not a file now")
+        if not self.hdfs.is_closed(path):
+            raise FileGone(f"{path}: open for write now")
         return entry
 
     def _copy(self, path: str) -> None:
         entry = self._closed_file(path)
-        if entry is None:
-            return
         checksum = self.hdfs.checksum(path)
         if checksum.algorithm not in SUPPORTED_CHECKSUMS:
             raise PoisonPath(f"HDFS file checksum {checksum.algorithm}: set "
@@ -282,14 +294,11 @@ class Replicator:
         self.replica.upload(path, entry, self.hdfs, checksum, self.throttle)
 
     def _server_copy(self, src: str, dst: str) -> None:
-        entry = self._closed_file(dst)
-        if entry is not None and not self.replica.server_copy(src, dst, entry):
+        if not self.replica.server_copy(src, dst, self._closed_file(dst)):
             self._copy(dst)
 
     def _metadata(self, path: str) -> None:
         entry = self._closed_file(path)
-        if entry is None:
-            return
         if not self.replica.update_metadata(path, entry, self.hdfs.checksum(path)):
             self._copy(path)
 

@@ -1,11 +1,13 @@
 """The sync's state in DynamoDB (the sync state table of the storage stack), one partition per
 cluster, items prefixed by the destination so several syncs of one cluster never meet:
 
-- `checkpoint`: the replicated txid T (every window up to T has run) and running totals;
-  written with a condition so it never moves backwards.
+- `checkpoint`: the replicated txid T (every window up to T has run), running totals, and
+  `listed_through`, the NameNode's txid when the last listing ended (renames up to it relist
+  their destination: onprem_agent.sync.plan); written with a condition so it never moves
+  backwards.
 - `window`: the running window (first/last txid, steps, started) while it runs: pending and
   running actions as `sync status` shows them; removed when the window ends.
-- `pending|<path>`: a step that found its HDFS path gone, carried into the next window
+- `pending|<path>`: a step that found no closed file at its HDFS path, carried into the next window
   (onprem_agent.sync.plan); kept here so a restart carries it too.
 - `parked|<path>`: a path given up on, with the reason; a later successful step removes it.
 """
@@ -13,7 +15,6 @@ cluster, items prefixed by the destination so several syncs of one cluster never
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +36,7 @@ class Parked:
 @dataclass(frozen=True, slots=True)
 class SyncStatus:
     txid: int | None
+    listed_through: int | None
     saved_at: str | None
     totals: dict[str, int]
     window: dict[str, Any] | None
@@ -60,14 +62,18 @@ class SyncState:
                                   ConsistentRead=True).get("Item")
         return int(item["txid"]["N"]) if item and "txid" in item else None
 
-    def save_txid(self, txid: int, totals: dict[str, int]) -> None:
+    def save_txid(self, txid: int, totals: dict[str, int], *,
+                  listed_through: int | None = None) -> None:
         names = {f"#t{i}": k for i, k in enumerate(totals)}
         values = {f":t{i}": {"N": str(v)} for i, v in enumerate(totals.values())}
-        sets = ", ".join(f"#t{i} = if_not_exists(#t{i}, :zero) + :t{i}" for i in range(len(totals)))
+        sets = [f"#t{i} = if_not_exists(#t{i}, :zero) + :t{i}" for i in range(len(totals))]
+        if listed_through is not None:
+            sets.append("listed_through = :listed")
+            values[":listed"] = {"N": str(listed_through)}
         try:
             self._ddb.update_item(
                 TableName=self.table, Key=self._key("checkpoint"),
-                UpdateExpression="SET txid = :txid, saved_at = :now" + (f", {sets}" if sets else ""),
+                UpdateExpression=", ".join(["SET txid = :txid, saved_at = :now", *sets]),
                 ConditionExpression="attribute_not_exists(txid) OR txid < :txid",
                 ExpressionAttributeNames=names or None,
                 ExpressionAttributeValues={":txid": {"N": str(txid)}, ":now": {"S": _now()},
@@ -87,11 +93,14 @@ class SyncState:
         self._ddb.delete_item(TableName=self.table, Key=self._key("window"))
 
     # -- pending and parked paths ----------------------------------------------------------------------
-    def set_pending(self, paths: dict[str, str], previous: Iterable[str]) -> None:
-        """Replaces the pending set: `paths` path -> PENDING_COPY | PENDING_RELIST."""
+    def set_pending(self, paths: dict[str, str], previous: dict[str, str]) -> None:
+        """Replaces the pending set `previous` by `paths` (path -> PENDING_COPY |
+        PENDING_RELIST), writing only what changed: a file open for hours stays pending."""
         for path in set(previous) - set(paths):
             self._ddb.delete_item(TableName=self.table, Key=self._key(f"pending|{path}"))
         for path, kind in paths.items():
+            if previous.get(path) == kind:
+                continue
             self._ddb.put_item(TableName=self.table,
                                Item={**self._key(f"pending|{path}"), "kind": {"S": kind}})
 
@@ -131,9 +140,11 @@ class SyncState:
                 parked.append(Parked(path, item["reason"]["S"], int(item["txid"]["N"]),
                                      int(item["attempts"]["N"]), item["parked_at"]["S"]))
         totals = {k: int(v["N"]) for k, v in (checkpoint or {}).items()
-                  if "N" in v and k != "txid"}
+                  if "N" in v and k not in ("txid", "listed_through")}
+        listed = (checkpoint or {}).get("listed_through")
         return SyncStatus(
             txid=int(checkpoint["txid"]["N"]) if checkpoint else None,
+            listed_through=int(listed["N"]) if listed else None,
             saved_at=checkpoint["saved_at"]["S"] if checkpoint else None,
             totals=totals, window=window, pending=pending, parked=parked)
 

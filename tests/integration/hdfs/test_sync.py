@@ -191,3 +191,61 @@ def test_purged_edits_during_sync_are_repaired_by_the_listing(hdfs, bucket, tmp_
     assert_s3_equals_hdfs(hdfs, root, "mirror/")
     verify = sync_command(config, "verify", "--prefix", root)
     assert verify.returncode == 0 and " 0 differ" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_files_renamed_across_the_listing_while_it_runs_are_replicated(hdfs, bucket, tmp_path):
+    """First start lists the tree one directory at a time (the NameNode has no atomic listing)
+    while clients go on: a file moved from a directory not yet listed into one already listed
+    is in neither listing, and its RENAME (after the listing's txid) moves no object. Files
+    ping-pong between a shallow and a deep directory until the listing is done."""
+    root, dest = "/sync4", f"s3://{BUCKET}/mirror/"
+    deep = root + "".join(f"/l{i}" for i in range(40))
+    names = [f"f{i:02d}" for i in range(20)]
+    hdfs.run([["mkdirs", f"{root}/top"], ["mkdirs", deep],
+              *(["write", f"{deep}/{n}", text(n, 100 + i)] for i, n in enumerate(names))])
+    config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
+                               sync_extra="window_ms = 200\n")
+    sync = start_sync(config)
+    try:
+        here, there, moves = deep, f"{root}/top", 0
+        while "snapshot of the covered namespace" not in sync.log.read_text(errors="replace"):
+            assert sync.process.poll() is None, sync.log_tail()
+            hdfs.run([["rename", f"{here}/{n}", f"{there}/{n}"] for n in names])
+            here, there, moves = there, here, moves + 1
+        assert moves > 1  # the listing ran while files moved
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "pingpong"))
+    finally:
+        assert sync.stop() == 0, sync.log_tail()
+    assert_s3_equals_hdfs(hdfs, root, "mirror/")
+
+
+def test_a_file_renamed_away_and_replaced_by_an_open_file_before_its_copy_is_replicated(
+        hdfs, bucket, tmp_path):
+    """A window's copy runs against HDFS as it is now: /p was closed in the window, then renamed
+    to /q and a new /p opened before the copy reached it. The copy finds a file open for write
+    at /p; the RENAME in the next window must still bring /q."""
+    root, dest = "/sync5", f"s3://{BUCKET}/mirror/"
+    hdfs.run([["mkdirs", root]])
+    config = write_sync_config(tmp_path / "sync", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[root],
+                               sync_extra="part_size_mb = 5\nmultipart_threshold_mb = 5\n"
+                                          "bandwidth_mb_s = 4\nwindow_ms = 1000\nworkers = 1\n")
+    sync = start_sync(config)
+    try:
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "start5"))
+        # One window; workers = 1 copies in path order: /a (slow: 8 MiB at 4 MiB/s), then /p.
+        hdfs.run([["write", f"{root}/a", text("a", 8 * 1024 * 1024)],
+                  ["write", f"{root}/p", text("p", 1000)]])
+        s3, deadline = boto3.client("s3"), time.monotonic() + 60
+        while not s3.list_multipart_uploads(Bucket=BUCKET, Prefix="mirror/sync5/").get(
+                "Uploads"):
+            assert time.monotonic() < deadline, sync.log_tail()
+            time.sleep(0.02)
+        hdfs.run([["rename", f"{root}/p", f"{root}/q"], ["open_file", f"{root}/p", "new"]])
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "replaced"))
+        hdfs.run([["close_file", f"{root}/p"]])
+        wait_for_replication(sync, CLUSTER, dest, marker(hdfs, "closed"))
+    finally:
+        assert sync.stop() == 0, sync.log_tail()
+    assert_s3_equals_hdfs(hdfs, root, "mirror/")

@@ -149,6 +149,7 @@ class ModelS3:
     metadata_updates: int = 0
     gone: set[str] = field(default_factory=set)  # copies that found their path gone
     gone_roots: set[str] = field(default_factory=set)  # relists likewise
+    listed_through: int | None = None  # the NameNode's txid when the last listing ended
 
     def keys_under(self, roots: frozenset[str]) -> set[str]:
         return {p for p in self.objects if any(under(p, r) for r in roots)}
@@ -157,10 +158,8 @@ class ModelS3:
         """The executor's rules, on HDFS as it is now (possibly ahead of the window)."""
         for src, dst in steps.server_copies:
             have, want = self.objects.get(src), hdfs.files.get(dst)
-            if want is None:
-                self.gone.add(dst)  # as every step that finds its path gone
-                continue
-            if want.open:
+            if want is None or want.open:
+                self.gone.add(dst)  # as every step that finds no closed file at its path
                 continue
             if have is not None and (have.size, have.mtime) == (want.size, want.mtime):
                 self.objects[dst] = replace(have, perms=want.perms)
@@ -181,10 +180,8 @@ class ModelS3:
             self.apply(reconcile(listed, held).steps(), hdfs, covered)
         for path in steps.metadata:
             have, want = self.objects.get(path), hdfs.files.get(path)
-            if want is None:
+            if want is None or want.open:
                 self.gone.add(path)
-                continue
-            if want.open:
                 continue
             if have is not None and have.content == want.content:
                 self.objects[path] = want
@@ -194,18 +191,18 @@ class ModelS3:
 
     def copy(self, path: str, hdfs: ModelHdfs) -> None:
         f = hdfs.files.get(path)
-        if f is None:
-            self.gone.add(path)  # renamed or deleted since: pending for the next window
+        if f is None or f.open:
+            # Renamed or deleted since, or open for write (appended again, or another file
+            # put in its place): pending for the next window.
+            self.gone.add(path)
             return
-        if f.open:
-            return  # open again: its CLOSE brings it
         self.objects[path] = f
         self.uploads += 1
 
     def plan(self, events: list[HdfsEvent], scope: Scope) -> WindowPlan:
         """The next window's plan, with what the last one found gone carried into it."""
         plan = plan_window(events, scope, pending_copies=self.gone,
-                           pending_relists=self.gone_roots)
+                           pending_relists=self.gone_roots, listed_through=self.listed_through)
         self.gone, self.gone_roots = set(), set()
         return plan
 
@@ -213,3 +210,23 @@ class ModelS3:
         steps = resolve(plan, self.keys_under(plan.touched))
         self.apply(steps, hdfs, covered)
         return steps
+
+    def apply_listing(self, listed: dict[str, FileState], hdfs: ModelHdfs,
+                      covered: Scope) -> None:
+        """A listing reconciled as the replicator does, once it has ended (HDFS may have moved
+        on since it listed a directory, and goes on moving)."""
+        self.listed_through = hdfs.events[-1].txid if hdfs.events else 0
+        self.gone, self.gone_roots = set(), set()
+        held = {p: f.state() for p, f in self.objects.items()}
+        self.apply(reconcile(listed, held).steps(), hdfs, covered)
+
+
+def list_dir(hdfs: ModelHdfs, directory: str, covered: Scope
+             ) -> tuple[dict[str, FileState], list[str]]:
+    """One listStatus: the covered files directly in `directory` and its subdirectories."""
+    def child(p: str) -> bool:
+        return p != directory and under(p, directory) and "/" not in p[len(directory) + 1:]
+
+    files = {p: f.state() for p, f in hdfs.files.items() if child(p) and covered.covered.passes(p)}
+    return files, sorted(d for d in hdfs.dirs if child(d))
+

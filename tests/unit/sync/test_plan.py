@@ -22,7 +22,7 @@ from onprem_agent.sync.plan import (
     reconcile,
     resolve,
 )
-from tests.unit.sync.model import ModelHdfs, ModelS3
+from tests.unit.sync.model import ModelHdfs, ModelS3, list_dir
 
 COVERED = Scope.of(["/c"], [r"\.tmp$"])
 DIRS = ["/c", "/c/d1", "/c/d2", "/out"]
@@ -84,6 +84,91 @@ def test_the_s3_copy_ends_equal_to_hdfs_whatever_the_windows_and_the_lag(data):
     hdfs.close_all()
     sync_up_to(len(hdfs.events))
     assert s3.objects == hdfs.closed_files(COVERED)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_listing_taken_while_clients_go_on_ends_equal_to_hdfs(data):
+    """First start: the listing (txid T) lists one directory at a time, clients change the tree
+    between two listStatus calls, after the listing and while its copies run; then the stream
+    from T in random windows."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for d in ("/c/d1", "/c/d1/e", "/c/d2", "/out"):
+        for name in ("a", "b"):
+            hdfs.create(f"{d}/{name}", overwrite=False)
+
+    def some_ops(most: int) -> None:
+        for _ in range(data.draw(st.integers(0, most))):
+            o = draw_op(data, hdfs)
+            if o[0] != "sync":
+                run(hdfs, o)
+
+    some_ops(8)
+
+    at_t = len(hdfs.events)
+    listed, queue = {}, ["/c"]
+    while queue:
+        some_ops(3)
+        directory = queue.pop(0)
+        if directory in hdfs.dirs:
+            files, subdirs = list_dir(hdfs, directory, COVERED)
+            listed.update(files)
+            queue.extend(subdirs)
+    s3.apply_listing(listed, hdfs, COVERED)
+    done = cut = at_t
+    for _ in range(data.draw(st.integers(0, 20))):
+        o = draw_op(data, hdfs)
+        if o[0] == "sync":
+            if cut > done:
+                s3.run_window(s3.plan(hdfs.events[done:cut], COVERED), hdfs, COVERED)
+                done = cut
+            cut = len(hdfs.events) if data.draw(st.booleans()) else cut
+        else:
+            run(hdfs, o)
+    hdfs.close_all()
+    s3.run_window(s3.plan(hdfs.events[done:], COVERED), hdfs, COVERED)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_a_file_moved_into_a_listed_directory_while_the_listing_runs_is_relisted():
+    """/c/top is listed, then a file moves there from /c/deep/x, listed next: it is in neither
+    listing, and its RENAME (after T) has no object to move (make demo lost such a file)."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.mkdirs("/c/top")
+    hdfs.mkdirs("/c/deep/x")
+    hdfs.create("/c/deep/x/f", overwrite=False)
+    at_t = len(hdfs.events)
+    listed, _ = list_dir(hdfs, "/c/top", COVERED)
+    hdfs.rename("/c/deep/x/f", "/c/top/f")
+    listed.update(list_dir(hdfs, "/c/deep/x", COVERED)[0])
+    s3.apply_listing(listed, hdfs, COVERED)
+    assert s3.objects == {}
+    hdfs.rename("/c/top/f", "/c/top/g")  # after the listing: moves what is replicated
+    steps = s3.run_window(s3.plan(hdfs.events[at_t:at_t + 1], COVERED), hdfs, COVERED)
+    assert steps.relists == ("/c/top/f",) and s3.gone_roots == {"/c/top/f"}
+    steps = s3.run_window(s3.plan(hdfs.events[at_t + 1:], COVERED), hdfs, COVERED)
+    assert steps.relists == ("/c/top/g",)
+    assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 1
+
+
+def test_a_copy_that_finds_another_file_open_at_its_path_is_pending_until_the_rename():
+    """The window's CLOSE of /c/p runs after /c/p was renamed to /c/q and a new /c/p opened:
+    the copy finds a file open for write, and the next window's RENAME must still bring /c/q."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.mkdirs("/c")
+    start = len(hdfs.events)
+    hdfs.create("/c/p", overwrite=False)
+    window = len(hdfs.events)
+    hdfs.rename("/c/p", "/c/q")
+    hdfs.create("/c/p", overwrite=False, close=False)
+    s3.run_window(s3.plan(hdfs.events[start:window], COVERED), hdfs, COVERED)
+    assert s3.objects == {} and s3.gone == {"/c/p"}
+    steps = s3.run_window(s3.plan(hdfs.events[window:], COVERED), hdfs, COVERED)
+    assert steps.copies == ("/c/q",) and s3.gone == set()  # the new /c/p: no CLOSE yet
+    start = len(hdfs.events)
+    hdfs.close_all()
+    s3.run_window(s3.plan(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert s3.objects == hdfs.closed_files(COVERED) and s3.gone == set()
 
 
 def test_temp_then_rename_is_one_upload_and_nothing_else():

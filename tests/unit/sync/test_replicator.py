@@ -76,6 +76,7 @@ def replicator(jvm, files, alarms, windows=None):
     hdfs = HdfsFilesDouble(jvm, files)
     state = SyncState(SYNC_TABLE, "prod", SETTINGS.destination)
     r = Replicator(SETTINGS, hdfs=hdfs, lister=None, replica=S3Replica(SETTINGS), state=state,
+                   current_txid=lambda: 0,
                    on_park=lambda p, why: alarms.append((p, why)), sleep=lambda s: None,
                    on_window=None if windows is None else windows.append)
     return r, hdfs, state
