@@ -8,30 +8,57 @@
 
 Either way, after the consumer applies the queue, `hdfs-events-agent verify` finds the
 namespace index equal to the real namespace.
+
+This module's NameNode hands out listings of 3 entries a page (dfs.ls.limit; 1000 by
+default), so every listing here, the agent's and verify's, goes page by page.
 """
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
 from hdfs_events.event import EventType
+from onprem_agent.live.hadoop import HadoopClient
+from onprem_agent.live.snapshot import walk
 from tests.integration.hdfs.conftest import (
     CLUSTER,
     INDEX_TABLE,
+    PURGING,
     consume,
     lake_events,
+    raw_lake_events,
     verify,
 )
+from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AgentProcess, write_agent_config
+
+PAGE = 3
+
+
+@pytest.fixture(scope="module")
+def hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsCluster]:
+    with HdfsCluster.start(tmp_path_factory.mktemp("hdfs"),
+                           conf={"dfs.namenode.acls.enabled": "true", **PURGING,
+                                 "dfs.ls.limit": str(PAGE)}) as cluster:
+        yield cluster
 
 
 def files(root: str, names: list[str]) -> list[list]:
     return [["write", f"{root}/{name}", f"data of {name}"] for name in names]
 
 
-def agent_config(tmp_path, hdfs, queue, root: str, checkpoint_txid: int | None = None):
+def agent_config(tmp_path, hdfs, queue, root: str, checkpoint_txid: int | None = None,
+                 extra: str = ""):
     return write_agent_config(
         tmp_path / "agent", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri,
         conf_dir=hdfs.conf_dir, checkpoint_txid=checkpoint_txid,
-        extra=f'[filter]\ncover_dirs = ["{root}"]\n[verify]\nindex_table = "{INDEX_TABLE}"\n')
+        extra=f'[filter]\ncover_dirs = ["{root}"]\n[verify]\nindex_table = "{INDEX_TABLE}"\n'
+        + extra)
 
 
 def last_event_txid(hdfs, after: int) -> int:
@@ -46,10 +73,19 @@ def assert_no_drift(config, root: str) -> None:
 
 
 def test_first_start_ships_the_existing_namespace_then_the_changes(hdfs, queue, index_table,
-                                                                   tmp_path):
+                                                                   tmp_path, jvm):
     root = "/first"
+    many = [f"f{i}" for i in range(10)]
     hdfs.run([["mkdirs", f"{root}/old/deep"], *files(f"{root}/old", ["a", "b"]),
-              *files(f"{root}/old/deep", ["c"]), ["symlink", f"{root}/old/a", f"{root}/ln"]])
+              *files(f"{root}/old/deep", ["c"]), ["symlink", f"{root}/old/a", f"{root}/ln"],
+              *files(root, ["old-x"]), ["mkdirs", f"{root}/many"], *files(f"{root}/many", many)])
+    client = HadoopClient(hdfs.uri)
+    try:
+        lister = client.lister()
+        assert len(list(walk(lister, [f"{root}/many"], workers=1))) == 11
+        assert lister.pages == 4  # 10 children, 3 a page
+    finally:
+        client.close()
     config = agent_config(tmp_path, hdfs, queue, root)
     agent = AgentProcess.start(config)
     try:
@@ -63,10 +99,14 @@ def test_first_start_ships_the_existing_namespace_then_the_changes(hdfs, queue, 
     consume(queue, [root])
     events = lake_events()
     snapshot = [e for e in events if e.type is EventType.SNAPSHOT]
-    assert [e.path for e in snapshot] == [root, f"{root}/ln", f"{root}/old", f"{root}/old/a",
-                                          f"{root}/old/b", f"{root}/old/deep",
-                                          f"{root}/old/deep/c"]
+    # Pre-order, each directory's children in the NameNode's order: /first/old/deep/c before
+    # /first/old-x, which a sort of whole paths would put first.
+    assert [e.path for e in snapshot] == [
+        root, f"{root}/ln", f"{root}/many", *(f"{root}/many/{name}" for name in many),
+        f"{root}/old", f"{root}/old/a", f"{root}/old/b", f"{root}/old/deep",
+        f"{root}/old/deep/c", f"{root}/old-x"]
     assert len({e.txid for e in snapshot}) == 1
+    assert [e.index for e in snapshot] == list(range(len(snapshot)))
     later = [e for e in events if e.type is not EventType.SNAPSHOT]
     assert later and all(e.txid > snapshot[0].txid for e in later)
     assert {e.type for e in later} >= {EventType.CREATE, EventType.RENAME, EventType.UNLINK}
@@ -133,3 +173,53 @@ def test_gap_policy_stop_ships_the_gap_exits_3_and_meets_the_same_gap_again(
     consume(queue, [root])
     [gap] = lake_events()  # the same key both times: one GAP in the lake
     assert (gap.type, gap.txid) == (EventType.GAP, stopped_at + 1)
+
+
+def wait_for_messages(queue: str, agent: AgentProcess, timeout_s: float = 120) -> None:
+    sqs, deadline = boto3.client("sqs"), time.monotonic() + timeout_s
+    while int(sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=[
+            "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"]) == 0:
+        assert agent.process.poll() is None, agent.log_tail()
+        assert time.monotonic() < deadline, agent.log_tail()
+        time.sleep(0.02)
+
+
+def test_an_agent_killed_mid_snapshot_lists_again_and_each_key_lands_once(
+        hdfs, queue, index_table, tmp_path):
+    root = "/killed"
+    dirs = [f"d{i:03}" for i in range(40)]
+    hdfs.run([op for d in dirs for op in (["mkdirs", f"{root}/{d}"],
+                                          ["write", f"{root}/{d}/f", ""])])
+    # One message per path, one SendMessageBatch at a time: the snapshot takes a few seconds
+    # to ship, and the agent is killed once the first of it is in the queue.
+    config = agent_config(tmp_path, hdfs, queue, root,
+                          extra='[sending]\nmax_in_flight_batches = 1\n')
+    config.write_text(config.read_text().replace('[packing]\n', '[packing]\ngroup_by = "path"\n'))
+    for _ in range(2):  # the second run, at an unchanged namespace, is killed again
+        agent = AgentProcess.start(config)
+        wait_for_messages(queue, agent)
+        agent.kill()  # SIGKILL
+        assert agent.checkpoint() is None  # part way: nothing of the snapshot is done
+    hdfs.run([["delete", f"{root}/d000", True], *files(f"{root}/new", ["g"])])
+    agent = AgentProcess.start(config)
+    try:
+        agent.wait_for_checkpoint(hdfs.txid())
+    finally:
+        assert agent.stop() == 0, agent.log_tail()
+    consume(queue, [root])
+    copies: dict[tuple[str, int, int], set[str]] = defaultdict(set)
+    for event in raw_lake_events():
+        copies[event.key].add(event.path)
+    # Killed twice at txid T (nothing changed in between, so the same walk): a key re-sent
+    # carries the same path; the last run listed the changed namespace at T' > T.
+    assert all(len(paths) == 1 for paths in copies.values())
+    snapshots = [e for e in lake_events() if e.type is EventType.SNAPSHOT]
+    killed_at, listed_at = sorted({e.txid for e in snapshots})
+    partial = [e for e in snapshots if e.txid == killed_at]
+    last = [e for e in snapshots if e.txid == listed_at]
+    assert partial  # shipped before the kills, at T: in the lake, never in the index
+    assert [e.index for e in last] == list(range(len(last)))
+    assert [e.path for e in last] == [
+        root, *(p for d in dirs[1:] for p in (f"{root}/{d}", f"{root}/{d}/f")),
+        f"{root}/new", f"{root}/new/g"]
+    assert_no_drift(config, root)  # the pieces at T were never applied: d000 is gone
