@@ -23,7 +23,7 @@ a crash has the same identity both times, and the compaction dedups on it.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -54,6 +54,7 @@ _UGI = re.compile(r"(?P<user>.+?) \(auth:(?P<auth>[A-Za-z_]+)\)"
                   r"(?: via (?P<real_user>.+?) \(auth:(?P<real_auth>[A-Za-z_]+)\))?")
 # FSNamesystem.renameTo with Options.Rename logs "rename (options=[OVERWRITE])".
 _CMD = re.compile(r"(?P<cmd>[A-Za-z]+)(?: \(options=(?P<options>.*)\))?")
+_ISO8601 = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}),(\d{3})")
 _JAVA_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", "\\": "\\",
                    '"': '"', "'": "'", "/": "/"}
@@ -116,11 +117,22 @@ class TimeFormat:
     logs in (log4j formats %d in the JVM's default zone and writes no offset)."""
     strptime: str = DEFAULT_TIME_FORMAT
     zone: tzinfo = UTC
+    # How many space-separated tokens the time takes at the start of a line.
+    tokens: int = field(init=False)
 
-    @property
-    def tokens(self) -> int:
-        """How many space-separated tokens the time takes at the start of a line."""
-        return len(datetime(2001, 2, 3, 4, 5, 6, 7000).strftime(self.strptime).split())
+    def __post_init__(self) -> None:
+        sample = datetime(2001, 2, 3, 4, 5, 6, 7000).strftime(self.strptime)
+        object.__setattr__(self, "tokens", len(sample.split()))
+
+    def parse(self, text: str) -> datetime:
+        """The naive local time of `text` (ValueError when it does not match)."""
+        if self.strptime == DEFAULT_TIME_FORMAT:
+            # strptime is most of a line's parsing cost; the default layout is fixed-width.
+            m = _ISO8601.fullmatch(text)
+            if m is None:
+                raise ValueError(text)
+            return datetime(*(int(g) for g in m.groups()[:6]), int(m.group(7)) * 1000)
+        return datetime.strptime(text, self.strptime)
 
 
 def parse_line(line: str, cluster: str, source: LineSource,
@@ -185,7 +197,7 @@ def _pairs(message: str) -> dict[str, str]:
 def _time(prefix: str, time_format: TimeFormat) -> int:
     text = " ".join(prefix.split()[:time_format.tokens])
     try:
-        naive = datetime.strptime(text, time_format.strptime)
+        naive = time_format.parse(text)
     except ValueError:
         raise AuditLineError(f"time: {text!r} does not match the time format "
                              f"{time_format.strptime!r}") from None
