@@ -1,5 +1,6 @@
 """The on-prem agent's commands as the deployed on-prem principal, IAM enforced: `run`, `replay`,
-`verify`, `doctor`, `sync run|status|verify` against one real NameNode and the `local`
+`verify` (and its drift alerts, taken by an operator with `hdfs-events drift receive`),
+`doctor`, `sync run|status|verify` against one real NameNode and the `local`
 environment deployed into the kit's enforcing moto server (tests/kit/iam_cloud.py). Each shows
 what its user sees, and the server denied nothing: every call the command made is granted by
 the policy the template ships.
@@ -27,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from hdfs_events import names
+from hdfs_events.drift_alert import parse_alert
 from onprem_agent.checkpoint import DynamoCheckpointStore
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local
@@ -36,6 +39,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[3]
 CDK_JSON = REPO / "cdk.json"
+CLOUD_CLI = Path(sys.executable).parent / "hdfs-events"
 EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
 CLUSTER = "demo"  # cdk.json local clusters
 FINANCE = "/data/finance"
@@ -120,6 +124,7 @@ heartbeat_interval_s = 1
 [verify]
 index_table = "{out["IndexTableName"]}"
 alert_topic_arn = "{out["AlertTopicArn"]}"
+drift_queue_url = "{out["DriftAlertQueueUrl"]}"
 [sync]
 destination = "{destination}"
 table = "{out["SyncTableName"]}"
@@ -219,6 +224,43 @@ def test_verify_of_a_prefix_as_the_agent(cloud: IamCloud, agent: Principal, conf
     # /data/finance itself, orders, orders/2026, a.csv, ledger-2026.csv
     assert head.startswith(f"verify {FINANCE}: 5 entries in HDFS, 5 in the index ")
     assert head.endswith("; 0 differ")
+    cloud.assert_nothing_denied()
+
+
+def test_verify_sends_each_drifting_path_to_the_drift_queue_and_an_operator_takes_them(
+        cloud: IamCloud, agent: Principal, config: Path, hdfs: HdfsCluster,
+        indexed: str) -> None:
+    # A file the index never saw (no agent runs now) and an index entry changed by hand, under
+    # /user: indexed, but no sync path (test_sync_run_... compares /data/finance exactly).
+    hdfs.run([["write", "/user/alice/unseen.txt", "new"]])
+    cloud.client("dynamodb").update_item(
+        TableName=cloud.outputs["IndexTableName"],
+        Key={names.INDEX_PK: {"S": names.index_partition(CLUSTER, "/user/alice")},
+             names.INDEX_SK: {"S": "notes.txt"}},
+        UpdateExpression="SET #size = :size", ExpressionAttributeNames={"#size": "size"},
+        ExpressionAttributeValues={":size": {"N": "999"}})
+    done = agent_command(cloud, agent, "verify", "--config", str(config), "--prefix", "/user")
+    assert done.returncode == 1, done.stdout + done.stderr  # drift above drift_threshold 0
+    queue = cloud.outputs["DriftAlertQueueUrl"]
+    assert f"drift alerts: 2 sent to {queue}" in done.stdout, done.stdout
+
+    # `hdfs-events drift receive` as a user holding the shipped operator-read policy
+    operator = cloud.user_holding("drift-operator",
+                                  managed=[cloud.outputs["OperatorReadPolicyArn"]])
+    taken = subprocess.run([str(CLOUD_CLI), "drift", "receive", "--queue-url", queue, "--json",
+                            "--wait", "0"], capture_output=True, text=True, timeout=120,
+                           env=cloud.environ(operator))
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    alerts = {a.path: a for a in map(parse_alert, taken.stdout.splitlines())}
+    assert sorted(alerts) == ["/user/alice/notes.txt", "/user/alice/unseen.txt"]
+    notes, unseen = alerts["/user/alice/notes.txt"], alerts["/user/alice/unseen.txt"]
+    assert (notes.drift, notes.hdfs, notes.index) == ("size", len("hello"), 999)
+    assert (unseen.drift, unseen.cluster, unseen.prefix) == ("missing", CLUSTER, "/user")
+    assert notes.run_id == unseen.run_id
+    waiting = cloud.client("sqs").get_queue_attributes(
+        QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessages",
+                                        "ApproximateNumberOfMessagesNotVisible"])
+    assert sum(map(int, waiting["Attributes"].values())) == 0  # taken means deleted
     cloud.assert_nothing_denied()
 
 
