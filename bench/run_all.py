@@ -332,8 +332,9 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
             ours, was = run[step], base[step]
             speed = (f"{ours['seconds']:.0f} s, {ours['events_per_s']:,} events/s"
                      if step == "first_start" else
-                     f"{ours['seconds']:.0f} s, {ours['differ']} differ; index "
-                     f"{run['index']['records_per_s']:,} records/s via moto")
+                     f"{ours['seconds']:.0f} s, {ours['differ']:,} differ; " + (
+                         f"index {run['index']['records_per_s']:,} records/s via moto"
+                         if run["index"] else "index empty: every entry MISSING"))
             rows.append(Figure(f"{step.replace('_', ' ')} peak RSS, {run['files']:,} files",
                                "MiB", ours["peak_rss_kb"] / 1024, was["peak_rss_kb"] / 1024,
                                f"{base['files']:,} files", size, higher_is_better=False,
