@@ -21,6 +21,7 @@ EXPECTED_ACTIONS = {
     "sqs:GetQueueAttributes", "s3:GetObject", "s3:ListBucket", "dynamodb:GetItem",
     "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query",
     "dynamodb:DescribeTable", "cloudwatch:PutMetricData",
+    "s3:PutObject",  # `audit run`: the NameNode's audit log, own cluster's prefix only
 }
 
 
@@ -66,7 +67,7 @@ def test_permissions_are_exactly_the_agent_and_copy_worker_needs(dev: Synthesize
                                                                  prod: Synthesized) -> None:
     assert {a for s in _statements(dev) for a in _actions(s)} == EXPECTED_ACTIONS
     assert {a for s in _statements(prod) for a in _actions(s)} == EXPECTED_ACTIONS | {
-        "kms:Decrypt"}
+        "kms:Decrypt", "kms:GenerateDataKey"}
     (decrypt,) = [s for s in _statements(prod) if "kms:Decrypt" in _actions(s)]
     assert "kms:ViaService" in json.dumps(decrypt["Condition"])
 
@@ -108,6 +109,11 @@ def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
     # copy requests: items "<cluster>#<request_id>" (names.transfer_key)
     assert by_sid["TrackOwnTransfers"]["Condition"] == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{cluster}#*"]}}
+    # audit objects: only under its own cluster's audit prefix, so no principal writes
+    # another cluster's audit records
+    assert _actions(by_sid["ShipAuditLog"]) == ["s3:PutObject"]
+    assert json.dumps(by_sid["ShipAuditLog"]["Resource"]).endswith(
+        f'"/{names.audit_cluster_prefix(cluster)}*"]]}}')
 
 
 def _identity(s: Synthesized, ref: object, concern: str) -> tuple[str, str]:
