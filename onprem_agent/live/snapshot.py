@@ -173,7 +173,9 @@ def _subtree(root: str, ahead: _ReadAhead) -> Iterator[NamespaceEntry]:
                 continue
             after = top.entries[-1].name if top.entries else None
             page = ahead.page(top.path, after)
-            top.entries, top.pos, top.more, top.dirs_ahead = page.entries, 0, page.more, 0
+            # An empty page ends the directory whatever it says: there is no name to go on after.
+            top.entries, top.pos, top.dirs_ahead = page.entries, 0, 0
+            top.more = page.more and bool(page.entries)
             if top.more and top.entries:
                 ahead.prefetch(top.path, top.entries[-1].name)
             _read_ahead(stack, ahead)
