@@ -17,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from hdfs_events import names
+from hdfs_events import names, quarantine
 from stacks import nag
 from stacks.assets import REPO, MissingAssetError, lambda_package_dir
 from stacks.settings import DeploySettings
@@ -135,6 +135,12 @@ class IngestFunction(Construct):
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadRawEvents", actions=["s3:GetObject"],
             resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*")]))
+        # `hdfs-events quarantine redrive`: the consumer reads the records it quarantined
+        # (never a body an operator sends) and deletes each once it is moved to
+        # quarantine/redriven/ (a PUT under quarantine/, above).
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="RedriveQuarantine", actions=["s3:GetObject", "s3:DeleteObject"],
+            resources=[lake.arn_for_objects(f"{quarantine.INGEST_PREFIX}*")]))
         if lake.encryption_key is not None:
             # S3 asks KMS as the caller: a data key for each PUT, Decrypt for each GET.
             self.role.add_to_policy(iam.PolicyStatement(
@@ -155,7 +161,8 @@ class IngestFunction(Construct):
                 "run on (pyproject pins 3.11, as Glue 5.1 does); upgrade both together")
         nag.ack(self.role, "IAM5[Resource::*]", "X-Ray PutTraceSegments/PutTelemetryRecords "
                 "(active tracing) support no resource-level permissions")
-        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX])
+        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX,
+                                                    quarantine.INGEST_PREFIX])
 
     def accept_senders(self, senders: Mapping[str, Sequence[str]],
                        users: Sequence[iam.IUser]) -> None:

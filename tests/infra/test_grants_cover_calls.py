@@ -255,6 +255,7 @@ def test_operations_map_to_their_iam_actions() -> None:
     assert aws_calls.actions_of("s3", "UploadPartCopy") == ("s3:GetObject", "s3:PutObject")
     assert aws_calls.actions_of("sqs", "SendMessageBatch") == ("sqs:SendMessage",)
     assert aws_calls.actions_of("sts", "GetCallerIdentity") == ()
+    assert aws_calls.actions_of("lambda", "Invoke") == ("lambda:InvokeFunction",)
     assert aws_calls.actions_of("dynamodb", "DescribeTable") == ("dynamodb:DescribeTable",)
 
 

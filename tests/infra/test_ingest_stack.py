@@ -268,15 +268,19 @@ def test_consumer_may_make_exactly_the_index_table_calls_its_code_makes(
                 assert table not in json.dumps(statement["Resource"]), statement
 
 
-def test_consumer_reads_back_only_raw_lake_objects(deployed_env: Synthesized) -> None:
+def test_consumer_reads_back_only_raw_objects_and_its_quarantine_records(
+        deployed_env: Synthesized) -> None:
     reads = [s for s in _consumer_statements(deployed_env)
              if any(a.startswith("s3:Get") or a.startswith("s3:List") for a in _actions(s))]
     # Applying ranges reads the events of messages other invocations received: it reads their raw/
-    # objects by key. Nothing is listed; nothing outside raw/ is read.
-    assert [_actions(s) for s in reads] == [["s3:GetObject"]]
-    assert reads[0]["Resource"] == {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, f":s3:::hdfs-events-{deployed_env.env}-lake-",
-        {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"/{names.RAW_PREFIX}*"]]}
+    # objects by key. A redrive reads its own quarantine records by key and deletes each it
+    # moved. Nothing is listed; nothing else is read.
+    assert [_actions(s) for s in reads] == [["s3:GetObject"],
+                                            ["s3:GetObject", "s3:DeleteObject"]]
+    for statement, prefix in zip(reads, (names.RAW_PREFIX, "quarantine/ingest/"), strict=True):
+        assert statement["Resource"] == {"Fn::Join": ["", [
+            "arn:", {"Ref": "AWS::Partition"}, f":s3:::hdfs-events-{deployed_env.env}-lake-",
+            {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"/{prefix}*"]]}
     called = _consumer_actions("s3")
     assert called <= set(_by_action(deployed_env, "s3:")), called
 
