@@ -17,6 +17,7 @@ from hdfs_events.envelope import (
     SQS_MAX_MESSAGE_BYTES,
     EnvelopeError,
     MessageTooLarge,
+    decode_envelope,
     decode_message,
     encode_message,
 )
@@ -135,3 +136,48 @@ def test_lambda_shaped_attributes_and_missing_attributes() -> None:
     plain = encode_message([event(6)], group_id="g", compress=False)
     assert decode_message(plain.body, None) == [event(6)]  # no attribute: plain JSON
     assert decode_message(plain.body, {}) == [event(6)]
+
+
+# --- versions (docs/contract.md, "Versions") ----------------------------------------------------
+
+def _event_doc(**extra: object) -> dict:
+    event = HdfsEvent("c1", 7, 0, EventType.UNLINK, "/a", timestamp=1_700_000_000_000)
+    return {**event.to_dict(), **extra}
+
+
+def test_todays_writer_leaves_minor_out_and_reads_as_minor_0() -> None:
+    message = encode_message([HdfsEvent.from_dict(_event_doc())], group_id="c1:/a",
+                             compress=False)
+    assert json.loads(message.body).keys() == {"v", "events"}
+    decoded = decode_envelope(message.body)
+    assert decoded.version == (1, 0) and decoded.unknown_envelope == {}
+    assert decoded.lines == [HdfsEvent.from_dict(_event_doc()).to_json()]
+
+
+def test_a_newer_minor_keeps_its_fields_after_the_canonical_event() -> None:
+    body = json.dumps({"v": 1, "minor": 3, "trace": [1, "x"],
+                       "events": [_event_doc(storage_policy="HOT", tags={"a": None})]})
+    decoded = decode_envelope(body)
+    known = HdfsEvent.from_dict(_event_doc())
+    assert decoded.events == [known] and decoded.version == (1, 3)
+    assert decoded.lines == [known.to_json()[:-1] + ',"storage_policy":"HOT","tags":{"a":null}}']
+    assert decoded.unknown_envelope == {"trace": [1, "x"]}
+
+
+@pytest.mark.parametrize(("doc", "says"), [
+    ({"v": 1, "minor": "1"}, "envelope field 'minor' must be an integer >= 0, got '1'"),
+    ({"v": 1, "minor": -1}, "envelope field 'minor' must be an integer >= 0, got -1"),
+    ({"v": 1, "minor": 0, "trace": 1}, "unknown envelope field(s) ['trace'] in minor 0"),
+    # A newer minor's known fields are still checked, and nested objects stay closed.
+    ({"v": 1, "minor": 1, "events": [_event_doc(txid="7")]}, "event 0: field 'txid'"),
+    ({"v": 1, "minor": 1, "events": [_event_doc(
+        type="METADATA", metadata_type="XATTRS", xattrs_removed=False,
+        xattrs=[{"namespace": "USER", "name": "k", "value": None, "flag": 1}])]},
+     "unknown xattr field(s) ['flag']"),
+    ({"v": 1, "minor": 1, "trace": "x" * 2_000}, "take over 2000 bytes as JSON"),
+    ({"v": 2}, "unsupported envelope version 2; this reader knows major(s) [1]; a newer major"),
+])
+def test_version_rules_name_the_field(doc: dict, says: str) -> None:
+    with pytest.raises(EnvelopeError) as caught:
+        decode_envelope(json.dumps({"events": [_event_doc()], **doc}))
+    assert says in str(caught.value)
