@@ -276,7 +276,9 @@ class Replicator:
         been renamed away and another put in its place (a new file still open, a directory)
         before the step ran; the rename in a later window then moves the pending step to the
         file's new name. The same file appended again is pending until its CLOSE."""
-        entry = self.hdfs.status(path)
+        return self._closed(path, self.hdfs.status(path))
+
+    def _closed(self, path: str, entry: Any) -> Any:
         if entry is None:
             raise FileGone(path)
         if not self.hdfs.is_file(entry):
@@ -298,7 +300,10 @@ class Replicator:
             self._copy(dst)
 
     def _metadata(self, path: str) -> None:
-        entry = self._closed_file(path)
+        entry = self.hdfs.status(path)
+        if entry is not None and not self.hdfs.is_file(entry):
+            return  # a directory (a partition's chmod) or a symlink: no object holds it
+        entry = self._closed(path, entry)
         if not self.replica.update_metadata(path, entry, self.hdfs.checksum(path)):
             self._copy(path)
 

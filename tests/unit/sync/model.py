@@ -179,6 +179,8 @@ class ModelS3:
             held = {p: f.state() for p, f in self.objects.items() if under(p, root)}
             self.apply(reconcile(listed, held).steps(), hdfs, covered)
         for path in steps.metadata:
+            if path in hdfs.dirs:
+                continue  # a directory's metadata: no object holds it
             have, want = self.objects.get(path), hdfs.files.get(path)
             if want is None or want.open:
                 self.gone.add(path)

@@ -31,19 +31,23 @@ SETTINGS = SyncSettings(bucket="replica", prefix="m/", table=SYNC_TABLE, paths=(
 
 
 class HdfsFilesDouble:
-    """HdfsFiles over a dict; `checksums` overrides what HDFS reports for a path."""
+    """HdfsFiles over a dict; `checksums` overrides what HDFS reports for a path; `dirs` are
+    directories."""
 
     def __init__(self, jvm, files: dict[str, bytes]) -> None:
-        self.jvm, self.files, self.checksums = jvm, files, {}
+        self.jvm, self.files, self.checksums, self.dirs = jvm, files, {}, set()
 
     def status(self, path):
+        if path in self.dirs:
+            return NamespaceEntry(path, INodeType.DIRECTORY, owner="etl", group="hadoop",
+                                  perms="0755")
         data = self.files.get(path)
         return None if data is None else NamespaceEntry(
             path, INodeType.FILE, size=len(data), mtime=7, owner="etl", group="hadoop",
             perms="0640", replication=3)
 
     def is_file(self, entry):
-        return entry is not None
+        return entry is not None and entry.inode_type is INodeType.FILE
 
     def is_closed(self, path):
         return True
@@ -124,6 +128,20 @@ def test_a_path_gone_since_its_event_is_pending_until_its_rename_arrives(jvm, aw
     assert obj["Metadata"] == {"hdfs-owner": "etl", "hdfs-group": "hadoop",
                                "hdfs-permission": "0640", "hdfs-replication": "3",
                                "hdfs-mtime": "7"}
+
+
+def test_a_copy_finding_a_directory_is_pending_a_directorys_metadata_change_is_not(jvm, aws):
+    """CLOSE of /c/a, then /c/a renamed away and a directory made in its place before the copy:
+    pending until the next window says where the file went. A chmod of a directory has no
+    object to update and nothing to wait for."""
+    r, hdfs, state = replicator(jvm, {}, [])
+    hdfs.dirs.update({"/c/a", "/c/d"})
+    r.apply_window([closed(5, "/c/a"),
+                    HdfsEvent("prod", 6, 0, EventType.METADATA, "/c/d", perms="0700")], 6)
+    assert state.status().pending == {"/c/a": "copy"}
+    r.apply_window([HdfsEvent("prod", 7, 0, EventType.CREATE, "/c/a",
+                              inode_type=INodeType.DIRECTORY, overwrite=False)], 7)
+    assert state.status().pending == {}
 
 
 def test_each_window_reports_its_lag_bytes_and_parked_paths_as_cloudwatch_data(jvm, aws):
