@@ -1,6 +1,6 @@
 """The on-prem agent's commands as the deployed on-prem principal, IAM enforced: `run`, `replay`,
 `verify` (and its drift alerts, taken by an operator with `hdfs-events drift receive`),
-`doctor`, `sync run|status|verify` against one real NameNode and the `local`
+`doctor`, `sync run|status|verify`, `audit run` against one real NameNode and the `local`
 environment deployed into the kit's enforcing moto server (tests/kit/iam_cloud.py). Each shows
 what its user sees, and the server denied nothing: every call the command made is granted by
 the policy the template ships.
@@ -17,6 +17,7 @@ of a prefix the index does not cover reports everything missing.
 
 from __future__ import annotations
 
+import gzip
 import json
 import signal
 import subprocess
@@ -319,6 +320,42 @@ def test_replay_ships_an_edit_log_as_the_agent(cloud: IamCloud, agent: Principal
     waiting = sqs.get_queue_attributes(QueueUrl=cloud.outputs["EventQueueUrl"],
                                        AttributeNames=["ApproximateNumberOfMessages"])
     assert int(waiting["Attributes"]["ApproximateNumberOfMessages"]) > 0
+    cloud.assert_nothing_denied()
+
+
+def test_audit_run_ships_the_namenodes_audit_log_as_the_agent(
+        cloud: IamCloud, agent: Principal, config: Path, hdfs: HdfsCluster, work: Path,
+        shipped: tuple[int, str, int]) -> None:
+    # The NameNode's own audit log (the kit's log4j writes it under <base_dir>/audit), which
+    # holds the live workload's calls: PutObject under raw-audit/cluster=demo/ and the audit
+    # metrics, as the deployed on-prem user.
+    lake, prefix = cloud.outputs["LakeBucketName"], names.audit_cluster_prefix(CLUSTER)
+    audit_config = work / "agent-audit.toml"
+    audit_config.write_text(config.read_text() + f"""[audit]
+log_dir = "{hdfs.audit_dir}"
+bucket = "{lake}"
+host = "nn1.example.com"
+state_file = "{work / 'audit-position.json'}"
+flush_interval_s = 1
+poll_interval_ms = 50
+metrics_interval_s = 1
+""", encoding="utf-8")
+    s3 = cloud.client("s3")
+
+    def records() -> list[dict]:
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=lake, Prefix=prefix).get(
+            "Contents", [])]
+        return [json.loads(line) for key in keys for line in gzip.decompress(
+            s3.get_object(Bucket=lake, Key=key)["Body"].read()).splitlines()]
+
+    audit = Background(cloud, agent, work / "audit.log", "audit", "run", "--config",
+                       str(audit_config))
+    try:
+        audit.wait_for(lambda: any(r["cmd"] == "rename" and r["src"] == f"{FINANCE}/ledger.csv"
+                                   for r in records()), "the workload's rename in the lake")
+        time.sleep(1.5)  # one metrics interval more: PutMetricData as the agent
+    finally:
+        assert audit.stop() == 0, audit.output()[-3000:]
     cloud.assert_nothing_denied()
 
 
