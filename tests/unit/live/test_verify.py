@@ -90,3 +90,12 @@ def test_drift_streams_to_a_callback_and_the_report_keeps_the_first():
     assert report.drifts == tuple(found[:10])
     assert [d.path for d in found] == [e.path for e in hdfs[1:]]  # walk order, as found
     assert "50 differ" in report.lines()[0] and len(report.lines()) == 11
+
+
+def test_the_root_prefix_and_a_prefix_gone_from_hdfs():
+    hdfs = [dir_entry("/d"), file_entry("/d/a"), file_entry("/top")]
+    index = [indexed(e) for e in hdfs]
+    assert verify_prefix(C, "/", ListingDouble(hdfs), DictIndex(index)).count == 0
+    gone = [IndexedEntry("/x", "DIRECTORY", None, 1, 3), IndexedEntry("/x/f", "FILE", 1, 1, 4)]
+    report = verify_prefix(C, "/x", ListingDouble(hdfs), DictIndex(index + gone))
+    assert [(d.kind, d.path) for d in report.drifts] == [("extra", "/x"), ("extra", "/x/f")]
