@@ -20,6 +20,7 @@ taken out here is a read of the lake (ReadLake), which nothing else allows.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -33,6 +34,8 @@ from demo.localcloud import Assembly
 from tests.kit import glue_template
 from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
+from tests.kit.index_builders import mkdir, mkfile
+from tests.kit.next_agent import next_agent_message
 
 pytestmark = pytest.mark.slow
 
@@ -174,6 +177,55 @@ def test_index_status_and_ls_as_an_operator(cloud: IamCloud, consumed: str) -> N
                             env=cloud.environ(operator))
     assert listed.returncode == 0, listed.stderr
     assert "file_create" in listed.stdout
+    cloud.assert_nothing_denied()
+
+
+REDRIVE = """
+import json, sys
+from hdfs_events import envelope
+envelope.SUPPORTED_VERSIONS = frozenset({1, 2})  # the consumer upgraded to envelope major 2
+from lambdas.ingest import handler
+from tests.kit.lambda_events import Context
+print(json.dumps(handler.handler({"redrive": {"keys": json.loads(sys.argv[1])}}, Context())))
+"""
+
+
+def test_quarantine_redrive_as_an_operator_and_the_consumer_role(cloud: IamCloud,
+                                                                  consumed: str) -> None:
+    """A message of envelope major 2 from the on-prem user, quarantined by the consumer role;
+    the operator's shipped redrive policy lists and reads it (`--dry-run`: moto runs a function
+    only in Docker, so the consumer's redrive runs as its role in-process, as _consume does)."""
+    events = [dataclasses.replace(e, cluster=CLUSTER, txid=e.txid + 100_000)
+              for e in (mkdir(1, "/redriven"), mkfile(2, "/redriven/f"))]
+    sent = next_agent_message(events, group_id=f"{CLUSTER}:redriven", major=2)
+    cloud.client("sqs", cloud.principal(f"OnPrem{CLUSTER}User")).send_message(
+        QueueUrl=cloud.outputs["EventQueueUrl"], MessageBody=sent.body,
+        MessageGroupId=sent.group_id, MessageDeduplicationId=sent.dedup_id,
+        MessageAttributes={"encoding": {"DataType": "String", "StringValue": sent.encoding}})
+    assert _consume(cloud, cloud.principal("ConsumerRole")).returncode == 0
+    (key,) = _lake_keys(cloud, "quarantine/ingest/")
+    operator = cloud.user_holding("customer-redrive",
+                                  managed=[cloud.outputs["QuarantineRedrivePolicyArn"]])
+
+    listed = subprocess.run([str(CLI), "quarantine", "redrive", "--dry-run", "--cluster", CLUSTER,
+                             "--bucket", cloud.outputs["LakeBucketName"]],
+                            capture_output=True, text=True, timeout=120,
+                            env=cloud.environ(operator))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith(f"would redrive {key} cluster={CLUSTER} reason=unsupported "
+                                    "envelope version 2"), listed.stdout
+    function = cloud.client("lambda").get_function_configuration(
+        FunctionName=cloud.outputs["IngestFunctionName"])
+    env = cloud.environ(cloud.principal("ConsumerRole")) | function["Environment"][
+        "Variables"] | {"POWERTOOLS_TRACE_DISABLED": "1"}
+    done = subprocess.run([sys.executable, "-c", REDRIVE, json.dumps([key])], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    (result,) = json.loads(done.stdout.splitlines()[-1])["redrive"]
+    assert (result["outcome"], result["index"]) == ("ingested", "pending"), result
+    assert _lake_keys(cloud, "quarantine/ingest/") == []
+    assert _lake_keys(cloud, "quarantine/redriven/") == [result["redriven_key"]]
     cloud.assert_nothing_denied()
 
 
