@@ -97,3 +97,17 @@ def deduplication_id(
     gives the same id. Cluster names are <= 63 characters and four int64s fit the rest.
     """
     return sqs_safe_id(f"{cluster}-{first[0]}.{first[1]}-{last[0]}.{last[1]}-{count}")
+
+
+# Greedy from the start, so the last four numbers: a cluster name may hold '-', '.' and digits.
+_DEDUPLICATION_RANGE = re.compile(r".+-(\d+)\.(\d+)-(\d+)\.(\d+)-\d+")
+
+
+def deduplication_range(dedup_id: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The (txid, index) of the first and last event of the message `deduplication_id` named
+    (a message holds its events in that order); None for an id of any other shape."""
+    found = _DEDUPLICATION_RANGE.fullmatch(dedup_id)
+    if found is None:
+        return None
+    t0, i0, t1, i1 = (int(g) for g in found.groups())
+    return (t0, i0), (t1, i1)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -15,8 +17,8 @@ from hdfs_events.event import HdfsEvent
 from hdfs_events.validation import split_known_fields
 from lambdas.ingest.clients import client
 
-# Lake objects applying ranges reads at once: messages this invocation did not receive itself,
-# ~10-60 KB each.
+# Lake objects applying ranges fetches at once, ahead of the one it decodes: messages this
+# invocation did not receive itself, ~10-60 KB each.
 READ_CONCURRENCY = 8
 
 
@@ -42,13 +44,29 @@ class S3Lake:
     def delete(self, key: str) -> None:
         self.s3.delete_object(Bucket=self.bucket, Key=key)
 
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
-        """The events of raw lake objects (gzip JSON lines), read READ_CONCURRENCY at a time."""
+    def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
+        """The events of each raw lake object (gzip JSON lines), in `keys`' order, decoded as
+        the caller takes them. Bodies are fetched READ_CONCURRENCY ahead of the caller, no more:
+        a snapshot's range names a thousand objects and the Lambda holds a few at a time."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=READ_CONCURRENCY,
                                             thread_name_prefix="lake-get")
-        bodies = self._pool.map(
-            lambda key: self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
-        # A line may end with a newer minor's fields: the index knows only its own.
-        return [HdfsEvent.from_dict(split_known_fields(json.loads(line))[0])
-                for body in bodies for line in gzip.decompress(body).splitlines() if line]
+        pool = self._pool
+        ahead: deque[Future[bytes]] = deque()
+        pending = iter(keys)
+        try:
+            for key in islice(pending, READ_CONCURRENCY):
+                ahead.append(pool.submit(self._body, key))
+            while ahead:
+                body = ahead.popleft().result()
+                for key in islice(pending, 1):
+                    ahead.append(pool.submit(self._body, key))
+                # A line may end with a newer minor's fields: the index knows only its own.
+                yield [HdfsEvent.from_dict(split_known_fields(json.loads(line))[0])
+                       for line in gzip.decompress(body).splitlines() if line]
+        finally:
+            for future in ahead:  # the caller stopped early (its deadline): fetch no more
+                future.cancel()
+
+    def _body(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()

@@ -26,15 +26,18 @@ before its invocation asks for the lease, and the holder looks only after releas
 
 from __future__ import annotations
 
+import heapq
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Protocol
 
 from hdfs_events import names
 from hdfs_events.event import HdfsEvent
+from hdfs_events.ids import deduplication_range
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 from lambdas.ingest.subtree import SubtreeOp
@@ -43,6 +46,7 @@ TXID_DONE = names.POSITION_TXID_DONE  # event_index: "every event of this txid i
 CHUNK_EVENTS = 1000  # events applied between two position saves: one read and one write wave
 LEASE_MARGIN_MS = 5_000  # the lease outlives apply_ranges' deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
+_NO_KEY, _LAST_KEY = (-1, -1), (2**63, 2**63)  # (txid, index) bounds of a message of unknown keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,9 @@ class LeaseLost(RuntimeError):
 
 
 class LakeReader(Protocol):
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]: ...
+    def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
+        """Each object's events, in `keys`' order, read as the caller takes them."""
+        ...
 
 
 @dataclass(slots=True)
@@ -349,42 +355,95 @@ class IndexSequencer:
                arrivals: dict[str, Arrival], deadline_ms: int,
                report: ApplyReport) -> Position:
         manifest = range_.manifest
-        events: dict[tuple[int, int], HdfsEvent] = {}
-        to_read: list[str] = []
-        for dedup_id, arrival in sorted(arrivals.items()):
-            if arrival.quarantined is not None:
-                report.skipped_messages += 1
-            elif dedup_id in self.recent:
-                self._collect(events, self.recent[dedup_id], manifest, position)
-            else:
-                to_read += arrival.lake_keys
-        if to_read:
-            read = [e for e in self.lake.events(to_read) if self.index.relevant(e)]
-            self._collect(events, read, manifest, position)
-        ordered = [events[k] for k in sorted(events)]
-        done = 0
-        while done < len(ordered):
-            applied = self.index.apply_until_walk(ordered[done:done + self.chunk_events])
-            walk = applied.walk
-            done += applied.taken
-            report.events += applied.taken
+        events = self._range_events(manifest, position, arrivals, report)
+        pending = list(islice(events, self.chunk_events))
+        while pending:
+            applied = self.index.apply_until_walk(pending)
+            walk, taken = applied.walk, pending[:applied.taken]
+            pending = pending[applied.taken:]
+            pending += islice(events, self.chunk_events - len(pending))
+            report.events += len(taken)
             report.skipped_events += applied.skipped
-            stamped = [e.timestamp for e in ordered[done - applied.taken:done] if e.timestamp]
+            stamped = [e.timestamp for e in taken if e.timestamp]
             if stamped:
                 report.applied_timestamp_ms = max(stamped)
-            last = ordered[done - 1]
-            position = Position(last.txid, last.index, walk)
-            if walk is not None or done < len(ordered):
+            position = Position(taken[-1].txid, taken[-1].index, walk)
+            if walk is not None or pending:
                 self.store.advance(cluster, owner, position)
             if walk is not None:
                 position = self._walk(cluster, owner, position, deadline_ms, report)
                 if position.walk is not None:
                     return position
-            if done < len(ordered) and self.clock_ms() >= deadline_ms:
+            if pending and self.clock_ms() >= deadline_ms:
                 return position
         position = Position(manifest.end, TXID_DONE)
         self.store.advance(cluster, owner, position)
         return position
+
+    def _range_events(self, manifest: Manifest, position: Position,
+                      arrivals: dict[str, Arrival], report: ApplyReport) -> Iterator[HdfsEvent]:
+        """The range's events past `position`, in (txid, index) order, each key once.
+
+        A merge, not a sort: a first-start snapshot puts a million records in one txid, in
+        a thousand messages, more than the Lambda's memory holds decoded. Each message's objects
+        are in key order and its deduplication id names its first and last key, so an object is
+        fetched and decoded only when the merge reaches its first key, objects wholly before the
+        position not at all: messages disjoint in key order, as the agent packs them, are held
+        one at a time."""
+        done = (-1, -1) if position.txid is None else (position.txid, position.event_index)
+
+        def wanted(e: HdfsEvent) -> bool:
+            # A message straddling a range's end is named by both ranges: each takes its own
+            # txids.
+            return manifest.covers(e.txid) and (e.txid, e.index) > done
+
+        held: list[HdfsEvent] = []
+        unread: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+        for dedup_id, arrival in sorted(arrivals.items()):
+            if arrival.quarantined is not None:
+                report.skipped_messages += 1
+            elif dedup_id in self.recent:
+                held += (e for e in self.recent[dedup_id] if wanted(e))
+            else:
+                # An id of another shape names no keys: its objects are read first.
+                first, last = deduplication_range(dedup_id) or (_NO_KEY, _LAST_KEY)
+                if (last > done and first[0] <= manifest.end
+                        and (manifest.after is None or last[0] > manifest.after)):
+                    unread += ((first, last, key) for key in arrival.lake_keys)
+        unread.sort()
+        objects = (self.lake.events_by_object([key for _, _, key in unread]) if unread
+                   else iter(()))
+        fronts: list[tuple[tuple[int, int], int, HdfsEvent, Iterator[HdfsEvent]]] = []
+
+        def enter(source: Iterator[HdfsEvent], order: int) -> None:
+            e = next(source, None)
+            if e is not None:
+                heapq.heappush(fronts, ((e.txid, e.index), order, e, source))
+
+        enter(iter(sorted(held, key=_event_key)), -1)
+        opened, emitted = 0, done
+        while True:
+            while opened < len(unread) and (not fronts or unread[opened][0] <= fronts[0][0]):
+                first, _, key = unread[opened]
+                read = sorted((e for e in next(objects) if self.index.relevant(e) and wanted(e)),
+                              key=_event_key)
+                late = [e for e in read if _event_key(e) < emitted]
+                # Only a message whose events contradict its own id has any: it cannot be
+                # placed any more, and must not stop the index.
+                report.skipped_events += (SkippedEvent(
+                    e.cluster, e.txid, e.index, e.path,
+                    f"lake object {key} holds it, before {first}, the first (txid, index) its "
+                    "deduplication id names: read after the index had passed it") for e in late)
+                enter(islice(read, len(late), None), opened)
+                del read  # held by its place in the merge only, freed once merged
+                opened += 1
+            if not fronts:
+                return
+            at, order, e, source = heapq.heappop(fronts)
+            enter(source, order)
+            if at != emitted:  # a re-packed duplicate (a standby resending) is applied once
+                emitted = at
+                yield e
 
     def _walk(self, cluster: str, owner: str, position: Position, deadline_ms: int,
               report: ApplyReport) -> Position:
@@ -399,11 +458,6 @@ class IndexSequencer:
                 break
         return position
 
-    @staticmethod
-    def _collect(into: dict[tuple[int, int], HdfsEvent], events: Iterable[HdfsEvent],
-                 manifest: Manifest, position: Position) -> None:
-        # A message straddling a range's end is named by both ranges: each takes its own
-        # txids. Re-packed duplicates (a standby resending) have the same key: kept once.
-        for e in events:
-            if manifest.covers(e.txid) and position.before(e):
-                into[(e.txid, e.index)] = e
+
+def _event_key(e: HdfsEvent) -> tuple[int, int]:
+    return e.txid, e.index

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from hdfs_events.event import HdfsEvent
@@ -31,10 +31,11 @@ class MemoryLake:
             metadata: Mapping[str, str] | None = None) -> None:
         self.objects[key] = body
 
-    def events(self, keys: Sequence[str]) -> list[HdfsEvent]:
-        self.reads += len(keys)
-        return [HdfsEvent.from_dict(json.loads(line)) for key in keys
-                for line in gzip.decompress(self.objects[key]).splitlines() if line]
+    def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
+        for key in keys:
+            self.reads += 1
+            yield [HdfsEvent.from_dict(json.loads(line))
+                   for line in gzip.decompress(self.objects[key]).splitlines() if line]
 
     def quarantined(self) -> dict[str, dict[str, Any]]:
         return {k: json.loads(v) for k, v in self.objects.items() if k.startswith("quarantine/")}
