@@ -6,6 +6,7 @@ server on 127.0.0.1 through the standard AWS_ENDPOINT_URL variable, as a deploym
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,28 @@ def fake_aws_credentials() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_jvm_opens_s3a() -> Iterator[None]:
+    """Every Spark JVM this test process launches carries the S3A jars.
+
+    PySpark launches one JVM per process and reuses it for every later SparkSession, and jars
+    join the driver's classpath only at launch: a module whose session needs no S3A (a local
+    lake) must not leave a JVM that a later module's s3a:// session cannot use. Which module
+    comes first depends on the order pytest-xdist hands modules to a worker.
+    """
+    from glue_jobs.runtime import S3AJarsMissing, s3a_jars
+
+    saved = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    # Without `make hadoop` there are no jars: the S3A tests say so themselves.
+    with contextlib.suppress(S3AJarsMissing):
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--jars {','.join(s3a_jars())} pyspark-shell"
+    yield
+    if saved is None:
+        os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+    else:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,11 @@ def converter(inotify_messages) -> JavaBatchConverter:
     lambda: remote("org.apache.hadoop.ipc.RetriableException", "NameNode still not started"),
     lambda: remote("org.apache.hadoop.hdfs.server.namenode.SafeModeException",
                    "Name node is in safe mode"),
-], ids=["refused", "eof", "timeout", "reset", "standby", "starting", "safemode"])
+    lambda: remote("org.apache.hadoop.hdfs.server.namenode."
+                   "RedundantEditLogInputStream$PrematureEOFException",
+                   "got premature end-of-file at txid 129; expected file to go up to 132"),
+], ids=["refused", "eof", "timeout", "reset", "standby", "starting", "safemode",
+        "segment-cut-short"])
 def test_a_namenode_down_restarting_or_standing_by_is_waited_out(jvm, make):
     assert is_retriable(make())
 
