@@ -20,10 +20,15 @@ class Range:
 def ranges_of(manifests: Iterable[Manifest]) -> list[Range]:
     """The ranges of manifests in the order they were sent, each from all of its parts: every
     part present once, no message named twice within a range."""
+    # A range is (after, end, range id), as the consumer groups parts (lambdas/ingest/
+    # sequencer.py): the id digests the names only, so consecutive ranges naming the same
+    # messages (none, or one message straddling both ends) share it.
     out: list[Range] = []
     parts: dict[int, Manifest] = {}
     for m in manifests:
-        if parts and next(iter(parts.values())).range_id != m.range_id:
+        first = next(iter(parts.values()), None)
+        if first is not None and (first.after, first.end, first.range_id) != (
+                m.after, m.end, m.range_id):
             out.append(_whole(parts))
             parts = {}
         assert m.part not in parts, f"part {m.part} of range ({m.after}, {m.end}] sent twice"

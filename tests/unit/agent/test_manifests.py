@@ -126,6 +126,39 @@ def test_an_acknowledgement_of_a_manifest_not_outstanding_is_refused() -> None:
         builder.manifest_acknowledged(m)
 
 
+def test_consecutive_empty_ranges_share_a_range_id_and_are_still_two_ranges() -> None:
+    # The flaky chain check of test_pipeline_manifests (1 run in 3): txids 25..33 without
+    # events, cut at two checkpoint intervals, gave (24, 32] and (32, 33], both naming nothing.
+    builder = ManifestBuilder(C, after=24)
+    [first] = builder.due(32)
+    ack_all(builder, [first])
+    [second] = builder.due(33)
+    ack_all(builder, [second])
+    assert first.range_id == second.range_id and first.dedup_id != second.dedup_id
+    ranges = check_chain([first, second], {}, start=24, end=33)
+    assert [(r.after, r.end) for r in ranges] == [(24, 32), (32, 33)]
+
+
+def test_consecutive_ranges_naming_one_straddling_message_are_two_ranges() -> None:
+    builder = ManifestBuilder(C, after=31)
+    builder.acknowledged("a", 32, 33, txids=[32, 33])
+    [first] = builder.due(32)
+    ack_all(builder, [first])
+    [second] = builder.due(33)
+    assert first.messages == second.messages == ("a",) and first.range_id == second.range_id
+    ranges = check_chain([first, second], {"a": [32, 33]}, start=31, end=33)
+    assert [(r.after, r.end, r.messages) for r in ranges] == [
+        (31, 32, frozenset({"a"})), (32, 33, frozenset({"a"}))]
+
+
+def test_the_chain_check_refuses_a_part_sent_twice() -> None:
+    builder = ManifestBuilder(C, after=31)
+    builder.acknowledged("a", 32, 32)
+    [m] = builder.due(32)
+    with pytest.raises(AssertionError, match=r"part 0 of range \(31, 32\] sent twice"):
+        check_chain([m, m], {"a": [32]}, start=31, end=32)
+
+
 def test_a_manifest_message_carries_the_manifest_in_its_own_group() -> None:
     builder = ManifestBuilder(C, after=10)
     builder.acknowledged("prod-11.0-12.1-3", 11, 12)
