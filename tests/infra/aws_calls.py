@@ -139,7 +139,7 @@ TARGETS: dict[tuple[str, str], Target] = {
 TARGETS_BY_FUNCTION: dict[tuple[str, str, str], Target] = {
     # raw events read back by key, quarantined records written
     ("lambdas/ingest/lake_store.py", "put", "s3"): Target("lake", ("raw/", "quarantine/")),
-    ("lambdas/ingest/lake_store.py", "events", "s3"): RAW,
+    ("lambdas/ingest/lake_store.py", "_body", "s3"): RAW,
     # a redrive reads a quarantine record and deletes it once moved to quarantine/redriven/
     ("lambdas/ingest/lake_store.py", "read", "s3"): QUARANTINE_INGEST,
     ("lambdas/ingest/lake_store.py", "delete", "s3"): QUARANTINE_INGEST,
