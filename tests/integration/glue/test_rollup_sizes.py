@@ -155,12 +155,10 @@ def test_rm_into_the_trash_deletes_once_and_its_expunge_counts_nothing(spark):
              event(16, EventType.RENAME, f"{trash}/Current", dst_path=f"{trash}/261126120000"),
              event(17, EventType.UNLINK, f"{trash}/261126120000")]
     got, _ = rolled_up(spark, [], today)
-    # 2 files created under /data/p (100 + 200 = 300 bytes, net +2), deleted by the move of
-    # /data/p, which counts at its own prefix /data (2 files, 300 bytes, net -2). The
+    # 2 files created (100 + 200 = 300 bytes) and deleted by the move (300 bytes): net 0. The
     # checkpoint is no rename and the expunge no delete: /user/alice has nothing to report.
     assert_frames_equal(got, spark.createDataFrame(
-        [activity("/data/p", "alice", 2, 0, 0, 300, 0, 2, 0, 0, 0, 0),
-         activity("/data", "alice", 0, 2, 0, 0, 0, -2, 0, 0, 300, 0)], ACTIVITY_SCHEMA))
+        [activity("/data", "alice", 2, 2, 0, 300, 0, 0, 0, 0, 300, 0)], ACTIVITY_SCHEMA))
 
 
 def test_a_mass_delete_through_the_trash_is_flagged_with_its_root(spark):
