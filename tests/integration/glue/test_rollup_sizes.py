@@ -1,8 +1,8 @@
 """The activity rollups' byte and file figures, hand-checked: appends counted by what they add,
 overwrites and truncates as what they are, `rm -r` by the files under the directory, `-rm` into
 the trash as a delete (its expunge not again), and a mass delete through the trash. Each case
-rolls up its second day from every event of the first, or from the path state after it
-(glue_jobs.rollups.path_state) where that state is what carries the figure."""
+rolls up its second day from the path state after the first (glue_jobs.rollups.path_state),
+and again from every earlier event: both give the figures written out here."""
 
 from __future__ import annotations
 
@@ -66,8 +66,7 @@ def _measured(spark, earlier: list[HdfsEvent], today: list[HdfsEvent], *, with_s
     day13 = curated_frame(spark, [(e, DAY13) for e in earlier]).select(*INPUT_COLUMNS)
     day14 = curated_frame(spark, [(e, DAY14) for e in today]).select(*INPUT_COLUMNS)
     if with_state:
-        state = path_state(day13.transform(path_history), None, TRASH).cache()
-        known = day14
+        state, known = path_state(day13.transform(path_history), None, TRASH), day14
     else:
         state, known = None, day14.unionByName(day13.transform(path_history))
     facts, removed = file_facts(known, state, TRASH)
@@ -77,13 +76,19 @@ def _measured(spark, earlier: list[HdfsEvent], today: list[HdfsEvent], *, with_s
     return attributed.transform(file_sizes.measure_events(facts.cache(), removed, TRASH))
 
 
-def rolled_up(spark, earlier: list[HdfsEvent], today: list[HdfsEvent], *,
-              with_state: bool = False) -> tuple[DataFrame, DataFrame]:
-    """(activity_daily, mass_deletes) of day 14, from every event of day 13 or (with_state)
-    from the path state after it."""
-    events = _measured(spark, earlier, today, with_state=with_state).cache()
-    return (events.transform(daily_activity(SMALL)),
-            events.transform(mass_deletes(10, THRESHOLD, BYTES_THRESHOLD)))
+def rolled_up(spark, earlier: list[HdfsEvent], today: list[HdfsEvent]
+              ) -> tuple[DataFrame, DataFrame]:
+    """(activity_daily, mass_deletes) of day 14, from the path state after day 13; checked
+    equal to the same figures from every event of day 13."""
+    outs = []
+    for with_state in (True, False):
+        events = _measured(spark, earlier, today, with_state=with_state).cache()
+        outs.append((events.transform(daily_activity(SMALL)),
+                     events.transform(mass_deletes(10, THRESHOLD, BYTES_THRESHOLD))))
+    (activity, deletes), (full_activity, full_deletes) = outs
+    assert_frames_equal(activity, full_activity)
+    assert_frames_equal(deletes, full_deletes)
+    return activity, deletes
 
 
 #               created deleted renamed written small net overwritten replaced b_deleted truncated
@@ -96,7 +101,7 @@ def activity(prefix: str, owner: str, *figures: int) -> tuple:
 def test_an_append_of_one_byte_to_a_1000_byte_file_writes_one_byte(spark):
     got, _ = rolled_up(spark, written(1, "/a/b/log", 1000),
                        [event(10, EventType.APPEND, "/a/b/log", ts=None, new_block=False),
-                        close(11, "/a/b/log", 1001)], with_state=True)
+                        close(11, "/a/b/log", 1001)])
     # 1001 - 1000 = 1 byte written; no file created, none small (not a new file's CLOSE).
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 0, 0, 1, 0, 0, 0, 0, 0, 0)], ACTIVITY_SCHEMA))
@@ -138,7 +143,7 @@ def test_rm_r_of_a_directory_counts_the_files_the_path_state_holds_under_it(spar
                *written(2, "/a/b/d/x", 10), *written(4, "/a/b/d/sub/y", 20),
                *written(6, "/a/b/d/z", 30),
                *written(8, "/a/b/dd", 5)]  # beside d, not under it
-    got, _ = rolled_up(spark, earlier, [event(10, EventType.UNLINK, "/a/b/d")], with_state=True)
+    got, _ = rolled_up(spark, earlier, [event(10, EventType.UNLINK, "/a/b/d")])
     # One UNLINK, 3 files deleted, 10 + 20 + 30 = 60 bytes; net -3.
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 3, 0, 0, 0, -3, 0, 0, 60, 0)], ACTIVITY_SCHEMA))
