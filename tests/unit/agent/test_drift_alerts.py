@@ -15,29 +15,9 @@ from hdfs_events.drift_alert import DriftSummary, PathDrift, parse_alert
 from onprem_agent.commands.verify import check
 from onprem_agent.drift_alerts import DriftAlertSender, new_run
 from onprem_agent.verify import IndexedEntry
-from tests.unit.live.doubles import ListingDouble, dir_entry, file_entry
+from tests.unit.live.doubles import DictIndex, ListingDouble, dir_entry, file_entry, indexed
 
 C = "prod"
-
-
-class DictIndex:
-    def __init__(self, entries: list[IndexedEntry]) -> None:
-        self.entries = {e.path: e for e in entries}
-
-    def entry(self, cluster: str, path: str) -> IndexedEntry | None:
-        return self.entries.get(path)
-
-    def children(self, cluster: str, parent: str) -> list[IndexedEntry]:
-        prefix = parent.rstrip("/") + "/"
-        return [e for p, e in self.entries.items()
-                if p.startswith(prefix) and "/" not in p[len(prefix):]]
-
-
-def indexed(entry: Any, **changes: Any) -> IndexedEntry:
-    values = {"path": entry.path, "type": str(entry.inode_type),
-              "size": entry.size if str(entry.inode_type) == "FILE" else None,
-              "mtime": entry.mtime, "last_txid": 100}
-    return IndexedEntry(**(values | changes))
 
 
 @pytest.fixture

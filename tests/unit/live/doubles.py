@@ -19,6 +19,7 @@ import jpype
 from hdfs_events.event import INodeType
 from onprem_agent.live.snapshot import ListingPage, NamespaceEntry, name_order
 from onprem_agent.live.stream import StreamSource
+from onprem_agent.verify import IndexedEntry
 from tests.kit import java_events as je
 
 
@@ -135,3 +136,29 @@ def file_entry(path: str, size: int = 10, mtime: int = 5) -> NamespaceEntry:
 def dir_entry(path: str, mtime: int = 5) -> NamespaceEntry:
     return NamespaceEntry(path, INodeType.DIRECTORY, mtime=mtime, owner="etl",
                           group="hadoop", perms="0755")
+
+
+class DictIndex:
+    """The namespace index as verify reads it, from a list of entries (a double of
+    onprem_agent.verify.DynamoIndexReader)."""
+
+    def __init__(self, entries: list[IndexedEntry]) -> None:
+        self.entries = {e.path: e for e in entries}
+
+    def entry(self, cluster: str, path: str) -> IndexedEntry | None:
+        return self.entries.get(path)
+
+    def children(self, cluster: str, parent: str) -> list[IndexedEntry]:
+        """In DynamoDB's order of the sort key (the name's UTF-8 bytes, unsigned)."""
+        prefix = parent.rstrip("/") + "/"
+        return sorted((e for p, e in self.entries.items()
+                       if p.startswith(prefix) and "/" not in p[len(prefix):]),
+                      key=lambda e: e.path.rsplit("/", 1)[-1].encode())
+
+
+def indexed(entry: NamespaceEntry, **changes: Any) -> IndexedEntry:
+    """The index entry that agrees with `entry`, changed by `changes`."""
+    values = {"path": entry.path, "type": str(entry.inode_type),
+              "size": entry.size if str(entry.inode_type) == "FILE" else None,
+              "mtime": entry.mtime, "last_txid": 100}
+    return IndexedEntry(**(values | changes))

@@ -3,31 +3,9 @@
 from __future__ import annotations
 
 from onprem_agent.verify import Drift, IndexedEntry, verify_prefix
-from tests.unit.live.doubles import ListingDouble, dir_entry, file_entry
+from tests.unit.live.doubles import DictIndex, ListingDouble, dir_entry, file_entry, indexed
 
 C = "prod"
-
-
-class DictIndex:
-    def __init__(self, entries: list[IndexedEntry]) -> None:
-        self.entries = {e.path: e for e in entries}
-
-    def entry(self, cluster: str, path: str) -> IndexedEntry | None:
-        return self.entries.get(path)
-
-    def children(self, cluster: str, parent: str) -> list[IndexedEntry]:
-        """In DynamoDB's order of the sort key (the name's UTF-8 bytes, unsigned)."""
-        prefix = parent.rstrip("/") + "/"
-        return sorted((e for p, e in self.entries.items()
-                       if p.startswith(prefix) and "/" not in p[len(prefix):]),
-                      key=lambda e: e.path.rsplit("/", 1)[-1].encode())
-
-
-def indexed(entry, **changes) -> IndexedEntry:
-    values = {"path": entry.path, "type": str(entry.inode_type),
-              "size": entry.size if str(entry.inode_type) == "FILE" else None,
-              "mtime": entry.mtime, "last_txid": 100}
-    return IndexedEntry(**(values | changes))
 
 
 def test_planted_drift_is_found_with_the_txid_the_index_had_reached():
