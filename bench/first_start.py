@@ -208,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="files in the namespace, comma-separated; the first is the baseline")
     parser.add_argument("--code-tree", type=Path, default=REPO,
                         help="the copy of onprem_agent, hdfs_events and lambdas to run")
-    parser.add_argument("--timeout", type=float, default=3600,
+    # verify against a full 1M index through moto took ~45-70 min (~250-400 entries/s).
+    parser.add_argument("--timeout", type=float, default=2 * 3600,
                         help="seconds each agent command may take at one size")
     parser.add_argument("--index-max-files", type=int, default=1_000_000,
                         help="sizes up to this are indexed by the consumer through moto before "
