@@ -71,12 +71,10 @@ $(GLUE_RUNTIME)/.installed: constraints.txt | $(STAMP)
 	  $(CURDIR)/$(VENV)/lib/python3.11/site-packages/py4j-*.dist-info $(GLUE_RUNTIME)/site-packages/
 	touch $@
 
-# Both cores: pytest-xdist runs a test module per worker (--dist loadfile), so a module's one
-# NameNode, moto server and SparkSession stay in one process; the slowest tests are listed last.
-TEST_WORKERS ?= 2
+# The slowest tests are listed last: where the suite's time goes.
 test: $(STAMP) $(HADOOP_STAMP) .make/chromium $(LAMBDA_RUNTIME)/.installed \
   $(GLUE_RUNTIME)/.installed
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest tests --durations=25
 
 demo: $(STAMP) $(HADOOP_STAMP)
 	$(PY) -m demo
