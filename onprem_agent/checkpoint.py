@@ -10,8 +10,6 @@ atomically, or an item in the agent-state DynamoDB table for agents that move be
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import deque
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hdfs_events.names import STATE_ITEM_CHECKPOINT, STATE_PK, STATE_SK
+from onprem_agent.atomic_file import replace_atomically
 from onprem_agent.config import AgentConfig
 
 
@@ -117,9 +116,8 @@ class CheckpointStore(Protocol):
 
 
 class FileCheckpointStore:
-    """A JSON file replaced atomically: write a temp file, fsync it, rename it over the old one,
-    fsync the directory. A crash at any point leaves the old or the new checkpoint, never a
-    torn one."""
+    """A JSON file replaced atomically (onprem_agent.atomic_file): a crash at any point leaves
+    the old or the new checkpoint, never a torn one."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -146,25 +144,8 @@ class FileCheckpointStore:
         if self._saved is not None and txid <= self._saved:
             return
         body = json.dumps({"txid": txid, "saved_at": _now_iso()}) + "\n"
-        directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                       dir=directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(body)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)  # makes the rename itself durable
-            finally:
-                os.close(dir_fd)
+            replace_atomically(self.path, body)
         except OSError as exc:
             raise CheckpointError(f"checkpoint file {self.path}: {exc.strerror}") from exc
         self._saved = txid

@@ -2,16 +2,16 @@
 line. Saved only after the object holding the lines before it was written, so a crash re-sends
 at most the last object (to the same key: hdfs_events.names.audit_object_key).
 
-The file is replaced atomically (write, fsync, rename), as onprem_agent/checkpoint.py does.
+The file is replaced atomically (onprem_agent.atomic_file), as the agent's checkpoint is.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from onprem_agent.atomic_file import replace_atomically
 
 
 class PositionError(RuntimeError):
@@ -36,14 +36,8 @@ def load_position(path: Path) -> TailPosition | None:
 
 
 def save_position(path: Path, position: TailPosition) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"file_id": position.file_id, "offset": position.offset}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        replace_atomically(path, json.dumps({"file_id": position.file_id,
+                                             "offset": position.offset}))
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise PositionError(f"{path}: cannot save the audit position: {exc}") from exc
