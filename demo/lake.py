@@ -149,7 +149,7 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
         by_dir[row["prefix"]] += max(int(row.get("bytes_written") or 0), 0)
     mass = [(f"{r['scope']} {r['subject']}",
              f"{r['window_start']:%H:%M}-{r['window_end']:%H:%M}" if hasattr(r["window_start"], "strftime")
-             else str(r["window_start"]), int(r["unlinks"]))
+             else str(r["window_start"]), int(r["files_removed"]))
             for r in _rows(lake, "mass_deletes")]
     reasons = [m.get("reason", "?") for m in quarantined_messages(lake)]
     return DemoReport(

@@ -25,7 +25,7 @@ class DemoReport:
     lag_ms: Sequence[float]  # per message: SQS send -> lake object written
     activity: list[tuple[str, int]]  # (minute label, events) in time order
     top_dirs_by_bytes: list[tuple[str, int]]
-    mass_deletes: list[tuple[str, str, int]]  # (who/prefix, window, unlinks)
+    mass_deletes: list[tuple[str, str, int]]  # (who/prefix, window, files removed)
     log_lines: list[str]
     figures: dict[str, str] = field(default_factory=dict)  # extra label -> value lines
     source_name: str = "the source"  # where the events the lake must equal come from
@@ -72,7 +72,8 @@ def text_summary(r: DemoReport) -> str:
     lines += [f"  {d:<40}{_bytes(b):>12}" for d, b in r.top_dirs_by_bytes[:5]]
     if r.mass_deletes:
         lines += ["", "Mass deletes detected:"]
-        lines += [f"  {who:<30}{window:<22}{n:>6} unlinks" for who, window, n in r.mass_deletes[:5]]
+        lines += [f"  {who:<30}{window:<22}{n:>6} files removed"
+                  for who, window, n in r.mass_deletes[:5]]
     if r.quarantine_reasons:
         lines += ["", "Quarantine reasons:"]
         lines += [f"  - {reason}" for reason in r.quarantine_reasons[:5]]

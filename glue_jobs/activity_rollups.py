@@ -12,6 +12,7 @@ glue_jobs.rollup_run.roll_up (what it writes is told there). Prints a JSON repor
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -19,6 +20,7 @@ from dataclasses import asdict
 from pyspark.sql import SparkSession
 
 from glue_jobs.catalog import catalog_for
+from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN
 from glue_jobs.rollup_run import RollupSettings, roll_up
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import store_for
@@ -35,8 +37,12 @@ SPEC = (
     Arg("prefix_depth", "directory components that make a prefix", "2"),
     Arg("small_file_bytes", "a CLOSE under this size is a small file", "1048576"),
     Arg("mass_delete_window_minutes", "tumbling window of the mass-delete detector", "10"),
-    Arg("mass_delete_threshold", "UNLINKs per owner or prefix per window that raise a flag",
-        "1000"),
+    Arg("mass_delete_threshold", "files removed (by UNLINKs and moves into the trash) per owner "
+        "or prefix per window that raise a flag", "1000"),
+    Arg("mass_delete_bytes_threshold", "bytes removed per owner or prefix per window that "
+        "raise a flag", str(1 << 40)),
+    Arg("trash_pattern", "regular expression of the paths in a trash: a RENAME into one is a "
+        "delete", DEFAULT_TRASH_PATTERN),
     Arg("catalog_database", "Glue database of the events table; empty: the lake's JSON catalog",
         ""),
     Arg("catalog_table", "Glue table of the curated events", "events"),
@@ -51,9 +57,20 @@ def settings_from(args: dict[str, str]) -> RollupSettings:
             small_file_bytes=int(args["small_file_bytes"]),
             window_minutes=int(args["mass_delete_window_minutes"]),
             threshold=int(args["mass_delete_threshold"]),
+            bytes_threshold=int(args["mass_delete_bytes_threshold"]),
+            trash_pattern=_pattern(args["trash_pattern"]),
         )
     except ValueError as exc:
         raise SystemExit(f"{JOB_NAME}: bad numeric argument: {exc}") from None
+
+
+def _pattern(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise SystemExit(f"{JOB_NAME}: --trash_pattern must be a regular expression: {exc}") \
+            from None
+    return text
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:

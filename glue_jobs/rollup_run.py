@@ -23,11 +23,17 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import rollup_days, rollups
+from glue_jobs import file_sizes, rollup_days, rollups
 from glue_jobs.catalog import PartitionCatalog
 from glue_jobs.curated_io import read_curated
 from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX, new_run_id
 from glue_jobs.storage import LakeStore
+
+# The file-size transforms join the events to their own facts a dozen times; Catalyst's
+# constraint propagation over that plan ran for minutes before the first task (its inferred
+# filters add nothing here: every join is on equal keys). Spark's own doc of the key warns of
+# this cost for plans with many predicates and aliases.
+OPTIMIZER_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,9 @@ class RollupSettings:
     prefix_depth: int = 2
     small_file_bytes: int = 1_048_576
     window_minutes: int = 10
-    threshold: int = 1000
+    threshold: int = 1000  # files removed per owner or prefix per window
+    bytes_threshold: int = 1 << 40  # or bytes removed (1 TiB)
+    trash_pattern: str = file_sizes.DEFAULT_TRASH_PATTERN
 
     @property
     def by_hand(self) -> bool:
@@ -119,36 +127,57 @@ def _write_owner_state(state: DataFrame, store: LakeStore, through: str) -> tupl
 def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSettings,
                   pending_days: frozenset[str] = frozenset(), *, states: Sequence[str] = (),
                   state_root: str = "") -> RollupFrames:
+    for key, value in OPTIMIZER_CONF.items():
+        spark.conf.set(key, value)
     locations = catalog.locations()
     plan = rollup_days.plan(sorted({dt for _, dt in locations}), pending_days=pending_days,
                             from_dt=s.from_dt, to_dt=s.to_dt, window_minutes=s.window_minutes,
                             owner_states=states)
     recent = read_curated(spark, locations, plan.read_days).select(*rollups.INPUT_COLUMNS)
-    # Owners come from CREATEs (and SNAPSHOTs, OWNER changes, RENAMEs) of any earlier day too:
-    # the owner state after an earlier day holds them up to that day, so of the days between
-    # it and the first read only their owner-fact rows are read (of every earlier day without
-    # a state). The state's size is the number of paths, not of events or days.
-    state = (spark.read.parquet(state_root + rollup_days.owner_state_data(plan.owner_state))
+    # Owners come from CREATEs (and SNAPSHOTs, OWNER changes, RENAMEs) of any earlier day too,
+    # and sizes from their CLOSEs, TRUNCATEs, RENAMEs and UNLINKs: the path state after an
+    # earlier day holds them up to that day, so of the days between it and the first read only
+    # those rows are read (of every earlier day without a state). The state's size is the
+    # number of paths, not of events or days; it is read once, with its schema (a state written
+    # before it held files reads as one without them).
+    state = (spark.read.schema(rollups.STATE_SCHEMA)
+             .parquet(state_root + rollup_days.owner_state_data(plan.owner_state))
              if plan.owner_state else None)
     earlier = read_curated(spark, locations, plan.history_days).select(*rollups.INPUT_COLUMNS) \
-        .transform(rollups.owner_history)
-    events = (recent.transform(rollups.hadoop_events)
-              .transform(rollups.attribute_owners(recent.unionByName(earlier), state))
-              .transform(rollups.with_prefix(s.prefix_depth))
-              .persist(StorageLevel.MEMORY_AND_DISK))
+        .transform(rollups.path_history)
+    known = recent.unionByName(earlier)
+    facts, removed = rollups.file_facts(known, state, s.trash_pattern)
+    # Each filled by its own action before it is read twice (AQE would otherwise run two
+    # branches over one unfilled cache at once), and read as a cache: the plans below then
+    # hold it as one leaf, not its whole derivation once per use.
+    facts = _filled(facts)
+    attributed = _filled(recent.transform(rollups.hadoop_events)
+                         .transform(rollups.attribute_owners(known, state))
+                         .transform(rollups.with_prefix(s.prefix_depth)))
+    events = _filled(attributed.transform(
+        file_sizes.measure_events(facts, removed, s.trash_pattern)))
+    facts.unpersist()
+    attributed.unpersist()
     after = plan.write_state
     return RollupFrames(
         activity=events.where(F.col("dt").isin(*plan.days))
         .transform(rollups.daily_activity(s.small_file_bytes)),
-        mass_deletes=events.transform(rollups.mass_deletes(s.window_minutes, s.threshold))
+        mass_deletes=events.transform(rollups.mass_deletes(s.window_minutes, s.threshold,
+                                                           s.bytes_threshold))
         .where(F.col("dt").isin(*plan.mass_delete_days)),
         gaps=recent.where(F.col("dt").isin(*plan.days)).transform(rollups.daily_gaps),
         plan=plan,
         events=events,
-        owner_state=rollups.owner_state(
-            recent.where(F.col("dt") <= after).transform(rollups.owner_history)
-            .unionByName(earlier), state) if after else None,
+        owner_state=rollups.path_state(
+            recent.where(F.col("dt") <= after).transform(rollups.path_history)
+            .unionByName(earlier), state, s.trash_pattern) if after else None,
     )
+
+
+def _filled(df: DataFrame) -> DataFrame:
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    df.count()
+    return df
 
 
 def write_by_day(df: DataFrame, uri: str) -> None:

@@ -22,7 +22,9 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from glue_jobs import file_sizes
 from glue_jobs.schema import AGENT_RECORD_TYPES
 
 UNKNOWN_OWNER = "(unknown)"
@@ -36,12 +38,16 @@ UPLOAD_SUFFIX = "._COPYING_"
 DISTCP_TEMPORARY = ".distcp.tmp."
 # Columns the rollups read from the curated table: Parquet reads only these.
 INPUT_COLUMNS = ("cluster", "txid", "index", "type", "path", "dst_path", "timestamp",
-                 "inode_type", "owner", "metadata_type", "size", "gap_end_txid", "dt")
+                 "inode_type", "owner", "metadata_type", "size", "overwrite", "gap_end_txid",
+                 "dt")
 ACTIVITY_COLUMNS = ("cluster", "prefix", "owner", "files_created", "files_deleted",
                     "files_renamed", "bytes_written", "small_files_created",
-                    "net_file_count_change", "dt")
+                    "net_file_count_change", "files_overwritten", "bytes_replaced",
+                    "bytes_deleted", "bytes_truncated", "dt")
+# `user`: who removed, from the NameNode's audit log (issue 31's audit join); null until then.
 MASS_DELETE_COLUMNS = ("cluster", "scope", "subject", "window_start", "window_end", "unlinks",
-                       "first_txid", "last_txid", "dt")
+                       "first_txid", "last_txid", "trash_moves", "files_removed",
+                       "bytes_removed", "root_path", "user", "dt")
 GAP_COLUMNS = ("cluster", "gaps", "lost_txids", "first_lost_txid", "last_lost_txid",
                "snapshot_records", "dt")
 
@@ -65,18 +71,28 @@ def _as_of(events: DataFrame, facts: DataFrame) -> DataFrame:
             .where(F.col("_fact") == 0).drop("_fact", "fact_owner", "fact_inode_type"))
 
 
-def owner_history(events: DataFrame) -> DataFrame:
-    """The rows attribute_owners reads from `history`: owner facts and RENAMEs. Of the days
-    before those rolled up, only these are needed."""
-    return events.where(_owner_fact().isNotNull() | (F.col("type") == "RENAME"))
+def path_history(events: DataFrame) -> DataFrame:
+    """The rows attribute_owners and file_facts read from `history`: owner facts, RENAMEs and
+    size facts and removals (CLOSE, TRUNCATE, UNLINK). Of the days before those rolled up,
+    only these are needed."""
+    return events.where(_owner_fact().isNotNull()
+                        | F.col("type").isin("RENAME", "CLOSE", "TRUNCATE", "UNLINK"))
 
 
-# The owner state (glue_jobs.rollup_days, "owner state"): per path and per kind of fact, the
-# latest fact of each column, with its (txid, index). Three kinds because attribution reads
-# three streams of facts: a rename hop takes the source's owner from DIRECT and UPLOADED facts
-# only (one hop: a MOVED fact must not be followed again), and an upload's end from DIRECT only.
-DIRECT, UPLOADED, MOVED = 0, 1, 2
-STATE_COLUMNS = ("cluster", "path", "kind", "txid", "index", "fact_owner", "fact_inode_type")
+# The path state (glue_jobs.rollup_days, "owner state"): per path and per kind of fact, the
+# latest fact of each column, with its (txid, index). Three kinds of owner facts because
+# attribution reads three streams of them: a rename hop takes the source's owner from DIRECT and
+# UPLOADED facts only (one hop: a MOVED fact must not be followed again), and an upload's end
+# from DIRECT only. FILES: the live files and their sizes (glue_jobs.file_sizes), one row each.
+DIRECT, UPLOADED, MOVED, FILES = 0, 1, 2, 3
+STATE_COLUMNS = ("cluster", "path", "kind", "txid", "index", "fact_owner", "fact_inode_type",
+                 "fact_size", "fact_opens")
+STATE_SCHEMA = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("path", T.StringType()),
+    T.StructField("kind", T.IntegerType()), T.StructField("txid", T.LongType()),
+    T.StructField("index", T.LongType()), T.StructField("fact_owner", T.StringType()),
+    T.StructField("fact_inode_type", T.StringType()), T.StructField("fact_size", T.LongType()),
+    T.StructField("fact_opens", T.BooleanType())])
 
 
 def _facts_of(df: DataFrame) -> DataFrame:
@@ -86,7 +102,9 @@ def _facts_of(df: DataFrame) -> DataFrame:
 
 
 def _state_facts(state: DataFrame | None, kind: int) -> DataFrame | None:
-    return None if state is None else state.where(F.col("kind") == kind).drop("kind")
+    if state is None:
+        return None
+    return state.where(F.col("kind") == kind).drop("kind", "fact_size", "fact_opens")
 
 
 def _union(facts: DataFrame, more: DataFrame | None) -> DataFrame:
@@ -148,12 +166,28 @@ def attribute_owners(history: DataFrame, state: DataFrame | None = None
     return transform
 
 
-def owner_state(history: DataFrame, state: DataFrame | None = None) -> DataFrame:
-    """The owner state after `history` (owner_history of the days after `state`'s, or of every
+def file_facts(history: DataFrame, state: DataFrame | None, trash_pattern: str
+               ) -> tuple[DataFrame, DataFrame]:
+    """(size facts, removals) of `history` (path_history of the days after `state`'s, with
+    every event rolled up) after the FILES rows of `state` (glue_jobs.file_sizes)."""
+    facts = file_sizes.size_facts(history)
+    if state is not None:
+        facts = facts.unionByName(
+            state.where(F.col("kind") == FILES).select(
+                "cluster", "path", "txid", "index", F.col("fact_size").alias("size"),
+                F.coalesce(F.col("fact_opens"), F.lit(False)).alias("opens")))
+    moved = file_sizes.moved_facts(history, facts, trash_pattern)
+    return facts.unionByName(moved), file_sizes.removals(history)
+
+
+def path_state(history: DataFrame, state: DataFrame | None = None,
+               trash_pattern: str = file_sizes.DEFAULT_TRASH_PATTERN) -> DataFrame:
+    """The path state after `history` (path_history of the days after `state`'s, or of every
     day when None): per (cluster, path, kind), the latest owner and the latest inode type, each
-    at its own (txid, index), as one row or two. Attributing later events against it gives what
-    attributing them against every earlier fact gives, as long as those events' txids follow
-    (a NameNode's txids follow its clock, and a day is its events' NameNode date)."""
+    at its own (txid, index), as one row or two; and per live file its size (kind FILES).
+    Attributing and measuring later events against it gives what doing so against every earlier
+    fact gives, as long as those events' txids follow (a NameNode's txids follow its clock, and
+    a day is its events' NameNode date)."""
     streams = _fact_streams(history, state, None)
 
     def latest(facts: DataFrame, kind: int, column: str) -> DataFrame:
@@ -166,10 +200,15 @@ def owner_state(history: DataFrame, state: DataFrame | None = None) -> DataFrame
 
     parts = [latest(facts, kind, column) for kind, facts in enumerate(streams)
              for column in ("fact_owner", "fact_inode_type")]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out.select(*STATE_COLUMNS)
+    facts, removed = file_facts(history, state, trash_pattern)
+    files = file_sizes.live_file_state(facts, removed).select(
+        "cluster", "path", F.lit(FILES).alias("kind"), "txid", "index",
+        F.lit(None).cast("string").alias("fact_owner"), F.lit("FILE").alias("fact_inode_type"),
+        F.col("size").alias("fact_size"), F.col("opens").alias("fact_opens"))
+    out = files
+    for part in parts:
+        out = out.unionByName(part, allowMissingColumns=True)
+    return out.select(*[F.col(f.name).cast(f.dataType) for f in STATE_SCHEMA.fields])
 
 
 def hadoop_events(events: DataFrame) -> DataFrame:
@@ -222,63 +261,76 @@ def ends_upload() -> Column:
 
 
 def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
-    """Attributed, prefixed events -> one row per (dt, cluster, prefix, owner):
+    """Attributed, prefixed, measured events (glue_jobs.file_sizes.measure_events) -> one row per
+    (dt, cluster, prefix, owner), the sums of the events' measures and:
 
-    - files_created: CREATE of a FILE
-    - files_deleted: UNLINK of a path not known to be a directory (inotify's UNLINK carries no
-      inode type, so an UNLINK of a path created before the lake counts as a file)
     - files_renamed: RENAME, counted at the source prefix, but for one that ends an upload
       (ends_upload: `x._COPYING_` -> `x`, DistCp's temporary file): its CREATE and CLOSE
-      already count it
-    - bytes_written: sum of CLOSE sizes; a CLOSE after a concat reports -1 and is left out
-    - small_files_created: CLOSE with 0 <= size < small_file_bytes
-    - net_file_count_change: files_created - files_deleted
+      already count it; and for moves into, out of or within the trash (deletes, restores,
+      checkpoints)
+    - small_files_created: a new file's first CLOSE under small_file_bytes
+    - net_file_count_change: the sum of each event's change to the number of files (a CREATE
+      that overwrites changes nothing; a RENAME onto a live file removes one)
     """
     def transform(events: DataFrame) -> DataFrame:
-        t, size = F.col("type"), F.col("size")
-        close_sized = (t == "CLOSE") & (size >= 0)
+        t = F.col("type")
 
         def count_if(cond: Column) -> Column:
             return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
-        created = count_if((t == "CREATE") & (F.col("inode_type") == "FILE"))
-        deleted = count_if((t == "UNLINK")
-                           & ~F.coalesce(F.col("known_inode_type") == "DIRECTORY", F.lit(False)))
+        def total(column: str) -> Column:
+            return F.coalesce(F.sum(column), F.lit(0)).cast("long").alias(column)
+
+        moves = (t == "RENAME") & ~ends_upload() & ~F.col("trash_move")
+        small = F.col("closes_new_file") & (F.col("size") < small_file_bytes)
+        figures = ("files_created", "files_deleted", "files_renamed", "bytes_written",
+                   "small_files_created", "files_overwritten", "bytes_replaced",
+                   "bytes_deleted", "bytes_truncated")
         return (events.groupBy("dt", "cluster", "prefix", "owner").agg(
-            created.alias("files_created"),
-            deleted.alias("files_deleted"),
-            count_if((t == "RENAME") & ~ends_upload()).alias("files_renamed"),
-            F.coalesce(F.sum(F.when(close_sized, size)), F.lit(0)).cast("long")
-            .alias("bytes_written"),
-            count_if(close_sized & (size < small_file_bytes)).alias("small_files_created"))
-            .withColumn("net_file_count_change", F.col("files_created") - F.col("files_deleted"))
+            total("files_created"), total("files_deleted"),
+            count_if(moves).alias("files_renamed"),
+            total("bytes_written"), count_if(small).alias("small_files_created"),
+            total("file_delta").alias("net_file_count_change"),
+            total("files_overwritten"), total("bytes_replaced"), total("bytes_deleted"),
+            total("bytes_truncated"))
             # Groups of only METADATA or APPEND events have nothing to report.
-            .where((F.col("files_created") + F.col("files_deleted") + F.col("files_renamed")
-                    + F.col("bytes_written") + F.col("small_files_created")) > 0)
+            .where(sum((F.col(c) for c in figures), F.lit(0)) > 0)
             .select(*ACTIVITY_COLUMNS))
     return transform
 
 
-def mass_deletes(window_minutes: int, threshold: int) -> Callable[[DataFrame], DataFrame]:
-    """Attributed, prefixed events -> one row per (scope, subject, window) with at least
-    `threshold` UNLINKs in a tumbling window of `window_minutes` (NameNode time, UTC); scope
-    "owner" (subject: the owner) or "prefix" (subject: the directory prefix)."""
+def mass_deletes(window_minutes: int, threshold: int, bytes_threshold: int
+                 ) -> Callable[[DataFrame], DataFrame]:
+    """Attributed, prefixed, measured events -> one row per (scope, subject, window) whose
+    deletes (UNLINKs outside the trash and moves into it) removed at least `threshold` files or
+    `bytes_threshold` bytes in a tumbling window of `window_minutes` (NameNode time, UTC);
+    scope "owner" (subject: the owner) or "prefix" (subject: the directory prefix). root_path:
+    the path of the delete that removed the most files (the earliest of equals)."""
     def transform(events: DataFrame) -> DataFrame:
-        unlinks = (events.where((F.col("type") == "UNLINK") & F.col("timestamp").isNotNull())
+        deletes = (events.where(F.col("deletes") & F.col("timestamp").isNotNull())
                    .withColumn("_w", F.window(F.timestamp_millis("timestamp"),
                                               f"{window_minutes} minutes")))
         per_scope = [
-            unlinks.select(F.lit(scope).alias("scope"), F.col(col).alias("subject"), "cluster",
-                           "_w", "txid")
+            deletes.select(F.lit(scope).alias("scope"), F.col(col).alias("subject"), "cluster",
+                           "_w", "txid", "type", "path", "files_deleted", "bytes_deleted")
             for scope, col in (("owner", "owner"), ("prefix", "prefix"))
         ]
         both = per_scope[0].unionByName(per_scope[1])
+        biggest = F.struct("files_deleted", F.negate("txid"))
         return (both.groupBy("cluster", "scope", "subject", "_w").agg(
-            F.count(F.lit(1)).alias("unlinks"), F.min("txid").alias("first_txid"),
-            F.max("txid").alias("last_txid"))
-            .where(F.col("unlinks") >= threshold)
+            F.sum(F.when(F.col("type") == "UNLINK", 1).otherwise(0)).cast("long")
+            .alias("unlinks"),
+            F.min("txid").alias("first_txid"), F.max("txid").alias("last_txid"),
+            F.sum(F.when(F.col("type") == "RENAME", 1).otherwise(0)).cast("long")
+            .alias("trash_moves"),
+            F.sum("files_deleted").cast("long").alias("files_removed"),
+            F.sum("bytes_deleted").cast("long").alias("bytes_removed"),
+            F.max_by("path", biggest).alias("root_path"))
+            .where((F.col("files_removed") >= threshold)
+                   | (F.col("bytes_removed") >= bytes_threshold))
             .select("cluster", "scope", "subject",
                     F.col("_w.start").alias("window_start"), F.col("_w.end").alias("window_end"),
-                    "unlinks", "first_txid", "last_txid",
+                    "unlinks", "first_txid", "last_txid", "trash_moves", "files_removed",
+                    "bytes_removed", "root_path", F.lit(None).cast("string").alias("user"),
                     F.date_format(F.col("_w.start"), "yyyy-MM-dd").alias("dt")))
     return transform

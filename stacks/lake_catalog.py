@@ -84,14 +84,18 @@ def activity_columns() -> list[glue.Column]:
     return _columns(("cluster", s.STRING), ("prefix", s.STRING), ("owner", s.STRING),
                     ("files_created", s.BIG_INT), ("files_deleted", s.BIG_INT),
                     ("files_renamed", s.BIG_INT), ("bytes_written", s.BIG_INT),
-                    ("small_files_created", s.BIG_INT), ("net_file_count_change", s.BIG_INT))
+                    ("small_files_created", s.BIG_INT), ("net_file_count_change", s.BIG_INT),
+                    ("files_overwritten", s.BIG_INT), ("bytes_replaced", s.BIG_INT),
+                    ("bytes_deleted", s.BIG_INT), ("bytes_truncated", s.BIG_INT))
 
 
 def mass_delete_columns() -> list[glue.Column]:
     s = glue.Schema
     return _columns(("cluster", s.STRING), ("scope", s.STRING), ("subject", s.STRING),
                     ("window_start", s.TIMESTAMP), ("window_end", s.TIMESTAMP),
-                    ("unlinks", s.BIG_INT), ("first_txid", s.BIG_INT), ("last_txid", s.BIG_INT))
+                    ("unlinks", s.BIG_INT), ("first_txid", s.BIG_INT), ("last_txid", s.BIG_INT),
+                    ("trash_moves", s.BIG_INT), ("files_removed", s.BIG_INT),
+                    ("bytes_removed", s.BIG_INT), ("root_path", s.STRING), ("user", s.STRING))
 
 
 def gap_columns() -> list[glue.Column]:

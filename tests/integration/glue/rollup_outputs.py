@@ -3,6 +3,9 @@ them (dt the partition's string value)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -12,7 +15,8 @@ ACTIVITY_SCHEMA = T.StructType([
     T.StructField("owner", T.StringType()),
     *[T.StructField(n, T.LongType()) for n in (
         "files_created", "files_deleted", "files_renamed", "bytes_written",
-        "small_files_created", "net_file_count_change")],
+        "small_files_created", "net_file_count_change", "files_overwritten", "bytes_replaced",
+        "bytes_deleted", "bytes_truncated")],
     T.StructField("dt", T.StringType()),
 ])
 MASS_DELETE_SCHEMA = T.StructType([
@@ -20,6 +24,8 @@ MASS_DELETE_SCHEMA = T.StructType([
     T.StructField("subject", T.StringType()), T.StructField("window_start", T.TimestampType()),
     T.StructField("window_end", T.TimestampType()), T.StructField("unlinks", T.LongType()),
     T.StructField("first_txid", T.LongType()), T.StructField("last_txid", T.LongType()),
+    *[T.StructField(n, T.LongType()) for n in ("trash_moves", "files_removed", "bytes_removed")],
+    T.StructField("root_path", T.StringType()), T.StructField("user", T.StringType()),
     T.StructField("dt", T.StringType()),
 ])
 GAPS_SCHEMA = T.StructType([
@@ -34,3 +40,19 @@ def read_table(spark: SparkSession, uri: str, schema: T.StructType) -> DataFrame
     """A dt-partitioned output as Athena reads it: dt is the partition's string value."""
     return spark.read.parquet(uri).withColumn("dt", F.col("dt").cast("string")).select(
         *schema.fieldNames())
+
+
+@pytest.fixture(scope="module")
+def rollup_session(spark: SparkSession) -> Iterator[SparkSession]:
+    """The package's session configured as glue_jobs.rollup_run configures the job's."""
+    from glue_jobs.rollup_run import OPTIMIZER_CONF
+
+    saved = {key: spark.conf.get(key, None) for key in OPTIMIZER_CONF}
+    for key, value in OPTIMIZER_CONF.items():
+        spark.conf.set(key, value)
+    yield spark
+    for key, value in saved.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)

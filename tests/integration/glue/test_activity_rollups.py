@@ -68,14 +68,15 @@ EVENTS = [
     *[unlink(30 + i, f"/tmp/m/x{i}", DAY14_12H + i * 1000) for i in range(4)],
 ]
 
-#  prefix    owner        created deleted renamed bytes small net
+#  prefix    owner        created deleted renamed bytes small net overwritten replaced
+#                                                                  bytes_deleted truncated
 EXPECTED_DAY14 = [
-    ("/data/a", "alice",          2, 1, 0, 5500, 1, 1),
-    ("/data/a", "carol",          0, 1, 0, 0, 0, -1),
-    ("/data/a", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1),
-    ("/data/b", "bob",            1, 1, 1, 2000, 0, 0),
-    ("/data/x", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1),
-    ("/tmp/m", UNKNOWN_OWNER,     0, 4, 0, 0, 0, -4),
+    ("/data/a", "alice",          2, 1, 0, 5500, 1, 1, 0, 0, 0, 0),  # old.csv: never closed
+    ("/data/a", "carol",          0, 1, 0, 0, 0, -1, 0, 0, 5000, 0),  # f2's 5000 bytes
+    ("/data/a", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1, 0, 0, 0, 0),
+    ("/data/b", "bob",            1, 1, 1, 2000, 0, 0, 0, 0, 2000, 0),  # g1, after its move
+    ("/data/x", UNKNOWN_OWNER,    0, 1, 0, 0, 0, -1, 0, 0, 0, 0),
+    ("/tmp/m", UNKNOWN_OWNER,     0, 4, 0, 0, 0, -4, 0, 0, 0, 0),
 ]
 
 
@@ -96,19 +97,21 @@ def test_daily_activity_matches_the_hand_checked_figures(spark, rolled_up):
     got = read_table(spark, rolled_up.spark_uri(ACTIVITY_PREFIX), ACTIVITY_SCHEMA)
     expected = spark.createDataFrame(
         [(C, *row, "2015-01-14") for row in EXPECTED_DAY14]
-        + [(C, "/data/a", "alice", 1, 0, 0, 0, 0, 1, "2015-01-13")], ACTIVITY_SCHEMA)
+        + [(C, "/data/a", "alice", 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, "2015-01-13")],
+        ACTIVITY_SCHEMA)
     assert_frames_equal(got, expected)
 
 
 def test_mass_delete_windows_over_the_threshold_are_flagged(spark, rolled_up):
     got = read_table(spark, rolled_up.spark_uri(MASS_DELETE_PREFIX), MASS_DELETE_SCHEMA)
     start, end = datetime(2015, 1, 14, 12, 0), datetime(2015, 1, 14, 12, 10)
-    ten, ten_ten = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
+    # /data/a between 10:00 and 10:10: 4 UNLINKs (tx 18, 21, 22, 24) but 1 + 0 (an empty
+    # directory) + 1 + 1 = 3 files removed: under the threshold of 4.
     expected = spark.createDataFrame([
-        # /data/a between 10:00 and 10:10: tx 18, 21 (the directory), 22 (concat source), 24.
-        (C, "prefix", "/data/a", ten, ten_ten, 4, 18, 24, "2015-01-14"),
-        (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, "2015-01-14"),
-        (C, "prefix", "/tmp/m", start, end, 4, 30, 33, "2015-01-14"),
+        (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None,
+         "2015-01-14"),
+        (C, "prefix", "/tmp/m", start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None,
+         "2015-01-14"),
     ], MASS_DELETE_SCHEMA)
     assert_frames_equal(got, expected)
 

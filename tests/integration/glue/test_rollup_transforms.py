@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from glue_jobs import file_sizes
 from glue_jobs.rollups import (
     INPUT_COLUMNS,
     UNKNOWN_OWNER,
     attribute_owners,
     daily_activity,
     daily_gaps,
+    file_facts,
     hadoop_events,
     mass_deletes,
-    owner_state,
+    path_state,
     with_prefix,
 )
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
-from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, GAPS_SCHEMA
+from tests.integration.glue.rollup_outputs import (
+    ACTIVITY_SCHEMA,
+    GAPS_SCHEMA,
+    MASS_DELETE_SCHEMA,
+    rollup_session,  # noqa: F401  (the fixture below)
+)
 
+pytestmark = pytest.mark.usefixtures("rollup_session")
 C = "c1"
 TS = 1_421_226_000_000  # 2015-01-14T09:00:00Z
 DAY13, DAY14 = "2015-01-13", "2015-01-14"
@@ -115,79 +124,89 @@ def test_with_prefix_keeps_the_first_directories_of_the_parent(spark):
         with_prefix(0)
 
 
-ATTRIBUTED = T.StructType([T.StructField(n, T.StringType()) for n in (
-    "dt", "cluster", "prefix", "owner", "type", "path", "dst_path", "inode_type",
-    "known_inode_type")] + [T.StructField("size", T.LongType())])
-
-
 def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(spark):
-    def row(type_: str, *, inode: str | None = None, known: str | None = None,
-            size: int | None = None, owner: str = "alice", prefix: str = "/a",
-            path: str = "/a/f", dst: str | None = None):
-        return (DAY14, C, prefix, owner, type_, path, dst, inode, known, size)
-
-    events = spark.createDataFrame([
-        row("CREATE", inode="FILE", known="FILE"),
-        row("CREATE", inode="DIRECTORY", known="DIRECTORY"),  # not a file
-        row("CLOSE", size=10),  # small
-        row("CLOSE", size=1000),
-        row("CLOSE", size=-1),  # after a concat: no size known
-        row("UNLINK", known="FILE"),
-        row("UNLINK"),  # created before the lake: counted as a file
-        row("UNLINK", known="DIRECTORY"),
-        row("RENAME", known="FILE", dst="/a/g"),
-        row("RENAME", known="FILE", path="/a/f._COPYING_.old", dst="/a/f"),  # not an upload
-        row("METADATA", owner="bob", prefix="/b"),  # nothing to report for bob
-        row("APPEND", owner="bob", prefix="/b"),
+    trash = file_sizes.DEFAULT_TRASH_PATTERN
+    events = _events(spark, *[(e, DAY14) for e in [
+        _create(1, "/a/f", "alice"), _event(2, EventType.CLOSE, "/a/f", size=10),  # small
+        _create(3, "/a/d", "alice", INodeType.DIRECTORY),  # not a file
+        _create(4, "/a/g", "alice"), _event(5, EventType.CLOSE, "/a/g", size=1000),
+        # A concat: APPEND g, UNLINK its source (created before the lake: one file of unknown
+        # owner), CLOSE g with -1 (no bytes known).
+        _event(6, EventType.APPEND, "/a/g", timestamp=None, new_block=False),
+        dataclasses.replace(_event(6, EventType.UNLINK, "/a/src"), index=1),
+        dataclasses.replace(_event(6, EventType.CLOSE, "/a/g", size=-1), index=2),
+        _event(7, EventType.UNLINK, "/a/d"),  # an empty directory: no file deleted
+        _event(8, EventType.RENAME, "/a/f", dst_path="/a/h"),
+        _event(9, EventType.UNLINK, "/x/old"),  # created before the lake: counted as a file
         # `hdfs dfs -put`: one file created of its CLOSE size; its rename is no user's rename.
-        row("CREATE", inode="FILE", known="FILE", owner="carol", path="/a/u._COPYING_"),
-        row("CLOSE", size=300, owner="carol", path="/a/u._COPYING_"),
-        row("RENAME", known="FILE", owner="carol", path="/a/u._COPYING_", dst="/a/u"),
+        _create(10, "/a/u._COPYING_", "carol"),
+        _event(11, EventType.CLOSE, "/a/u._COPYING_", size=300),
+        _event(12, EventType.RENAME, "/a/u._COPYING_", dst_path="/a/u"),
         # DistCp into /a/dc: its temporary file at the target root, renamed below it.
-        row("CREATE", inode="FILE", known="FILE", owner="carol", path="/a/dc/.distcp.tmp.m_0.1"),
-        row("CLOSE", size=200, owner="carol", path="/a/dc/.distcp.tmp.m_0.1"),
-        row("RENAME", known="FILE", owner="carol", path="/a/dc/.distcp.tmp.m_0.1",
-            dst="/a/dc/sub/v"),
-    ], ATTRIBUTED)
+        _create(13, "/a/dc/.distcp.tmp.m_0.1", "carol"),
+        _event(14, EventType.CLOSE, "/a/dc/.distcp.tmp.m_0.1", size=200),
+        _event(15, EventType.RENAME, "/a/dc/.distcp.tmp.m_0.1", dst_path="/a/dc/sub/v"),
+        _event(16, EventType.METADATA, "/b/x", timestamp=None,  # nothing to report for bob
+               metadata_type=MetadataType.OWNER, owner="bob", group="hadoop"),
+    ]])
+    facts, removed = file_facts(events, None, trash)
 
-    out = events.transform(daily_activity(small_file_bytes=100))
+    out = (events.transform(hadoop_events).transform(attribute_owners(events))
+           .transform(with_prefix(2)).transform(file_sizes.measure_events(facts, removed, trash))
+           .transform(daily_activity(small_file_bytes=100)))
 
-    expected = spark.createDataFrame([(C, "/a", "alice", 1, 2, 2, 1010, 1, -1, DAY14),
-                                      (C, "/a", "carol", 2, 0, 0, 500, 0, 2, DAY14)],
-                                     ACTIVITY_SCHEMA)
+    def row(prefix, owner, created, deleted, renamed, written, small, net):
+        return (C, prefix, owner, created, deleted, renamed, written, small, net, 0, 0, 0, 0,
+                DAY14)
+    expected = spark.createDataFrame([
+        # f and g; the rename of f; 10 + 1000 bytes; f's 10 < 100 is small
+        row("/a", "alice", 2, 0, 1, 1010, 1, 2),
+        row("/a", UNKNOWN_OWNER, 0, 1, 0, 0, 0, -1),
+        row("/x", UNKNOWN_OWNER, 0, 1, 0, 0, 0, -1),
+        row("/a", "carol", 1, 0, 0, 300, 0, 1),
+        row("/a/dc", "carol", 1, 0, 0, 200, 0, 1),
+    ], ACTIVITY_SCHEMA)
     assert_frames_equal(out, expected)
 
 
-UNLINKS = T.StructType([T.StructField("cluster", T.StringType()),
-                        T.StructField("type", T.StringType()),
-                        T.StructField("timestamp", T.LongType()),
-                        T.StructField("owner", T.StringType()),
-                        T.StructField("prefix", T.StringType()),
-                        T.StructField("txid", T.LongType())])
+MEASURED = T.StructType([T.StructField("cluster", T.StringType()),
+                         T.StructField("type", T.StringType()),
+                         T.StructField("timestamp", T.LongType()),
+                         T.StructField("owner", T.StringType()),
+                         T.StructField("prefix", T.StringType()),
+                         T.StructField("txid", T.LongType()),
+                         T.StructField("path", T.StringType()),
+                         T.StructField("deletes", T.BooleanType()),
+                         T.StructField("files_deleted", T.LongType()),
+                         T.StructField("bytes_deleted", T.LongType())])
 
 
-def test_mass_deletes_flag_owners_and_prefixes_at_the_threshold_within_a_window(spark):
+def test_mass_deletes_flag_files_or_bytes_removed_per_owner_and_prefix_within_a_window(spark):
     minute = 60_000
     ten = TS + 60 * minute  # 10:00 UTC, a window boundary
     events = spark.createDataFrame([
-        (C, "UNLINK", ten, "alice", "/a", 1),
-        (C, "UNLINK", ten + minute, "alice", "/a", 2),
-        (C, "UNLINK", ten + 10 * minute - 1, "alice", "/a", 3),
-        (C, "UNLINK", ten + 10 * minute, "alice", "/a", 4),  # the next window
-        (C, "UNLINK", ten + 2 * minute, "bob", "/a", 5),
-        (C, "UNLINK", ten + 3 * minute, "bob", "/a", 6),
-        (C, "CREATE", ten + 4 * minute, "bob", "/a", 7),  # not a delete
-        (C, "UNLINK", None, "bob", "/a", 8),  # no NameNode time: in no window
-    ], UNLINKS)
+        (C, "UNLINK", ten, "alice", "/a", 1, "/a/f1", True, 1, 10),
+        (C, "UNLINK", ten + minute, "alice", "/a", 2, "/a/f2", True, 1, 10),
+        (C, "UNLINK", ten + 10 * minute - 1, "alice", "/a", 3, "/a/f3", True, 1, 10),
+        (C, "UNLINK", ten + 10 * minute, "alice", "/a", 4, "/a/f4", True, 1, 10),  # next window
+        (C, "RENAME", ten + 2 * minute, "bob", "/b", 5, "/b/big", True, 1, 5000),  # to the trash
+        (C, "UNLINK", ten + 3 * minute, "bob", "/b", 6, "/b/empty", True, 0, 0),
+        (C, "CREATE", ten + 4 * minute, "bob", "/b", 7, "/b/new", False, 0, 0),  # not a delete
+        (C, "UNLINK", None, "bob", "/b", 8, "/b/f", True, 1, 0),  # no NameNode time: no window
+    ], MEASURED)
 
-    out = events.transform(mass_deletes(window_minutes=10, threshold=3))
+    out = events.transform(mass_deletes(window_minutes=10, threshold=3, bytes_threshold=1000))
 
-    flagged = [(r["scope"], r["subject"], r["start"], r["unlinks"], r["first_txid"],
-                r["last_txid"], r["dt"])
-               for r in out.select("*", F.date_format("window_start", "HH:mm").alias("start"))
-               .collect()]
-    assert sorted(flagged) == [("owner", "alice", "10:00", 3, 1, 3, DAY14),
-                               ("prefix", "/a", "10:00", 5, 1, 6, DAY14)]
+    w = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
+    expected = spark.createDataFrame([
+        # 3 files >= 3 (10 + 10 + 10 = 30 bytes); the earliest of equal deletes is the root
+        (C, "owner", "alice", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, DAY14),
+        (C, "prefix", "/a", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, DAY14),
+        # 1 file < 3, but 5000 + 0 bytes >= 1000: the move into the trash removed the most
+        (C, "owner", "bob", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, DAY14),
+        (C, "prefix", "/b", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, DAY14),
+    ], MASS_DELETE_SCHEMA)
+    assert_frames_equal(out, expected)
 
 
 def test_daily_gaps_give_lost_txids_and_snapshot_records_per_cluster_and_day(spark):
@@ -227,14 +246,14 @@ def test_attribute_owners_from_the_owner_state_equals_it_from_every_earlier_fact
         (_event(15, EventType.UNLINK, "/w/b"), DAY14))
     earlier, today = history.where(F.col("dt") == DAY13), history.where(F.col("dt") == DAY14)
 
-    state = owner_state(earlier)
+    state = path_state(earlier)
     out = today.transform(attribute_owners(today, state))
 
     assert_frames_equal(out, today.transform(attribute_owners(history)))
     assert sorted((r["txid"], r["owner"]) for r in out.collect()) == [
         (10, "carol"), (11, "bob"), (12, "bob"), (13, "dave"), (14, UNKNOWN_OWNER), (15, "dave")]
     # The state keeps the latest fact per path and kind, not every fact: /a/f's owner is
-    # carol's change, its inode type alice's CREATE.
+    # carol's change, its inode type alice's CREATE, its size (0, not closed) that CREATE's.
     assert sorted((r["kind"], r["txid"], r["fact_owner"], r["fact_inode_type"])
                   for r in state.where("path = '/a/f'").collect()) == [
-        (0, 1, None, "FILE"), (0, 2, "carol", None)]
+        (0, 1, None, "FILE"), (0, 2, "carol", None), (3, 1, None, "FILE")]

@@ -30,10 +30,12 @@ from typing import Any
 import boto3
 import pytest
 
+from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN, measure_events
 from glue_jobs.rollups import (
     UNKNOWN_OWNER,
     attribute_owners,
     daily_activity,
+    file_facts,
     hadoop_events,
     with_prefix,
 )
@@ -290,8 +292,11 @@ def activity(uploaded, spark) -> dict[str, dict[tuple[str, str], dict[str, int]]
             row[key] = None if row[key] is None else str(row[key].value)
         rows.append(row)
     curated = spark.createDataFrame(rows, curated_schema())
+    facts, removed = file_facts(curated, None, DEFAULT_TRASH_PATTERN)
     out = (curated.transform(hadoop_events).transform(attribute_owners(curated))
-           .transform(with_prefix(PREFIX_DEPTH)).transform(daily_activity(1_048_576)))
+           .transform(with_prefix(PREFIX_DEPTH))
+           .transform(measure_events(facts, removed, DEFAULT_TRASH_PATTERN))
+           .transform(daily_activity(1_048_576)))
     days: dict[str, dict[tuple[str, str], dict[str, int]]] = {PUTS_DAY: {}, LATER_DAY: {}}
     for r in out.collect():
         days[r["dt"]][(r["prefix"], r["owner"])] = r.asDict()
