@@ -9,6 +9,11 @@ curated/_state/compact_events/raw/cluster=<c>/dt=<d>.json         compaction wat
 curated/_state/activity_rollups/pending/run=<id>/days.json         days compaction marked
 curated/_state/activity_rollups/owners/through=<d>/               owner state after day d
 quarantine/glue/compact_events/...                               what compaction refused
+raw-audit/cluster=<c>/dt=<d>/hour=<HH>/<host>-<file id>-<offset>.jsonl.gz   the agent's audit run
+curated/audit/cluster=<c>/dt=<d>/run=<run id>/part-*.parquet     compact_audit, one run each
+curated/_catalog/audit.json                                     local partition catalog (audit)
+curated/_state/compact_audit/raw-audit/cluster=<c>/dt=<d>.json   audit compaction watermark
+quarantine/glue/compact_audit/...                                what the audit compaction refused
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
+from hdfs_events.names import AUDIT_RAW_PREFIX, CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
 
 EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
@@ -42,6 +47,17 @@ RAW_KEY = re.compile(
 )
 # The names RAW_KEY accepts, as a Hadoop glob (Spark's pathGlobFilter).
 RAW_OBJECT_GLOB = "*.jsonl.gz"
+# The audit table (glue_jobs/compact_audit.py, glue_jobs/audit_schema.py).
+AUDIT_TABLE = "audit"
+AUDIT_PREFIX = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
+AUDIT_LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{AUDIT_TABLE}.json"
+AUDIT_STATE_PREFIX = f"{CURATED_PREFIX}_state/compact_audit/raw-audit/"
+QUARANTINE_AUDIT_PREFIX = f"{QUARANTINE_PREFIX}glue/compact_audit/"
+AUDIT_RAW_KEY = re.compile(
+    re.escape(AUDIT_RAW_PREFIX)
+    + r"cluster=(?P<cluster>[^/]+)/dt=(?P<dt>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})/"
+    r"(?P<name>[^/]+\.jsonl\.gz)"
+)
 RUN_ID = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-[0-9a-f]{8}")
 
 
@@ -101,3 +117,21 @@ def owner_state_prefix(through: str) -> str:
     """The owner state after day `through` (glue_jobs.rollup_days): Spark's files under
     data/, then commit/done.json, written last."""
     return f"{OWNER_STATE_PREFIX}through={through}/"
+
+
+def parse_audit_raw_key(key: str) -> RawKey | None:
+    """An audit object's key (hdfs_events.names.audit_object_key) as the watermark tracks it."""
+    m = AUDIT_RAW_KEY.fullmatch(key)
+    return None if m is None else RawKey(m["cluster"], m["dt"], m["hour"], m["name"])
+
+
+def audit_partition_prefix(cluster: str, dt: str) -> str:
+    return f"{AUDIT_PREFIX}cluster={cluster}/dt={dt}/"
+
+
+def audit_run_prefix(cluster: str, dt: str, run_id: str) -> str:
+    return f"{audit_partition_prefix(cluster, dt)}run={run_id}/"
+
+
+def audit_state_key(cluster: str, dt: str) -> str:
+    return f"{AUDIT_STATE_PREFIX}cluster={cluster}/dt={dt}.json"
