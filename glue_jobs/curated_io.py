@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from urllib.parse import unquote
 
@@ -104,13 +104,14 @@ def stored_bytes(store: LakeStore, locations: Iterable[str]) -> int:
 
 def remove_superseded_runs(store: LakeStore, partitions: Iterable[PartitionKey],
                            current: Mapping[PartitionKey, str], now: datetime,
-                           retain: timedelta) -> int:
+                           retain: timedelta,
+                           prefix_of: Callable[[str, str], str] = partition_prefix) -> int:
     """Deletes run prefixes of these partitions that the catalog no longer names and that
     started more than `retain` ago (a reader that listed the old location before the switch
     can still finish its query). Failed runs' leftovers go the same way."""
     removed = 0
     for cluster, dt in partitions:
-        prefix = partition_prefix(cluster, dt)
+        prefix = prefix_of(cluster, dt)
         runs = {o.key[len(prefix):].split("/", 1)[0] for o in store.list_objects(prefix)}
         keep = current.get((cluster, dt), "").rstrip("/").rsplit("/", 1)[-1]
         for run_dir in sorted(runs):

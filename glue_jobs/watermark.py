@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from glue_jobs.layout import STATE_PREFIX, RawKey, parse_raw_key, state_key
+from glue_jobs.layout import (
+    AUDIT_STATE_PREFIX,
+    STATE_PREFIX,
+    RawKey,
+    audit_state_key,
+    parse_audit_raw_key,
+    parse_raw_key,
+    state_key,
+)
 from glue_jobs.storage import LakeStore, ObjectInfo
 
 OUTCOME_COMPACTED = "compacted"
@@ -27,15 +35,27 @@ Members = dict[str, list]  # member -> [size, mtime_ms, outcome]
 
 
 @dataclass(frozen=True, slots=True)
+class Tracked:
+    """Which raw objects a watermark tracks (their key layout) and where its documents live."""
+    state_prefix: str
+    parse: Callable[[str], RawKey | None]
+    state_key: Callable[[str, str], str]
+
+
+RAW_EVENTS = Tracked(STATE_PREFIX, parse_raw_key, state_key)  # compact_events
+RAW_AUDIT = Tracked(AUDIT_STATE_PREFIX, parse_audit_raw_key, audit_state_key)  # compact_audit
+
+
+@dataclass(frozen=True, slots=True)
 class RawObject:
     info: ObjectInfo
     key: RawKey
 
 
-def load(store: LakeStore) -> dict[PartitionKey, Members]:
+def load(store: LakeStore, tracked: Tracked = RAW_EVENTS) -> dict[PartitionKey, Members]:
     docs: dict[PartitionKey, Members] = {}
-    for obj in store.list_objects(STATE_PREFIX):
-        rest = obj.key[len(STATE_PREFIX):]  # cluster=<c>/dt=<d>.json
+    for obj in store.list_objects(tracked.state_prefix):
+        rest = obj.key[len(tracked.state_prefix):]  # cluster=<c>/dt=<d>.json
         if not rest.endswith(".json"):
             continue
         cluster_part, _, dt_part = rest[:-len(".json")].partition("/")
@@ -46,13 +66,13 @@ def load(store: LakeStore) -> dict[PartitionKey, Members]:
     return docs
 
 
-def pending(listing: Iterable[ObjectInfo], known: Mapping[PartitionKey, Members]
-            ) -> tuple[list[RawObject], list[ObjectInfo]]:
+def pending(listing: Iterable[ObjectInfo], known: Mapping[PartitionKey, Members],
+            tracked: Tracked = RAW_EVENTS) -> tuple[list[RawObject], list[ObjectInfo]]:
     """(raw objects new or changed since their last run, objects outside the raw layout)."""
     todo: list[RawObject] = []
     strays: list[ObjectInfo] = []
     for info in listing:
-        key = parse_raw_key(info.key)
+        key = tracked.parse(info.key)
         if key is None:
             strays.append(info)
             continue
@@ -63,7 +83,7 @@ def pending(listing: Iterable[ObjectInfo], known: Mapping[PartitionKey, Members]
 
 
 def advance(store: LakeStore, known: Mapping[PartitionKey, Members],
-            outcomes: Mapping[str, tuple[RawObject, str]]) -> int:
+            outcomes: Mapping[str, tuple[RawObject, str]], tracked: Tracked = RAW_EVENTS) -> int:
     """Records each object's outcome (OUTCOME_COMPACTED or a quarantine reason); returns the
     number of state documents written."""
     by_partition: dict[PartitionKey, Members] = defaultdict(dict)
@@ -73,6 +93,6 @@ def advance(store: LakeStore, known: Mapping[PartitionKey, Members],
     for (cluster, dt), members in sorted(by_partition.items()):
         doc = dict(known.get((cluster, dt), {}))
         doc.update(members)
-        store.write_bytes(state_key(cluster, dt),
+        store.write_bytes(tracked.state_key(cluster, dt),
                           json.dumps(dict(sorted(doc.items())), separators=(",", ":")).encode())
     return len(by_partition)

@@ -64,6 +64,12 @@ class AnalyticsStack(Stack):
             data_format=glue.DataFormat.PARQUET, columns=catalog.gap_columns(),
             partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
             parameters=catalog.dt_location_template(f"{lake_uri}/{catalog.CURATED_GAPS}"))
+        # audit: registered partitions at run=<id>/ folders, as events (glue_jobs/compact_audit.py).
+        self.audit_table = glue.S3Table(
+            self, "AuditTable", table_name=catalog.AUDIT_TABLE, database=self.database,
+            description="NameNode audit records, one row per (cluster, host, file_id, offset)",
+            storage=in_lake, s3_prefix=catalog.CURATED_AUDIT, data_format=glue.DataFormat.PARQUET,
+            columns=catalog.audit_columns(), partition_keys=catalog.event_partition_keys())
 
         self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
                                 description="hdfs-events Glue job logs and bookmarks",
@@ -109,7 +115,8 @@ class AnalyticsStack(Stack):
         }
         # Plain names (not Ref tokens) so the monitoring stack reads them without an export.
         self.job_names = {"CompactEvents": f"{settings.prefix}-compact-events",
-                          "ActivityRollups": f"{settings.prefix}-activity-rollups"}
+                          "ActivityRollups": f"{settings.prefix}-activity-rollups",
+                          "CompactAudit": f"{settings.prefix}-compact-audit"}
         self.compact_job = glue.PySparkEtlJob(
             self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
@@ -138,11 +145,23 @@ class AnalyticsStack(Stack):
                 "--catalog_table": catalog.EVENTS_TABLE,
             }, **common)
 
+        self.compact_audit_job = glue.PySparkEtlJob(
+            self, "CompactAudit", job_name=self.job_names["CompactAudit"],
+            description="raw-audit/ JSON lines -> curated/audit Parquet, one row per audit line",
+            script=glue.Code.from_asset(str(glue_script("compact_audit"))),
+            default_arguments={
+                "--source": lake_uri,
+                "--target": lake_uri,
+                "--catalog_database": self.database.database_name,
+                "--catalog_table": catalog.AUDIT_TABLE,
+            }, **common)
+
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
                                       description="Compaction, then rollups", max_concurrent_runs=1)
         self.workflow.add_scheduled_trigger(
             "Schedule", schedule=glue.TriggerSchedule.expression(settings.glue_schedule),
-            start_on_creation=True, actions=[glue.Action.job(self.compact_job)])
+            start_on_creation=True,
+            actions=[glue.Action.job(self.compact_job), glue.Action.job(self.compact_audit_job)])
         self.workflow.add_conditional_trigger(
             "AfterCompaction", start_on_creation=True,
             predicate=glue.Predicate(conditions=[
@@ -171,6 +190,8 @@ class AnalyticsStack(Stack):
                   description="Glue Data Catalog database of the lake")
         CfnOutput(self, "CompactJobName", value=self.compact_job.job_name,
                   description="Glue job: raw/ -> curated/events")
+        CfnOutput(self, "CompactAuditJobName", value=self.compact_audit_job.job_name,
+                  description="Glue job: raw-audit/ -> curated/audit")
         CfnOutput(self, "RollupsJobName", value=self.rollups_job.job_name,
                   description="Glue job: curated/events -> rollups")
         CfnOutput(self, "GlueWorkflowName", value=self.workflow.workflow_name,
@@ -180,11 +201,11 @@ class AnalyticsStack(Stack):
 
     def _grant_job_calls(self, lake: s3.IBucket, lake_key: kms.IKey | None) -> None:
         """Exactly what the jobs call (tests/infra/aws_calls.py lists the calls): Spark and the
-        driver's boto3 list and read raw/, read and write curated/ (tables, watermarks, runs
-        they replace) and quarantine/glue/; compaction switches the events table's
-        partitions. Written out rather than CDK's grant_read_write, which adds object lock,
+        driver's boto3 list and read raw/ and raw-audit/, read and write curated/ (tables,
+        watermarks, runs they replace) and quarantine/glue/; the compactions switch the events
+        and audit tables' partitions. Written out rather than CDK's grant_read_write, which adds object lock,
         tagging, versions and bucket reads on every prefix."""
-        read = [names.RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE]
+        read = [names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE]
         write = [names.CURATED_PREFIX, GLUE_QUARANTINE]
         statements = [
             iam.PolicyStatement(sid="ListLake", actions=["s3:ListBucket"],
@@ -211,7 +232,7 @@ class AnalyticsStack(Stack):
                 "glue:BatchUpdatePartition"],
                 resources=[f"arn:{Aws.PARTITION}:glue:{Aws.REGION}:{Aws.ACCOUNT_ID}:catalog",
                            self.database.database_arn,
-                           self.events_table.table_arn]),
+                           self.events_table.table_arn, self.audit_table.table_arn]),
         ]
         if lake_key is not None:
             # S3 asks KMS as the caller: Decrypt to read, a data key to write.
@@ -231,7 +252,7 @@ class AnalyticsStack(Stack):
                     "scripts and library zip it uploads as assets (PySparkEtlJob), on the "
                     "asset bucket only")
         nag.ack_lake_prefixes(self.role, settings, [
-            names.RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE])
+            names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE])
         nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
                 "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
                 "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")

@@ -7,8 +7,11 @@ stops the synth, so catalog and contract cannot drift apart silently.
 
 from __future__ import annotations
 
+import typing
+
 from aws_cdk import aws_glue as glue
 
+from hdfs_events.audit import RECORD_FIELDS, AuditRecord
 from hdfs_events.event import FIELDS
 from hdfs_events.names import CURATED_PREFIX
 
@@ -21,6 +24,8 @@ CURATED_EVENTS = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
 CURATED_ACTIVITY = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
 CURATED_MASS_DELETES = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
 CURATED_GAPS = f"{CURATED_PREFIX}{GAPS_TABLE}/"
+AUDIT_TABLE = "audit"
+CURATED_AUDIT = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),
@@ -72,6 +77,27 @@ def event_columns() -> list[glue.Column]:
 def event_partition_keys() -> list[glue.Column]:
     return [glue.Column(name="cluster", type=glue.Schema.STRING),
             glue.Column(name="dt", type=glue.Schema.STRING, comment="YYYY-MM-DD (UTC)")]
+
+
+# The audit table (glue_jobs/audit_schema.py): the audit record's fields less the partition keys
+# and the two set only on a line the agent could not parse (the compaction quarantines those).
+AUDIT_UNPARSED_FIELDS = ("raw", "reason")
+_AUDIT_TYPES: dict[object, glue.Type] = {
+    str | None: glue.Schema.STRING, str: glue.Schema.STRING,
+    int | None: glue.Schema.BIG_INT, int: glue.Schema.BIG_INT,
+    bool | None: glue.Schema.BOOLEAN,
+}
+
+
+def audit_columns() -> list[glue.Column]:
+    """The record's fields (hdfs_events.audit.AuditRecord) in record order, less the partition
+    keys and the unparsed-line fields; a field of a type without a Glue type stops the synth."""
+    hints = typing.get_type_hints(AuditRecord)
+    unknown = [f for f in RECORD_FIELDS if hints[f] not in _AUDIT_TYPES]
+    if unknown:
+        raise KeyError(f"stacks/lake_catalog.py: no Glue type for audit field(s) {unknown}")
+    return [glue.Column(name=f, type=_AUDIT_TYPES[hints[f]]) for f in RECORD_FIELDS
+            if f not in EVENT_PARTITION_KEYS and f not in AUDIT_UNPARSED_FIELDS]
 
 
 def _columns(*spec: tuple[str, glue.Type]) -> list[glue.Column]:
@@ -151,6 +177,7 @@ def dt_location_template(table_uri: str) -> dict[str, str]:
 # literal (the lake's data is from fixed days), and history-of-one-path's example path a path of
 # the lake ("edit the path").
 HISTORY_EXAMPLE_PATH = "/user/alice/data/part-0000"
+DENIED_EXAMPLE_PATH = "/user/bob"
 _YESTERDAY = "CAST(current_date - INTERVAL '1' DAY AS varchar(10))"
 _LAST_7_DAYS = "CAST(current_date - INTERVAL '7' DAY AS varchar(10))"
 _LAST_30_DAYS = "CAST(current_date - INTERVAL '30' DAY AS varchar(10))"
@@ -185,4 +212,13 @@ NAMED_QUERIES: dict[str, tuple[str, str]] = {
         f"SELECT cluster, txid, index, type, path, dst_path, timestamp, size, owner, perms\n"
         f"FROM {EVENTS_TABLE}\nWHERE path = '{HISTORY_EXAMPLE_PATH}'"
         f" OR dst_path = '{HISTORY_EXAMPLE_PATH}'\nORDER BY cluster, txid, index"),
+    "denied-accesses-under-a-path": (
+        "Accesses the NameNode denied under one path (edit the path) in the last 7 days, by "
+        "user and command",
+        f"SELECT cluster, user, cmd, count(*) AS denials, count(DISTINCT src) AS paths,\n"
+        f"       min(time) AS first_time, max(time) AS last_time\n"
+        f"FROM {AUDIT_TABLE}\nWHERE dt >= {_LAST_7_DAYS} AND allowed = false\n"
+        f"  AND (src = '{DENIED_EXAMPLE_PATH}' OR src LIKE '{DENIED_EXAMPLE_PATH}/%'\n"
+        f"       OR dst = '{DENIED_EXAMPLE_PATH}' OR dst LIKE '{DENIED_EXAMPLE_PATH}/%')\n"
+        f"GROUP BY cluster, user, cmd\nORDER BY denials DESC, cluster, user, cmd"),
 }

@@ -121,9 +121,12 @@ class StorageStack(Stack):
 def _lake_lifecycle(settings: DeploySettings) -> list[s3.LifecycleRule]:
     # S3 lifecycle cannot see compaction; raw/ objects expire N days after they were written,
     # N being well past the hourly compaction (settings check N >= 2), so raw/ is gone only
-    # after curated/ holds it. Quarantine is evidence for operators: kept longer.
+    # after curated/ holds it. Quarantine is evidence for operators: kept longer. raw-audit/
+    # (no prefix of raw/'s) is compacted on the same schedule and kept as long.
     rules = [
         s3.LifecycleRule(id="expire-raw", prefix=names.RAW_PREFIX,
+                         expiration=Duration.days(settings.raw_expire_days)),
+        s3.LifecycleRule(id="expire-raw-audit", prefix=names.AUDIT_RAW_PREFIX,
                          expiration=Duration.days(settings.raw_expire_days)),
         s3.LifecycleRule(id="expire-quarantine", prefix=names.QUARANTINE_PREFIX,
                          expiration=Duration.days(settings.quarantine_expire_days)),

@@ -143,12 +143,15 @@ TARGETS_BY_FUNCTION: dict[tuple[str, str, str], Target] = {
     # a redrive reads a quarantine record and deletes it once moved to quarantine/redriven/
     ("lambdas/ingest/lake_store.py", "read", "s3"): QUARANTINE_INGEST,
     ("lambdas/ingest/lake_store.py", "delete", "s3"): QUARANTINE_INGEST,
-    # The jobs' driver-side I/O (glue_jobs/storage.py S3Store, rooted at the lake): compaction
-    # lists raw/ and reads a refused raw object back to quarantine it; watermarks, the
+    # The jobs' driver-side I/O (glue_jobs/storage.py S3Store, rooted at the lake): the
+    # compactions list raw/ (events) and raw-audit/ (audit) and read a refused raw object back
+    # to quarantine it; watermarks, the
     # compaction state and superseded runs live under curated/; refused input is copied
     # under quarantine/glue/.
-    ("glue_jobs/storage.py", "list_objects", "s3"): Target("lake", ("raw/", "curated/")),
-    ("glue_jobs/storage.py", "read_bytes", "s3"): Target("lake", ("raw/", "curated/")),
+    ("glue_jobs/storage.py", "list_objects", "s3"): Target("lake", ("raw/", "raw-audit/",
+                                                                    "curated/")),
+    ("glue_jobs/storage.py", "read_bytes", "s3"): Target("lake", ("raw/", "raw-audit/",
+                                                                  "curated/")),
     ("glue_jobs/storage.py", "write_bytes", "s3"): Target("lake", ("curated/",
                                                                    "quarantine/glue/")),
     ("glue_jobs/storage.py", "delete_prefix", "s3"): Target("lake", ("curated/",)),
@@ -162,6 +165,7 @@ SAME_NAME: dict[tuple[str, str], bool] = {
     # OutcomePublisher.publish (outcome.py), whose SNS call is counted there
     ("onprem_agent/copy_worker/worker.py", "publish"): False,
     # LakeStore.list_objects (storage.py), whose ListObjectsV2 is counted there
+    ("glue_jobs/audit_compaction.py", "list_objects"): False,
     ("glue_jobs/compaction_run.py", "list_objects"): False,
     ("glue_jobs/curated_io.py", "list_objects"): False,
     ("glue_jobs/rollup_days.py", "list_objects"): False,
@@ -182,12 +186,14 @@ JVM_CALLS: dict[str, tuple[Need, ...]] = {
         Need("s3:GetObject", EXPORTS, "distcp's S3A reads the source objects"),
     ),
     # Spark's S3 client in the jobs: compaction reads raw/ and writes curated/events (and
-    # quarantine/glue/), rollups read curated/events and rewrite their tables' days under
+    # quarantine/glue/), the audit compaction reads raw-audit/ and writes curated/audit,
+    # rollups read curated/events and rewrite their tables' days under
     # curated/. Each lists what it reads, reads, writes in parts and deletes a superseded run.
     "glue": tuple(
         Need(action, Target("lake", (prefix,)), f"Spark's S3 client on {prefix}")
         for prefix, actions in (
             ("raw/", ("s3:ListBucket", "s3:GetObject")),
+            ("raw-audit/", ("s3:ListBucket", "s3:GetObject")),
             ("curated/", ("s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject",
                           "s3:AbortMultipartUpload")),
             ("quarantine/glue/", ("s3:ListBucket", "s3:GetObject", "s3:PutObject",

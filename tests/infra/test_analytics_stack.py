@@ -29,7 +29,8 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
     for s, workers in ((dev, 2), (prod, 10)):
         jobs = _jobs(s)
         assert set(jobs) == {f"hdfs-events-{s.env}-compact-events",
-                             f"hdfs-events-{s.env}-activity-rollups"}
+                             f"hdfs-events-{s.env}-activity-rollups",
+                             f"hdfs-events-{s.env}-compact-audit"}
         for job in jobs.values():
             assert job["GlueVersion"] == "5.1"  # the CDK default would be 4.0
             assert job["Command"]["Name"] == "glueetl"
@@ -86,7 +87,7 @@ PSEUDO = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Pa
 def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
         deployed_env: Synthesized) -> None:
     tables = glue_tables(deployed_env.templates["Analytics"], PSEUDO)
-    assert set(tables) == {layout.EVENTS_TABLE, *ROLLUP_PREFIXES}
+    assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, *ROLLUP_PREFIXES}
     bucket = f"hdfs-events-{deployed_env.env}-lake-123456789012-eu-west-1"
     # events: registered by the compaction job (a partition's location is its latest run
     # folder), so no projection, which would make Athena ignore the registered locations.
@@ -96,6 +97,13 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
     (compact,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
                   if name.endswith("-compact-events")]
     assert compact["--catalog_table"] == layout.EVENTS_TABLE
+    # audit: registered by its own compaction job, as events.
+    audit = tables[layout.AUDIT_TABLE]
+    assert not audit.projected and "storage.location.template" not in audit.parameters
+    assert audit.location == f"s3://{bucket}/{layout.AUDIT_PREFIX}"
+    (compact_audit,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
+                        if name.endswith("-compact-audit")]
+    assert compact_audit["--catalog_table"] == layout.AUDIT_TABLE
     # The rollup tables: projected day by day, each day where the job's partitionBy("dt")
     # writes it, from before the oldest inotify edit log up to tomorrow.
     now = datetime(2026, 11, 26, 23, 30, tzinfo=UTC)
@@ -120,7 +128,10 @@ def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesize
     rollups = jobs[f"hdfs-events-{deployed_env.env}-activity-rollups"]
     assert by_type["SCHEDULED"]["Schedule"] == "cron(15 * * * ? *)"
     assert by_type["SCHEDULED"]["StartOnCreation"] is True
-    assert by_type["SCHEDULED"]["Actions"] == [{"JobName": {"Ref": compact}}]
+    audit = jobs[f"hdfs-events-{deployed_env.env}-compact-audit"]
+    # The audit compaction on the same schedule, beside the events' (neither reads the other).
+    assert by_type["SCHEDULED"]["Actions"] == [{"JobName": {"Ref": compact}},
+                                               {"JobName": {"Ref": audit}}]
     conditional = by_type["CONDITIONAL"]
     assert conditional["Predicate"]["Conditions"][0]["JobName"] == {"Ref": compact}
     assert conditional["Predicate"]["Conditions"][0]["State"] == "SUCCEEDED"
@@ -169,6 +180,19 @@ def test_saved_queries_on_projected_tables_bound_the_day() -> None:
         if any(f"FROM {table}\n" in sql for table in ROLLUP_PREFIXES):
             assert re.search(r"\bWHERE dt (=|>=) CAST\(current_date - INTERVAL '\d+' DAY AS "
                              r"varchar\(10\)\)", sql), name
+
+
+def test_audit_table_has_the_columns_the_audit_compaction_writes(
+        deployed_env: Synthesized) -> None:
+    from glue_jobs.audit_schema import AUDIT_FILE_SCHEMA
+
+    tables = {r["Properties"]["TableInput"]["Name"]: r["Properties"]["TableInput"]
+              for r in deployed_env.resources("Analytics", "AWS::Glue::Table").values()}
+    audit = tables[layout.AUDIT_TABLE]
+    columns = [(c["Name"], c["Type"]) for c in audit["StorageDescriptor"]["Columns"]]
+    assert columns == [(f.name, f.dataType.simpleString()) for f in AUDIT_FILE_SCHEMA.fields]
+    assert [k["Name"] for k in audit["PartitionKeys"]] == ["cluster", "dt"]
+    assert "Parquet" in audit["StorageDescriptor"]["InputFormat"]
 
 
 def test_glue_catalog_is_retained_in_prod(prod: Synthesized) -> None:

@@ -64,6 +64,8 @@ def test_lake_logs_access_and_expires_raw_before_quarantine(deployed_env: Synthe
     raw_days = rules[names.RAW_PREFIX]["ExpirationInDays"]
     assert raw_days >= 2
     assert rules[names.QUARANTINE_PREFIX]["ExpirationInDays"] > raw_days
+    # raw-audit/ is no prefix of raw/'s: its own rule, as long as raw/'s.
+    assert rules[names.AUDIT_RAW_PREFIX]["ExpirationInDays"] == raw_days
 
 
 def test_lake_is_versioned_in_prod_only(dev: Synthesized, prod: Synthesized) -> None:
