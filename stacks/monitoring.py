@@ -20,7 +20,7 @@ from stacks.ingest_function import SERVICE_NAME
 from stacks.onprem_principal import alert_statements, output_suffix
 from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
-from stacks.widgets import dashboard_rows
+from stacks.widgets import dashboard_rows, denied_access_total
 
 # The next txid range of a cluster has waited this long for its messages, for 3 periods: ~30
 # minutes in all. A failing message is retried max_receive_count (5) times, one visibility
@@ -35,6 +35,11 @@ APPLY_FAILURE_PERIODS, APPLY_FAILURE_DATAPOINTS = 3, 2
 # The sync's backlog stays above the threshold for this many 5-minute periods (its Minimum in
 # each: one big file copied in a burst is not a backlog).
 SYNC_BEHIND_PERIODS = 3
+
+# `audit run`'s lag stays above the threshold for this many 5-minute periods. Minimum in each:
+# with HA both NameNode hosts publish under the one cluster, and the standby's log, which holds
+# only the reads it served, can stay quiet for hours while the active's is current.
+AUDIT_LAG_PERIODS = 3
 
 # Fields the consumer logs on each event line (powertools puts extra keys at the top level).
 LOGS_QUERIES: dict[str, logs.QueryString] = {
@@ -329,6 +334,40 @@ class MonitoringStack(Stack):
                   "manifest was quarantined: see the consumer's 'index passed a range' log "
                   "line (Logs Insights query 'index-drain-problems') and the quarantined "
                   "manifest; repair with `hdfs-events-agent verify`")
+
+            # `audit run` on the NameNode hosts (onprem_agent/audit/metrics.py). No data is no
+            # audit shipper on that cluster (it is optional), never an alarm here; a dead one
+            # is its systemd unit's business (hdfs-events-audit.service).
+            alarm(f"denied-access-{cluster}", denied_access_total(cluster),
+                  threshold=settings.denied_access_alarm,
+                  description=f"The {cluster} NameNode denied more than "
+                  f"{settings.denied_access_alarm} accesses in 5 minutes (DeniedAccess, every "
+                  "command): a scan, or a job run as the wrong user. The dashboard's Audit row "
+                  "shows which commands and users; the lines (allowed=false) are in the lake "
+                  "under raw-audit/ (docs/agent.md, 'Audit log')")
+            alarm(f"audit-lag-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_AUDIT_LAG_SECONDS,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="Minimum", period=five_min),
+                  threshold=settings.audit_lag_alarm_seconds, periods=AUDIT_LAG_PERIODS,
+                  description=f"The newest audit line `audit run` shipped from the {cluster} "
+                  f"NameNodes is more than {settings.audit_lag_alarm_seconds} s old, for "
+                  f"{AUDIT_LAG_PERIODS * 5} minutes: its PutObject keeps failing (its "
+                  "'audit: PutObject ... failed' lines in `journalctl -u hdfs-events-audit`), "
+                  "or the cluster had no mutation, denial or read under read_paths that long "
+                  "(then raise audit_lag_alarm_seconds); see docs/agent.md, 'Audit log'")
+            alarm(f"audit-lines-unparsed-{cluster}",
+                  cw.Metric(namespace=names.METRICS_NAMESPACE,
+                            metric_name=names.METRIC_AUDIT_LINES_UNPARSED,
+                            dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                            statistic="Sum", period=five_min),
+                  threshold=settings.audit_lines_unparsed_alarm,
+                  description=f"More than {settings.audit_lines_unparsed_alarm} audit lines of "
+                  f"the {cluster} NameNodes did not parse in 5 minutes (AuditLinesUnparsed): "
+                  "they reach the lake with a reason and the compaction quarantines them, so "
+                  "their users attribute nothing. Usually [audit] time_format or timezone does "
+                  "not match the NameNode's log4j layout; see docs/agent.md, 'Audit log'")
 
         # A message whose group id names no cluster of this deployment (an agent with a
         # misspelt [cluster], a group id without one: the consumer counts those under

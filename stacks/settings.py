@@ -119,6 +119,20 @@ class DeploySettings:
     # this many hours (its timer runs daily, up to 1 h late, and a large walk takes hours).
     index_drift_alarm: int = 0
     index_drift_missing_hours: int = 30
+    # `audit run` (the NameNode's audit log, docs/agent.md). DeniedAccess summed over every
+    # command: more than this many denials in 5 minutes pages (a scanner, a job run as the
+    # wrong user). Tune it to the cluster's own background of denials (the dashboard's Audit
+    # row shows it); static rather than an anomaly band: a count that is mostly 0 trains a band
+    # of no width, and a new deployment has no history to train one on.
+    denied_access_alarm: int = 100
+    # AuditLagSeconds (now minus the NameNode time of the newest line shipped) above this for
+    # 15 minutes pages. It counts from the newest line *shipped* (a mutation, a denial, a read
+    # under read_paths): raise it for a cluster that can go this long without one.
+    audit_lag_alarm_seconds: int = 3600
+    # Audit lines that did not parse (AuditLinesUnparsed; shipped with a reason, unattributable)
+    # above this many in 5 minutes page: usually a time_format or log4j layout that does not
+    # match the NameNode's.
+    audit_lines_unparsed_alarm: int = 0
     alarm_email: str | None = None
 
     def sync_destinations_of(self, cluster: str) -> list[tuple[str, str]]:
@@ -244,6 +258,12 @@ def _validate(where: str, s: DeploySettings) -> None:
             raise SettingsError(f"{where}.sync_destinations: {exc}") from exc
     check(s.sync_bytes_pending_alarm >= 1, "sync_bytes_pending_alarm", "must be >= 1 (bytes)")
     check(s.index_drift_alarm >= 0, "index_drift_alarm", "must be >= 0 (entries)")
+    check(s.denied_access_alarm >= 0, "denied_access_alarm",
+          "must be >= 0 (denied accesses in 5 minutes)")
+    # `audit run` publishes AuditLagSeconds every metrics_interval_s (60 by default).
+    check(s.audit_lag_alarm_seconds >= 60, "audit_lag_alarm_seconds", "must be >= 60 (seconds)")
+    check(s.audit_lines_unparsed_alarm >= 0, "audit_lines_unparsed_alarm",
+          "must be >= 0 (lines in 5 minutes)")
     # Hourly periods: CloudWatch evaluates at most 7 days of them.
     check(1 <= s.index_drift_missing_hours <= 168, "index_drift_missing_hours",
           "must be 1..168 (CloudWatch evaluates at most 7 days)")

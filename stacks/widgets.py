@@ -1,5 +1,5 @@
 """The dashboard's rows: stream in, queue health, consumer, agents, gaps, namespace index, sync,
-Glue, lake."""
+audit, Glue, lake."""
 
 from __future__ import annotations
 
@@ -38,6 +38,28 @@ def _consumer(metric_name: str, cluster: str, statistic: str, **dims: str) -> cw
     return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
                      dimensions_map={names.DIMENSION_CLUSTER: cluster, **dims},
                      statistic=statistic, period=FIVE_MIN, label=cluster)
+
+
+def denied_access_total(cluster: str) -> cw.MathExpression:
+    """Every denial of a cluster, 5-minute sums. `audit run` sends DeniedAccess twice per
+    denial, by [Cluster, Command] and by [Cluster, User] (onprem_agent/audit/metrics.py), never
+    by [Cluster] alone: a metric on [Cluster] would match nothing, and both sets together would
+    count each denial twice. Commands are a bounded set, so their series add up to the total.
+    Cluster names are [A-Za-z0-9_.-] (hdfs_events/ids.py): nothing to escape in the quotes."""
+    return cw.MathExpression(
+        expression=f"SELECT SUM({names.METRIC_DENIED_ACCESS}) FROM SCHEMA("
+                   f"\"{names.METRICS_NAMESPACE}\", {names.DIMENSION_CLUSTER}, "
+                   f"{names.DIMENSION_COMMAND}) WHERE {names.DIMENSION_CLUSTER} = '{cluster}'",
+        label=f"{cluster} all commands", period=FIVE_MIN, using_metrics={})
+
+
+def _denied_by(dimension: str, cluster: str) -> cw.MathExpression:
+    """One series per value of `dimension` (a command, or one of the interval's top users)."""
+    return cw.MathExpression(
+        expression=f"SEARCH('{{{names.METRICS_NAMESPACE},{names.DIMENSION_CLUSTER},{dimension}}} "
+                   f"MetricName=\"{names.METRIC_DENIED_ACCESS}\" "
+                   f"{names.DIMENSION_CLUSTER}=\"{cluster}\"', 'Sum', 300)",
+        label=f"{cluster} ${{PROP('Dim.{dimension}')}}", period=FIVE_MIN, using_metrics={})
 
 
 def _glue(job_name: str, metric_name: str) -> cw.Metric:
@@ -156,6 +178,29 @@ def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: 
             cw.GraphWidget(title="Sync parked paths", width=6,
                            left=[_agent(names.METRIC_SYNC_PARKED, c, "Maximum")
                                  for c in clusters]),
+        ],
+        [  # `audit run` on the NameNode hosts (docs/agent.md, "Audit log")
+            cw.GraphWidget(title="Audit: denied accesses by command", width=6,
+                           left=[m for c in clusters for m in (
+                               denied_access_total(c),
+                               _denied_by(names.DIMENSION_COMMAND, c))],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=settings.denied_access_alarm,
+                               label="alarm (all commands)")]),
+            cw.GraphWidget(title="Audit: denied accesses by user (an interval's top 10, the "
+                                 "rest (other))", width=6,
+                           left=[_denied_by(names.DIMENSION_USER, c) for c in clusters]),
+            cw.GraphWidget(title="Audit lines shipped; unparsed (right)", width=6,
+                           left=[_agent(names.METRIC_AUDIT_LINES_SHIPPED, c, "Sum")
+                                 .with_(period=FIVE_MIN) for c in clusters],
+                           right=[_agent(names.METRIC_AUDIT_LINES_UNPARSED, c, "Sum")
+                                  .with_(period=FIVE_MIN, label=f"{c} unparsed")
+                                  for c in clusters]),
+            cw.GraphWidget(title="Audit lag (s, NameNode log -> lake)", width=6,
+                           left=[_agent(names.METRIC_AUDIT_LAG_SECONDS, c, "Minimum")
+                                 .with_(period=FIVE_MIN) for c in clusters],
+                           left_annotations=[cw.HorizontalAnnotation(
+                               value=settings.audit_lag_alarm_seconds, label="alarm")]),
         ],
         [
             cw.GraphWidget(title="Glue job outcome (runs)", width=width,

@@ -149,6 +149,8 @@ class AuditShipper:
                 return
             except Exception as exc:  # botocore raises many types; the lines wait in the log
                 log.warning("audit: PutObject %s failed (%s); again in %.0f s", key, exc, backoff)
+                # Still publish: the growing AuditLagSeconds is what the audit-lag alarm sees.
+                self._publish()
                 if self.stop.wait(backoff):
                     raise
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)

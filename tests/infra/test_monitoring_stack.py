@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +47,8 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
         "foreign-sender-prod", "index-bridged-ranges-prod", "sync-bytes-pending-prod",
         "quarantined-messages-prod", "index-skipped-messages-prod", "index-drift-prod",
-        "index-drift-missing-prod", "quarantined-messages-other-clusters"}
+        "index-drift-missing-prod", "quarantined-messages-other-clusters",
+        "denied-access-prod", "audit-lag-prod", "audit-lines-unparsed-prod"}
     for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
@@ -297,6 +302,151 @@ def test_verify_drift_above_the_threshold_alarms_and_a_verify_that_stopped_alarm
         assert "hdfs-events-verify.timer" in missing["AlarmDescription"]
 
 
+AUDIT_LOG = REPO / "tests" / "unit" / "contract" / "data" / "hdfs-audit.log"  # the kit's NameNode's
+
+
+class _CloudWatch:
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def put_metric_data(self, **call: object) -> None:
+        self.calls.append(call)
+
+
+def _published_by_audit_run(cluster: str, *, lag_s: float) -> tuple[dict, int]:
+    """The PutMetricData of `audit run`'s real counters and publisher after the NameNode's own
+    audit lines, two more denials (another user, another command) and a line that does not
+    parse, `lag_s` after the newest line; and how many denials that was."""
+    from hdfs_events.audit import LineSource, parse_line
+    from onprem_agent.audit.metrics import AuditCounters, AuditMetricsPublisher
+
+    lines = AUDIT_LOG.read_text().splitlines()
+    (denial,) = [line for line in lines if "allowed=false" in line]
+    lines += [denial.replace("ugi=alice", "ugi=mallory"), denial.replace("cmd=create", "cmd=open"),
+              "2026-11-26 12:31:15,001 INFO FSNamesystem.audit: not an audit message"]
+    records = [parse_line(line, cluster, LineSource("nn1", "f", i)) for i, line in enumerate(lines)]
+    counters = AuditCounters()
+    counters.count(records)
+    newest_s = max(r.time for r in records if r.time is not None) / 1000
+    cloudwatch = _CloudWatch()
+    AuditMetricsPublisher(cluster, counters, interval_s=60, client=cloudwatch,
+                          clock=lambda: newest_s + lag_s).put_now()
+    (call,) = cloudwatch.calls
+    return call, sum(r.allowed is False for r in records)
+
+
+def _datum(call: dict, metric: str) -> dict:
+    (datum,) = [d for d in call["MetricData"] if d["MetricName"] == metric]
+    return datum
+
+
+_INSIGHTS = re.compile(r'SELECT SUM\((\w+)\) FROM SCHEMA\("(\w+)", ([\w, ]+)\) '
+                       r"WHERE (\w+) = '([^']+)'")
+
+
+def _summed_by_query(expression: str, call: dict) -> list[dict]:
+    """The data of one PutMetricData a Metrics Insights SUM over SCHEMA(...) WHERE d = 'v'
+    adds up: same namespace and metric, exactly the schema's dimensions, the value matched."""
+    match = _INSIGHTS.fullmatch(expression)
+    assert match, expression
+    metric, namespace, schema, where, value = match.groups()
+    assert namespace == call["Namespace"]
+    return [d for d in call["MetricData"] if d["MetricName"] == metric
+            and {x["Name"] for x in d["Dimensions"]} == set(schema.split(", "))
+            and {"Name": where, "Value": value} in d["Dimensions"]]
+
+
+def test_audit_alarms_watch_exactly_what_audit_run_publishes(deployed_env: Synthesized,
+                                                              local: Synthesized) -> None:
+    settings = DeploySettings()
+    for env in (deployed_env, local):
+        cluster = {"dev": "dev", "prod": "prod", "local": "demo"}[env.env]  # cdk.json's clusters
+        call, denials = _published_by_audit_run(
+            cluster, lag_s=settings.audit_lag_alarm_seconds + 1)
+        alarms = _alarms(env)
+
+        denied = alarms[f"denied-access-{cluster}"]
+        (query,) = denied["Metrics"]
+        summed = _summed_by_query(query["Expression"], call)
+        # Each denial once: by command (create, open), not again by user.
+        assert denials == 3 and sum(d["Value"] for d in summed) == denials
+        assert {d["MetricName"] for d in summed} == {names.METRIC_DENIED_ACCESS}
+        assert len(summed) == 2
+        # A metric on [Cluster] alone would watch nothing: audit run never sends one.
+        assert not [d for d in call["MetricData"] if d["MetricName"] ==
+                    names.METRIC_DENIED_ACCESS and len(d["Dimensions"]) == 1]
+        assert (query["Period"], denied["EvaluationPeriods"], denied["Threshold"],
+                denied["ComparisonOperator"]) == (
+            300, 1, settings.denied_access_alarm, "GreaterThanThreshold")
+        # No audit shipper on a cluster is no data: never an alarm.
+        assert denied["TreatMissingData"] == "notBreaching"
+        assert "raw-audit/" in denied["AlarmDescription"]
+
+        for alarm_id, metric, statistic, periods, threshold in (
+                (f"audit-lag-{cluster}", names.METRIC_AUDIT_LAG_SECONDS, "Minimum", 3,
+                 settings.audit_lag_alarm_seconds),
+                (f"audit-lines-unparsed-{cluster}", names.METRIC_AUDIT_LINES_UNPARSED, "Sum", 1,
+                 settings.audit_lines_unparsed_alarm)):
+            alarm, datum = alarms[alarm_id], _datum(call, metric)
+            assert (alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"]) == (
+                call["Namespace"], datum["MetricName"], datum["Dimensions"])
+            assert alarm["Dimensions"] == _dimensions(cluster)
+            assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+                statistic, 300, periods)
+            assert (alarm["ComparisonOperator"], alarm["Threshold"]) == (
+                "GreaterThanThreshold", threshold)
+            assert alarm["TreatMissingData"] == "notBreaching"
+            # The lag one past the threshold and the one line that did not parse both breach.
+            assert datum["Value"] > alarm["Threshold"], alarm_id
+            assert "docs/agent.md" in alarm["AlarmDescription"]
+
+
+def test_a_put_object_that_keeps_failing_raises_the_lag_the_audit_lag_alarm_watches(
+        prod: Synthesized, tmp_path: Path) -> None:
+    from onprem_agent.audit.logfiles import AuditTailer, RotatingLog
+    from onprem_agent.audit.metrics import AuditCounters, AuditMetricsPublisher
+    from onprem_agent.audit.settings import AuditSettings
+    from onprem_agent.audit.shipper import AuditShipper
+
+    alarm = _alarms(prod)["audit-lag-prod"]
+    mutations = [line for line in AUDIT_LOG.read_text().splitlines() if "cmd=mkdirs" in line]
+    (tmp_path / "hdfs-audit.log").write_text("\n".join(mutations[:2]) + "\n")
+    settings = AuditSettings(log_dir=tmp_path, file="hdfs-audit.log", bucket="lake",
+                             host="nn1", state_file=tmp_path / "position.json", max_batch_lines=1)
+    stop = threading.Event()
+
+    class S3Down:
+        """Writes the first object; every PutObject after it fails (after botocore's retries)."""
+
+        def __init__(self) -> None:
+            self.puts = 0
+
+        def put(self, key: str, body: bytes) -> None:
+            self.puts += 1
+            if self.puts > 1:
+                stop.set()  # the test's end: the shipper raises instead of waiting to retry
+                raise ConnectionError("S3 unreachable")
+
+    first_line_s = datetime.strptime(mutations[0][:23], "%Y-%m-%d %H:%M:%S,%f").replace(
+        tzinfo=UTC).timestamp()
+    ticks = itertools.count()
+    # Each reading of the clock is 20 minutes later: three make the lag an hour.
+    clock = lambda: first_line_s + 1200 * next(ticks)  # noqa: E731
+    counters, cloudwatch = AuditCounters(), _CloudWatch()
+    publisher = AuditMetricsPublisher("prod", counters, interval_s=60, client=cloudwatch,
+                                      clock=clock)
+    shipper = AuditShipper("prod", settings, AuditTailer(RotatingLog(tmp_path, "hdfs-audit.log"),
+                                                         None),
+                           S3Down(), counters, stop, clock=clock, publish=publisher)
+    with pytest.raises(ConnectionError):
+        shipper.run()
+    *_, during = cloudwatch.calls  # published while the PutObject failed
+    assert _datum(during, names.METRIC_AUDIT_LINES_SHIPPED)["Value"] == 0
+    lag = _datum(during, names.METRIC_AUDIT_LAG_SECONDS)
+    assert (alarm["MetricName"], alarm["Dimensions"]) == (lag["MetricName"], lag["Dimensions"])
+    assert lag["Value"] > alarm["Threshold"]
+
+
 def _dashboard_widgets(s: Synthesized) -> list[dict]:
     """The dashboard body as JSON, CloudFormation tokens (the region) read as "TOKEN"."""
     (dashboard,) = s.resources("Monitoring", "AWS::CloudWatch::Dashboard").values()
@@ -335,6 +485,48 @@ def test_dashboard_has_a_sync_row_per_cluster(deployed_env: Synthesized) -> None
     assert len({w["y"] for w in widgets}) == 1  # one row
     (pending,) = [w for w in widgets if "bytes still to copy" in w["properties"]["title"]]
     assert pending["properties"]["annotations"]["horizontal"][0]["value"] == 10 * 2**30
+
+
+def test_dashboard_has_an_audit_row_over_the_dimensions_audit_run_sends(
+        deployed_env: Synthesized) -> None:
+    cluster = deployed_env.env
+    widgets = [w for w in _dashboard_widgets(deployed_env)
+               if w["properties"].get("title", "").startswith("Audit")]
+    assert len(widgets) == 4 and len({w["y"] for w in widgets}) == 1  # one row
+    call, denials = _published_by_audit_run(cluster, lag_s=10)
+    denied = [d for d in call["MetricData"] if d["MetricName"] == names.METRIC_DENIED_ACCESS]
+    searched: dict[str, float] = {}
+    shown = set()
+    for widget in widgets:
+        for metric in widget["properties"]["metrics"]:
+            if isinstance(metric[-1], dict) and "expression" in metric[-1]:
+                expression = metric[-1]["expression"]
+                if expression.startswith("SELECT"):
+                    total = sum(d["Value"] for d in _summed_by_query(expression, call))
+                    assert total == denials
+                    continue
+                match = re.fullmatch(r"SEARCH\('\{(\w+),(\w+),(\w+)\} MetricName=\"(\w+)\" "
+                                     r"(\w+)=\"([^\"]+)\"', 'Sum', 300\)", expression)
+                assert match, expression
+                namespace, *schema, metric_name, where, value = match.groups()
+                assert (namespace, where, value) == (call["Namespace"], schema[0], cluster)
+                # Every series the search finds is one audit run sends, and they add up to
+                # every denial once (by command, and again by user: two widgets).
+                found = [d for d in denied if [x["Name"] for x in d["Dimensions"]] == schema
+                         and d["Dimensions"][0]["Value"] == cluster]
+                searched[schema[1]] = sum(d["Value"] for d in found)
+                assert metric_name == names.METRIC_DENIED_ACCESS
+            else:
+                namespace, metric_name, dimension, value, options = metric
+                assert (namespace, dimension, value) == (
+                    call["Namespace"], names.DIMENSION_CLUSTER, cluster)
+                assert [{"Name": dimension, "Value": value}] == _datum(
+                    call, metric_name)["Dimensions"]
+                shown.add((metric_name, options["stat"]))
+    assert searched == {names.DIMENSION_COMMAND: denials, names.DIMENSION_USER: denials}
+    assert shown == {(names.METRIC_AUDIT_LINES_SHIPPED, "Sum"),
+                     (names.METRIC_AUDIT_LINES_UNPARSED, "Sum"),
+                     (names.METRIC_AUDIT_LAG_SECONDS, "Minimum")}
 
 
 def test_the_sync_lag_in_bytes_alarms_above_the_cdk_json_threshold_for_15_minutes(

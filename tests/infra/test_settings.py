@@ -65,6 +65,9 @@ def test_defaults_are_the_dev_settings() -> None:
     ({"sync_bytes_pending_alarm": 0}, "test.sync_bytes_pending_alarm: must be >= 1"),
     ({"index_drift_alarm": -1}, "test.index_drift_alarm: must be >= 0"),
     ({"index_drift_missing_hours": 169}, "test.index_drift_missing_hours: must be 1..168"),
+    ({"denied_access_alarm": -1}, "test.denied_access_alarm: must be >= 0"),
+    ({"audit_lag_alarm_seconds": 59}, "test.audit_lag_alarm_seconds: must be >= 60"),
+    ({"audit_lines_unparsed_alarm": -1}, "test.audit_lines_unparsed_alarm: must be >= 0"),
 ])
 def test_a_bad_setting_names_the_key_and_cdk_json(env: dict, message: str) -> None:
     with pytest.raises(SettingsError) as excinfo:
@@ -87,6 +90,16 @@ def test_sync_destinations_give_each_cluster_its_buckets_and_prefixes() -> None:
     assert settings.sync_destinations_of("dev") == [("d-1", "m/")]
     defaults = DeploySettings()
     assert defaults.sync_destinations == () and defaults.sync_bytes_pending_alarm == 10 * 2**30
+
+
+def test_audit_alarm_thresholds_default_and_come_from_cdk_json() -> None:
+    defaults = DeploySettings()
+    assert (defaults.denied_access_alarm, defaults.audit_lag_alarm_seconds,
+            defaults.audit_lines_unparsed_alarm) == (100, 3600, 0)
+    settings = load_settings(_context(denied_access_alarm=5, audit_lag_alarm_seconds=60,
+                                      audit_lines_unparsed_alarm=10), "test")
+    assert (settings.denied_access_alarm, settings.audit_lag_alarm_seconds,
+            settings.audit_lines_unparsed_alarm) == (5, 60, 10)
 
 
 @pytest.mark.parametrize("worker_type", ["G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X",
