@@ -141,6 +141,17 @@ def _translate(r: dict[str, Any], size: str) -> list[Figure]:
                    note=note)]
 
 
+def _audit_parse(r: dict[str, Any], size: str) -> list[Figure]:
+    res, counts = r["results"], r["counts"]
+    note = "" if r.get("same_records") else "RECORDS DIFFER; "
+    return [Figure("audit log parsing (parse_line)", "lines/CPU s",
+                   res["ours"]["lines_per_cpu_s"], res["baseline"]["lines_per_cpu_s"],
+                   "split on tab and '=', no checks", size,
+                   note=f"{note}{counts['bad']} bad, {counts['denied']} denied, "
+                        f"{counts['proxy']} proxy; shipper's build_object "
+                        f"{res['build_object']['lines_per_cpu_s']:,}/CPU s")]
+
+
 def _bridge(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("JVM bridge: JPype whole batch + poll", "events/s",
@@ -349,6 +360,9 @@ BENCHES: tuple[Bench, ...] = (
     Bench("translate", "bench.translate", "translate.json", _translate,
           quick=("--ops", "200000"), quick_size="200k-op edit log (default 1M)",
           smoke=("--ops", "3000")),
+    Bench("audit_parse", "bench.audit_parse", "audit_parse.json", _audit_parse,
+          quick=("--lines", "100000"), quick_size="100k generated audit lines, best of 3 "
+          "(default 300k)", smoke=("--lines", "2000", "--rounds", "1")),
     Bench("bridge", "bench.bridge", "bridge.json", _bridge,
           quick=("--events", "20000", "--py4j-events", "300"),
           quick_size="20k events, py4j 300 CLOSE (default 50k / 500)",
