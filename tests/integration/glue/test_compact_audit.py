@@ -310,3 +310,32 @@ def test_denied_accesses_under_a_path_answers_from_the_compacted_table(spark,
                   key=lambda w: (-w[3], w[0], w[1], w[2]))
     assert want[0][:4] == ("c1", "alice", "create", 3)  # the trap lines are left out
     assert [tuple(r) for r in rows] == want
+
+
+# --- the exactly-once transforms on small frames ------------------------------------------------
+
+def test_first_copies_keeps_one_row_per_identity_and_not_published_drops_published_ones(
+        spark) -> None:
+    from pyspark.sql import types as T
+
+    from glue_jobs.audit_lines import first_copies, not_published
+
+    schema = T.StructType([T.StructField(n, t) for n, t in (
+        ("object", T.StringType()), ("cluster", T.StringType()), ("host", T.StringType()),
+        ("file_id", T.StringType()), ("offset", T.LongType()), ("user", T.StringType()))])
+    rows = spark.createDataFrame([
+        ("raw-audit/b", "c1", "nn1", "f", 5, "from b"),
+        ("raw-audit/a", "c1", "nn1", "f", 5, "from a"),
+        ("raw-audit/a", "c1", "nn1", "f", 6, "six"),
+        ("raw-audit/a", "c1", "nn2", "f", 5, "other host"),
+        ("raw-audit/a", "c2", "nn1", "f", 5, "other cluster"),
+    ], schema)
+    published = spark.createDataFrame([("raw-audit/z", "c1", "nn1", "f", 6, "six")], schema)
+
+    kept = rows.transform(first_copies)
+    new = kept.transform(not_published(published))
+
+    assert kept.columns == rows.columns
+    assert sorted(r["user"] for r in kept.collect()) == [
+        "from a", "other cluster", "other host", "six"]
+    assert sorted(r["user"] for r in new.collect()) == ["from a", "other cluster", "other host"]
