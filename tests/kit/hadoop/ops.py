@@ -17,6 +17,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
     shell user [args] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell; fails on a non-zero exit)
     as_user user [ops] (the ops as `user`, a remote user the NameNode checks and audits)
+    concurrently [clients] (each client a list of [user, op], all clients on threads at once)
 """
 
 from __future__ import annotations
@@ -206,6 +207,44 @@ class Workload:
             return Workload(fs, self.conf).run(ops)
         finally:
             fs.close()
+
+    def op_concurrently(self, clients: list[list[list[Any]]]) -> list[list[dict[str, Any]]]:
+        """Clients at once, one thread each; a client is a list of `[user, op]` run in order,
+        each op as `user` (a FileSystem per user and client, as as_user). An op's failure is
+        its outcome, not the client's end: per client, per op, {"ok": result} or
+        {"error": message}, with "start_ms" and "end_ms" read from the JVM's clock, the one
+        the NameNode stamps edits and audit lines with."""
+        import threading
+
+        outcomes: list[list[dict[str, Any]]] = [[] for _ in clients]
+        clock = jpype.JClass("java.lang.System")
+
+        def client(i: int, steps: list[list[Any]]) -> None:
+            fs_class = jpype.JClass("org.apache.hadoop.fs.FileSystem")
+            mine: dict[str, Workload] = {}
+            try:
+                for user, op in steps:
+                    if user not in mine:
+                        mine[user] = Workload(
+                            fs_class.newInstance(self.fs.getUri(), self.conf, user), self.conf)
+                    start = int(clock.currentTimeMillis())
+                    try:
+                        outcome: dict[str, Any] = {"ok": mine[user].run([op])[0]}
+                    except Exception as exc:  # a refused op is an outcome, not the end
+                        outcome = {"error": str(exc)}
+                    outcomes[i].append({**outcome, "start_ms": start,
+                                        "end_ms": int(clock.currentTimeMillis())})
+            finally:
+                for w in mine.values():
+                    w.fs.close()
+
+        threads = [threading.Thread(target=client, args=(i, steps))
+                   for i, steps in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return outcomes
 
     def op_files(self, root: str) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
