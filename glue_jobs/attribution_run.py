@@ -1,0 +1,81 @@
+"""One run of the attribution job: the days whose events or audit records changed since the last
+run (glue_jobs.attribution_days), recomputed whole from the curated events and audit tables at
+their catalogs' current locations (glue_jobs.attribution.attribute_events), each written to a
+fresh run prefix curated/attribution/cluster=<c>/dt=<d>/run=<id>/ and switched in the
+attribution table's catalog; then the inputs document; then superseded runs deleted after their
+grace period. A reader sees a day's whole old attribution or its whole new one. The entry script
+(glue_jobs/attribute_events.py) parses the arguments, builds the session and calls attribute().
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from glue_jobs import attribution_days
+from glue_jobs.attribution import ATTRIBUTION_COLUMNS, DEFAULT_WINDOW_MS, attribute_events
+from glue_jobs.audit_io import read_audit
+from glue_jobs.catalog import PartitionCatalog
+from glue_jobs.curated_io import read_published, remove_superseded_runs
+from glue_jobs.layout import new_run_id
+from glue_jobs.storage import LakeStore
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionSettings:
+    window_ms: int = DEFAULT_WINDOW_MS
+    retain: timedelta = timedelta(hours=24)
+    compression: str = "zstd"
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionReport:
+    run_id: str = ""
+    days: tuple[str, ...] = ()  # "<cluster>/<dt>" recomputed
+    events_read: int = 0
+    rows_written: int = 0
+    runs_removed: int = 0
+
+
+def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
+              audit: PartitionCatalog, catalog: PartitionCatalog,
+              settings: AttributionSettings) -> AttributionReport:
+    now = attribution_days.Inputs(events.locations(), audit.locations())
+    day_plan = attribution_days.plan(now, attribution_days.load_inputs(lake))
+    if not day_plan.write:
+        attribution_days.save_inputs(lake, now)
+        return AttributionReport()
+    read = set(day_plan.read)
+    event_rows = read_published(spark, [loc for k, loc in now.events.items() if k in read])
+    audit_rows = read_audit(spark, [loc for k, loc in now.audit.items() if k in read])
+    days = spark.createDataFrame(list(day_plan.write), "cluster string, dt string")
+    rows = (attribute_events(event_rows, audit_rows, settings.window_ms)
+            .join(event_rows.select("cluster", "txid", "index", "dt"),
+                  ["cluster", "txid", "index"])
+            .join(F.broadcast(days), ["cluster", "dt"])
+            .select(*ATTRIBUTION_COLUMNS, "dt"))
+    run_id = new_run_id()
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        written = {(r["cluster"], r["dt"]): r["n"] for r in rows.groupBy("cluster", "dt")
+                   .agg(F.count(F.lit(1)).alias("n")).collect()}
+        (rows.withColumn("run", F.lit(run_id)).repartition("cluster", "dt")
+         .write.mode("append").partitionBy("cluster", "dt", "run")
+         .option("compression", settings.compression)
+         .parquet(lake.root_uri + attribution_days.ATTRIBUTION_PREFIX))
+    finally:
+        rows.unpersist()
+    # A day left with no attributed event keeps its old location: Spark writes no folder for
+    # an empty partition, and a catalog location must hold files for Spark to read it.
+    catalog.publish({k: lake.root_uri + attribution_days.run_prefix(*k, run_id)
+                     for k in written})
+    attribution_days.save_inputs(lake, now)
+    removed = remove_superseded_runs(lake, written, catalog.locations(), datetime.now(UTC),
+                                     settings.retain, attribution_days.partition_prefix)
+    return AttributionReport(run_id=run_id, days=tuple(f"{c}/{d}" for c, d in day_plan.write),
+                             events_read=event_rows.count(), rows_written=sum(written.values()),
+                             runs_removed=removed)
