@@ -1,7 +1,7 @@
 """Glue job: who made each change. Joins the curated events to the curated audit records and
 replaces the attribution table's days whose events or audit records changed since its last run.
 
-    python -m glue_jobs.attribute_events --lake file:///lake
+    python -m glue_jobs.attribute_events --source file:///lake --target file:///lake
 
 The entry script: parses the arguments, builds the session and runs
 glue_jobs.attribution_run.attribute (what one run does is told there). Prints a JSON report.
@@ -28,8 +28,9 @@ from glue_jobs.storage import LakeStore, store_for
 
 JOB_NAME = "attribute_events"
 SPEC = (
-    Arg("lake", "lake URI holding the curated events and audit tables and the attribution "
-        "table (file:///path or s3://bucket[/prefix])"),
+    Arg("source", "lake URI whose curated events and audit tables are joined (file:///path or "
+        "s3://bucket[/prefix])"),
+    Arg("target", "lake URI for curated/attribution/ and the job's inputs document"),
     Arg("window_ms", "how long after its edit an audit line may be written", str(DEFAULT_WINDOW_MS)),
     Arg("retain_hours", "superseded run prefixes are deleted after this grace period", "24"),
     Arg("catalog_database", "Glue database of the three tables; empty: JSON catalogs in the lake",
@@ -62,13 +63,13 @@ def attribution_catalog(database: str, table: str, lake: LakeStore) -> Partition
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
     settings = settings_from(args)
-    lake = store_for(args["lake"])
+    source, target = store_for(args["source"]), store_for(args["target"])
     db = args["catalog_database"]
-    events = catalog_for(db, args["events_table"], lake)
-    audit = audit_catalog(db, args["audit_table"], lake)
-    catalog = attribution_catalog(db, args["attribution_table"], lake)
-    with job_session(JOB_NAME, args, spark, uris=(lake.root_uri,)) as session:
-        report = attribute(session, lake, events, audit, catalog, settings)
+    events = catalog_for(db, args["events_table"], source)
+    audit = audit_catalog(db, args["audit_table"], source)
+    catalog = attribution_catalog(db, args["attribution_table"], target)
+    with job_session(JOB_NAME, args, spark, uris=(source.root_uri, target.root_uri)) as session:
+        report = attribute(session, target, events, audit, catalog, settings)
     print(json.dumps({"job": JOB_NAME, **asdict(report)}))
     return 0
 

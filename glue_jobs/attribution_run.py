@@ -44,6 +44,8 @@ class AttributionReport:
 def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
               audit: PartitionCatalog, catalog: PartitionCatalog,
               settings: AttributionSettings) -> AttributionReport:
+    """`lake`: where the attribution table, its run prefixes and the inputs document live;
+    the events and audit tables are read wherever their catalogs point."""
     now = attribution_days.Inputs(events.locations(), audit.locations())
     day_plan = attribution_days.plan(now, attribution_days.load_inputs(lake))
     if not day_plan.write:

@@ -70,6 +70,16 @@ class AnalyticsStack(Stack):
             description="NameNode audit records, one row per (cluster, host, file_id, offset)",
             storage=in_lake, s3_prefix=catalog.CURATED_AUDIT, data_format=glue.DataFormat.PARQUET,
             columns=catalog.audit_columns(), partition_keys=catalog.event_partition_keys())
+        # attribution: who made each event; registered partitions at run=<id>/ folders, as
+        # events (glue_jobs/attribute_events.py).
+        self.attribution_table = glue.S3Table(
+            self, "AttributionTable", table_name=catalog.ATTRIBUTION_TABLE,
+            database=self.database,
+            description="Who made each event, from the NameNode audit log: one row per "
+            "attributed (cluster, txid, index)",
+            storage=in_lake, s3_prefix=catalog.CURATED_ATTRIBUTION,
+            data_format=glue.DataFormat.PARQUET, columns=catalog.attribution_columns(),
+            partition_keys=catalog.event_partition_keys())
 
         self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
                                 description="hdfs-events Glue job logs and bookmarks",
@@ -116,7 +126,8 @@ class AnalyticsStack(Stack):
         # Plain names (not Ref tokens) so the monitoring stack reads them without an export.
         self.job_names = {"CompactEvents": f"{settings.prefix}-compact-events",
                           "ActivityRollups": f"{settings.prefix}-activity-rollups",
-                          "CompactAudit": f"{settings.prefix}-compact-audit"}
+                          "CompactAudit": f"{settings.prefix}-compact-audit",
+                          "AttributeEvents": f"{settings.prefix}-attribute-events"}
         self.compact_job = glue.PySparkEtlJob(
             self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
@@ -156,6 +167,20 @@ class AnalyticsStack(Stack):
                 "--catalog_table": catalog.AUDIT_TABLE,
             }, **common)
 
+        self.attribute_job = glue.PySparkEtlJob(
+            self, "AttributeEvents", job_name=self.job_names["AttributeEvents"],
+            description="curated/events x curated/audit -> curated/attribution (who made each "
+            "event)",
+            script=glue.Code.from_asset(str(glue_script("attribute_events"))),
+            default_arguments={
+                "--source": lake_uri,
+                "--target": lake_uri,
+                "--catalog_database": self.database.database_name,
+                "--events_table": catalog.EVENTS_TABLE,
+                "--audit_table": catalog.AUDIT_TABLE,
+                "--attribution_table": catalog.ATTRIBUTION_TABLE,
+            }, **common)
+
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
                                       description="Compaction, then rollups", max_concurrent_runs=1)
         self.workflow.add_scheduled_trigger(
@@ -167,6 +192,14 @@ class AnalyticsStack(Stack):
             predicate=glue.Predicate(conditions=[
                 glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED)]),
             actions=[glue.Action.job(self.rollups_job)])
+        # Both compactions, each on its own days: a run recomputes the days whose events or
+        # audit partitions moved since its last one (glue_jobs/attribution_days.py).
+        self.workflow.add_conditional_trigger(
+            "AfterBothCompactions", start_on_creation=True,
+            predicate=glue.Predicate(logical=glue.PredicateLogical.AND, conditions=[
+                glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED),
+                glue.Condition.job(self.compact_audit_job, glue.JobState.SUCCEEDED)]),
+            actions=[glue.Action.job(self.attribute_job)])
 
         self.workgroup = athena.CfnWorkGroup(
             self, "WorkGroup", name=settings.prefix, description="hdfs-events lake queries",
@@ -194,6 +227,8 @@ class AnalyticsStack(Stack):
                   description="Glue job: raw-audit/ -> curated/audit")
         CfnOutput(self, "RollupsJobName", value=self.rollups_job.job_name,
                   description="Glue job: curated/events -> rollups")
+        CfnOutput(self, "AttributeJobName", value=self.attribute_job.job_name,
+                  description="Glue job: curated/events x curated/audit -> curated/attribution")
         CfnOutput(self, "GlueWorkflowName", value=self.workflow.workflow_name,
                   description="Scheduled compaction then rollups")
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
@@ -232,7 +267,8 @@ class AnalyticsStack(Stack):
                 "glue:BatchUpdatePartition"],
                 resources=[f"arn:{Aws.PARTITION}:glue:{Aws.REGION}:{Aws.ACCOUNT_ID}:catalog",
                            self.database.database_arn,
-                           self.events_table.table_arn, self.audit_table.table_arn]),
+                           self.events_table.table_arn, self.audit_table.table_arn,
+                           self.attribution_table.table_arn]),
         ]
         if lake_key is not None:
             # S3 asks KMS as the caller: Decrypt to read, a data key to write.

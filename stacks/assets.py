@@ -24,6 +24,7 @@ GLUE_SCRIPTS = {
     "compact": REPO / "glue_jobs" / "compact_events.py",
     "rollups": REPO / "glue_jobs" / "activity_rollups.py",
     "compact_audit": REPO / "glue_jobs" / "compact_audit.py",
+    "attribute_events": REPO / "glue_jobs" / "attribute_events.py",
 }
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "tests")

@@ -26,6 +26,9 @@ CURATED_MASS_DELETES = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
 CURATED_GAPS = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 AUDIT_TABLE = "audit"
 CURATED_AUDIT = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
+# Who made each change (glue_jobs/attribution_days.py): registered partitions at run=<id>/.
+ATTRIBUTION_TABLE = "attribution"
+CURATED_ATTRIBUTION = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),
@@ -104,6 +107,15 @@ def _columns(*spec: tuple[str, glue.Type]) -> list[glue.Column]:
     return [glue.Column(name=n, type=t) for n, t in spec]
 
 
+# As glue_jobs/attribution.py writes them (ATTRIBUTION_SCHEMA), less the partition keys.
+def attribution_columns() -> list[glue.Column]:
+    s = glue.Schema
+    return _columns(("txid", s.BIG_INT), ("index", s.BIG_INT), ("user", s.STRING),
+                    ("auth", s.STRING), ("real_user", s.STRING), ("client_ip", s.STRING),
+                    ("caller_context", s.STRING), ("audit_host", s.STRING),
+                    ("audit_file_id", s.STRING), ("audit_offset", s.BIG_INT))
+
+
 # Rollup columns as glue_jobs/rollups.py writes them (ACTIVITY_COLUMNS, MASS_DELETE_COLUMNS).
 def activity_columns() -> list[glue.Column]:
     s = glue.Schema
@@ -178,6 +190,11 @@ def dt_location_template(table_uri: str) -> dict[str, str]:
 # the lake ("edit the path").
 HISTORY_EXAMPLE_PATH = "/user/alice/data/part-0000"
 DENIED_EXAMPLE_PATH = "/user/bob"
+DELETED_EXAMPLE_PATH = "/data"
+# Who made each event: the attribution row of its (cluster, txid, index), if any (a LEFT JOIN:
+# an event whose user is not certain stays, with a null user).
+_WHO = (f"LEFT JOIN {ATTRIBUTION_TABLE} a\n"
+        f"  ON a.cluster = e.cluster AND a.txid = e.txid AND a.index = e.index\n")
 _YESTERDAY = "CAST(current_date - INTERVAL '1' DAY AS varchar(10))"
 _LAST_7_DAYS = "CAST(current_date - INTERVAL '7' DAY AS varchar(10))"
 _LAST_30_DAYS = "CAST(current_date - INTERVAL '30' DAY AS varchar(10))"
@@ -208,10 +225,22 @@ NAMED_QUERIES: dict[str, tuple[str, str]] = {
         f"WHERE dt >= {_LAST_30_DAYS}\n"
         f"ORDER BY dt DESC, cluster"),
     "history-of-one-path": (
-        "Every change of one path (edit the path), oldest first",
-        f"SELECT cluster, txid, index, type, path, dst_path, timestamp, size, owner, perms\n"
-        f"FROM {EVENTS_TABLE}\nWHERE path = '{HISTORY_EXAMPLE_PATH}'"
-        f" OR dst_path = '{HISTORY_EXAMPLE_PATH}'\nORDER BY cluster, txid, index"),
+        "Every change of one path (edit the path), oldest first, with who made it",
+        f"SELECT e.cluster, e.txid, e.index, e.type, e.path, e.dst_path, e.timestamp, e.size,\n"
+        f"       e.owner, e.perms, a.user\n"
+        f"FROM {EVENTS_TABLE} e\n{_WHO}"
+        f"WHERE e.path = '{HISTORY_EXAMPLE_PATH}' OR e.dst_path = '{HISTORY_EXAMPLE_PATH}'\n"
+        f"ORDER BY e.cluster, e.txid, e.index"),
+    "who-deleted-what-under-a-path": (
+        "Deletes under one path (edit the path) in the last 7 days, moves into a trash "
+        "included, with who made them",
+        f"SELECT e.cluster, e.txid, e.index, e.type, e.path, e.dst_path, e.timestamp,\n"
+        f"       a.user, a.real_user, a.client_ip\n"
+        f"FROM {EVENTS_TABLE} e\n{_WHO}"
+        f"WHERE e.dt >= {_LAST_7_DAYS}\n"
+        f"  AND (e.type = 'UNLINK' OR (e.type = 'RENAME' AND e.dst_path LIKE '%/.Trash/%'))\n"
+        f"  AND (e.path = '{DELETED_EXAMPLE_PATH}' OR e.path LIKE '{DELETED_EXAMPLE_PATH}/%')\n"
+        f"ORDER BY e.cluster, e.txid, e.index"),
     "denied-accesses-under-a-path": (
         "Accesses the NameNode denied under one path (edit the path) in the last 7 days, by "
         "user and command",

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from glue_jobs import layout
+from glue_jobs.attribution_days import ATTRIBUTION_PREFIX, ATTRIBUTION_TABLE
 from hdfs_events.event import FIELDS
 from stacks.assets import GLUE_SCRIPTS
 from stacks.lake_catalog import NAMED_QUERIES
@@ -30,7 +31,8 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
         jobs = _jobs(s)
         assert set(jobs) == {f"hdfs-events-{s.env}-compact-events",
                              f"hdfs-events-{s.env}-activity-rollups",
-                             f"hdfs-events-{s.env}-compact-audit"}
+                             f"hdfs-events-{s.env}-compact-audit",
+                             f"hdfs-events-{s.env}-attribute-events"}
         for job in jobs.values():
             assert job["GlueVersion"] == "5.1"  # the CDK default would be 4.0
             assert job["Command"]["Name"] == "glueetl"
@@ -87,7 +89,8 @@ PSEUDO = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Pa
 def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
         deployed_env: Synthesized) -> None:
     tables = glue_tables(deployed_env.templates["Analytics"], PSEUDO)
-    assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, *ROLLUP_PREFIXES}
+    assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, ATTRIBUTION_TABLE,
+                           *ROLLUP_PREFIXES}
     bucket = f"hdfs-events-{deployed_env.env}-lake-123456789012-eu-west-1"
     # events: registered by the compaction job (a partition's location is its latest run
     # folder), so no projection, which would make Athena ignore the registered locations.
@@ -104,6 +107,13 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
     (compact_audit,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
                         if name.endswith("-compact-audit")]
     assert compact_audit["--catalog_table"] == layout.AUDIT_TABLE
+    # attribution: registered by its job, as events.
+    attribution = tables[ATTRIBUTION_TABLE]
+    assert not attribution.projected
+    assert attribution.location == f"s3://{bucket}/{ATTRIBUTION_PREFIX}"
+    (attribute,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
+                    if name.endswith("-attribute-events")]
+    assert attribute["--attribution_table"] == ATTRIBUTION_TABLE
     # The rollup tables: projected day by day, each day where the job's partitionBy("dt")
     # writes it, from before the oldest inotify edit log up to tomorrow.
     now = datetime(2026, 11, 26, 23, 30, tzinfo=UTC)
@@ -132,10 +142,16 @@ def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesize
     # The audit compaction on the same schedule, beside the events' (neither reads the other).
     assert by_type["SCHEDULED"]["Actions"] == [{"JobName": {"Ref": compact}},
                                                {"JobName": {"Ref": audit}}]
-    conditional = by_type["CONDITIONAL"]
-    assert conditional["Predicate"]["Conditions"][0]["JobName"] == {"Ref": compact}
-    assert conditional["Predicate"]["Conditions"][0]["State"] == "SUCCEEDED"
-    assert conditional["Actions"] == [{"JobName": {"Ref": rollups}}]
+    conditional = {t["Actions"][0]["JobName"]["Ref"]: t["Predicate"] for t in triggers
+                   if t["Type"] == "CONDITIONAL"}
+    assert conditional[rollups]["Conditions"][0]["JobName"] == {"Ref": compact}
+    assert conditional[rollups]["Conditions"][0]["State"] == "SUCCEEDED"
+    # The attribution after both compactions (it reads both tables).
+    attribute = jobs[f"hdfs-events-{deployed_env.env}-attribute-events"]
+    assert conditional[attribute]["Logical"] == "AND"
+    assert conditional[attribute]["Conditions"] == [
+        {"JobName": {"Ref": compact}, "LogicalOperator": "EQUALS", "State": "SUCCEEDED"},
+        {"JobName": {"Ref": audit}, "LogicalOperator": "EQUALS", "State": "SUCCEEDED"}]
 
 
 def test_glue_security_configuration_encrypts_logs_bookmarks_and_output(
@@ -193,6 +209,19 @@ def test_audit_table_has_the_columns_the_audit_compaction_writes(
     assert columns == [(f.name, f.dataType.simpleString()) for f in AUDIT_FILE_SCHEMA.fields]
     assert [k["Name"] for k in audit["PartitionKeys"]] == ["cluster", "dt"]
     assert "Parquet" in audit["StorageDescriptor"]["InputFormat"]
+
+
+def test_attribution_table_has_the_columns_the_attribution_job_writes(
+        deployed_env: Synthesized) -> None:
+    from glue_jobs.attribution import ATTRIBUTION_SCHEMA
+
+    tables = {r["Properties"]["TableInput"]["Name"]: r["Properties"]["TableInput"]
+              for r in deployed_env.resources("Analytics", "AWS::Glue::Table").values()}
+    table = tables[ATTRIBUTION_TABLE]
+    columns = [(c["Name"], c["Type"]) for c in table["StorageDescriptor"]["Columns"]]
+    assert columns == [(f.name, f.dataType.simpleString()) for f in ATTRIBUTION_SCHEMA.fields
+                       if f.name != "cluster"]
+    assert [k["Name"] for k in table["PartitionKeys"]] == ["cluster", "dt"]
 
 
 def test_glue_catalog_is_retained_in_prod(prod: Synthesized) -> None:

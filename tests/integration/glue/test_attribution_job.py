@@ -100,7 +100,8 @@ def run_job(spark, lake: LocalStore) -> dict:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert attribute_events.main(["--lake", lake.root_uri], spark=spark) == 0
+        assert attribute_events.main(["--source", lake.root_uri, "--target", lake.root_uri],
+                                     spark=spark) == 0
     return json.loads(out.getvalue())
 
 
