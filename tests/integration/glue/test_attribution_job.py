@@ -33,6 +33,7 @@ from glue_jobs.layout import (
 from glue_jobs.storage import LocalStore
 from hdfs_events.audit import AuditRecord, LineSource, parse_line
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from stacks.lake_catalog import DELETED_EXAMPLE_PATH, HISTORY_EXAMPLE_PATH, NAMED_QUERIES
 from tests.integration.glue.frames import curated_frame
 
 C = "c1"
@@ -121,6 +122,7 @@ def lake(tmp_path: Path) -> LocalStore:
 
 
 def test_a_late_audit_line_attributes_its_event_on_the_next_run_and_nothing_twice(spark, lake):
+    """And the saved queries that name who made a change show it."""
     publish_events(spark, lake, EVENTS)
     publish_audit(spark, lake, ON_TIME)
     first = run_job(spark, lake)
@@ -140,6 +142,35 @@ def test_a_late_audit_line_attributes_its_event_on_the_next_run_and_nothing_twic
     events = read_published(spark, JsonFileCatalog(lake, LOCAL_CATALOG_KEY).locations()
                             .values()).count()
     assert events == len(EVENTS)
+
+    register_tables(spark, lake)
+    history = saved_query(spark, "history-of-one-path", HISTORY_EXAMPLE_PATH, "/d/a")
+    assert [(r["txid"], r["type"], r["user"]) for r in history] == [
+        (1, "CREATE", "alice"), (2, "CLOSE", "alice"), (3, "UNLINK", "bob")]
+    deleted = saved_query(spark, "who-deleted-what-under-a-path", DELETED_EXAMPLE_PATH, "/d")
+    assert [(r["path"], r["user"], r["client_ip"]) for r in deleted] == [
+        ("/d/a", "bob", "10.0.0.1")]
+
+
+def register_tables(spark, lake: LocalStore) -> None:
+    """The Glue tables the saved queries name, as Spark SQL views over the catalogs'
+    locations."""
+    read_published(spark, JsonFileCatalog(lake, LOCAL_CATALOG_KEY).locations().values()) \
+        .createOrReplaceTempView("events")
+    locations = JsonFileCatalog(lake, ATTRIBUTION_LOCAL_CATALOG_KEY,
+                                ATTRIBUTION_TABLE).locations()
+    file = F.col("_metadata.file_path")
+    (spark.read.parquet(*locations.values())
+     .withColumn("cluster", F.regexp_extract(file, r"cluster=([^/]+)/", 1))
+     .withColumn("dt", F.regexp_extract(file, r"dt=([^/]+)/", 1))
+     .createOrReplaceTempView("attribution"))
+
+
+def saved_query(spark, query_id: str, example_path: str, path: str) -> list:
+    """The saved query as stored, its example path edited and `current_date` the lake's next
+    day, as a user runs it."""
+    sql = NAMED_QUERIES[query_id][1].replace(f"'{example_path}", f"'{path}")
+    return spark.sql(sql.replace("current_date", "DATE '2026-11-28'")).collect()
 
 
 def test_plan_recomputes_changed_days_and_their_neighbours_with_events():
