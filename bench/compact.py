@@ -2,6 +2,7 @@
 baseline doing the same dedup + sort + Parquet write, on the same input, in the same run.
 
     python -m bench.compact [--events 10000000] [--duplicates 0.05] [--out bench-out/compact.json]
+                            [--no-local1]
 
 Input (generated once by Spark itself, cached under bench-out/): `events` distinct contract
 events over ~28 hours, with the live agent's GAP and SNAPSHOT records at ~0.4%, plus a
@@ -15,7 +16,8 @@ Each contender runs in a fresh subprocess, one after the other:
   by the JVM, which then sizes itself for one CPU): its JIT compiler and GC share the task's
   core, as on a one-vCPU executor. Unpinned, local[1] runs them on the second CPU for free (at
   10M rows the JIT alone takes ~30 s of CPU in the timed window), so `spark_local1` is one task
-  slot with more than one core behind it;
+  slot with more than one core behind it (`--no-local1` skips it: the smoke, where
+  `spark_one_cpu` runs the same code on local[1]);
 - `ceiling`: a CPU-bound Spark SQL query on local[1] then local[2], for how far JVM work
   scales with the second core on this machine at all (the scaling's ceiling here);
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
@@ -329,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
+    parser.add_argument("--no-local1", action="store_true",
+                        help="skip the spark_local1 contender (its figure too)")
     parser.add_argument("--child", choices=("generate", "baseline", "ceiling", *SPARK_CONTENDERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
@@ -351,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     OUT_DIR.mkdir(exist_ok=True)
     lake = input_lake(args.events, args.duplicates)
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
-    results = {name: contender(name, lake) for name in ("baseline", *SPARK_CONTENDERS)}
+    names = [n for n in ("baseline", *SPARK_CONTENDERS) if not (args.no_local1 and
+                                                               n == "spark_local1")]
+    results = {name: contender(name, lake) for name in names}
     ceiling = child("ceiling", "--events", str(args.events))
     for name, r in results.items():
         if r["rows_out"] != args.events:
@@ -359,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"expected the {args.events} distinct events")
         r["rows_per_s"] = r["rows_in"] / r["seconds"]
     ratio = results["spark"]["rows_per_s"] / results["baseline"]["rows_per_s"]
-    scaling = results["spark"]["rows_per_s"] / results["spark_local1"]["rows_per_s"]
+    scaling = (results["spark"]["rows_per_s"] / results["spark_local1"]["rows_per_s"]
+               if "spark_local1" in results else None)
     one_cpu = results["spark"]["rows_per_s"] / results["spark_one_cpu"]["rows_per_s"]
     print(f"compaction of {results['spark']['rows_in']:,} input rows "
           f"({args.events:,} distinct, {objects} objects) on {os.cpu_count()} cores")
@@ -368,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in results.items():
         print(f"{name:<13} {r['seconds']:>8.1f} {r['rows_per_s']:>10,.0f} {r['files']:>6} "
               f"{r['python_peak_mb']:>10,.0f} {r['jvm_peak_mb']:>8,.0f} {r['steal_s']:>8.1f}")
-    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {scaling:.2f} "
+    unpinned = "not run" if scaling is None else f"{scaling:.2f}"
+    print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {unpinned} "
           f"(a CPU-bound Spark query: {ceiling['scaling']:.2f}); local[2] / local[1] on one "
           f"CPU: {one_cpu:.2f}")
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

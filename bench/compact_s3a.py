@@ -3,6 +3,7 @@ reading raw/ from and publishing curated/ into a bucket of a moto server through
 same job on the same input on file://, in the same run.
 
     python -m bench.compact_s3a [--events 200000] [--duplicates 0.05] [--out bench-out/compact_s3a.json]
+                                [--file-result bench-out/compact.json]
 
 Input: bench.compact's generated raw lake (cached under bench-out/), uploaded object by object
 with boto3 into the moto server's bucket under raw/ (not timed). Each contender runs in a fresh
@@ -11,7 +12,8 @@ is not in either figure):
 - `s3a`: source s3://bench, target s3://bench/out (s3a:// through glue_jobs.runtime.s3a_conf,
   from AWS_ENDPOINT_URL like every local job run); its catalog, watermark and quarantine go
   through boto3 to the same server;
-- `file`: bench.compact's `spark` contender, the local file system.
+- `file`: bench.compact's `spark` contender, the local file system; with `--file-result`, the
+  one bench.compact ran on this same cached input in this run (its JSON), not run again.
 Both must publish exactly the distinct events. Speed: input rows (duplicates included) per wall
 second; the s3a run also reports the HEAD, LIST and GET requests S3A made (its own counters).
 moto server runs in this process on 127.0.0.1: the ratio is what S3A and an HTTP object store
@@ -78,7 +80,18 @@ def _s3a_requests(s3a: Any) -> dict[str, int]:
             for verb, names in _S3A_REQUESTS.items()}
 
 
-def measure(events: int, duplicates: float) -> dict[str, Any]:
+def file_result(compact_json: Path, events: int, duplicates: float) -> dict[str, Any]:
+    """bench.compact's `spark` contender from its JSON: the same job on file:// over the same
+    cached input (bench.compact.input_lake of the same events and duplicates)."""
+    ran = json.loads(compact_json.read_text())
+    if (ran["events"], ran["duplicates"]) != (events, duplicates):
+        raise SystemExit(f"bench.compact_s3a: --file-result {compact_json} compacted "
+                         f"{ran['events']} events, duplicates {ran['duplicates']}; this run "
+                         f"compacts {events}, duplicates {duplicates}: not the same input")
+    return ran["results"]["spark"]
+
+
+def measure(events: int, duplicates: float, file_from: Path | None = None) -> dict[str, Any]:
     import boto3
     from moto.server import ThreadedMotoServer
 
@@ -103,7 +116,8 @@ def measure(events: int, duplicates: float) -> dict[str, Any]:
         s3a = json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         server.stop()
-    results = {"s3a": s3a, "file": contender("spark", lake)}
+    results = {"s3a": s3a, "file": (file_result(file_from, events, duplicates) if file_from
+                                    else contender("spark", lake))}
     for name, r in results.items():
         if r["rows_out"] != events:
             raise SystemExit(f"bench.compact_s3a: {name} published {r['rows_out']} rows, "
@@ -121,13 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicates", type=float, default=0.05,
                         help="fraction of events sent twice (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact_s3a.json")
+    parser.add_argument("--file-result", type=Path,
+                        help="bench.compact's JSON of this run on the same input: its spark "
+                             "contender is the file:// run (the smoke, after bench.compact)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(run_s3a()))
         return 0
     OUT_DIR.mkdir(exist_ok=True)
-    result = measure(args.events, args.duplicates)
+    result = measure(args.events, args.duplicates, args.file_result)
     print(f"compaction of {result['results']['s3a']['rows_in']:,} input rows "
           f"({args.events:,} distinct, {result['objects']} objects), local[2]")
     for name, r in result["results"].items():

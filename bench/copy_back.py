@@ -2,13 +2,15 @@
 beside a plain boto3 download of the same objects, in the same run.
 
     python -m bench.copy_back [--files 8] [--mb-per-file 16] [--out bench-out/copy_back.json]
+                              [--no-fixed-cost]
 
 Ours: `hadoop distcp -overwrite s3a://bench/copy/ /bench/copy` as the copy worker runs it (an
 edge node's launcher, tests/kit/hadoop/edge.py: Hadoop's DistCp class, LocalJobRunner, one map
 at a time), timed from the command's start to its exit, so the JVM start and the job's set-up
 are in the figure, as they are in every copy the worker makes. Then the bytes that landed are
 counted on the NameNode. A DistCp of one 1-byte object first measures that fixed cost alone,
-so the JSON also has DistCp's rate once running: bytes / (copy time - fixed cost).
+so the JSON also has DistCp's rate once running: bytes / (copy time - fixed cost)
+(`--no-fixed-cost` skips it: the smoke, whose copy is the same command).
 
 Baseline: boto3 get_object of each object, read to the end and
 dropped, one after the other (what any copy spends just to fetch the bytes from this S3).
@@ -71,7 +73,7 @@ def run_boto3(s3: Any, keys: dict[str, int]) -> tuple[float, int]:
     return time.perf_counter() - start, read
 
 
-def measure(files: int, size: int, work: Path) -> dict[str, Any]:
+def measure(files: int, size: int, work: Path, fixed_cost: bool = True) -> dict[str, Any]:
     from moto.server import ThreadedMotoServer
 
     from tests.kit.hadoop.cluster import HdfsCluster
@@ -93,8 +95,10 @@ def measure(files: int, size: int, work: Path) -> dict[str, Any]:
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={
             "LocationConstraint": _AWS["AWS_DEFAULT_REGION"]})
-        s3.put_object(Bucket=BUCKET, Key="fixed-cost/one-byte", Body=b"x")
-        fixed_s = run_distcp(hadoop, "fixed-cost/", "/bench/fixed-cost")
+        fixed_s = None
+        if fixed_cost:
+            s3.put_object(Bucket=BUCKET, Key="fixed-cost/one-byte", Body=b"x")
+            fixed_s = run_distcp(hadoop, "fixed-cost/", "/bench/fixed-cost")
         keys = put_objects(s3, files, size)
         total = sum(keys.values())
         distcp_s = run_distcp(hadoop)
@@ -112,9 +116,10 @@ def measure(files: int, size: int, work: Path) -> dict[str, Any]:
     return {
         "files": files, "bytes": total,
         "distcp": {"seconds": round(distcp_s, 3), "mb_per_s": round(mb / distcp_s, 2),
-                   "fixed_cost_s": round(fixed_s, 3),
+                   "fixed_cost_s": None if fixed_s is None else round(fixed_s, 3),
                    "running_mb_per_s": (round(mb / (distcp_s - fixed_s), 2)
-                                        if distcp_s > fixed_s else None),
+                                        if fixed_s is not None and distcp_s > fixed_s
+                                        else None),
                    "landed_files": len(landed), "landed_bytes": sum(landed.values())},
         "boto3_download": {"seconds": round(boto3_s, 3), "mb_per_s": round(mb / boto3_s, 2)},
     }
@@ -125,14 +130,16 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--mb-per-file", type=float, default=16)
+    parser.add_argument("--no-fixed-cost", action="store_true",
+                        help="skip the 1-byte copy that measures DistCp's fixed cost")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "copy_back.json")
     args = parser.parse_args(argv)
     size = int(args.mb_per_file * 1_000_000)
     with tempfile.TemporaryDirectory(prefix="bench-copy-back-") as tmp:
-        result = measure(args.files, size, Path(tmp))
+        result = measure(args.files, size, Path(tmp), fixed_cost=not args.no_fixed_cost)
     print(f"copy_back: {args.files} x {args.mb_per_file:g} MB: DistCp "
           f"{result['distcp']['mb_per_s']} MB/s ({result['distcp']['seconds']} s, JVM start "
-          f"included; {result['distcp']['fixed_cost_s']} s for a 1-byte copy), boto3 download "
+          f"included; 1-byte copy: {result['distcp']['fixed_cost_s']} s), boto3 download "
           f"{result['boto3_download']['mb_per_s']} MB/s "
           f"({result['boto3_download']['seconds']} s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -160,7 +160,7 @@ def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_t
 
 # --- the consumer, in its own process ------------------------------------------------------------
 
-def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
+def consumer_child(queue_url: str, stop_file: Path, stats_file: Path, ready_file: Path) -> int:
     """The real handler behind LocalSqsLambdaRunner; per event edit->sent and edit->lake."""
     import boto3
 
@@ -215,6 +215,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
         return response
 
     runner = LocalSqsLambdaRunner(queue_url, timed)
+    ready_file.touch()
     idle = 0
     while True:
         idle = idle + 1 if runner.poll_once() == 0 else 0
@@ -230,6 +231,19 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path) -> int:
 
 
 # --- one load phase --------------------------------------------------------------------------------
+
+def await_ready(proc: subprocess.Popen, ready: Path, log: Path, timeout_s: float = 300) -> None:
+    """Until the consumer has imported the handler and reached the queue (it touches `ready`)."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"consumer exited {proc.returncode} before polling: "
+                               f"{log.read_text()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"consumer not polling after {timeout_s:.0f} s: "
+                               f"{log.read_text()[-2000:]}")
+        time.sleep(0.05)
+
 
 def pct(values: list[int] | list[float], q: float) -> float:
     if not values:
@@ -306,9 +320,11 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
             with open(log, "w", encoding="utf-8") as out:
                 procs.append((subprocess.Popen(
                     [sys.executable, "-m", "bench.freshness", "--consumer", chain.queue_url,
-                     "--stop-file", str(stop), "--stats", str(stats)],
+                     "--stop-file", str(stop), "--stats", str(stats),
+                     "--ready-file", str(stats.with_suffix(".ready"))],
                     stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env), stats, log))
-        time.sleep(2)  # the handler's imports, before the clock starts
+        for proc, stats, log in procs:  # the handler's imports, before the clock starts
+            await_ready(proc, stats.with_suffix(".ready"), log)
         agent = run_agent(chain.queue_url, chain.cluster, rate, seconds, first_txid, dirs)
         stop.touch()
         for proc, _, log in procs:
@@ -388,9 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
     parser.add_argument("--stop-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--stats", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ready-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.consumer:
-        return consumer_child(args.consumer, args.stop_file, args.stats)
+        return consumer_child(args.consumer, args.stop_file, args.stats, args.ready_file)
 
     from demo.chain import Chain, local_aws
 

@@ -76,6 +76,9 @@ class Bench:
     full: tuple[str, ...] = ()  # the bench's own defaults
     full_size: str = "the bench's default size"
     timeout_s: int = 900
+    # Benches whose bench-out/ files this one reads in the same run (lake: compact's input;
+    # compact_s3a's smoke: compact.json); BENCHES lists them before it.
+    reads: tuple[str, ...] = ()
 
     def args(self, size: str) -> tuple[str, ...]:
         """`python -m` arguments of a run at this size."""
@@ -107,7 +110,12 @@ def run_bench(bench: Bench, work_dir: Path, size: str = "quick") -> BenchRun:
     args = bench.args(size)
     print(f"[bench {time.strftime('%H:%M:%S')}] {bench.name}: python -m {' '.join(args)}",
           flush=True)
-    env = {**os.environ, "BENCH_OUT": str(out_dir),
+    # A bench builds its Spark sessions as `make bench` does (compact_s3a adds the S3A jars
+    # itself). Under pytest, tests/conftest.py sets PYSPARK_SUBMIT_ARGS for the test process's
+    # own JVM: inherited, every smoke Spark JVM would also ship the 280 MB aws-java-sdk-bundle
+    # to its local executor.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"},
+           "BENCH_OUT": str(out_dir),
            "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
     try:
         done = subprocess.run([sys.executable, "-m", *args], cwd=work_dir, text=True, env=env,
@@ -227,17 +235,19 @@ def _index_apply(r: dict[str, Any], size: str) -> list[Figure]:
 
 def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
-    return [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
+    rows = [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
                    res["baseline"]["rows_per_s"], "pyarrow 1 process", size,
                    note="timed around compact(): session start excluded, JVM warm-up in"),
             Figure("compaction scaling with cores", "rows/s", res["spark"]["rows_per_s"],
                    res["spark_one_cpu"]["rows_per_s"], "local[1] on 1 CPU", size,
                    note="goal >= 1.7x; 2 CPUs against 1, the JVM pinned: its JIT and GC share "
-                        "its one core"),
-            Figure("compaction scaling, JIT free", "rows/s", res["spark"]["rows_per_s"],
-                   res["spark_local1"]["rows_per_s"], "local[1] on 2 CPUs", size,
-                   note=f"local[1]'s JIT and GC run on the idle CPU; a CPU-bound Spark query "
-                        f"{r['ceiling']['scaling']:.2f}x here")]
+                        "its one core")]
+    if "spark_local1" not in res:  # the smoke skips it (--no-local1)
+        return rows
+    return [*rows, Figure("compaction scaling, JIT free", "rows/s", res["spark"]["rows_per_s"],
+                          res["spark_local1"]["rows_per_s"], "local[1] on 2 CPUs", size,
+                          note=f"local[1]'s JIT and GC run on the idle CPU; a CPU-bound Spark "
+                               f"query {r['ceiling']['scaling']:.2f}x here")]
 
 
 def _compact_s3a(r: dict[str, Any], size: str) -> list[Figure]:
@@ -290,11 +300,13 @@ def _freshness(r: dict[str, Any], size: str) -> list[Figure]:
 
 
 def _copy_back(r: dict[str, Any], size: str) -> list[Figure]:
-    return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", r["distcp"]["mb_per_s"],
+    distcp = r["distcp"]
+    fixed = "" if distcp["fixed_cost_s"] is None else (  # the smoke skips it
+        f" ({distcp['fixed_cost_s']:.1f} s for 1 byte); once running "
+        f"{distcp['running_mb_per_s']} MB/s")
+    return [Figure("return copy: DistCp s3a:// -> HDFS", "MB/s", distcp["mb_per_s"],
                    r["boto3_download"]["mb_per_s"], "boto3 download", size,
-                   note=f"{r['distcp']['seconds']:.1f} s with JVM start + job set-up "
-                        f"({r['distcp']['fixed_cost_s']:.1f} s for 1 byte); once running "
-                        f"{r['distcp']['running_mb_per_s']} MB/s")]
+                   note=f"{distcp['seconds']:.1f} s with JVM start + job set-up{fixed}")]
 
 
 def _live(r: dict[str, Any], size: str) -> list[Figure]:
@@ -382,12 +394,13 @@ BENCHES: tuple[Bench, ...] = (
           smoke=("--ops", "300", "--latency-ms", "1")),
     Bench("compact", "bench.compact", "compact.json", _compact,
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
-          smoke=("--events", "3000"), full_size="10M events + 5% duplicates",
+          smoke=("--events", "3000", "--no-local1"), full_size="10M events + 5% duplicates",
           timeout_s=3600),
     Bench("compact_s3a", "bench.compact_s3a", "compact_s3a.json", _compact_s3a,
           quick=("--events", "200000"), quick_size="200k events + 5% duplicates",
-          smoke=("--events", "3000"), full=("--events", "1000000"),
-          full_size="1M events + 5% duplicates", timeout_s=3600),
+          smoke=("--events", "3000", "--file-result", "bench-out/compact.json"),
+          full=("--events", "1000000"), full_size="1M events + 5% duplicates", timeout_s=3600,
+          reads=("compact",)),
     Bench("rollups", "bench.rollups", "rollups.json", _rollups,
           quick=("--events-per-day", "20000"),
           quick_size="1 new day of 20k events, 1 vs 30 days of history (default 50k a day)",
@@ -396,7 +409,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
           smoke=("--measure-lake",), full=("--measure-lake",),
-          full_size="compact's input lake; Parquet by pyarrow"),
+          full_size="compact's input lake; Parquet by pyarrow", reads=("compact",)),
     Bench("freshness", "bench.freshness", "freshness.json", _freshness,
           quick=("--rates", "200,1000", "--seconds", "10", "--index-seconds", "6",
                  "--summary-seconds", "3"),
@@ -415,7 +428,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("copy_back", "bench.copy_back", "copy_back.json", _copy_back,
           quick=("--files", "4", "--mb-per-file", "8"),
           quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
-          smoke=("--files", "2", "--mb-per-file", "0.25")),
+          smoke=("--files", "2", "--mb-per-file", "0.25", "--no-fixed-cost")),
     Bench("sync", "bench.sync", "sync.json", _sync,
           quick=("--files", "6", "--mb-per-file", "8", "--lag-seconds", "15"),
           quick_size="6 x 8 MB, 15 s at 4 files/s (default 8 x 8 MB, 20 s)",
@@ -510,25 +523,33 @@ def main(argv: list[str] | None = None) -> int:
                         help="benches run here and write its bench-out/ (default: the repo)")
     args = parser.parse_args(argv)
     out_dir = args.work_dir.resolve() / "bench-out"
-    results = out_dir / "results.json"
-    chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     unknown = set(args.only.split(",")) - {b.name for b in BENCHES} if args.only else set()
     if unknown:
         parser.error(f"unknown bench {', '.join(sorted(unknown))}; "
                      f"known: {', '.join(b.name for b in BENCHES)}")
+    chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     out_dir.mkdir(parents=True, exist_ok=True)
     started, load_before = time.time(), os.getloadavg()
     runs = [run_bench(b, args.work_dir.resolve(), args.size) for b in chosen]
+    return report(chosen, runs, out_dir, args.size, started=started, load_before=load_before,
+                  cost_model=not args.only)
+
+
+def report(chosen: Sequence[Bench], runs: Sequence[BenchRun], out_dir: Path, size: str, *,
+           started: float, load_before: tuple[float, float, float], cost_model: bool) -> int:
+    """Prints the table of the runs (and the cost model's totals from their JSON) and writes
+    out_dir/results.json; 1 if any bench failed or gave no readable JSON."""
+    results = out_dir / "results.json"
     figures: list[Figure] = []
     failures: list[tuple[str, str]] = []
     for bench, run in zip(chosen, runs, strict=True):
-        rows, problem = figures_of(run, bench, args.size)
+        rows, problem = figures_of(run, bench, size)
         if problem:
             run.status, run.error = "failed", problem
         if run.status != "ok":
             failures.append((bench.name, run.error))
         figures += rows
-    if not args.only:
+    if cost_model:
         rows, problem = cost_figures(out_dir)
         figures += rows
         if problem:
@@ -546,13 +567,12 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(total, 1),
         "figures": [{**asdict(f), "ratio": ratio(f)} for f in figures],
         "benches": {r.name: {"status": r.status, "seconds": round(r.seconds, 1),
-                             "error": r.error, "args": list(b.args(args.size)),
-                             "size": b.size(args.size),
+                             "error": r.error, "args": list(b.args(size)),
+                             "size": b.size(size),
                              "result": r.result} for b, r in zip(chosen, runs, strict=True)},
     }, indent=1) + "\n")
     print(f"\nwrote {results.relative_to(REPO) if results.is_relative_to(REPO) else results}")
     return 1 if failures else 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
