@@ -95,10 +95,19 @@ def attributed_txids(events: DataFrame, audit: DataFrame,
                      window_ms: int = DEFAULT_WINDOW_MS) -> DataFrame:
     """(cluster, txid, WHO_COLUMNS) for each txid whose call's user is certain; `events` as
     event_bounds gives them."""
+    # A concat's line names its sources as Arrays.toString(srcs) ("[/a, /b]"); its batch has
+    # one UNLINK per source, in that order.
+    sources = (events.where(F.col("in_concat") & (F.col("type") == "UNLINK"))
+               .groupBy("cluster", "txid")
+               .agg(F.sort_array(F.collect_list(F.struct("index", "path"))).alias("s"))
+               .select("cluster", "txid", F.concat(F.lit("["), F.concat_ws(", ", "s.path"),
+                                                   F.lit("]")).alias("sources")))
     anchors = (events.where(F.col("index") == 0).withColumn("cls", _event_class())
                .where(F.col("cls").isNotNull() & (F.col("type") != "CLOSE"))
+               .join(sources, ["cluster", "txid"], "left")
                .withColumn("key_path", F.col("path"))
                .withColumn("key_dst", F.when(F.col("cls") == "rename", F.col("dst_path"))
+                           .when(F.col("cls") == "concat", F.col("sources"))
                            .otherwise(F.lit(""))))
     lines = (audit.select(*AUDIT_INPUT_COLUMNS)
              .where(F.col("allowed") & F.col("time").isNotNull())
@@ -107,6 +116,7 @@ def attributed_txids(events: DataFrame, audit: DataFrame,
              .withColumn("key_path", F.when(F.col("cls") == "concat", F.col("dst"))
                          .otherwise(F.col("src")))
              .withColumn("key_dst", F.when(F.col("cls") == "rename", F.col("dst"))
+                         .when(F.col("cls") == "concat", F.col("src"))
                          .otherwise(F.lit(""))))
     event_groups = anchors.groupBy(*_KEYS).agg(F.collect_list(F.struct(
         "txid", "lo", "hi", "owner", "group", "perms")).alias("events"))

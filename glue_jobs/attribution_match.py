@@ -3,8 +3,9 @@ made them, one match group at a time. No Spark here: glue_jobs/attribution.py gr
 rows and calls `match_group` on each group; the bench's single-process baseline calls it too.
 
 A match group is what an event and its audit line both carry: the command class, the path and
-(rename only) the destination. Inside a group, events run in txid order and lines in audit-log
-order, and the k-th event is the k-th line - but only where the times prove it:
+the destination (rename) or the sources (concat). Inside a group, events run in txid order and
+lines in audit-log order, and the k-th event is the k-th line - but only where the times prove
+it:
 
 - Hadoop 3.3.4's FSNamesystem (startFile, delete, renameTo, ...) logs the edit under the write
   lock, releases it, syncs the edit log and only then writes the audit line, so a line's time is

@@ -43,7 +43,7 @@ MTIME = {u: 1_700_000_000_000 + i for i, u in enumerate(USERS)}
 # Paths all clients hit at once, and paths they reach at different times. Calls on one path
 # within a few ms of each other whose events carry no time (METADATA, APPEND) are ambiguous,
 # and stay unattributed: the hot path is there to show null, never a wrong user.
-HOT, SPREAD = 1, 18
+HOT, SPREAD = 1, 24
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +137,11 @@ _MAKERS = {"UNLINK": ("delete", "concat"), "APPEND": ("append", "concat"),
            "TRUNCATE": ("truncate",), "CLOSE": ("write", "append", "concat")}
 
 
-def makers(event: dict[str, Any], calls: list[Call], lo: int, hi: int) -> set[str]:
+def makers(event: dict[str, Any], calls: list[Call], lo: int, hi: int,
+           renamed_to: dict[str, set[str]]) -> set[str]:
     """The users who, by the clients' own record, can have made `event` (NameNode time in
-    [lo, hi])."""
+    [lo, hi]). A file renamed while open is closed at its new name (`renamed_to`: a path ->
+    the paths renamed onto it)."""
     t, path = event["type"], event["path"]
     if t == "CREATE":
         return {event["owner"]}
@@ -158,9 +160,10 @@ def makers(event: dict[str, Any], calls: list[Call], lo: int, hi: int) -> set[st
         if kind == "OWNER":
             return {SUPERUSER}
     found = set()
+    paths = {path} | (renamed_to.get(path, set()) if t == "CLOSE" else set())
     for c in calls:
         name, target = c.op[0], c.op[1]
-        on_path = target == path or (name == "concat" and path in c.op[2])
+        on_path = target in paths or (name == "concat" and path in c.op[2])
         if (c.ok and name in _MAKERS.get(t, ()) and on_path and c.start_ms <= hi
                 and c.end_ms >= lo and (name != "delete" or c.result)):
             found.add(c.user)
@@ -193,11 +196,15 @@ def test_six_users_in_three_concurrent_clients_each_event_their_own_or_none(
     who = {(r["txid"], r["index"]): r for r in attribute_events(event_df, audit_df).collect()}
 
     stamps = [(e["txid"], e["timestamp"]) for e in events if e["timestamp"] is not None]
+    renamed_to: dict[str, set[str]] = {}
+    for e in events:
+        if e["type"] == "RENAME":
+            renamed_to.setdefault(e["dst_path"], set()).add(e["path"])
     wrong, unattributed = [], []
     for e in events:
         lo = max((ts for txid, ts in stamps if txid <= e["txid"]), default=0)
         hi = min((ts for txid, ts in stamps if txid >= e["txid"]), default=2**62)
-        can = makers(e, calls, lo, hi)
+        can = makers(e, calls, lo, hi, renamed_to)
         assert can, f"the clients made no call that makes {e}"
         row = who.get((e["txid"], e["index"]))
         if row is None:
@@ -212,7 +219,7 @@ def test_six_users_in_three_concurrent_clients_each_event_their_own_or_none(
     assert not wrong, f"{len(wrong)} events given another user: {wrong[:5]}"
     assert len(unattributed) <= 0.01 * len(events), (
         f"{len(unattributed)} of {len(events)} unattributed: "
-        f"{Counter(e['type'] for e in unattributed)} {unattributed[:5]}")
+        f"{Counter((e['type'], e['path']) for e in unattributed)}")
 
     # The refusals are signals: each one an allowed=false line naming the user and the call.
     denied = {(c.user, c.op[1]) for c in calls if not c.ok and "ermission denied" in c.error}
