@@ -80,12 +80,15 @@ def event_bounds(events: DataFrame) -> DataFrame:
     timestamp, else the nearest ones around them in txid order (edits are timestamped under
     the write lock that orders txids, so timestamps never go back along txids)."""
     order = Window.partitionBy("cluster").orderBy("txid", "index")
+    # Both bounds as running frames (unbounded preceding to the row): Spark recomputes a frame
+    # running to unbounded following for every row, quadratic in a cluster's events.
+    backwards = Window.partitionBy("cluster").orderBy(F.desc("txid"), F.desc("index"))
     return (events.select(*EVENT_INPUT_COLUMNS)
             .where(~F.col("type").isin(*AGENT_RECORD_TYPES))
             .withColumn("lo", F.last("timestamp", ignorenulls=True).over(
                 order.rowsBetween(Window.unboundedPreceding, 0)))
-            .withColumn("hi", F.first("timestamp", ignorenulls=True).over(
-                order.rowsBetween(0, Window.unboundedFollowing)))
+            .withColumn("hi", F.last("timestamp", ignorenulls=True).over(
+                backwards.rowsBetween(Window.unboundedPreceding, 0)))
             # Only a concat's batch holds more than one event (its APPEND first).
             .withColumn("in_concat", F.coalesce(F.lead("txid").over(order) == F.col("txid"),
                                                 F.lit(False))))
