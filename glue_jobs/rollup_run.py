@@ -29,12 +29,6 @@ from glue_jobs.curated_io import read_curated
 from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX, new_run_id
 from glue_jobs.storage import LakeStore
 
-# The file-size transforms join the events to their own facts a dozen times; Catalyst's
-# constraint propagation over that plan ran for minutes before the first task (its inferred
-# filters add nothing here: every join is on equal keys). Spark's own doc of the key warns of
-# this cost for plans with many predicates and aliases.
-OPTIMIZER_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
-
 
 @dataclass(frozen=True, slots=True)
 class RollupSettings:
@@ -127,8 +121,6 @@ def _write_owner_state(state: DataFrame, store: LakeStore, through: str) -> tupl
 def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSettings,
                   pending_days: frozenset[str] = frozenset(), *, states: Sequence[str] = (),
                   state_root: str = "") -> RollupFrames:
-    for key, value in OPTIMIZER_CONF.items():
-        spark.conf.set(key, value)
     locations = catalog.locations()
     plan = rollup_days.plan(sorted({dt for _, dt in locations}), pending_days=pending_days,
                             from_dt=s.from_dt, to_dt=s.to_dt, window_minutes=s.window_minutes,
@@ -146,18 +138,13 @@ def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSetti
     earlier = read_curated(spark, locations, plan.history_days).select(*rollups.INPUT_COLUMNS) \
         .transform(rollups.path_history)
     known = recent.unionByName(earlier)
-    facts, removed = rollups.file_facts(known, state, s.trash_pattern)
-    # Each filled by its own action before it is read twice (AQE would otherwise run two
-    # branches over one unfilled cache at once), and read as a cache: the plans below then
-    # hold it as one leaf, not its whole derivation once per use.
-    facts = _filled(facts)
-    attributed = _filled(recent.transform(rollups.hadoop_events)
-                         .transform(rollups.attribute_owners(known, state))
-                         .transform(rollups.with_prefix(s.prefix_depth)))
-    events = _filled(attributed.transform(
-        file_sizes.measure_events(facts, removed, s.trash_pattern)))
-    facts.unpersist()
-    attributed.unpersist()
+    measures = file_sizes.replayed(known, rollups.state_files(state), s.trash_pattern)
+    # Filled once: the three outputs read it (AQE would otherwise run two branches over one
+    # unfilled cache at once).
+    events = _filled(recent.transform(rollups.hadoop_events)
+                     .transform(rollups.attribute_owners(known, state))
+                     .transform(rollups.with_prefix(s.prefix_depth))
+                     .transform(file_sizes.measure_events(measures)))
     after = plan.write_state
     return RollupFrames(
         activity=events.where(F.col("dt").isin(*plan.days))

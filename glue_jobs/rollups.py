@@ -72,9 +72,9 @@ def _as_of(events: DataFrame, facts: DataFrame) -> DataFrame:
 
 
 def path_history(events: DataFrame) -> DataFrame:
-    """The rows attribute_owners and file_facts read from `history`: owner facts, RENAMEs and
-    size facts and removals (CLOSE, TRUNCATE, UNLINK). Of the days before those rolled up,
-    only these are needed."""
+    """The rows attribute_owners and the file replay (glue_jobs.file_sizes) read from `history`:
+    owner facts, RENAMEs and the other changes to files (CLOSE, TRUNCATE, UNLINK). Of the days
+    before those rolled up, only these are needed."""
     return events.where(_owner_fact().isNotNull()
                         | F.col("type").isin("RENAME", "CLOSE", "TRUNCATE", "UNLINK"))
 
@@ -166,18 +166,13 @@ def attribute_owners(history: DataFrame, state: DataFrame | None = None
     return transform
 
 
-def file_facts(history: DataFrame, state: DataFrame | None, trash_pattern: str
-               ) -> tuple[DataFrame, DataFrame]:
-    """(size facts, removals) of `history` (path_history of the days after `state`'s, with
-    every event rolled up) after the FILES rows of `state` (glue_jobs.file_sizes)."""
-    facts = file_sizes.size_facts(history)
-    if state is not None:
-        facts = facts.unionByName(
-            state.where(F.col("kind") == FILES).select(
-                "cluster", "path", "txid", "index", F.col("fact_size").alias("size"),
-                F.coalesce(F.col("fact_opens"), F.lit(False)).alias("opens")))
-    moved = file_sizes.moved_facts(history, facts, trash_pattern)
-    return facts.unionByName(moved), file_sizes.removals(history)
+def state_files(state: DataFrame | None) -> DataFrame | None:
+    """The live files of the path state (file_sizes.FILES_SCHEMA), None without a state."""
+    if state is None:
+        return None
+    return state.where(F.col("kind") == FILES).select(
+        "cluster", "path", "txid", "index", F.col("fact_size").alias("size"),
+        F.coalesce(F.col("fact_opens"), F.lit(False)).alias("fresh"))
 
 
 def path_state(history: DataFrame, state: DataFrame | None = None,
@@ -200,11 +195,10 @@ def path_state(history: DataFrame, state: DataFrame | None = None,
 
     parts = [latest(facts, kind, column) for kind, facts in enumerate(streams)
              for column in ("fact_owner", "fact_inode_type")]
-    facts, removed = file_facts(history, state, trash_pattern)
-    files = file_sizes.live_file_state(facts, removed).select(
+    files = file_sizes.live_files(history, state_files(state), trash_pattern).select(
         "cluster", "path", F.lit(FILES).alias("kind"), "txid", "index",
         F.lit(None).cast("string").alias("fact_owner"), F.lit("FILE").alias("fact_inode_type"),
-        F.col("size").alias("fact_size"), F.col("opens").alias("fact_opens"))
+        F.col("size").alias("fact_size"), F.col("fresh").alias("fact_opens"))
     out = files
     for part in parts:
         out = out.unionByName(part, allowMissingColumns=True)

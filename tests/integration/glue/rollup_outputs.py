@@ -3,9 +3,6 @@ them (dt the partition's string value)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -40,19 +37,3 @@ def read_table(spark: SparkSession, uri: str, schema: T.StructType) -> DataFrame
     """A dt-partitioned output as Athena reads it: dt is the partition's string value."""
     return spark.read.parquet(uri).withColumn("dt", F.col("dt").cast("string")).select(
         *schema.fieldNames())
-
-
-@pytest.fixture(scope="module")
-def rollup_session(spark: SparkSession) -> Iterator[SparkSession]:
-    """The package's session configured as glue_jobs.rollup_run configures the job's."""
-    from glue_jobs.rollup_run import OPTIMIZER_CONF
-
-    saved = {key: spark.conf.get(key, None) for key in OPTIMIZER_CONF}
-    for key, value in OPTIMIZER_CONF.items():
-        spark.conf.set(key, value)
-    yield spark
-    for key, value in saved.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)

@@ -235,6 +235,7 @@ def rolled_up(spark, s3) -> tuple[RawLake, dict]:
     with contextlib.redirect_stdout(out):
         activity_rollups.main(["--source", lake.uri, "--target", lake.uri,
                                "--small_file_bytes", "1000", "--mass_delete_threshold", "2",
+                               "--mass_delete_bytes_threshold", "7000",
                                "--mass_delete_window_minutes", "10"], spark=spark)
     return lake, json.loads(out.getvalue().strip().splitlines()[-1])
 
@@ -243,11 +244,13 @@ def test_snapshot_and_gap_records_are_not_activity_but_snapshots_name_owners(spa
                                                                             rolled_up):
     lake, _ = rolled_up
     got = read_table(spark, lake.spark_uri(ACTIVITY_PREFIX), ACTIVITY_SCHEMA)
-    #  prefix    owner     created deleted renamed bytes small net
+    #  prefix    owner     created deleted renamed bytes small net overwritten replaced
+    #                                                           bytes_deleted truncated
     expected = [
-        ("/data/a", "alice",  1, 0, 0, 500, 1, 1),
-        ("/data/b", "bob",    0, 1, 0, 0, 0, -1),   # lost.csv; the directory old is not a file
-        ("/data/c", "carol",  1, 0, 0, 2000, 0, 1),  # not 1 + 200 snapshot records
+        ("/data/a", "alice",  1, 0, 0, 500, 1, 1, 0, 0, 0, 0),
+        # lost.csv, of the snapshot's size; the directory old held no file
+        ("/data/b", "bob",    0, 1, 0, 0, 0, -1, 0, 0, 7000, 0),
+        ("/data/c", "carol",  1, 0, 0, 2000, 0, 1, 0, 0, 0, 0),  # not 1 + 200 snapshot records
     ]
     assert_frames_equal(got, spark.createDataFrame(
         [(C, *row, "2015-01-14") for row in expected], ACTIVITY_SCHEMA))
@@ -256,9 +259,11 @@ def test_snapshot_and_gap_records_are_not_activity_but_snapshots_name_owners(spa
 def test_mass_deletes_see_only_unlinks_with_owners_from_the_snapshot(spark, rolled_up):
     lake, _ = rolled_up
     got = spark.read.parquet(lake.spark_uri(MASS_DELETE_PREFIX))
-    assert sorted((r["scope"], r["subject"], r["unlinks"], r["first_txid"], r["last_txid"])
-                  for r in got.collect()) == [("owner", "bob", 2, 151, 152),
-                                              ("prefix", "/data/b", 2, 151, 152)]
+    # 2 UNLINKs, 1 file (the directory held none) under the threshold of 2 files, but its
+    # 7000 bytes (the snapshot's size) reach the bytes threshold of 7000.
+    assert sorted((r["scope"], r["subject"], r["unlinks"], r["first_txid"], r["last_txid"],
+                   r["files_removed"], r["bytes_removed"]) for r in got.collect()) == [
+        ("owner", "bob", 2, 151, 152, 1, 7000), ("prefix", "/data/b", 2, 151, 152, 1, 7000)]
 
 
 def test_gaps_daily_says_how_many_txids_the_day_lost(spark, rolled_up):

@@ -8,31 +8,26 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from glue_jobs import file_sizes
 from glue_jobs.rollups import (
     INPUT_COLUMNS,
+    UNKNOWN_OWNER,
     attribute_owners,
     daily_activity,
-    file_facts,
     hadoop_events,
     mass_deletes,
     path_history,
     path_state,
+    state_files,
     with_prefix,
 )
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
-from tests.integration.glue.rollup_outputs import (
-    ACTIVITY_SCHEMA,
-    MASS_DELETE_SCHEMA,
-    rollup_session,  # noqa: F401  (the fixture below)
-)
+from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, MASS_DELETE_SCHEMA
 
-pytestmark = pytest.mark.usefixtures("rollup_session")
 C = "c1"
 DAY13, DAY14 = "2015-01-13", "2015-01-14"
 T13 = int(datetime(2015, 1, 13, 9, tzinfo=UTC).timestamp() * 1000)
@@ -66,14 +61,14 @@ def _measured(spark, earlier: list[HdfsEvent], today: list[HdfsEvent], *, with_s
     day13 = curated_frame(spark, [(e, DAY13) for e in earlier]).select(*INPUT_COLUMNS)
     day14 = curated_frame(spark, [(e, DAY14) for e in today]).select(*INPUT_COLUMNS)
     if with_state:
-        state, known = path_state(day13.transform(path_history), None, TRASH), day14
+        # Read back as the job reads it: a leaf of the plan.
+        state = path_state(day13.transform(path_history), None, TRASH).localCheckpoint()
+        known = day14
     else:
         state, known = None, day14.unionByName(day13.transform(path_history))
-    facts, removed = file_facts(known, state, TRASH)
-    # Cached as the job caches them (glue_jobs.rollup_run): one leaf in the plans that use them.
-    attributed = (day14.transform(hadoop_events).transform(attribute_owners(known, state))
-                  .transform(with_prefix(2)).cache())
-    return attributed.transform(file_sizes.measure_events(facts.cache(), removed, TRASH))
+    measures = file_sizes.replayed(known, state_files(state), TRASH)
+    return (day14.transform(hadoop_events).transform(attribute_owners(known, state))
+            .transform(with_prefix(2)).transform(file_sizes.measure_events(measures)))
 
 
 def rolled_up(spark, earlier: list[HdfsEvent], today: list[HdfsEvent]
@@ -83,8 +78,9 @@ def rolled_up(spark, earlier: list[HdfsEvent], today: list[HdfsEvent]
     outs = []
     for with_state in (True, False):
         events = _measured(spark, earlier, today, with_state=with_state).cache()
-        outs.append((events.transform(daily_activity(SMALL)),
-                     events.transform(mass_deletes(10, THRESHOLD, BYTES_THRESHOLD))))
+        # Cached: each is collected twice (against the other, against the figures).
+        outs.append((events.transform(daily_activity(SMALL)).cache(),
+                     events.transform(mass_deletes(10, THRESHOLD, BYTES_THRESHOLD)).cache()))
     (activity, deletes), (full_activity, full_deletes) = outs
     assert_frames_equal(activity, full_activity)
     assert_frames_equal(deletes, full_deletes)
@@ -138,6 +134,20 @@ def test_a_truncate_from_1000_to_400_bytes_cuts_600(spark):
         [activity("/a/b", "alice", 0, 0, 0, 50, 0, 0, 0, 0, 0, 600)], ACTIVITY_SCHEMA))
 
 
+def test_a_file_renamed_three_times_in_a_day_keeps_its_size(spark):
+    today = [event(10, EventType.RENAME, "/a/b/f", dst_path="/a/b/g"),
+             event(11, EventType.RENAME, "/a/b/g", dst_path="/a/b/h"),
+             event(12, EventType.RENAME, "/a/b/h", dst_path="/a/b/i"),
+             event(13, EventType.APPEND, "/a/b/i", ts=None, new_block=False),
+             close(14, "/a/b/i", 150), event(15, EventType.UNLINK, "/a/b/i")]
+    got, _ = rolled_up(spark, written(1, "/a/b/f", 100), today)
+    # The append writes 150 - 100 = 50 and the delete removes 150 bytes: the size followed f
+    # through its three names. Owners follow one rename only: h and i are of no known owner.
+    assert_frames_equal(got, spark.createDataFrame(
+        [activity("/a/b", "alice", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0),
+         activity("/a/b", UNKNOWN_OWNER, 0, 1, 1, 50, 0, -1, 0, 0, 150, 0)], ACTIVITY_SCHEMA))
+
+
 def test_rm_r_of_a_directory_counts_the_files_the_path_state_holds_under_it(spark):
     earlier = [create(1, "/a/b/d", inode=INodeType.DIRECTORY, ts=T13),
                *written(2, "/a/b/d/x", 10), *written(4, "/a/b/d/sub/y", 20),
@@ -160,10 +170,12 @@ def test_rm_into_the_trash_deletes_once_and_its_expunge_counts_nothing(spark):
              event(16, EventType.RENAME, f"{trash}/Current", dst_path=f"{trash}/261126120000"),
              event(17, EventType.UNLINK, f"{trash}/261126120000")]
     got, _ = rolled_up(spark, [], today)
-    # 2 files created (100 + 200 = 300 bytes) and deleted by the move (300 bytes): net 0. The
+    # 2 files created under /data/p (100 + 200 = 300 bytes, net +2), deleted by the move of
+    # /data/p, which counts at its own prefix /data (2 files, 300 bytes, net -2). The
     # checkpoint is no rename and the expunge no delete: /user/alice has nothing to report.
     assert_frames_equal(got, spark.createDataFrame(
-        [activity("/data", "alice", 2, 2, 0, 300, 0, 0, 0, 0, 300, 0)], ACTIVITY_SCHEMA))
+        [activity("/data/p", "alice", 2, 0, 0, 300, 0, 2, 0, 0, 0, 0),
+         activity("/data", "alice", 0, 2, 0, 0, 0, -2, 0, 0, 300, 0)], ACTIVITY_SCHEMA))
 
 
 def test_a_mass_delete_through_the_trash_is_flagged_with_its_root(spark):
@@ -196,19 +208,20 @@ def test_the_path_state_keeps_live_files_only_with_their_last_size(spark):
 
     state = path_state(day13.transform(path_history), None, TRASH)
 
+    # (path, txid of its latest size fact, size): g's CLOSE at 10, under its new name.
     assert sorted((r["path"], r["txid"], r["fact_size"])
                   for r in state.where(F.col("kind") == 3).collect()) == [
-        ("/a/f", 4, 15), ("/b/d/g", 11, 3)]
+        ("/a/f", 4, 15), ("/b/d/g", 10, 3)]
 
 
 def test_with_a_trash_pattern_that_matches_nothing_a_move_is_a_rename(spark):
     today = [create(10, "/data/p/x"), close(11, "/data/p/x", 100),
              event(12, EventType.RENAME, "/data/p", dst_path="/user/alice/.Trash/Current/p")]
     day14 = curated_frame(spark, [(e, DAY14) for e in today]).select(*INPUT_COLUMNS)
-    facts, removed = file_facts(day14, None, "^/nowhere/")
+    measures = file_sizes.replayed(day14, None, "^/nowhere/")
     got = (day14.transform(hadoop_events).transform(attribute_owners(day14))
            .transform(with_prefix(2))
-           .transform(file_sizes.measure_events(facts, removed, "^/nowhere/"))
+           .transform(file_sizes.measure_events(measures))
            .transform(daily_activity(SMALL)))
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/data/p", "alice", 1, 0, 0, 100, 0, 1, 0, 0, 0, 0),

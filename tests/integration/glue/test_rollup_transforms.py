@@ -16,7 +16,6 @@ from glue_jobs.rollups import (
     attribute_owners,
     daily_activity,
     daily_gaps,
-    file_facts,
     hadoop_events,
     mass_deletes,
     path_state,
@@ -24,14 +23,8 @@ from glue_jobs.rollups import (
 )
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
-from tests.integration.glue.rollup_outputs import (
-    ACTIVITY_SCHEMA,
-    GAPS_SCHEMA,
-    MASS_DELETE_SCHEMA,
-    rollup_session,  # noqa: F401  (the fixture below)
-)
+from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, GAPS_SCHEMA, MASS_DELETE_SCHEMA
 
-pytestmark = pytest.mark.usefixtures("rollup_session")
 C = "c1"
 TS = 1_421_226_000_000  # 2015-01-14T09:00:00Z
 DAY13, DAY14 = "2015-01-13", "2015-01-14"
@@ -149,10 +142,10 @@ def test_daily_activity_counts_files_bytes_and_small_files_per_prefix_and_owner(
         _event(16, EventType.METADATA, "/b/x", timestamp=None,  # nothing to report for bob
                metadata_type=MetadataType.OWNER, owner="bob", group="hadoop"),
     ]])
-    facts, removed = file_facts(events, None, trash)
+    measures = file_sizes.replayed(events, None, trash)
 
     out = (events.transform(hadoop_events).transform(attribute_owners(events))
-           .transform(with_prefix(2)).transform(file_sizes.measure_events(facts, removed, trash))
+           .transform(with_prefix(2)).transform(file_sizes.measure_events(measures))
            .transform(daily_activity(small_file_bytes=100)))
 
     def row(prefix, owner, created, deleted, renamed, written, small, net):

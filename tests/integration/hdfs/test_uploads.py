@@ -30,12 +30,11 @@ from typing import Any
 import boto3
 import pytest
 
-from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN, measure_events
+from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN, measure_events, replayed
 from glue_jobs.rollups import (
     UNKNOWN_OWNER,
     attribute_owners,
     daily_activity,
-    file_facts,
     hadoop_events,
     with_prefix,
 )
@@ -292,10 +291,10 @@ def activity(uploaded, spark) -> dict[str, dict[tuple[str, str], dict[str, int]]
             row[key] = None if row[key] is None else str(row[key].value)
         rows.append(row)
     curated = spark.createDataFrame(rows, curated_schema())
-    facts, removed = file_facts(curated, None, DEFAULT_TRASH_PATTERN)
+    measures = replayed(curated, None, DEFAULT_TRASH_PATTERN)
     out = (curated.transform(hadoop_events).transform(attribute_owners(curated))
            .transform(with_prefix(PREFIX_DEPTH))
-           .transform(measure_events(facts, removed, DEFAULT_TRASH_PATTERN))
+           .transform(measure_events(measures))
            .transform(daily_activity(1_048_576)))
     days: dict[str, dict[tuple[str, str], dict[str, int]]] = {PUTS_DAY: {}, LATER_DAY: {}}
     for r in out.collect():
