@@ -200,11 +200,13 @@ _LAST_7_DAYS = "CAST(current_date - INTERVAL '7' DAY AS varchar(10))"
 _LAST_30_DAYS = "CAST(current_date - INTERVAL '30' DAY AS varchar(10))"
 NAMED_QUERIES: dict[str, tuple[str, str]] = {
     "mass-deletes-yesterday": (
-        "Mass deletes detected yesterday, largest first",
-        f"SELECT cluster, scope, subject, window_start, window_end, unlinks,\n"
-        f"       first_txid, last_txid\n"
+        "Mass deletes detected yesterday (files and bytes removed, trash moves included), "
+        "largest first",
+        f"SELECT cluster, scope, subject, window_start, window_end, files_removed,\n"
+        f"       bytes_removed, unlinks, trash_moves, root_path, user, first_txid, last_txid\n"
         f"FROM {MASS_DELETES_TABLE}\nWHERE dt = {_YESTERDAY}\n"
-        f"ORDER BY unlinks DESC, cluster, scope, subject, window_start"),
+        f"ORDER BY files_removed DESC, bytes_removed DESC, cluster, scope, subject,"
+        f" window_start"),
     "top-writers-by-directory": (
         "Directories and owners that wrote the most bytes in the last 7 days",
         f"SELECT cluster, prefix, owner, sum(bytes_written) AS bytes_written,\n"
