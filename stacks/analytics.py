@@ -181,6 +181,10 @@ class AnalyticsStack(Stack):
                 "--attribution_table": catalog.ATTRIBUTION_TABLE,
             }, **common)
 
+        # Every job, for the failure alarms and the dashboard's job rows.
+        self.jobs = (self.compact_job, self.rollups_job, self.compact_audit_job,
+                     self.attribute_job)
+
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
                                       description="Compaction, then rollups", max_concurrent_runs=1)
         self.workflow.add_scheduled_trigger(

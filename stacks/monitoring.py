@@ -162,7 +162,7 @@ class MonitoringStack(Stack):
               description="The consumer is falling behind the agents")
         alarm("consumer-errors", fn.metric_errors(period=five_min, statistic="Sum"),
               threshold=0, description="The consumer Lambda failed invocations")
-        for job in (analytics.compact_job, analytics.rollups_job):
+        for job in analytics.jobs:
             alarm(f"glue-{job.node.id}-failed",
                   job.metric_failure(period=Duration.hours(1), statistic="Sum"),
                   threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

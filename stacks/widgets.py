@@ -75,7 +75,7 @@ def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: 
     events = ingest.events
     fn = ingest.consumer.function
     clusters = settings.clusters
-    jobs = (analytics.compact_job, analytics.rollups_job)
+    jobs = analytics.jobs
     width = 8
     return [
         [

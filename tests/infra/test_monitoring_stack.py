@@ -36,12 +36,16 @@ def test_every_alarm_notifies_the_encrypted_alert_topic(deployed_env: Synthesize
     assert outputs["AlertTopicArn"]["Value"] == {"Ref": topic_id}
 
 
+GLUE_JOB_ALARMS = ("glue-CompactEvents-failed", "glue-ActivityRollups-failed",
+                   "glue-CompactAudit-failed", "glue-AttributeEvents-failed")
+
+
 def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         prod: Synthesized) -> None:
     alarms = _alarms(prod)
     assert set(alarms) == {
         "event-dlq-not-empty", "copy-dlq-not-empty-prod", "events-oldest-message-age",
-        "consumer-errors", "glue-CompactEvents-failed", "glue-ActivityRollups-failed",
+        "consumer-errors", *GLUE_JOB_ALARMS,
         "agent-heartbeat-missing-prod", "namenode-unavailable-prod", "stream-gap-prod",
         "agent-inotify-gap-prod",
         "index-stalled-prod", "index-drain-failures-prod", "index-skipped-events-prod",
@@ -64,7 +68,7 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
     # A dead agent publishes nothing: missing data must alarm.
     assert heartbeat["TreatMissingData"] == "breaching"
     assert heartbeat["ComparisonOperator"] == "LessThanThreshold"
-    for job in ("glue-CompactEvents-failed", "glue-ActivityRollups-failed"):
+    for job in GLUE_JOB_ALARMS:
         assert alarms[job]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
 
 
