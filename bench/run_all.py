@@ -160,6 +160,14 @@ def _audit_parse(r: dict[str, Any], size: str) -> list[Figure]:
                         f"{res['build_object']['lines_per_cpu_s']:,}/CPU s")]
 
 
+def _attribution(r: dict[str, Any], size: str) -> list[Figure]:
+    return [Figure("attribution join (events x audit lines)", "rows/s",
+                   round(r["spark_rows_per_s"]), round(r["python_rows_per_s"]),
+                   "one process, dicts, same rules", size,
+                   note=f"{r['attributed']:,} of {r['events']:,} events attributed, "
+                        f"{r['audit_lines']:,} audit lines; Spark local[2]")]
+
+
 def _bridge(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     return [Figure("JVM bridge: JPype whole batch + poll", "events/s",
@@ -375,6 +383,9 @@ BENCHES: tuple[Bench, ...] = (
     Bench("audit_parse", "bench.audit_parse", "audit_parse.json", _audit_parse,
           quick=("--lines", "100000"), quick_size="100k generated audit lines, best of 3 "
           "(default 300k)", smoke=("--lines", "2000", "--rounds", "1")),
+    Bench("attribution", "bench.attribution", "attribution.json", _attribution,
+          quick=("--events", "50000"), quick_size="50k events, 50 users, 20k paths, best of 2 "
+          "(default 200k)", smoke=("--events", "400", "--paths", "100", "--rounds", "1")),
     Bench("bridge", "bench.bridge", "bridge.json", _bridge,
           quick=("--events", "20000", "--py4j-events", "300"),
           quick_size="20k events, py4j 300 CLOSE (default 50k / 500)",
