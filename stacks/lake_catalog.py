@@ -13,9 +13,9 @@ from aws_cdk import aws_glue as glue
 
 from hdfs_events.audit import RECORD_FIELDS, AuditRecord
 from hdfs_events.event import FIELDS
+from hdfs_events.lake_queries import ATTRIBUTION_TABLE, EVENTS_TABLE, history_of_one_path
 from hdfs_events.names import CURATED_PREFIX
 
-EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
 MASS_DELETES_TABLE = "mass_deletes"
 GAPS_TABLE = "gaps_daily"
@@ -27,7 +27,6 @@ CURATED_GAPS = f"{CURATED_PREFIX}{GAPS_TABLE}/"
 AUDIT_TABLE = "audit"
 CURATED_AUDIT = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
 # Who made each change (glue_jobs/attribution_days.py): registered partitions at run=<id>/.
-ATTRIBUTION_TABLE = "attribution"
 CURATED_ATTRIBUTION = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
 
 _XATTR = glue.Schema.struct([
@@ -228,11 +227,7 @@ NAMED_QUERIES: dict[str, tuple[str, str]] = {
         f"ORDER BY dt DESC, cluster"),
     "history-of-one-path": (
         "Every change of one path (edit the path), oldest first, with who made it",
-        f"SELECT e.cluster, e.txid, e.index, e.type, e.path, e.dst_path, e.timestamp, e.size,\n"
-        f"       e.owner, e.perms, a.user\n"
-        f"FROM {EVENTS_TABLE} e\n{_WHO}"
-        f"WHERE e.path = '{HISTORY_EXAMPLE_PATH}' OR e.dst_path = '{HISTORY_EXAMPLE_PATH}'\n"
-        f"ORDER BY e.cluster, e.txid, e.index"),
+        history_of_one_path(f"'{HISTORY_EXAMPLE_PATH}'")),
     "who-deleted-what-under-a-path": (
         "Deletes under one path (edit the path) in the last 7 days, moves into a trash "
         "included, with who made them",
