@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "copy data from S3 back into HDFS: `copy submit ...`, `copy status REQUEST_ID`"),
     "quarantine": ("hdfs_events.commands.quarantine",
                    "reprocess quarantined messages after a fix: `quarantine redrive --dry-run`"),
+    "who": ("hdfs_events.commands.who",
+            "who changed a path, from the lake (Athena): `who /path --since 7d`"),
     "drift": ("hdfs_events.commands.drift",
               "the drift alerts `hdfs-events-agent verify` sent: `drift receive --queue-url URL`"),
 }

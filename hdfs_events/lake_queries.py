@@ -15,12 +15,12 @@ WHO_DETAIL_COLUMNS = ("auth", "real_user", "client_ip")
 
 
 def history_of_one_path(path: str, *, since: tuple[str, str] | None = None,
-                        detail: bool = False) -> str:
+                        cluster: str | None = None, detail: bool = False) -> str:
     """Every change naming `path` (as source or rename destination), oldest first, with who made
     it: the attribution row of its (cluster, txid, index), if any (a LEFT JOIN: an event whose
     user is not certain stays, with a null user).
 
-    path: an SQL expression. since: (day, epoch ms) SQL expressions; the day bound on `dt` lets
+    path, cluster: SQL expressions. since: (day, epoch ms) SQL expressions; the day bound on `dt` lets
     Athena read only the days from then on (partition pruning), the millisecond bound cuts the
     first day at the hour asked. detail: add the attribution's auth, real user and client IP."""
     who = "a.user" + "".join(f", a.{c}" for c in WHO_DETAIL_COLUMNS) if detail else "a.user"
@@ -28,6 +28,9 @@ def history_of_one_path(path: str, *, since: tuple[str, str] | None = None,
     if since is not None:
         day, millis = since
         where = f"({where})\n  AND e.dt >= {day} AND e.timestamp >= {millis}"
+    if cluster is not None:
+        where = f"({where})\n  AND e.cluster = {cluster}" if since is None else \
+            f"{where} AND e.cluster = {cluster}"
     return (f"SELECT e.cluster, e.txid, e.index, e.type, e.path, e.dst_path, e.timestamp, e.size,\n"
             f"       e.owner, e.perms, {who}\n"
             f"FROM {EVENTS_TABLE} e\n"

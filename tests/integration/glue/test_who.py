@@ -1,0 +1,155 @@
+"""`hdfs-events who` against the moto server's Athena, answered by Spark SQL over a small lake
+(tests/kit/athena_on_spark.py): curated events, and the attribution the real transform
+(glue_jobs.attribution.attribute_events) makes of them and the NameNode's audit lines."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+from glue_jobs.attribution import attribute_events
+from glue_jobs.audit_schema import audit_table_schema
+from hdfs_events.audit import AuditRecord, LineSource, parse_line
+from hdfs_events.cli import main
+from hdfs_events.event import EventType, HdfsEvent, INodeType
+from tests.integration.glue.frames import curated_frame
+from tests.kit import athena_on_spark
+
+C = "c1"
+WORKGROUP = "hdfs-events-test"
+# Yesterday 08:00 UTC: inside `--since 7d`; OLD is outside it.
+T0 = int((datetime.now(UTC).replace(hour=8, minute=0, second=0, microsecond=0)
+          - timedelta(days=1)).timestamp() * 1000)
+OLD = T0 - 10 * 86_400_000
+QUOTED = "/d/it's"
+MANY = 1001  # one more than a GetQueryResults page holds (1000 rows, the header row first)
+
+
+def _day(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def _stamp(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _event(txid: int, ms: int, type_: EventType, path: str, dst: str | None = None,
+           **fields: object) -> tuple[HdfsEvent, str]:
+    return HdfsEvent(cluster=C, txid=txid, index=0, type=type_, path=path, dst_path=dst,
+                     timestamp=ms, **fields), _day(ms)  # type: ignore[arg-type]
+
+
+def _create(txid: int, ms: int, path: str) -> tuple[HdfsEvent, str]:
+    return _event(txid, ms, EventType.CREATE, path, ctime=ms, inode_type=INodeType.FILE,
+                  owner="hdfs", group="g", perms="0644")
+
+
+def _audit(offset: int, ms: int, ugi: str, cmd: str, src: str, dst: str = "null",
+           ip: str = "10.0.0.1") -> AuditRecord:
+    stamp = datetime.fromtimestamp(ms / 1000, UTC)
+    text = (f"{stamp:%Y-%m-%d %H:%M:%S},{stamp.microsecond // 1000:03d} INFO "
+            f"FSNamesystem.audit: allowed=true\tugi={ugi}\tip=/{ip}\t"
+            f"cmd={cmd}\tsrc={src}\tdst={dst}\tperm=null\tproto=rpc")
+    return parse_line(text, C, LineSource("nn1", "f1", offset))
+
+
+EVENTS = [
+    _create(1, OLD, "/d/b"),  # before --since 7d
+    _create(10, T0, "/d/a"),
+    _event(11, T0 + 10, EventType.CLOSE, "/d/a", size=5),
+    _event(12, T0 + 20, EventType.RENAME, "/d/a", "/d/b"),
+    _event(13, T0 + 30, EventType.METADATA, "/d/b", metadata_type=None),  # no audit line
+    _create(14, T0 + 40, QUOTED),
+    *[_event(100 + i, T0 + 100 + i, EventType.APPEND, "/d/many") for i in range(MANY)],
+]
+AUDIT = [
+    _audit(0, T0, "alice (auth:SIMPLE)", "create", "/d/a"),
+    _audit(1, T0 + 20, "bob (auth:KERBEROS) via etl (auth:KERBEROS)", "rename", "/d/a", "/d/b",
+           ip="10.0.0.2"),
+    _audit(2, T0 + 40, "dave (auth:SIMPLE)", "create", QUOTED, ip="10.0.0.4"),
+]
+
+
+@pytest.fixture(scope="module")
+def lake(spark):
+    events = curated_frame(spark, EVENTS).cache()
+    audit = spark.createDataFrame([{**asdict(r), "dt": _day(r.time)} for r in AUDIT],
+                                  audit_table_schema())
+    attribution = attribute_events(events, audit).cache()
+    athena_on_spark.apply(spark)
+    boto3.client("athena").create_work_group(Name=WORKGROUP)
+    return events, attribution
+
+
+@pytest.fixture
+def who(spark, lake, capsys, monkeypatch):
+    events, attribution = lake
+    events.createOrReplaceTempView("events")
+    attribution.createOrReplaceTempView("attribution")
+    monkeypatch.setenv("ATHENA_WORKGROUP", WORKGROUP)
+    monkeypatch.setenv("GLUE_DATABASE", "hdfs_events_test")
+
+    def run(*argv: str) -> tuple[int, list[str], str]:
+        code = main(["who", *argv])
+        out, err = capsys.readouterr()
+        return code, out.splitlines(), err
+    return run
+
+
+def test_who_names_each_change_of_the_path_since_the_day_asked(who) -> None:
+    code, lines, _ = who("/d/b", "--since", "7d", "--cluster", C)
+    assert code == 0
+    assert lines == [
+        f"{_stamp(T0 + 20)}  RENAME    /d/a -> /d/b  bob (via etl)  KERBEROS  10.0.0.2",
+        f"{_stamp(T0 + 30)}  METADATA  /d/b  (unknown)  -  -",
+    ]
+    code, lines, _ = who("/d/b", "--since", _day(OLD))
+    assert code == 0 and len(lines) == 3
+    assert lines[0] == f"{_stamp(OLD)}  [{C}]  CREATE    /d/b  (unknown)  -  -"
+
+
+def test_a_close_takes_its_creates_user(who) -> None:
+    code, lines, _ = who("/d/a", "--since", "2d")
+    assert code == 0
+    assert [re.split(r"  +", line)[2:5] for line in lines] == [
+        ["CREATE", "/d/a", "alice"], ["CLOSE", "/d/a", "alice"],
+        ["RENAME", "/d/a -> /d/b", "bob (via etl)"]]
+
+
+def test_a_quote_in_the_path_is_a_parameter_not_sql(who) -> None:
+    code, lines, _ = who(QUOTED, "--since", "7d")
+    assert code == 0
+    assert lines == [f"{_stamp(T0 + 40)}  [{C}]  CREATE    {QUOTED}  dave  SIMPLE  10.0.0.4"]
+    # Spliced into the SQL text, this path would match every event.
+    injected = "/d/x' OR e.path LIKE '%"
+    code, lines, _ = who(injected, "--since", "30d")
+    assert code == 0 and len(lines) == 1
+    assert lines[0].startswith(f"no change of {injected} since ")
+
+
+def test_no_change_since_is_said_and_exits_0(who) -> None:
+    code, lines, _ = who("/d/b", "--since", "2026-01-01T00:00", "--cluster", "other")
+    assert (code, lines) == (0, ["no change of /d/b since 2026-01-01 00:00:00Z"])
+
+
+def test_every_page_of_results_is_read(who) -> None:
+    code, lines, _ = who("/d/many", "--since", "7d", "--cluster", C)
+    assert code == 0
+    assert len(lines) == MANY
+    assert all("APPEND    /d/many  (unknown)" in line for line in lines)
+
+
+def test_a_failed_query_exits_1_with_athenas_reason(who, spark) -> None:
+    spark.catalog.dropTempView("attribution")
+    code, lines, err = who("/d/b")
+    assert code == 1 and lines == []
+    assert "FAILED" in err and "attribution" in err
+
+
+def test_bad_since_is_refused_naming_the_flag(who) -> None:
+    code, _, err = who("/d/b", "--since", "last tuesday")
+    assert code == 2 and "--since 'last tuesday'" in err
