@@ -11,6 +11,13 @@
   operator answers for all of them), nothing written; and taking the drift alerts `verify` sent
   (receive, then delete what was shown: reading a queue is consuming it).
 
+- a lake query policy (`hdfs-events who`): runs the history-of-one-path query in the stack's
+  Athena workgroup. Athena reads the catalog and the lake as the caller, so the policy also
+  names the Glue database and the two tables the query joins (events, attribution), reads of
+  their curated/ prefixes and the workgroup's results prefix (written by the query, read back
+  by GetQueryResults). Its own policy, not operator-read's: the lake holds every change with
+  its user and client IP, a wider read than the index's current state, granted to fewer people.
+
 - a quarantine redrive policy (`hdfs-events quarantine redrive`): lists and reads the consumer's
   quarantine records and invokes the consumer function with their keys. It never writes the
   quarantine: the consumer reads each record itself, so the SenderId in it stays SQS's.
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -31,8 +39,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names, quarantine
+from hdfs_events.lake_queries import ATTRIBUTION_TABLE, EVENTS_TABLE
+from hdfs_events.names import CURATED_PREFIX
 from stacks import nag
 from stacks.settings import DeploySettings
+from stacks.storage import ATHENA_RESULTS_PREFIX
+
+# The tables `hdfs-events who` reads (hdfs_events.lake_queries.history_of_one_path).
+QUERIED_TABLES = (EVENTS_TABLE, ATTRIBUTION_TABLE)
 
 
 class CliPolicies(Construct):
@@ -66,12 +80,61 @@ class CliPolicies(Construct):
                                     resources=[drift_queue.queue_arn]),
             ])
 
+        self.lake_query = iam.ManagedPolicy(
+            self, "LakeQuery", managed_policy_name=f"{settings.prefix}-lake-query",
+            description="hdfs-events who: the lake's history of a path, through Athena",
+            statements=lake_query_statements(self, settings, lake))
+        nag.ack_lake_prefixes(self.lake_query, settings, [
+            *(f"{CURATED_PREFIX}{t}/" for t in QUERIED_TABLES), ATHENA_RESULTS_PREFIX])
+
         self.quarantine_redrive = iam.ManagedPolicy(
             self, "QuarantineRedrive",
             managed_policy_name=f"{settings.prefix}-quarantine-redrive",
             description="hdfs-events quarantine redrive: quarantined messages read again",
             statements=quarantine_redrive_statements(lake, consumer))
         nag.ack_lake_prefixes(self.quarantine_redrive, settings, [quarantine.INGEST_PREFIX])
+
+
+def lake_query_statements(scope: Construct, settings: DeploySettings,
+                          lake: s3.IBucket) -> list[iam.PolicyStatement]:
+    """By name, not by reference: the workgroup and the catalog are the Analytics stack's, which
+    depends on this one (a reference back would be a cycle)."""
+    stack = Stack.of(scope)
+
+    def glue_arn(resource: str, name: str | None = None) -> str:
+        return stack.format_arn(service="glue", resource=resource, resource_name=name,
+                                arn_format=ArnFormat.SLASH_RESOURCE_NAME)
+
+    database = settings.glue_database
+    curated = [f"{CURATED_PREFIX}{t}/" for t in QUERIED_TABLES]
+    statements = [
+        iam.PolicyStatement(sid="RunLakeQueries", actions=[
+            "athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults",
+            "athena:StopQueryExecution"],
+            resources=[stack.format_arn(service="athena", resource="workgroup",
+                                        resource_name=settings.prefix,
+                                        arn_format=ArnFormat.SLASH_RESOURCE_NAME)]),
+        # Athena plans the query with the caller's catalog reads.
+        iam.PolicyStatement(sid="ReadLakeCatalog",
+                            actions=["glue:GetDatabase", "glue:GetTable", "glue:GetPartitions"],
+                            resources=[glue_arn("catalog"), glue_arn("database", database),
+                                       *(glue_arn("table", f"{database}/{t}")
+                                         for t in QUERIED_TABLES)]),
+        iam.PolicyStatement(sid="ListQueriedTables", actions=["s3:ListBucket"],
+                            resources=[lake.bucket_arn],
+                            conditions={"StringLike": {"s3:prefix": [
+                                q for p in curated for q in (p, f"{p}*")]}}),
+        iam.PolicyStatement(sid="ReadQueriedTables", actions=["s3:GetObject"],
+                            resources=[lake.arn_for_objects(f"{p}*") for p in curated]),
+        # Athena writes the result as the caller; GetQueryResults reads it back as the caller.
+        iam.PolicyStatement(sid="QueryResults", actions=["s3:PutObject", "s3:GetObject"],
+                            resources=[lake.arn_for_objects(f"{ATHENA_RESULTS_PREFIX}*")]),
+    ]
+    if lake.encryption_key is not None:
+        statements.append(iam.PolicyStatement(
+            sid="UseLakeKey", actions=["kms:Decrypt", "kms:GenerateDataKey"],
+            resources=[lake.encryption_key.key_arn]))
+    return statements
 
 
 def quarantine_redrive_statements(lake: s3.IBucket,

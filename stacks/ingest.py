@@ -105,6 +105,8 @@ class IngestStack(Stack):
             "Attach to run hdfs-events index ls|stat|status, copy status and drift receive")
         out("QuarantineRedrivePolicyArn", self.cli.quarantine_redrive.managed_policy_arn,
             "Attach to run hdfs-events quarantine redrive")
+        out("LakeQueryPolicyArn", self.cli.lake_query.managed_policy_arn,
+            "Attach to run hdfs-events who (Athena over the lake)")
         if anchor is not None:
             out("RolesAnywhereTrustAnchorArn", anchor.anchor.attr_trust_anchor_arn,
                 "IAM Roles Anywhere trust anchor of the agents' certificates")

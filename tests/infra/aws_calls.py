@@ -29,7 +29,7 @@ import botocore.session
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("onprem_agent", "lambdas", "glue_jobs", "hdfs_events")
 # Every service a component of ours may make a client of; a client of another fails the scan.
-SERVICES = ("cloudwatch", "dynamodb", "glue", "iam", "lambda", "s3", "sns", "sqs", "sts")
+SERVICES = ("athena", "cloudwatch", "dynamodb", "glue", "iam", "lambda", "s3", "sns", "sqs", "sts")
 
 # The files each deployable runs, before following imports.
 COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -67,6 +67,12 @@ RAW, QUARANTINE = Target("lake", ("raw/",)), Target("lake", ("quarantine/",))
 QUARANTINE_INGEST = Target("lake", ("quarantine/ingest/",))  # the consumer's records
 CONSUMER_FUNCTION = Target("ConsumerFunction")
 CATALOG = Target("GlueTables")
+# `hdfs-events who`: the stack's Athena workgroup, and what Athena reads and writes as the caller
+# (stacks/cli_policies.py names them, the Analytics stack owning them): the Glue catalog, the
+# lake's database, the two tables the query joins (by their ARN's ".../<table>" tail), their
+# curated/ prefixes and the workgroup's results prefix.
+WORKGROUP = Target(":workgroup/")
+QUERIED_TABLES = ("events", "attribution")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     # quarantine redrive: lists and reads the consumer's records, invokes the consumer
     ("hdfs_events/commands/quarantine.py", "s3"): QUARANTINE_INGEST,
     ("hdfs_events/commands/quarantine.py", "lambda"): CONSUMER_FUNCTION,
+    ("hdfs_events/commands/who.py", "athena"): WORKGROUP,
 }
 # Where one module's calls of one service reach two resources: (module, function, service).
 TARGETS_BY_FUNCTION: dict[tuple[str, str, str], Target] = {
@@ -233,8 +240,25 @@ def implied(need: Need, *, lake_kms: bool) -> list[Need]:
     """KMS actions a call needs besides its own: an object of the KMS-encrypted lake is read
     with kms:Decrypt and written with kms:GenerateDataKey (S3 calls KMS as the caller); a
     publish to the encrypted alert topic needs both on its key (SNS calls KMS as the
-    publisher)."""
+    publisher); an Athena query reads the catalog and the lake, and writes its result, as its
+    caller."""
     lake_key = Target("LakeKey")
+    if need.target == WORKGROUP and need.action == "athena:StartQueryExecution":
+        # Athena plans and runs the query with the caller's credentials (its "Access to
+        # Amazon S3" and "Fine-grained access to databases and tables" pages).
+        why = "Athena runs the query as the caller"
+        athena = [*(Need(a, Target(k), why)
+                    for a in ("glue:GetDatabase", "glue:GetTable", "glue:GetPartitions")
+                    for k in (":catalog", ":database/",
+                              *(f"/{t}" for t in QUERIED_TABLES))),
+                  *(Need(a, Target("lake", (f"curated/{t}/",)), why)
+                    for a in ("s3:ListBucket", "s3:GetObject") for t in QUERIED_TABLES),
+                  Need("s3:PutObject", Target("lake", ("athena-results/",)), why)]
+        return athena + [i for n in athena for i in implied(n, lake_kms=lake_kms)]
+    if need.target == WORKGROUP and need.action == "athena:GetQueryResults":
+        results = Need("s3:GetObject", Target("lake", ("athena-results/",)),
+                       "GetQueryResults reads the result object as the caller")
+        return [results, *implied(results, lake_kms=lake_kms)]
     if need.target.kind in ("lake", "exports", "audit") and lake_kms:
         if need.action == "s3:GetObject":
             return [Need("kms:Decrypt", lake_key, f"{need.why}, SSE-KMS")]
@@ -418,11 +442,15 @@ CLI_SUBMIT = frozenset({("hdfs_events/commands/copy.py", f)
 
 # `quarantine redrive`, with a policy of its own.
 CLI_REDRIVE = "hdfs_events/commands/quarantine.py"
+# `who`, with a policy of its own (lake-query).
+CLI_LAKE_QUERY = "hdfs_events/commands/who.py"
 
 
 def cli_use(call: Call) -> str:
     if call.module == CLI_REDRIVE:
         return "redrive"
+    if call.module == CLI_LAKE_QUERY:
+        return "lake-query"
     return "submit" if (call.module, call.function) in CLI_SUBMIT else "read"
 
 

@@ -123,6 +123,8 @@ def principals(s: Synthesized) -> dict[str, tuple[list[Statement], list[Need]]]:
                      _needs("cli", s, use="read")),
         "cli-redrive": (_managed(s, "Ingest", f"hdfs-events-{s.env}-quarantine-redrive"),
                         _needs("cli", s, use="redrive")),
+        "cli-lake-query": (_managed(s, "Ingest", f"hdfs-events-{s.env}-lake-query"),
+                           _needs("cli", s, use="lake-query")),
     }
     for cluster in _settings(s.env).clusters:
         found[f"onprem-{cluster}"] = (_onprem_policy(s, cluster) + _alert_policy(s, cluster),
@@ -355,6 +357,7 @@ def test_cli_policies_are_outputs(deployed_env: Synthesized) -> None:
     outputs = deployed_env.templates["Ingest"]["Outputs"]
     assert "OperatorReadPolicyArn" in outputs
     assert "QuarantineRedrivePolicyArn" in outputs
+    assert "LakeQueryPolicyArn" in outputs
     for cluster in _settings(deployed_env.env).clusters:
         suffix = "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", cluster))
         assert f"CopySubmitPolicyArn{suffix}" in outputs
