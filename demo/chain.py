@@ -123,14 +123,20 @@ class Chain:
 
     # --- the agent ------------------------------------------------------------------------
     def agent_config(self, name: str = "agent", max_message_bytes: int = 65536, *,
-                     hdfs_uri: str | None = None, conf_dir: Path | None = None) -> Path:
+                     hdfs_uri: str | None = None, conf_dir: Path | None = None,
+                     audit_dir: Path | None = None) -> Path:
         """agent.toml for `replay`, or with `hdfs_uri` and `conf_dir` also for `run` (the same
-        checkpoint file: a backfill hands over to the live agent where it ended)."""
+        checkpoint file: a backfill hands over to the live agent where it ended), or with
+        `audit_dir` for `audit run` (the NameNode's audit log there, into the lake bucket)."""
         path = self.work / f"{name}.toml"
         live = "" if hdfs_uri is None else (
             f'\n[hdfs]\nuri = "{hdfs_uri}"\nconf_dir = "{conf_dir}"\n'
             f'\n[inotify]\npoll_timeout_ms = 100\n'
             f'\n[metrics]\nprometheus_port = 0\nheartbeat_interval_s = 0\n')
+        if audit_dir is not None:
+            live += (f'\n[audit]\nlog_dir = "{audit_dir}"\nbucket = "{self.bucket}"\n'
+                     f'host = "namenode-1"\nstate_file = "{self.work / f"{name}.position.json"}"'
+                     '\nflush_interval_s = 1\npoll_interval_ms = 100\nmetrics_interval_s = 0\n')
         path.write_text(
             f'cluster = "{self.cluster}"\n\n[sqs]\nqueue_url = "{self.queue_url}"\n\n'
             f'[checkpoint]\nstore = "file"\npath = "{self.checkpoint_path(name)}"\n'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import posixpath
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,10 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from demo.index_check import IndexCheck
-from demo.report import DemoReport
+from demo.report import DemoReport, MassDelete
+from glue_jobs.attribution_days import ATTRIBUTION_LOCAL_CATALOG_KEY, ATTRIBUTION_TABLE
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.curated_io import location_key
-from glue_jobs.layout import LOCAL_CATALOG_KEY
+from glue_jobs.layout import AUDIT_LOCAL_CATALOG_KEY, AUDIT_TABLE, LOCAL_CATALOG_KEY
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELD_SET, FIELDS, HdfsEvent
 from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
@@ -35,6 +37,9 @@ POISON_BODIES: list[tuple[str, dict[str, Any]]] = [
     (base64.b64encode(gzip.compress(b'{"v":1,"events":[{"cluster":"demo","txid":"x"}]}')).decode(),
      {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
 ]
+
+
+ATTRIBUTION_CHECKED = "Attribution check (see attribution_problems)"
 
 
 def lake_differences(rows: Sequence[dict[str, Any]], expected: Sequence[HdfsEvent],
@@ -68,8 +73,31 @@ def _parquet(lake: LakeStore, prefix: str) -> list[tuple[str, pa.Table]]:
 
 def curated_table(lake: LakeStore) -> pa.Table:
     """The curated events at the locations the catalog names (never superseded runs)."""
+    return _catalogued(lake, JsonFileCatalog(lake, LOCAL_CATALOG_KEY))
+
+
+def attribution_rows(lake: LakeStore) -> list[dict[str, Any]]:
+    """Who made each change (glue_jobs.attribute_events), at its catalog's locations."""
+    table = _catalogued(lake, JsonFileCatalog(lake, ATTRIBUTION_LOCAL_CATALOG_KEY,
+                                              ATTRIBUTION_TABLE))
+    return table.to_pylist() if table.num_rows else []
+
+
+def made_as_parents(events: Sequence[dict[str, Any]], lake: LakeStore) -> set[tuple[str, int, int]]:
+    """The directories a create or mkdirs made as parents: no audit line names them (the
+    NameNode audits the call once, with the path it was given), so no join can find a user."""
+    table = _catalogued(lake, JsonFileCatalog(lake, AUDIT_LOCAL_CATALOG_KEY, AUDIT_TABLE))
+    named = set() if not table.num_rows else {
+        (r["cluster"], r["src"]) for r in table.select(["cluster", "cmd", "src"]).to_pylist()
+        if r["cmd"] == "mkdirs"}
+    return {(e["cluster"], e["txid"], e["index"]) for e in events
+            if e["type"] == "CREATE" and e["inode_type"] == "DIRECTORY"
+            and (e["cluster"], e["path"]) not in named}
+
+
+def _catalogued(lake: LakeStore, catalog: JsonFileCatalog) -> pa.Table:
     tables = []
-    for (cluster, dt), location in JsonFileCatalog(lake, LOCAL_CATALOG_KEY).locations().items():
+    for (cluster, dt), location in catalog.locations().items():
         prefix = location_key(lake, location)
         if prefix is None:
             raise ValueError(f"catalog location {location} is outside the lake {lake.root_uri}")
@@ -132,14 +160,88 @@ def _activity(timestamps: list[int], buckets: int = 40) -> list[tuple[str, int]]
             for i in range(max(counts) + 1)]
 
 
+def is_delete(row: dict[str, Any]) -> bool:
+    """What the rollups count as a delete: an UNLINK, or a RENAME into a trash directory."""
+    return row["type"] == "UNLINK" or (
+        row["type"] == "RENAME" and "/.Trash/" in (row.get("dst_path") or ""))
+
+
+def named_mass_delete(window: dict[str, Any], events: Sequence[dict[str, Any]],
+                      who: dict[tuple[str, int, int], str | None]) -> MassDelete:
+    """A mass-delete row with the users of its deletes: the window's deletes are the events
+    between its first and last txid that delete, under its prefix for a prefix row (an owner
+    row's owner is the rollups' path state, not on the event: every delete of its txids)."""
+    start, end = window["window_start"], window["window_end"]
+    under = window["subject"].rstrip("/") + "/" if window["scope"] == "prefix" else "/"
+    users: Counter[str] = Counter()
+    unknown, paths = 0, []
+    for e in events:
+        if (e["cluster"] == window["cluster"]
+                and window["first_txid"] <= e["txid"] <= window["last_txid"]
+                and is_delete(e) and e["path"].startswith(under)):
+            paths.append(e["path"])
+            user = who.get((e["cluster"], e["txid"], e["index"]))
+            if user:
+                users[user] += 1
+            else:
+                unknown += 1
+    return MassDelete(
+        scope=window["scope"], subject=window["subject"],
+        window=(f"{start:%H:%M}-{end:%H:%M}" if hasattr(start, "strftime") else str(start)),
+        files_removed=int(window["files_removed"]),
+        under=posixpath.dirname(paths[0]) if len(set(paths)) == 1 else (
+            posixpath.commonpath(paths) if paths else ""),
+        users=dict(users.most_common()), unattributed=unknown)
+
+
+def attribution_problems(events: Sequence[dict[str, Any]],
+                         who: dict[tuple[str, int, int], str | None], *,
+                         min_share: float | None, mass_delete_user: str | None,
+                         mass_delete_paths: Sequence[str],
+                         parents: set[tuple[str, int, int]] = frozenset(),
+                         mass_min_share: float = 0.99) -> list[str]:
+    """The demo's claim about the audit join, as failures: every event here was made by a
+    client call the NameNode audited, so at least `min_share` (when given) of those an audit
+    line names (all but `parents`: made_as_parents) must have a user; and no UNLINK of the mass
+    delete run as `mass_delete_user` may name anyone else, `mass_min_share` of them that user."""
+    out = []
+    named = [e for e in events if (e["cluster"], e["txid"], e["index"]) not in parents]
+    attributed = sum(1 for e in named if who.get((e["cluster"], e["txid"], e["index"])))
+    if min_share is not None and named and attributed < min_share * len(named):
+        missing = Counter(e["type"] for e in named
+                          if not who.get((e["cluster"], e["txid"], e["index"])))
+        out.append(f"{attributed:,} of the {len(named):,} events an audit line names have a "
+                   f"user ({100 * attributed / len(named):.2f} %), under {100 * min_share:.0f} %;"
+                   " without one: " + ", ".join(f"{t} {n:,}" for t, n in missing.most_common()))
+    if mass_delete_user is None:
+        return out
+    deleted = set(mass_delete_paths)
+    users: Counter[str | None] = Counter(
+        who.get((e["cluster"], e["txid"], e["index"])) for e in events
+        if e["type"] == "UNLINK" and e["path"] in deleted)
+    others = {u: n for u, n in users.items() if u not in (None, mass_delete_user)}
+    if others:
+        out.append(f"the mass delete run as {mass_delete_user} is attributed to "
+                   + ", ".join(f"{u} ({n})" for u, n in others.items()))
+    if users[mass_delete_user] < mass_min_share * len(deleted):
+        out.append(f"{users[mass_delete_user]:,} of the mass delete's {len(deleted):,} UNLINKs "
+                   f"are attributed to {mass_delete_user}, under {100 * mass_min_share:.0f} %")
+    return out
+
+
 def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: dict[str, Any],
                  log_path: Path, compaction: dict[str, Any], rollups: dict[str, Any],
                  agent_kills: int, dlq_depth: int, index: IndexCheck | None = None,
-                 provenance: Sequence[str] = (), source_name: str = "the source") -> DemoReport:
+                 provenance: Sequence[str] = (), source_name: str = "the source",
+                 mass_delete_user: str | None = None, mass_delete_paths: Sequence[str] = (),
+                 min_attributed: float | None = None) -> DemoReport:
     """`expected` is the source of truth; `provenance` says where each part came from (what was
-    live, what replayed)."""
+    live, what replayed); `mass_delete_user` ran the UNLINKs of `mass_delete_paths` (the
+    attribution is checked against it, and the share of events with a user against
+    `min_attributed` when given: see attribution_problems)."""
     table = curated_table(lake)
     rows = table.to_pylist() if table.num_rows else []
+    attribution = attribution_rows(lake)
     lake_keys = sorted((r["txid"], r["index"], r["type"]) for r in rows)
     differences = lake_differences(rows, expected)
     activity = _activity([r["timestamp"] for r in rows
@@ -147,11 +249,14 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
     by_dir: Counter[str] = Counter()
     for row in _rows(lake, "activity_daily"):
         by_dir[row["prefix"]] += max(int(row.get("bytes_written") or 0), 0)
-    mass = [(f"{r['scope']} {r['subject']}",
-             f"{r['window_start']:%H:%M}-{r['window_end']:%H:%M}" if hasattr(r["window_start"], "strftime")
-             else str(r["window_start"]), int(r["files_removed"]))
-            for r in _rows(lake, "mass_deletes")]
+    who = {(r["cluster"], r["txid"], r["index"]): r["user"] for r in attribution}
+    mass = [named_mass_delete(r, rows, who) for r in _rows(lake, "mass_deletes")]
     reasons = [m.get("reason", "?") for m in quarantined_messages(lake)]
+    parents = made_as_parents(rows, lake)
+    checked = min_attributed is not None or mass_delete_user is not None
+    problems = [] if not checked else attribution_problems(
+        rows, who, min_share=min_attributed, mass_delete_user=mass_delete_user,
+        mass_delete_paths=mass_delete_paths, parents=parents)
     return DemoReport(
         source_events=len(expected),
         source_name=source_name,
@@ -165,7 +270,11 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
         lag_ms=consumer.get("latency_ms", []),
         activity=activity,
         top_dirs_by_bytes=by_dir.most_common(10),
-        mass_deletes=sorted(mass, key=lambda m: -m[2]),
+        mass_deletes=sorted(mass, key=lambda m: -m.files_removed),
+        attributed=sum(1 for r in rows if who.get((r["cluster"], r["txid"], r["index"]))),
+        attribution_problems=problems,
+        made_as_parents=len(parents),
+        attributed_parents=sum(1 for k in parents if who.get(k)),
         log_lines=_log_lines(log_path),
         figures={
             "Lake equals source exactly (every field)": "NO" if differences else "yes",
@@ -178,5 +287,7 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
             "Parquet files published": str(compaction.get("files_written", "?")),
             "Days rolled up": str(len(rollups.get("days", []))),
             "Mass-delete windows flagged": str(rollups.get("mass_delete_windows", 0)),
+            **({} if not checked else {
+                ATTRIBUTION_CHECKED: "NO" if problems else "yes"}),
         },
     )

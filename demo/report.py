@@ -15,6 +15,31 @@ from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
+class MassDelete:
+    """A flagged mass-delete window (the rollups' mass_deletes row) and who made its deletes
+    (the attribution table's users of the window's delete events)."""
+
+    scope: str  # "owner" or "prefix", as the rollups flag it
+    subject: str
+    window: str
+    files_removed: int
+    under: str = ""  # the deepest directory holding every delete of the window
+    users: dict[str, int] = field(default_factory=dict)  # user -> deletes, most first
+    unattributed: int = 0  # deletes of the window the attribution left without a user
+
+    def line(self) -> str:
+        where = self.under or self.subject
+        who = ", ".join(self.users) if self.users else "(unknown)"
+        if self.users and self.unattributed:
+            who += f" ({self.unattributed:,} deletes unattributed)"
+        elif not self.users:
+            who += " (the audit join left every delete of it without a user)"
+        owner = f", files of {self.subject}" if self.scope == "owner" else ""
+        return (f"mass delete: {self.files_removed:,} files under {where} by {who} "
+                f"({self.window}{owner})")
+
+
+@dataclass(frozen=True, slots=True)
 class DemoReport:
     source_events: int
     events_by_type: dict[str, int]
@@ -25,12 +50,16 @@ class DemoReport:
     lag_ms: Sequence[float]  # per message: SQS send -> lake object written
     activity: list[tuple[str, int]]  # (minute label, events) in time order
     top_dirs_by_bytes: list[tuple[str, int]]
-    mass_deletes: list[tuple[str, str, int]]  # (who/prefix, window, files removed)
+    mass_deletes: list[MassDelete]
     log_lines: list[str]
     figures: dict[str, str] = field(default_factory=dict)  # extra label -> value lines
     source_name: str = "the source"  # where the events the lake must equal come from
     provenance: list[str] = field(default_factory=list)  # what was live, what was replayed
     lake_differences: list[str] = field(default_factory=list)  # the first few, field by field
+    attributed: int = 0  # lake events the audit join gave a user
+    made_as_parents: int = 0  # directories a create or mkdirs made as parents (no line names)
+    attributed_parents: int = 0  # of those, with a user anyway
+    attribution_problems: list[str] = field(default_factory=list)  # the demo's check, failed
 
     @property
     def duplicates_removed(self) -> int:
@@ -59,6 +88,12 @@ def text_summary(r: DemoReport) -> str:
         f"Rows in the compacted lake (Parquet):          {r.lake_rows:>9,}",
         f"Duplicates removed by compaction:              {r.duplicates_removed:>9,}",
         f"Poison messages quarantined:                   {r.quarantined:>9,}",
+        f"Attributed: {r.attributed:,} of {r.lake_rows:,} events have a user "
+        f"({_share(r.attributed, r.lake_rows)})" + ("" if not r.made_as_parents else (
+            f"; {r.made_as_parents:,} are directories made as parents, which no audit line "
+            f"names: {r.attributed - r.attributed_parents:,} of the other "
+            f"{r.lake_rows - r.made_as_parents:,} "
+            f"({_share(r.attributed - r.attributed_parents, r.lake_rows - r.made_as_parents)})")),
         f"Send-to-lake latency p50 / p99 (backfill burst, then live; one local consumer): "
         f"{percentile(r.lag_ms, 50) / 1000:.1f} s / {percentile(r.lag_ms, 99) / 1000:.1f} s",
     ]
@@ -70,10 +105,12 @@ def text_summary(r: DemoReport) -> str:
     lines += [f"  {t:<10}{n:>9,}" for t, n in sorted(r.events_by_type.items(), key=lambda kv: -kv[1])]
     lines += ["", "Top directories by bytes written:"]
     lines += [f"  {d:<40}{_bytes(b):>12}" for d, b in r.top_dirs_by_bytes[:5]]
+    if r.attribution_problems:
+        lines += ["", "Attribution check failed:"]
+        lines += [f"  - {p}" for p in r.attribution_problems]
     if r.mass_deletes:
         lines += ["", "Mass deletes detected:"]
-        lines += [f"  {who:<30}{window:<22}{n:>6} files removed"
-                  for who, window, n in r.mass_deletes[:5]]
+        lines += [f"  {m.line()}" for m in r.mass_deletes[:5]]
     if r.quarantine_reasons:
         lines += ["", "Quarantine reasons:"]
         lines += [f"  - {reason}" for reason in r.quarantine_reasons[:5]]
@@ -100,6 +137,7 @@ def write_html(r: DemoReport, out_dir: Path) -> Path:
         ("Compacted lake rows", f"{r.lake_rows:,}"),
         ("Duplicates removed", f"{r.duplicates_removed:,}"),
         ("Quarantined", f"{r.quarantined:,}"),
+        ("Events with a user", f"{r.attributed:,} of {r.lake_rows:,}"),
         ("Latency p50", f"{percentile(r.lag_ms, 50):.0f} ms"),
         ("Latency p99", f"{percentile(r.lag_ms, 99):.0f} ms"),
         *r.figures.items(),
@@ -113,6 +151,10 @@ def write_html(r: DemoReport, out_dir: Path) -> Path:
     logs = html.escape("\n".join(_brief(line) for line in r.log_lines[:20]))
     reasons = "".join(f"<li>{html.escape(x)}</li>" for x in r.quarantine_reasons[:20])
     provenance = "".join(f"<li>{html.escape(x)}</li>" for x in r.provenance)
+    mass = "".join(f"<li>{html.escape(m.line())}</li>" for m in r.mass_deletes[:20])
+    problems = "" if not r.attribution_problems else (
+        "<h2>Attribution check failed</h2><ul>"
+        + "".join(f"<li>{html.escape(x)}</li>" for x in r.attribution_problems) + "</ul>")
     differences = "" if not r.lake_differences else (
         "<h2>The lake differs from the source</h2><ul>"
         + "".join(f"<li>{html.escape(x)}</li>" for x in r.lake_differences) + "</ul>")
@@ -137,7 +179,9 @@ DynamoDB &rarr; Spark compaction and rollups, all on this machine (moto server, 
 <p class="sub">The lake is checked against {html.escape(r.source_name)}, every field of every
 event.</p>{differences}
 <div class="stats">{stat_html}</div>
-<div class="grid">{chart_html}</div>
+<div class="grid">{chart_html}</div>{problems}
+<h2>Mass deletes, and who made them (NameNode audit log)</h2>
+<ul class="mass-deletes">{mass or "<li>none flagged</li>"}</ul>
 <h2>Quarantined messages</h2><ul>{reasons or "<li>none</li>"}</ul>
 <h2>CloudWatch log lines (consumer Lambda)</h2><pre>{logs}</pre>
 <script>
@@ -156,6 +200,10 @@ for (const s of document.querySelectorAll("section.chart svg")) {{
     path = out_dir / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.2f} %" if whole else "-"
 
 
 def _brief(line: str) -> str:

@@ -67,19 +67,28 @@ class ClientWorkload:
     skipped: int  # generated calls the namespace model showed could not succeed
     prerequisites: int  # ops added to create what a generated call acts on
     by_op: dict[str, int] = field(default_factory=dict)
+    # The generated mass delete when it runs as a user of its own: its user and the files it
+    # deletes (all under one directory the superuser hands to that user first).
+    mass_delete_user: str | None = None
+    mass_delete_paths: tuple[str, ...] = ()
 
 
 def client_workload(*, ops: int, seed: int = 0, mass_delete: int = 0, data_every: int = 8,
-                    root: str = "") -> ClientWorkload:
+                    root: str = "", mass_delete_user: str | None = None) -> ClientWorkload:
     """The generated log of `ops` records (tests.kit.workload.write_edit_log) as client calls;
-    every path under `root` when given (a second workload beside the first)."""
+    every path under `root` when given (a second workload beside the first). With
+    `mass_delete_user`, the mass delete runs as that user (`as_user`), as a cleanup job's
+    account would make it on a real cluster; every other call runs as the superuser."""
     text = io.StringIO()
-    write_edit_log(text, ops=ops, seed=seed, mass_delete=mass_delete)
+    summary = write_edit_log(text, ops=ops, seed=seed, mass_delete=mass_delete)
     events = translate_ops(read_ops(io.BytesIO(text.getvalue().encode())), "generated",
                            source="generated")
     if root:
         events = (_under(root, e) for e in events)
-    return client_ops(events, data_every=data_every)
+    burst = summary.mass_delete
+    as_user = None if burst is None or mass_delete_user is None else (
+        mass_delete_user, burst.first_txid, burst.last_txid)
+    return client_ops(events, data_every=data_every, mass_delete_as=as_user)
 
 
 def _under(root: str, e: HdfsEvent) -> HdfsEvent:
@@ -90,16 +99,26 @@ def _under(root: str, e: HdfsEvent) -> HdfsEvent:
                    symlink_target=moved(e.symlink_target))
 
 
-def client_ops(events: Sequence[HdfsEvent] | Any, *, data_every: int = 8) -> ClientWorkload:
-    """Client calls that make a NameNode log `events` (grouped by txid), in order."""
+def client_ops(events: Sequence[HdfsEvent] | Any, *, data_every: int = 8,
+               mass_delete_as: tuple[str, int, int] | None = None) -> ClientWorkload:
+    """Client calls that make a NameNode log `events` (grouped by txid), in order;
+    `mass_delete_as` = (user, first txid, last txid): the UNLINKs of those txids as `user`."""
     plan = _Plan(data_every)
     calls = 0
-    for _, group in groupby(events, key=lambda e: e.txid):
+    burst: list[HdfsEvent] = []
+    for txid, group in groupby(events, key=lambda e: e.txid):
         calls += 1
-        plan.call(list(group))
+        calls_of = list(group)
+        if mass_delete_as and mass_delete_as[1] <= txid <= mass_delete_as[2]:
+            burst += calls_of
+            if txid == mass_delete_as[2]:
+                plan.delete_as(mass_delete_as[0], burst)
+            continue
+        plan.call(calls_of)
     return ClientWorkload(ops=plan.ops, calls=calls, skipped=plan.skipped,
                           prerequisites=plan.prerequisites,
-                          by_op=dict(Counter(op[0] for op in plan.ops)))
+                          by_op=dict(Counter(op[0] for op in plan.ops)),
+                          mass_delete_user=plan.deleter, mass_delete_paths=tuple(plan.deleted))
 
 
 class _Namespace:
@@ -176,6 +195,8 @@ class _Plan:
         self.ops: list[Op] = []
         self.skipped = self.prerequisites = 0
         self._data_every, self._files = data_every, 0
+        self.deleter: str | None = None
+        self.deleted: list[str] = []
 
     # -- making what a call acts on ------------------------------------------------------------
     def _data(self, size: int | None, force: bool = False) -> str:
@@ -293,6 +314,25 @@ class _Plan:
         self.ops.append(["delete", e.path, True])
         self.ns.remove(e.path)
         return True
+
+    def delete_as(self, user: str, unlinks: list[HdfsEvent]) -> None:
+        """The burst's files made first (as the superuser), their directories handed to `user`
+        (a delete needs write access to the parent; the kit's NameNode checks permissions),
+        then every delete in one `as_user` op: one FileSystem for the burst, not one a call."""
+        paths = []
+        for e in unlinks:
+            if e.type is not EventType.UNLINK or not _valid_name(e.path) \
+                    or not self._exists_or_make(e.path):
+                self.skipped += 1
+                continue
+            paths.append(e.path)
+        for parent in sorted({posixpath.dirname(p) for p in paths}):
+            self.ops.append(["chown", parent, user, None])
+            self.prerequisites += 1
+        self.ops.append(["as_user", user, [["delete", p, True] for p in paths]])
+        for p in paths:
+            self.ns.remove(p)
+        self.deleter, self.deleted = user, paths
 
     def _truncate(self, e: HdfsEvent) -> bool:
         if not self._need(e.path, _FILE, data=True):

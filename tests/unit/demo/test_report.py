@@ -3,9 +3,10 @@ where its events came from (live or replayed)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
-from demo.lake import lake_differences
+from demo.lake import attribution_problems, lake_differences, named_mass_delete
 from demo.report import DemoReport, text_summary, write_html
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
 
@@ -54,3 +55,64 @@ def test_the_report_says_what_was_live_and_what_was_replayed(tmp_path: Path):
     assert "<li>Events came from a live NameNode at hdfs://localhost:1: 2 events</li>" in page
     assert "Hadoop&#x27;s DFSInotifyEventInputStream" in page
     assert "owner &#x27;alice&#x27; != &#x27;bob&#x27;" in page
+
+
+def unlink(txid: int, path: str) -> dict:
+    return {"cluster": "demo", "txid": txid, "index": 0, "type": "UNLINK", "path": path,
+            "dst_path": None}
+
+
+WINDOW = {"cluster": "demo", "scope": "prefix", "subject": "/data/ml",
+          "window_start": datetime(2026, 11, 26, 10, 0), "window_end": datetime(2026, 11, 26, 10, 10),
+          "first_txid": 10, "last_txid": 13, "files_removed": 3}
+EVENTS = [unlink(10, "/data/ml/dt=1/a"), unlink(11, "/data/ml/dt=1/b"),
+          unlink(12, "/data/other/c"),  # in the window's txids, not under its prefix
+          {**unlink(13, "/data/ml/dt=1/d"), "type": "RENAME",
+           "dst_path": "/user/etl-cleanup/.Trash/Current/data/ml/dt=1/d"}]
+
+
+def test_a_mass_delete_is_named_by_the_users_of_its_deletes(tmp_path: Path):
+    who = {("demo", 10, 0): "etl-cleanup", ("demo", 11, 0): "etl-cleanup",
+           ("demo", 12, 0): "bob", ("demo", 13, 0): "etl-cleanup"}
+    window = named_mass_delete(WINDOW, EVENTS, who)
+    assert window.users == {"etl-cleanup": 3} and window.unattributed == 0
+    assert window.line() == "mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)"
+    report = DemoReport(
+        source_events=4, events_by_type={"UNLINK": 3, "RENAME": 1}, lake_rows=4, raw_rows=4,
+        quarantined=0, quarantine_reasons=[], lag_ms=[], activity=[], top_dirs_by_bytes=[],
+        mass_deletes=[window], log_lines=[], attributed=4)
+    text = text_summary(report)
+    assert "mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)" in text
+    assert "Attributed: 4 of 4 events have a user (100.00 %)" in text
+    assert "<li>mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)</li>" in (
+        write_html(report, tmp_path).read_text())
+
+
+def test_a_mass_delete_without_users_says_the_join_left_it_unknown():
+    window = named_mass_delete(WINDOW, EVENTS, {("demo", 11, 0): "etl-cleanup"})
+    assert window.users == {"etl-cleanup": 1} and window.unattributed == 2
+    assert "by etl-cleanup (2 deletes unattributed)" in window.line()
+    assert named_mass_delete(WINDOW, EVENTS, {}).line() == (
+        "mass delete: 3 files under /data/ml/dt=1 by (unknown) (the audit join left every "
+        "delete of it without a user) (10:00-10:10)")
+
+
+def test_the_attribution_check_fails_on_another_user_or_too_few_users():
+    deleted = ["/data/ml/dt=1/a", "/data/ml/dt=1/b"]
+    right = {("demo", t, 0): "etl-cleanup" for t in (10, 11, 13)} | {("demo", 12, 0): "bob"}
+    assert attribution_problems(EVENTS, right, min_share=0.99, mass_delete_user="etl-cleanup",
+                                mass_delete_paths=deleted) == []
+    wrong = {**right, ("demo", 11, 0): "bob"}
+    assert attribution_problems(EVENTS, wrong, min_share=0.99, mass_delete_user="etl-cleanup",
+                                mass_delete_paths=deleted) == [
+        "the mass delete run as etl-cleanup is attributed to bob (1)",
+        "1 of the mass delete's 2 UNLINKs are attributed to etl-cleanup, under 99 %"]
+    few = {("demo", 10, 0): "etl-cleanup", ("demo", 11, 0): "etl-cleanup"}
+    assert attribution_problems(EVENTS, few, min_share=0.99, mass_delete_user="etl-cleanup",
+                                mass_delete_paths=deleted) == [
+        "2 of the 4 events an audit line names have a user (50.00 %), under 99 %; without one: "
+        "UNLINK 1, RENAME 1"]
+    # Directories made as parents are named by no audit line: not counted.
+    assert attribution_problems(EVENTS, few, min_share=0.99, mass_delete_user=None,
+                                mass_delete_paths=(), parents={("demo", 12, 0), ("demo", 13, 0)}
+                                ) == []
