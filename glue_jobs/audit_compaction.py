@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import compaction, watermark
+from glue_jobs import compaction, raw_objects, watermark
 from glue_jobs.audit_io import read_audit, write_audit_runs
 from glue_jobs.audit_lines import (
     audit_rows,
@@ -37,7 +36,6 @@ from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import remove_superseded_runs
 from glue_jobs.layout import (
     QUARANTINE_AUDIT_PREFIX,
-    RAW_OBJECT_GLOB,
     audit_partition_prefix,
     audit_run_prefix,
     new_run_id,
@@ -92,8 +90,9 @@ def compact_audit(spark: SparkSession, source: LakeStore, target: LakeStore,
     if not todo:
         return report
     lines, problems = _read_lines(spark, source, todo, (o.key for o in listing))
-    report = replace(report, quarantined_objects=_quarantine_objects(source, target, run_id,
-                                                                     problems))
+    quarantined = raw_objects.quarantine_objects(source, target, QUARANTINE_AUDIT_PREFIX,
+                                                 run_id, problems)
+    report = replace(report, quarantined_objects=quarantined)
     if lines is not None:
         try:
             report = _publish(spark, target, catalog, settings, run_id, now, lines, report)
@@ -181,7 +180,7 @@ def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
 def _raw_lines(spark: SparkSession, source: LakeStore, paths: list[str]) -> DataFrame:
     """(object, raw_cluster, raw_dt, value) of the lines of the objects at `paths` (keys and
     folders, compaction.read_paths); cluster and dt from the key's partition directories."""
-    return (_raw_reader(spark, source).schema(_RAW_TEXT_SCHEMA)
+    return (raw_objects.raw_reader(spark, source, AUDIT_RAW_PREFIX).schema(_RAW_TEXT_SCHEMA)
             .text([source.root_uri + p for p in paths])
             .select(F.regexp_extract(F.col("_metadata.file_path"), _RAW_KEY_TAIL, 1)
                     .alias("object"),
@@ -191,30 +190,9 @@ def _raw_lines(spark: SparkSession, source: LakeStore, paths: list[str]) -> Data
 def _damaged_objects(spark: SparkSession, source: LakeStore, paths: list[str]
                      ) -> dict[str, str]:
     """{key: problem} of the objects at `paths` whose gzip stream cannot be read."""
-    files = _raw_reader(spark, source).format("binaryFile").load(
+    files = raw_objects.raw_reader(spark, source, AUDIT_RAW_PREFIX).format("binaryFile").load(
         [source.root_uri + p for p in paths])
-    return {_raw_key(r["path"]): r["problem"]
+    return {raw_objects.raw_key(r["path"], AUDIT_RAW_PREFIX): r["problem"]
             for r in compaction.object_problems(files).collect()}
 
 
-def _raw_reader(spark: SparkSession, source: LakeStore) -> DataFrameReader:
-    """Partition directories from raw-audit/; in a folder read whole, only the layout's names."""
-    return (spark.read.option("basePath", source.root_uri + AUDIT_RAW_PREFIX)
-            .option("pathGlobFilter", RAW_OBJECT_GLOB))
-
-
-def _raw_key(spark_path: str) -> str:
-    path = unquote(spark_path)
-    return path[path.rfind("/" + AUDIT_RAW_PREFIX + "cluster=") + 1:]
-
-
-def _quarantine_objects(source: LakeStore, target: LakeStore, run_id: str,
-                        problems: dict[str, str]) -> int:
-    """Copies each unreadable object, byte for byte, beside a .reason.txt naming the problem."""
-    for key, why in sorted(problems.items()):
-        dest = f"{QUARANTINE_AUDIT_PREFIX}objects/run={run_id}/{key}"
-        data = source.read_bytes(key)
-        if data is not None:
-            target.write_bytes(dest, data)
-        target.write_bytes(dest + ".reason.txt", f"{source.root_uri}{key}: {why}\n".encode())
-    return len(problems)

@@ -18,13 +18,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import compaction, rollup_days, watermark
+from glue_jobs import compaction, raw_objects, rollup_days, watermark
 from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import (
     read_published,
@@ -34,7 +33,7 @@ from glue_jobs.curated_io import (
     txid_spans,
     write_runs,
 )
-from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, RAW_OBJECT_GLOB, new_run_id, run_prefix
+from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELDS
 from hdfs_events.names import RAW_PREFIX
@@ -110,7 +109,8 @@ def compact(spark: SparkSession, source: LakeStore, target: LakeStore,
         "spark.sql.adaptive.enabled": "false",
     }):
         lines, problems = _read_lines(spark, source, todo, (o.key for o in listing))
-        quarantined_objects = _quarantine_objects(source, target, run_id, problems)
+        quarantined_objects = raw_objects.quarantine_objects(source, target, QUARANTINE_GLUE_PREFIX, run_id,
+                                                               problems)
         outcomes = {k: (by_key[k], f"quarantined: {why}") for k, why in problems.items()}
         outcomes |= {k: (by_key[k], watermark.OUTCOME_COMPACTED)
                      for k in by_key if k not in problems}
@@ -293,7 +293,7 @@ def _raw_lines(spark: SparkSession, source: LakeStore, paths: list[str]) -> Data
     """(object, raw_cluster, raw_dt, value) of the lines of the raw objects at `paths` (keys and
     folders, compaction.read_paths). cluster and dt come from the key's partition directories
     (one value per file, no per-line work); object is the path."""
-    return (_raw_reader(spark, source).schema(_RAW_TEXT_SCHEMA)
+    return (raw_objects.raw_reader(spark, source, RAW_PREFIX).schema(_RAW_TEXT_SCHEMA)
             .text([source.root_uri + p for p in paths])
             .select(F.col("_metadata.file_path").alias("object"),
                     F.col("cluster").alias("raw_cluster"), F.col("dt").alias("raw_dt"), "value"))
@@ -303,36 +303,13 @@ def _damaged_objects(spark: SparkSession, source: LakeStore, paths: list[str]
                      ) -> dict[str, str]:
     """{key: problem} of the objects at `paths` whose gzip stream cannot be read, checked one by
     one."""
-    files = _raw_reader(spark, source).format("binaryFile").load(
+    files = raw_objects.raw_reader(spark, source, RAW_PREFIX).format("binaryFile").load(
         [source.root_uri + p for p in paths])
-    return {_raw_key(r["path"]): r["problem"] for r in compaction.object_problems(files).collect()}
+    return {raw_objects.raw_key(r["path"], RAW_PREFIX): r["problem"]
+            for r in compaction.object_problems(files).collect()}
 
 
-def _raw_reader(spark: SparkSession, source: LakeStore) -> DataFrameReader:
-    """A reader of raw objects: partition directories from raw/, and in a folder read whole
-    only the names of the raw layout (a stray file written there after the listing stays
-    unread, as a listed stray does)."""
-    return (spark.read.option("basePath", source.root_uri + RAW_PREFIX)
-            .option("pathGlobFilter", RAW_OBJECT_GLOB))
 
-
-def _raw_key(spark_path: str) -> str:
-    """The store key of a raw object from the path Spark reports (file:/..., s3://...)."""
-    path = unquote(spark_path)
-    return path[path.rfind("/" + RAW_PREFIX + "cluster=") + 1:]
-
-
-def _quarantine_objects(source: LakeStore, target: LakeStore, run_id: str,
-                        problems: dict[str, str]) -> int:
-    """Copies each unreadable object, byte for byte, beside a .reason.txt naming the problem."""
-    for key, why in sorted(problems.items()):
-        dest = f"{QUARANTINE_GLUE_PREFIX}objects/run={run_id}/{key}"
-        data = source.read_bytes(key)
-        if data is not None:
-            target.write_bytes(dest, data)
-        target.write_bytes(dest + ".reason.txt",
-                           f"{source.root_uri}{key}: {why}\n".encode())
-    return len(problems)
 
 
 def _bytes_per_row(target: LakeStore, locations: list[str], rows: int, default: float) -> float:
