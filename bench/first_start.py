@@ -161,9 +161,11 @@ def verify(config: Path, timeout_s: float) -> dict[str, Any]:
     found, counts = DRIFT.search(text), COUNTS.search(text)
     if found is None or counts is None:
         raise RuntimeError(f"verify exited {code} without its summary line: {text[-2000:]}")
+    # verify's first drift lines (--max-lines 5): which paths, when the counts disagree.
+    drift_lines = text[found.end():].strip().splitlines()[:5]
     return {"seconds": round(seconds, 2), "peak_rss_kb": max(maxrss, hwm), "exit": code,
             "differ": int(found.group(1)), "in_hdfs": int(counts.group(1)),
-            "in_index": int(counts.group(2))}
+            "in_index": int(counts.group(2)), "drift_lines": drift_lines}
 
 
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
@@ -195,7 +197,8 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
         raise RuntimeError(f"at {files:,} files verify found {checked['differ']} differing, "
                            f"{checked['in_hdfs']:,} entries in HDFS and {checked['in_index']:,} "
                            f"in the index; the namespace holds {expected:,}, the index "
-                           f"should hold {indexed:,}")
+                           f"should hold {indexed:,}; verify's first lines: "
+                           + "; ".join(checked["drift_lines"]))
     return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
             "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
             "first_start": start, "index": index, "verify": checked}
