@@ -53,19 +53,15 @@ class DemoAudit:
         older = {ident for path in files[:-1] if (ident := _identity(path)) is not None}
         live = _identity(log.live)
         end = log.live.stat().st_size
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def shipped() -> bool:
             pos = load_position(self.state_file)
-            if pos is not None and ((pos.file_id == live and pos.offset >= end)
-                                    or pos.file_id not in older | {live}):
-                break
-            if self.agent.process.poll() is not None:
-                raise RuntimeError(f"`audit run` exited {self.agent.process.returncode}: "
-                                   f"{self.agent.log_tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"`audit run` never shipped the audit log's end ({live} at "
-                                   f"{end}); position {pos}; see {self.agent.log}")
-            time.sleep(0.1)
+            return pos is not None and ((pos.file_id == live and pos.offset >= end)
+                                        or pos.file_id not in older | {live})
+
+        self.agent.wait_for(shipped, lambda: f"`audit run` never shipped the audit log's end "
+                            f"({live} at {end}); position {load_position(self.state_file)}",
+                            timeout_s, poll_s=0.1)
         code = self.agent.stop(timeout_s=120)
         if code != 0:
             raise RuntimeError(f"`audit run` exited {code} on SIGTERM: {self.agent.log_tail()}")

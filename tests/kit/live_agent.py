@@ -89,17 +89,22 @@ class AgentProcess:
 
     def wait_until(self, progress: Callable[[], int | None], txid: int, what: str,
                    timeout_s: float = 120) -> None:
-        """Until `progress()` (a txid the process saved) reaches `txid`; fails with the log's
-        tail when the process exits first or time runs out."""
+        """Until `progress()` (a txid the process saved) reaches `txid`."""
+        self.wait_for(lambda: (progress() or -1) >= txid,
+                      lambda: f"{what} {progress()} never reached {txid}", timeout_s)
+
+    def wait_for(self, done: Callable[[], bool], stuck: Callable[[], str],
+                 timeout_s: float = 120, poll_s: float = 0.05) -> None:
+        """Until `done()`; fails with `stuck()` and the log's tail when time runs out, or with
+        the exit code and the log's tail when the process exits first."""
         deadline = time.monotonic() + timeout_s
-        while (progress() or -1) < txid:
+        while not done():
             if self.process.poll() is not None:
                 raise AssertionError(f"{self.log.name}: exited {self.process.returncode} "
-                                     f"before {what} {txid}: {self.log_tail()}")
+                                     f"before it was done: {self.log_tail()}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"{what} {progress()} never reached {txid}: "
-                                     f"{self.log_tail()}")
-            time.sleep(0.05)
+                raise AssertionError(f"{stuck()}: {self.log_tail()}")
+            time.sleep(poll_s)
 
     def stop(self, timeout_s: float = 60) -> int:
         """SIGTERM, as systemd stops it: the agent flushes, saves its checkpoint, exits."""

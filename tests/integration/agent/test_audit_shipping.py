@@ -111,18 +111,12 @@ def identity(record: dict[str, Any]) -> tuple[Any, ...]:
 
 def wait_for_lake(agent: AgentProcess, want: set[tuple[Any, ...]], timeout_s: float = 120
                   ) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        have = {identity(r) for records in lake_objects().values() for r in records}
-        if want <= have:
-            return
-        if agent.process.poll() is not None:
-            raise AssertionError(f"audit agent exited {agent.process.returncode}: "
-                                 f"{agent.log_tail()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{len(want - have)} audit lines never reached the lake: "
-                                 f"{agent.log_tail()}")
-        time.sleep(0.2)
+    def missing() -> set[tuple[Any, ...]]:
+        return want - {identity(r) for records in lake_objects().values() for r in records}
+
+    agent.wait_for(lambda: not missing(),
+                   lambda: f"{len(missing())} audit lines never reached the lake", timeout_s,
+                   poll_s=0.2)
 
 
 def as_user(user: str, *ops: list[Any]) -> list[Any]:
