@@ -42,7 +42,6 @@ def spark(lake_endpoint: str) -> Iterator[object]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
     )
     for key, value in s3a_conf().items():  # what a local job run configures, from the env
         builder = builder.config(key, value)
