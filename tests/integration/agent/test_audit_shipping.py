@@ -22,15 +22,15 @@ import boto3
 import pytest
 
 from hdfs_events import names
-from hdfs_events.audit import AuditRecord, LineSource, parse_line
-from onprem_agent.audit.logfiles import RotatingLog, file_id
+from hdfs_events.audit import AuditRecord
+from onprem_agent.audit.logfiles import RotatingLog
 from onprem_agent.audit.shipper import is_shipped
+from tests.kit.hadoop.audit_files import AUDIT_LOG, audit_records
 from tests.kit.hadoop.cluster import HdfsCluster, HdfsError
 from tests.kit.live_agent import AgentProcess
 
 CLUSTER, HOST, BUCKET = "prod", "nn1.example.com", "lake"
 READ_PATHS = ["/shared"]
-AUDIT_LOG = "hdfs-audit.log"
 
 
 @pytest.fixture(scope="module")
@@ -86,19 +86,7 @@ def lake_objects() -> dict[str, list[dict[str, Any]]]:
 
 def written_lines(hdfs: HdfsCluster) -> list[AuditRecord]:
     """Every line of every audit file now, parsed, with its identity as the agent computes it."""
-    records = []
-    for path in RotatingLog(hdfs.audit_dir, AUDIT_LOG).files():
-        with path.open("rb") as f:
-            ident = file_id(f)
-            assert ident is not None
-            f.seek(0)
-            offset = 0
-            for raw in f:
-                if raw.endswith(b"\n"):
-                    records.append(parse_line(raw[:-1].decode(), CLUSTER,
-                                              LineSource(HOST, ident, offset)))
-                offset += len(raw)
-    return records
+    return audit_records(hdfs, CLUSTER, HOST)
 
 
 def expected_records(hdfs: HdfsCluster) -> dict[tuple[Any, ...], dict[str, Any]]:

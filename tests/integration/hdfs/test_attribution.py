@@ -26,9 +26,9 @@ from pyspark.sql import DataFrame, SparkSession
 from glue_jobs.attribution import attribute_events
 from glue_jobs.audit_schema import AUDIT_RECORD_SCHEMA
 from glue_jobs.schema import EVENT_SCHEMA
-from hdfs_events.audit import AuditRecord, LineSource, parse_line
+from hdfs_events.audit import AuditRecord
 from hdfs_events.event import FIELDS
-from onprem_agent.audit.logfiles import RotatingLog, file_id
+from tests.kit.hadoop.audit_files import audit_records as kit_audit_records
 from tests.kit.hadoop.cluster import HdfsCluster
 
 CLUSTER, HOST = "prod", "nn1.example.com"
@@ -115,21 +115,7 @@ class Call:
 
 
 def audit_records(hdfs: HdfsCluster) -> list[AuditRecord]:
-    """Every line of the NameNode's audit files, parsed by the agent's parser with the identity
-    the agent gives it."""
-    records = []
-    for path in RotatingLog(hdfs.audit_dir, "hdfs-audit.log").files():
-        with path.open("rb") as f:
-            ident = file_id(f)
-            assert ident is not None
-            f.seek(0)
-            offset = 0
-            for raw in f:
-                if raw.endswith(b"\n"):
-                    records.append(parse_line(raw[:-1].decode(), CLUSTER,
-                                              LineSource(HOST, ident, offset)))
-                offset += len(raw)
-    return records
+    return kit_audit_records(hdfs, CLUSTER, HOST)
 
 
 # Event type -> the client ops that make it, for events whose user the op's timing tells.
