@@ -33,6 +33,7 @@ for a before/after of a design in one run's conditions. Writes bench-out/first_s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -125,8 +126,9 @@ def first_start(config: Path, txid: int, timeout_s: float) -> dict[str, Any]:
             "exit": code}
 
 
-def consume(queue_url: str, code_tree: Path) -> dict[str, Any]:
-    """The consumer Lambda's handler over the whole queue, with the function's environment."""
+def consume(queue_url: str, code_tree: Path, log: Path) -> dict[str, Any]:
+    """The consumer Lambda's handler over the whole queue, with the function's environment;
+    its output kept in `log` (what it logged when the index comes out short)."""
     env = {**os.environ, names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
            names.ENV_INDEX_PREFIXES: "/", names.ENV_EVENT_QUEUE_URL: queue_url,
            names.ENV_LOG_MODE: "summary",
@@ -137,6 +139,7 @@ def consume(queue_url: str, code_tree: Path) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url,
                            "--idle-polls", "3"], env=env, capture_output=True, text=True,
                           timeout=4 * 3600, cwd=code_tree, check=False)
+    log.write_text(done.stdout + done.stderr, encoding="utf-8")
     if done.returncode != 0:
         raise RuntimeError(f"consumer exited {done.returncode}: {done.stderr[-2000:]}")
     counts = dict(kv.split("=") for kv in done.stdout.split() if "=" in kv)
@@ -184,7 +187,7 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
         start["events_per_s"] = round(inodes / start["seconds"])
         index: dict[str, Any] | None = None
         if files <= index_max_files:
-            index = consume(queue, code_tree)
+            index = consume(queue, code_tree, work / f"consumer-{files}.log")
             index["records_per_s"] = round(inodes / index["seconds"])
         checked = verify(config, timeout_s)
         namenode_s = round(hdfs.started_s, 1)
@@ -219,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "verify (~500 index entries/s at 100k on a loaded machine); larger "
                              "ones are verified against the empty index")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--work", type=Path, default=None,
+                        help="keep the NameNodes, agent configs and consumer logs here (default: "
+                             "a temporary directory, removed at the end)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     code_tree = args.code_tree.resolve()
@@ -226,10 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, (str(code_tree), os.environ.get("PYTHONPATH"))))
     runs = []
-    with tempfile.TemporaryDirectory(prefix="bench-first-start-") as tmp, \
-            local_aws() as endpoint:
+    with contextlib.ExitStack() as stack:
+        work = args.work or Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="bench-first-start-")))
+        work.mkdir(parents=True, exist_ok=True)
+        endpoint = stack.enter_context(local_aws())
         for files in sizes:
-            runs.append(measure(files, Path(tmp), endpoint, code_tree, args.timeout,
+            runs.append(measure(files, work, endpoint, code_tree, args.timeout,
                                 args.index_max_files))
             print_row(runs[-1], runs[0])
     args.out.parent.mkdir(parents=True, exist_ok=True)
