@@ -84,10 +84,12 @@ def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
     refs = create_catalog(cloud.client("glue"), analytics, pseudo_parameters(
         cloud.admin.arn.split(":")[4], REGION), tables={"events"})
     by_name = glue_template.job_arguments(analytics, refs)
-    # compact-audit's grants (raw-audit/, the audit table) are checked against its calls by
-    # tests/infra/test_grants_cover_calls.py; this chain has no audit objects to run it on.
-    jobs = {("compact" if name.endswith("-compact-events") else "rollups"): arguments
-            for name, arguments in by_name.items() if not name.endswith("-compact-audit")}
+    # compact-audit's and attribute-events' grants (raw-audit/, the audit and attribution
+    # tables) are checked against their calls by tests/infra/test_grants_cover_calls.py; this
+    # chain has no audit objects to run them on.
+    wanted = {"-compact-events": "compact", "-activity-rollups": "rollups"}
+    jobs = {role: arguments for name, arguments in by_name.items()
+            for suffix, role in wanted.items() if name.endswith(suffix)}
     assert set(jobs) == {"compact", "rollups"}, by_name
     return jobs
 
