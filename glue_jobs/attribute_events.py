@@ -38,6 +38,8 @@ SPEC = (
     Arg("events_table", "Glue table of the curated events", EVENTS_TABLE),
     Arg("audit_table", "Glue table of the curated audit records", AUDIT_TABLE),
     Arg("attribution_table", "Glue table of the attribution rows", ATTRIBUTION_TABLE),
+    Arg("log_group", "CloudWatch Logs group for one JSON line per changed attribution, read by "
+        "the saved Logs Insights queries; empty: no lines", ""),
 )
 
 
@@ -49,7 +51,7 @@ def settings_from(args: dict[str, str]) -> AttributionSettings:
         raise SystemExit(f"{JOB_NAME}: bad numeric argument: {exc}") from None
     if window < 0:
         raise SystemExit(f"{JOB_NAME}: --window_ms must be 0 or more, got {window}")
-    return AttributionSettings(window_ms=window, retain=retain)
+    return AttributionSettings(window_ms=window, retain=retain, log_group=args["log_group"])
 
 
 def attribution_catalog(database: str, table: str, lake: LakeStore) -> PartitionCatalog:

@@ -3,7 +3,12 @@ run (glue_jobs.attribution_days), recomputed whole from the curated events and a
 their catalogs' current locations (glue_jobs.attribution.attribute_events), each written to a
 fresh run prefix curated/attribution/cluster=<c>/dt=<d>/run=<id>/ and switched in the
 attribution table's catalog; then the inputs document; then superseded runs deleted after their
-grace period. A reader sees a day's whole old attribution or its whole new one. The entry script
+grace period. A reader sees a day's whole old attribution or its whole new one. With a log
+group, the attributions that changed against the replaced rows are logged for Logs Insights
+(glue_jobs/attribution_log.py) before the switch: a run that fails after logging logs the same
+lines again on its retry, which the saved queries count once (logged after the switch, a run
+failing between the two would lose them: its retry compares against the new rows). The entry
+script
 (glue_jobs/attribute_events.py) parses the arguments, builds the session and calls attribute().
 """
 
@@ -13,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import attribution_days
+from glue_jobs import attribution_days, attribution_log
 from glue_jobs.attribution import ATTRIBUTION_COLUMNS, DEFAULT_WINDOW_MS, attribute_events
 from glue_jobs.audit_io import read_audit
 from glue_jobs.catalog import PartitionCatalog
@@ -30,6 +35,7 @@ class AttributionSettings:
     window_ms: int = DEFAULT_WINDOW_MS
     retain: timedelta = timedelta(hours=24)
     compression: str = "zstd"
+    log_group: str = ""  # CloudWatch Logs group of the attribution lines; "": none logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,7 @@ class AttributionReport:
     days: tuple[str, ...] = ()  # "<cluster>/<dt>" recomputed
     events_read: int = 0
     rows_written: int = 0
+    lines_logged: int = 0
     runs_removed: int = 0
 
 
@@ -47,6 +54,7 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
     """`lake`: where the attribution table, its run prefixes and the inputs document live;
     the events and audit tables are read wherever their catalogs point."""
     now = attribution_days.Inputs(events.locations(), audit.locations())
+    replaced = catalog.locations()
     day_plan = attribution_days.plan(now, attribution_days.load_inputs(lake))
     if not day_plan.write:
         attribution_days.save_inputs(lake, now)
@@ -69,6 +77,10 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
          .write.mode("append").partitionBy("cluster", "dt", "run")
          .option("compression", settings.compression)
          .parquet(lake.root_uri + attribution_days.ATTRIBUTION_PREFIX))
+        logged = (_log_changes(spark, rows, event_rows,
+                               [loc for k, loc in replaced.items() if k in written],
+                               settings.log_group, run_id)
+                  if settings.log_group else 0)
     finally:
         rows.unpersist()
     # A day left with no attributed event keeps its old location: Spark writes no folder for
@@ -80,4 +92,19 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
                                      settings.retain, attribution_days.partition_prefix)
     return AttributionReport(run_id=run_id, days=tuple(f"{c}/{d}" for c, d in day_plan.write),
                              events_read=event_rows.count(), rows_written=sum(written.values()),
-                             runs_removed=removed)
+                             lines_logged=logged, runs_removed=removed)
+
+
+def _log_changes(spark: SparkSession, rows: DataFrame, events: DataFrame,
+                 replaced: list[str], group: str, run_id: str) -> int:
+    """Logs the attributions of `rows` that differ from the rows at `replaced` (the
+    locations the run's catalog switch supersedes); the number of lines."""
+    previous = attribution_log.read_attribution(spark, replaced)
+    lines = attribution_log.log_lines(rows, previous, events).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    try:
+        if lines.isEmpty():  # no stream for a run that changed no answer
+            return 0
+        return attribution_log.send(lines, group, attribution_log.open_stream(group, run_id))
+    finally:
+        lines.unpersist()
