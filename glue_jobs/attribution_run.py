@@ -8,8 +8,8 @@ group, the attributions that changed against the replaced rows are logged for Lo
 (glue_jobs/attribution_log.py) before the switch: a run that fails after logging logs the same
 lines again on its retry, which the saved queries count once (logged after the switch, a run
 failing between the two would lose them: its retry compares against the new rows). The entry
-script
-(glue_jobs/attribute_events.py) parses the arguments, builds the session and calls attribute().
+script (glue_jobs/attribute_events.py) parses the arguments, builds the session and calls
+attribute().
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from aws_cdk import aws_athena as athena
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -80,6 +81,17 @@ class AnalyticsStack(Stack):
             storage=in_lake, s3_prefix=catalog.CURATED_ATTRIBUTION,
             data_format=glue.DataFormat.PARQUET, columns=catalog.attribution_columns(),
             partition_keys=catalog.event_partition_keys())
+
+        # One JSON line per changed attribution (glue_jobs/attribution_log.py), for the saved
+        # Logs Insights queries with the user (stacks/monitoring.py): Logs Insights cannot join
+        # the consumer's event lines to the lake. The consumer's retention; a plain name so the
+        # monitoring stack's queries name it without an export.
+        self.attribution_log_group_name = f"/{settings.prefix}/attribution"
+        self.attribution_logs = logs.LogGroup(
+            self, "AttributionLogs", log_group_name=self.attribution_log_group_name,
+            removal_policy=removal)
+        cfn_logs: logs.CfnLogGroup = self.attribution_logs.node.default_child  # type: ignore[assignment]
+        cfn_logs.retention_in_days = settings.log_retention_days
 
         self.glue_key = kms.Key(self, "GlueKey", enable_key_rotation=True,
                                 description="hdfs-events Glue job logs and bookmarks",
@@ -179,6 +191,7 @@ class AnalyticsStack(Stack):
                 "--events_table": catalog.EVENTS_TABLE,
                 "--audit_table": catalog.AUDIT_TABLE,
                 "--attribution_table": catalog.ATTRIBUTION_TABLE,
+                "--log_group": self.attribution_log_group_name,
             }, **common)
 
         # Every job, for the failure alarms and the dashboard's job rows.
@@ -233,6 +246,9 @@ class AnalyticsStack(Stack):
                   description="Glue job: curated/events -> rollups")
         CfnOutput(self, "AttributeJobName", value=self.attribute_job.job_name,
                   description="Glue job: curated/events x curated/audit -> curated/attribution")
+        CfnOutput(self, "AttributionLogGroupName", value=self.attribution_log_group_name,
+                  description="One JSON line per changed attribution (who made each event), "
+                  "for the saved Logs Insights queries under attribution/")
         CfnOutput(self, "GlueWorkflowName", value=self.workflow.workflow_name,
                   description="Scheduled compaction then rollups")
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
@@ -273,6 +289,11 @@ class AnalyticsStack(Stack):
                            self.database.database_arn,
                            self.events_table.table_arn, self.audit_table.table_arn,
                            self.attribution_table.table_arn]),
+            # glue_jobs/attribution_log.py: a stream per run of the attribution job, its lines
+            # put from the executors.
+            iam.PolicyStatement(sid="LogAttributions", actions=[
+                "logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.attribution_logs.log_group_arn]),
         ]
         if lake_key is not None:
             # S3 asks KMS as the caller: Decrypt to read, a data key to write.

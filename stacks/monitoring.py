@@ -1,5 +1,6 @@
 """Monitoring: the alert topic, alarms on every way the pipeline can stall or lose its way, one
-dashboard, and saved Logs Insights queries over the consumer's per-event log lines."""
+dashboard, and saved Logs Insights queries over the consumer's per-event log lines and the
+attribution job's who-made-it lines."""
 
 from __future__ import annotations
 
@@ -81,6 +82,43 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
         fields=["@timestamp", "message_id", "group_id", "reason", "quarantine_key"],
         filter_statements=["message = 'message quarantined'"],
         sort="@timestamp desc", limit=1000),
+}
+
+
+# Over the attribution job's log group (glue_jobs/attribution_log.py): one line per changed
+# attribution, the event and its user on one line. An event can have several lines (re-attributed
+# by a late audit line, or logged again by a retried run), and the latest is its answer: each
+# query keeps one line per (cluster, txid, index), by `dedup` after a sort on @timestamp (the
+# time the line was logged; `dedup` admits only `limit` after it) or by `latest()` grouped by
+# the key, so a repeated line cannot double a count. A line without `user` is an event whose
+# attribution was withdrawn: coalesce shows it as "(unknown)", never as its old user.
+# Raw query strings (CfnQueryDefinition): CDK's QueryString has no dedup and a fixed order.
+ATTRIBUTION_LOGS_QUERIES: dict[str, str] = {
+    # Edit the prefix; a RENAME out of the prefix is found by its path, into it by its dst_path.
+    "attribution/who-changed-what-under-a-path": "\n| ".join((
+        "fields @timestamp, cluster, txid, index, type, path, dst_path, timestamp, user, "
+        "real_user, client_ip, caller_context",
+        "filter path like /^\\/user\\/alice\\// or dst_path like /^\\/user\\/alice\\//",
+        "sort @timestamp desc",
+        "dedup cluster, txid, index",
+        "limit 10000")),
+    # UNLINKs and moves to a trash directory (`hdfs dfs -rm` without -skipTrash), per user.
+    "attribution/deletes-by-user": "\n| ".join((
+        "filter type = 'UNLINK' or (type = 'RENAME' and dst_path like /\\/\\.Trash\\//)",
+        "fields coalesce(user, '(unknown)') as who",
+        "stats latest(who) as deleted_by by cluster, txid, index",
+        "stats count(*) as deletes by cluster, deleted_by",
+        "sort deletes desc",
+        "limit 1000")),
+    # Edit the user; sorted by the NameNode's time of each change.
+    "attribution/changes-by-user": "\n| ".join((
+        "fields coalesce(user, '(unknown)') as who",
+        "stats latest(who) as changed_by, latest(type) as change, latest(path) as on_path, "
+        "latest(dst_path) as to_path, latest(timestamp) as namenode_ms, "
+        "latest(client_ip) as from_ip by cluster, txid, index",
+        "filter changed_by = 'alice'",
+        "sort namenode_ms desc",
+        "limit 10000")),
 }
 
 
@@ -398,6 +436,10 @@ class MonitoringStack(Stack):
             logs.QueryDefinition(self, f"Query-{query_id}",
                                  query_definition_name=f"{settings.prefix}/{query_id}",
                                  query_string=query, log_groups=[ingest.consumer.log_group])
+        for query_id, text in ATTRIBUTION_LOGS_QUERIES.items():
+            logs.CfnQueryDefinition(self, f"Query-{query_id.replace('/', '-')}",
+                                    name=f"{settings.prefix}/{query_id}", query_string=text,
+                                    log_group_names=[analytics.attribution_log_group_name])
 
         CfnOutput(self, "AlertTopicArn", value=self.topic.topic_arn,
                   description="SNS topic of every alarm: subscribe on-call here")

@@ -29,7 +29,8 @@ import botocore.session
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("onprem_agent", "lambdas", "glue_jobs", "hdfs_events")
 # Every service a component of ours may make a client of; a client of another fails the scan.
-SERVICES = ("athena", "cloudwatch", "dynamodb", "glue", "iam", "lambda", "s3", "sns", "sqs", "sts")
+SERVICES = ("athena", "cloudwatch", "dynamodb", "glue", "iam", "lambda", "logs", "s3", "sns", "sqs",
+            "sts")
 
 # The files each deployable runs, before following imports.
 COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -130,6 +131,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("lambdas/ingest/iam_users.py", "iam"): Target("AgentUsers"),
     # Glue jobs
     ("glue_jobs/catalog.py", "glue"): CATALOG,
+    # the attribution job's stream per run and its lines (the Analytics stack's log group)
+    ("glue_jobs/attribution_log.py", "logs"): Target("AttributionLogs"),
     # cloud CLI
     ("hdfs_events/commands/copy.py", "dynamodb"): TRANSFERS,
     ("hdfs_events/commands/copy.py", "sqs"): COPY_QUEUE,

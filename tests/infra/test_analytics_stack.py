@@ -226,3 +226,31 @@ def test_attribution_table_has_the_columns_the_attribution_job_writes(
 
 def test_glue_catalog_is_retained_in_prod(prod: Synthesized) -> None:
     prod.template("Analytics").has_resource("AWS::Glue::Database", {"DeletionPolicy": "Retain"})
+
+
+def test_attribution_lines_go_to_a_log_group_of_their_own_that_only_the_job_writes(
+        deployed_env: Synthesized) -> None:
+    name = f"/hdfs-events-{deployed_env.env}/attribution"
+    (group_id, group), = deployed_env.resources("Analytics", "AWS::Logs::LogGroup").items()
+    assert group["Properties"]["LogGroupName"] == name
+    (consumer,) = deployed_env.resources("Ingest", "AWS::Logs::LogGroup").values()
+    assert group["Properties"]["RetentionInDays"] == consumer["Properties"]["RetentionInDays"]
+    assert group["DeletionPolicy"] == consumer["DeletionPolicy"]
+
+    args = {job: props["DefaultArguments"] for job, props in _jobs(deployed_env).items()}
+    assert args[f"hdfs-events-{deployed_env.env}-attribute-events"]["--log_group"] == name
+    assert sum("--log_group" in a for a in args.values()) == 1
+
+    statements = [st for r in deployed_env.resources("Analytics", "AWS::IAM::Policy").values()
+                  for st in r["Properties"]["PolicyDocument"]["Statement"]]
+    on_group = [st for st in statements if group_id in json.dumps(st["Resource"])]
+    assert on_group == [{"Sid": "LogAttributions", "Effect": "Allow",
+                         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                         "Resource": {"Fn::GetAtt": [group_id, "Arn"]}}]
+    # No other grant reaches it: Glue's own logs:* grants are on /aws-glue/* only.
+    for st in statements:
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        if any(a.startswith("logs:") for a in actions) and st is not on_group[0]:
+            assert json.dumps(st["Resource"]).endswith(':log-group:/aws-glue/*"]]}'), st
+    outputs = deployed_env.templates["Analytics"]["Outputs"]
+    assert outputs["AttributionLogGroupName"]["Value"] == name

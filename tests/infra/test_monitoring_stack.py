@@ -565,15 +565,28 @@ def test_dashboard_shows_stream_queues_consumer_agents_glue_and_lake(
         assert metric in body, metric
 
 
-def test_saved_logs_insights_queries_read_the_consumer_log_group(
+def test_saved_logs_insights_queries_read_the_consumer_and_attribution_log_groups(
         deployed_env: Synthesized) -> None:
     queries = {r["Properties"]["Name"].split("/", 1)[1]: r["Properties"] for r in
                deployed_env.resources("Monitoring", "AWS::Logs::QueryDefinition").values()}
+    attribution = {k: queries.pop(k) for k in list(queries) if k.startswith("attribution/")}
     assert set(queries) == {"who-deleted-what-under-a-path", "history-of-one-path",
                             "top-writers-by-directory", "inotify-gaps",
                             "index-drain-problems", "quarantined-messages"}
     for query in queries.values():
         assert "ConsumerLogs" in json.dumps(query["LogGroupNames"])
+    # The queries with the user read the attribution job's lines, as the Analytics stack names
+    # its group (tests/integration/glue/test_attribution_log.py checks their fields).
+    from stacks.monitoring import ATTRIBUTION_LOGS_QUERIES
+
+    assert set(attribution) == set(ATTRIBUTION_LOGS_QUERIES) == {
+        "attribution/who-changed-what-under-a-path", "attribution/deletes-by-user",
+        "attribution/changes-by-user"}
+    (group,) = [r["Properties"]["LogGroupName"] for r in
+                deployed_env.resources("Analytics", "AWS::Logs::LogGroup").values()]
+    for query_id, query in attribution.items():
+        assert query["LogGroupNames"] == [group]
+        assert query["QueryString"] == ATTRIBUTION_LOGS_QUERIES[query_id]
     assert "UNLINK" in queries["who-deleted-what-under-a-path"]["QueryString"]
     gaps = queries["inotify-gaps"]["QueryString"]
     assert "type = 'GAP'" in gaps and "lost_txids" in gaps and "gap_end_txid" in gaps
