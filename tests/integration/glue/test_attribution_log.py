@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from glue_jobs.attribution_log import (
     MAX_EVENT_BYTES,
     batches,
     log_lines,
+    logs_client,
+    put_lines,
 )
 from glue_jobs.storage import LocalStore
 from stacks.monitoring import ATTRIBUTION_LOGS_QUERIES
@@ -126,6 +129,16 @@ def test_batches_keep_within_put_log_events_limits():
     assert max(sizes) <= MAX_BATCH_BYTES
     with pytest.raises(ValueError, match="event limit"):
         list(batches(["z" * (MAX_EVENT_BYTES + 1)]))
+
+
+def test_lines_cloudwatch_refuses_fail_the_run(group: str):
+    logs = logs_client()
+    logs.create_log_stream(logGroupName=group, logStreamName="run")
+    assert put_lines(logs, group, "run", ['{"txid": 1}', '{"txid": 2}']) == 2
+    # A batch stamped 15 days back: CloudWatch Logs refuses events older than 14 days and
+    # says so in the response, with HTTP 200.
+    with pytest.raises(RuntimeError, match="rejected attribution lines"):
+        put_lines(logs, group, "run", ['{"txid": 3}'], clock=lambda: time.time() - 15 * 86400)
 
 
 # Logs Insights words the saved queries use; anything else a query names must be a line key.
