@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -115,11 +116,11 @@ def put_lines(client: Any, group: str, stream: str, lines: Iterable[str],
     return sent
 
 
-def logs_client() -> Any:
+def logs_client(region: str | None = None) -> Any:
     import boto3  # on Glue and in the tests; a run without a log group needs no AWS library
     from botocore.config import Config
 
-    return boto3.client("logs", config=Config(retries=RETRIES))
+    return boto3.client("logs", region_name=region, config=Config(retries=RETRIES))
 
 
 def open_stream(group: str, run_id: str) -> str:
@@ -131,19 +132,16 @@ def open_stream(group: str, run_id: str) -> str:
 def send(lines: DataFrame, group: str, stream: str) -> int:
     """Logs `lines` (log_lines) from the executors; the number of lines sent."""
     sent = lines.sparkSession.sparkContext.accumulator(0)
+    # The driver's region, resolved once: an executor's environment need not name one.
+    region = logs_client().meta.region_name
 
     def partition(rows: Iterator[Any]) -> None:
         texts = (r["line"] for r in rows)
         first = next(texts, None)
         if first is None:
             return
-        sent.add(put_lines(logs_client(), group, stream, _chain(first, texts)))
+        sent.add(put_lines(logs_client(region), group, stream, chain([first], texts)))
 
     lines.foreachPartition(partition)
     return int(sent.value)
-
-
-def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
-    yield first
-    yield from rest
 
