@@ -193,6 +193,22 @@ def reconstruct(xml: Path, image: Path, *, heap: str) -> None:
         raise RuntimeError(f"ReverseXML exited {done.returncode}: {done.stderr[-3000:]}")
 
 
+def delimited_listing(image: Path, out: Path, *, heap: str = "1g") -> float:
+    """Hadoop's Offline Image Viewer (`hdfs oiv -p Delimited`) over `image` into `out`, in a
+    JVM of its own with UTC times (it prints them in the JVM's zone, to the minute). Returns
+    the JVM's wall seconds, start included."""
+    jars()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [java(), f"-Xmx{heap}", "-Duser.timezone=UTC", "-cp", str(LIB / "*"),
+         "org.apache.hadoop.hdfs.tools.offlineImageViewer.OfflineImageViewerPB",
+         "-p", "Delimited", "-i", str(image), "-o", str(out)],
+        capture_output=True, text=True, timeout=3600, check=False)
+    if done.returncode != 0 or not out.exists():
+        raise RuntimeError(f"oiv -p Delimited exited {done.returncode}: {done.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
 def _write_md5(image: Path) -> None:
     """fsimage_N.md5 as MD5FileUtils writes it: the NameNode refuses an image without one."""
     md5 = hashlib.md5()

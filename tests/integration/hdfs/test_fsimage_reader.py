@@ -1,0 +1,175 @@
+"""glue_jobs.fsimage_format on images Hadoop wrote, row for row against Hadoop's own reader.
+
+Two images: the kit's 2,000-file namespace (made by Hadoop's Offline Image Reconstructor) and
+one saved by a live NameNode (`saveNamespace`, with dfs.image.parallel.load on, so it is cut in
+INODE_SUB and INODE_DIR_SUB sub-sections) after a workload of writes, multi-block files,
+renames of files and directories, deletes, a symlink, a sticky directory, owners, replication
+and times set, quotas, a COLD storage policy, an erasure-coded directory and file, a file left
+open, and a snapshot whose files were then renamed (INODE_REFERENCE) and deleted (kept only
+by the snapshot: in no directory, so in neither listing).
+
+For each image `hdfs oiv -p Delimited` (PBImageDelimitedTextWriter) is the reference: every
+path it prints and every column (replication, mtime, atime, preferred block size, blocks, file
+size, ns and ds quota, permission string, user, group) must be what our reader says.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from glue_jobs.fsimage_format import (
+    INode,
+    INodeKind,
+    read_namespace,
+    read_summary,
+    symbolic_mode,
+)
+from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.jars import LIB, java
+from tests.kit.hadoop.namespace_image import delimited_listing, namespace_image
+
+pytestmark = pytest.mark.slow
+
+COLUMNS = ("Path", "Replication", "ModificationTime", "AccessTime", "PreferredBlockSize",
+           "BlocksCount", "FileSize", "NSQUOTA", "DSQUOTA", "Permission", "UserName",
+           "GroupName")
+# PBImageDelimitedTextWriter's type letter before FsPermission's nine characters.
+_KIND_LETTER = {INodeKind.FILE: "-", INodeKind.DIRECTORY: "d", INodeKind.SYMLINK: "-"}
+COLD = 2  # HdfsConstants.COLD_STORAGE_POLICY_ID
+
+
+def oiv_rows(image: Path, work: Path) -> dict[str, dict[str, str]]:
+    out = work / f"{image.name}.tsv"
+    delimited_listing(image, out)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert tuple(lines[0].split("\t")) == COLUMNS, lines[0]
+    rows = [dict(zip(COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
+    by_path = {row["Path"]: row for row in rows}
+    assert len(by_path) == len(rows), "oiv printed a path twice"
+    return by_path
+
+
+def _minute(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def as_oiv(path: str, node: INode) -> dict[str, str]:
+    """Our row in oiv's words: times to the minute in UTC, FsPermission's string."""
+    values = (path, node.replication, _minute(node.mtime), _minute(node.atime),
+              node.preferred_block_size, node.blocks, node.size, node.ns_quota, node.ds_quota,
+              _KIND_LETTER[node.kind] + symbolic_mode(node.mode), node.user, node.group)
+    return dict(zip(COLUMNS, map(str, values), strict=True))
+
+
+def our_rows(image: Path) -> tuple[dict[str, dict[str, str]], dict[str, INode]]:
+    read = list(read_namespace(image.read_bytes()))
+    nodes = dict(read)
+    assert len(nodes) == len(read), "a path twice"
+    return {path: as_oiv(path, node) for path, node in read}, nodes
+
+
+def assert_same_rows(ours: dict[str, dict[str, str]], theirs: dict[str, dict[str, str]]) -> None:
+    assert sorted(ours) == sorted(theirs)
+    differ = [(ours[p], theirs[p]) for p in sorted(ours) if ours[p] != theirs[p]]
+    assert differ == [], f"{len(differ)} of {len(ours)} rows differ, first: {differ[:3]}"
+
+
+def test_the_kit_namespace_reads_as_oiv_prints_it(tmp_path: Path) -> None:
+    image = next((namespace_image(2_000).name_dir / "current").glob("fsimage_" + "[0-9]" * 19))
+    ours, nodes = our_rows(image)
+    theirs = oiv_rows(image, tmp_path)
+    assert_same_rows(ours, theirs)
+    files = [n for n in nodes.values() if n.kind is INodeKind.FILE]
+    assert len(files) == 2_000 and sum(n.blocks for n in files) > 0
+
+
+# -- a live NameNode's image -------------------------------------------------------------------
+
+ONE_MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("fsimage-nn")
+    # Sub-sections are written only when parallel load is on (FSImageFormatProtobuf.Saver);
+    # 4 target sections over ~50 inodes makes several INODE_SUB of ~12 inodes each.
+    conf = {"dfs.image.parallel.load": "true", "dfs.image.parallel.target.sections": "4",
+            "dfs.image.parallel.inode.threshold": "1",
+            "dfs.namenode.fs-limits.min-block-size": str(ONE_MB)}
+    with HdfsCluster.start(base, conf=conf) as hdfs:
+        superuser = hdfs.run([["status", "/"]])[0]["owner"]
+        ops: list[list[object]] = [["mkdirs", d] for d in (
+            "/lake/raw/2024/01", "/lake/raw/2024/02", "/lake/curated", "/snap/dir", "/quota/q",
+            "/cold", "/ec", "/scratch")]
+        ops += [["write", f"/lake/raw/2024/{m:02d}/part-{i:03d}.csv", f"{m},{i}\n" * (i + 1)]
+                for m in (1, 2) for i in range(15)]
+        ops += [["write", "/lake/curated/big.bin", "x" * (2 * ONE_MB + 17), False, ONE_MB],
+                ["write", "/cold/archive.bin", "cold data"],
+                ["setrep", "/lake/curated/big.bin", 2],
+                ["chmod", "/scratch", "1777"],
+                ["chown", "/lake/curated", "alice", "analysts"],
+                ["set_times", "/lake/raw/2024/01/part-000.csv", 1_600_000_000_000,
+                 1_650_000_000_000],
+                ["rename", "/lake/raw/2024/01/part-001.csv", "/lake/curated/p1.csv"],
+                ["rename", "/lake/raw/2024/02", "/lake/raw/2024/feb"],
+                ["delete", "/lake/raw/2024/01/part-002.csv", False],
+                ["delete", "/lake/raw/2024/feb/part-014.csv", False],
+                ["symlink", "/lake/curated/p1.csv", "/lake/latest"],
+                ["write", "/snap/dir/keep.txt", "k"], ["write", "/snap/dir/moved.txt", "m"],
+                ["write", "/snap/dir/gone.txt", "g"], ["write", "/snap/dir/out.txt", "o"],
+                ["open_file", "/scratch/open.log", "half a line"]]
+        hdfs.run(ops)
+        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-allowSnapshot", "/snap")
+        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-setQuota", "1000", "/quota")
+        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-setSpaceQuota", "5g",
+              "/quota/q")
+        admin(hdfs, "org.apache.hadoop.hdfs.tools.StoragePolicyAdmin", "-setStoragePolicy",
+              "-path", "/cold/archive.bin", "-policy", "COLD")
+        admin(hdfs, "org.apache.hadoop.hdfs.tools.ECAdmin", "-setPolicy", "-path", "/ec",
+              "-policy", "RS-6-3-1024k")
+        hdfs.run([["shell", superuser, ["-createSnapshot", "/snap", "s1"]],
+                  ["rename", "/snap/dir/moved.txt", "/snap/dir/renamed.txt"],
+                  ["rename", "/snap/dir/out.txt", "/lake/out-of-snapshot.txt"],
+                  ["delete", "/snap/dir/gone.txt", False],
+                  ["write", "/ec/striped.bin", ""]])  # no block: a striped file needs 9 DNs
+        hdfs.checkpoint()
+        images = sorted((base / "dfs").glob("name*/current/fsimage_" + "[0-9]" * 19))
+        assert images, f"no fsimage under {base / 'dfs'}"
+        hdfs.run([["close_file", "/scratch/open.log"]])
+        yield images[-1]
+
+
+def admin(hdfs: HdfsCluster, tool: str, *args: str) -> None:
+    """One of Hadoop's admin CLIs (`hdfs dfsadmin`, `hdfs storagepolicies`, `hdfs ec`) in a JVM
+    of its own on the cluster's client configuration, as an operator runs it."""
+    done = subprocess.run([java(), "-Xmx256m", "-cp", f"{hdfs.conf_dir}:{LIB}/*", tool, *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{tool} {args}: {done.stderr[-2000:]}"
+
+
+def test_a_live_namenodes_image_reads_as_oiv_prints_it(saved_image: Path,
+                                                        tmp_path: Path) -> None:
+    ours, nodes = our_rows(saved_image)
+    assert_same_rows(ours, oiv_rows(saved_image, tmp_path))
+    # the cases the workload made are in the image, and our typed fields say what they are
+    summary = read_summary(saved_image.read_bytes())
+    assert len(summary.parts("INODE")) > 1 and len(summary.parts("INODE_DIR")) > 1
+    assert summary.section("INODE_REFERENCE").length > 0
+    assert nodes["/lake/latest"].kind is INodeKind.SYMLINK
+    assert nodes["/lake/latest"].symlink_target == "/lake/curated/p1.csv"
+    assert (nodes["/lake/curated/big.bin"].blocks, nodes["/lake/curated/big.bin"].size) == (
+        3, 2 * ONE_MB + 17)
+    assert nodes["/cold/archive.bin"].storage_policy_id == COLD
+    assert nodes["/ec/striped.bin"].erasure_coding_policy_id == 1  # RS-6-3-1024k
+    assert nodes["/lake/curated/p1.csv"].erasure_coding_policy_id is None
+    assert nodes["/scratch/open.log"].under_construction
+    assert nodes["/scratch"].mode == 0o1777
+    assert (nodes["/quota"].ns_quota, nodes["/quota/q"].ds_quota) == (1000, 5 * 1024**3)
+    assert "/snap/dir/renamed.txt" in nodes and "/lake/out-of-snapshot.txt" in nodes
+    assert not any(p.startswith("/snap/dir/gone") or p.endswith("moved.txt") for p in nodes)
+    assert "/lake/raw/2024/feb/part-000.csv" in nodes and "/lake/raw/2024/02" not in nodes
