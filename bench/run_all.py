@@ -355,6 +355,17 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _fsimage_read(r: dict[str, Any], size: str) -> list[Figure]:
+    ours, oiv = r["results"]["ours"], r["results"]["oiv"]
+    note = "" if r.get("same_rows") else f"{r['rows_differ']} ROWS DIFFER; "
+    return [Figure("fsimage -> (path, inode) rows, one process", "rows/s",
+                   ours["rows_per_wall_s"], oiv["rows_per_wall_s_without_start"],
+                   "oiv -p Delimited, JVM start out", size,
+                   note=f"{note}{r['rows']:,} rows; oiv's JVM start {oiv['jvm_start_s']:.1f} s, "
+                        f"whole run {oiv['rows_per_wall_s']:,} rows/s; ours "
+                        f"{ours['rows_per_cpu_s']:,} rows/CPU s")]
+
+
 def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
     base = r["runs"][0]
     rows = []
@@ -431,6 +442,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
           smoke=("--ops", "500", "--rounds", "1")),
+    # The kit's cached image (built on the first run of a size), oiv in a JVM of its own.
+    Bench("fsimage_read", "bench.fsimage_read", "fsimage_read.json", _fsimage_read,
+          quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
+          smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
+          full_size="kit image of 1M files, best of 3"),
     # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
     Bench("first_start", "bench.first_start", "first_start.json", _first_start,
           quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",

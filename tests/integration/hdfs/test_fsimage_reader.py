@@ -17,60 +17,29 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from glue_jobs.fsimage_format import (
-    INode,
-    INodeKind,
-    read_namespace,
-    read_summary,
-    symbolic_mode,
-)
+from glue_jobs.fsimage_format import INode, INodeKind, read_namespace, read_summary
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.jars import LIB, java
-from tests.kit.hadoop.namespace_image import delimited_listing, namespace_image
+from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
 
 pytestmark = pytest.mark.slow
 
-COLUMNS = ("Path", "Replication", "ModificationTime", "AccessTime", "PreferredBlockSize",
-           "BlocksCount", "FileSize", "NSQUOTA", "DSQUOTA", "Permission", "UserName",
-           "GroupName")
-# PBImageDelimitedTextWriter's type letter before FsPermission's nine characters.
-_KIND_LETTER = {INodeKind.FILE: "-", INodeKind.DIRECTORY: "d", INodeKind.SYMLINK: "-"}
 COLD = 2  # HdfsConstants.COLD_STORAGE_POLICY_ID
-
-
-def oiv_rows(image: Path, work: Path) -> dict[str, dict[str, str]]:
-    out = work / f"{image.name}.tsv"
-    delimited_listing(image, out)
-    lines = out.read_text(encoding="utf-8").splitlines()
-    assert tuple(lines[0].split("\t")) == COLUMNS, lines[0]
-    rows = [dict(zip(COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
-    by_path = {row["Path"]: row for row in rows}
-    assert len(by_path) == len(rows), "oiv printed a path twice"
-    return by_path
-
-
-def _minute(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def as_oiv(path: str, node: INode) -> dict[str, str]:
-    """Our row in oiv's words: times to the minute in UTC, FsPermission's string."""
-    values = (path, node.replication, _minute(node.mtime), _minute(node.atime),
-              node.preferred_block_size, node.blocks, node.size, node.ns_quota, node.ds_quota,
-              _KIND_LETTER[node.kind] + symbolic_mode(node.mode), node.user, node.group)
-    return dict(zip(COLUMNS, map(str, values), strict=True))
 
 
 def our_rows(image: Path) -> tuple[dict[str, dict[str, str]], dict[str, INode]]:
     read = list(read_namespace(image.read_bytes()))
     nodes = dict(read)
     assert len(nodes) == len(read), "a path twice"
-    return {path: as_oiv(path, node) for path, node in read}, nodes
+    return {path: as_delimited(path, node) for path, node in read}, nodes
+
+
+def oiv_rows(image: Path, work: Path) -> dict[str, dict[str, str]]:
+    return delimited_listing(image, work / f"{image.name}.tsv")[0]
 
 
 def assert_same_rows(ours: dict[str, dict[str, str]], theirs: dict[str, dict[str, str]]) -> None:

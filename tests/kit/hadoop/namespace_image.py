@@ -29,9 +29,11 @@ import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from glue_jobs.fsimage_format import INode, INodeKind, symbolic_mode
 from tests.kit.hadoop.jars import LIB, REPO, jars, java
 from tests.kit.hadoop.namespace_shape import (
     BLOCK_SIZE,
@@ -193,10 +195,17 @@ def reconstruct(xml: Path, image: Path, *, heap: str) -> None:
         raise RuntimeError(f"ReverseXML exited {done.returncode}: {done.stderr[-3000:]}")
 
 
-def delimited_listing(image: Path, out: Path, *, heap: str = "1g") -> float:
+# `hdfs oiv -p Delimited`'s columns (PBImageDelimitedTextWriter, Hadoop 3.3.4).
+DELIMITED_COLUMNS = ("Path", "Replication", "ModificationTime", "AccessTime",
+                     "PreferredBlockSize", "BlocksCount", "FileSize", "NSQUOTA", "DSQUOTA",
+                     "Permission", "UserName", "GroupName")
+
+
+def delimited_listing(image: Path, out: Path, *, heap: str = "1g"
+                      ) -> tuple[dict[str, dict[str, str]], float]:
     """Hadoop's Offline Image Viewer (`hdfs oiv -p Delimited`) over `image` into `out`, in a
-    JVM of its own with UTC times (it prints them in the JVM's zone, to the minute). Returns
-    the JVM's wall seconds, start included."""
+    JVM of its own with UTC times (it prints them in the JVM's zone, to the minute): its rows
+    by path, and the JVM's wall seconds, start included."""
     jars()
     started = time.perf_counter()
     done = subprocess.run(
@@ -204,9 +213,34 @@ def delimited_listing(image: Path, out: Path, *, heap: str = "1g") -> float:
          "org.apache.hadoop.hdfs.tools.offlineImageViewer.OfflineImageViewerPB",
          "-p", "Delimited", "-i", str(image), "-o", str(out)],
         capture_output=True, text=True, timeout=3600, check=False)
+    seconds = time.perf_counter() - started
     if done.returncode != 0 or not out.exists():
         raise RuntimeError(f"oiv -p Delimited exited {done.returncode}: {done.stderr[-3000:]}")
-    return time.perf_counter() - started
+    with out.open(encoding="utf-8") as f:
+        header = tuple(next(f).rstrip("\n").split("\t"))
+        if header != DELIMITED_COLUMNS:
+            raise RuntimeError(f"oiv -p Delimited printed columns {header}")
+        rows = {}
+        for line in f:
+            row = dict(zip(DELIMITED_COLUMNS, line.rstrip("\n").split("\t"), strict=True))
+            if row["Path"] in rows:
+                raise RuntimeError(f"oiv -p Delimited printed {row['Path']} twice")
+            rows[row["Path"]] = row
+    return rows, seconds
+
+
+def as_delimited(path: str, node: INode) -> dict[str, str]:
+    """glue_jobs.fsimage_format's row in oiv -p Delimited's words: times to the minute in UTC,
+    the type letter ('-' for a symlink too, as PBImageDelimitedTextWriter prints it) before
+    FsPermission's nine characters."""
+    minute = "%Y-%m-%d %H:%M"
+    values = (path, node.replication,
+              datetime.fromtimestamp(node.mtime / 1000, UTC).strftime(minute),
+              datetime.fromtimestamp(node.atime / 1000, UTC).strftime(minute),
+              node.preferred_block_size, node.blocks, node.size, node.ns_quota, node.ds_quota,
+              ("d" if node.kind is INodeKind.DIRECTORY else "-") + symbolic_mode(node.mode),
+              node.user, node.group)
+    return dict(zip(DELIMITED_COLUMNS, map(str, values), strict=True))
 
 
 def _write_md5(image: Path) -> None:
