@@ -1,6 +1,7 @@
 """An HDFS fsimage (Hadoop 3.3's protobuf image) read without Hadoop: bytes in, typed rows out.
 
     summary = read_summary(image)                    # the section table, sub-sections included
+    read_name_system(section_data(image, summary, summary.section("NS_INFO"))).transaction_id
     strings = read_string_table(section_data(image, summary, summary.section("STRING_TABLE")))
     for part in summary.parts("INODE"): ...          # one INODE_SUB each, or the whole section
         read_inodes(section_data(image, summary, part), strings)
@@ -96,6 +97,15 @@ class ImageSummary:
                 f"{name}_SUB sections cover {covered} bytes from {subs[0].offset}, the {name} "
                 f"section {whole.length} from {whole.offset}")
         return subs
+
+
+@dataclass(frozen=True, slots=True)
+class NameSystem:
+    """NS_INFO: the image holds every transaction up to transaction_id; inotify from
+    transaction_id + 1 continues it."""
+    namespace_id: int
+    transaction_id: int
+    last_allocated_block_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +244,20 @@ class _Reading:
         if isinstance(exc, WireError):
             raise ImageFormatError(f"{self.name} at byte {self.base + exc.position}: "
                                    f"{exc.rule}") from None
+
+
+def read_name_system(data: bytes, *, base: int = 0) -> NameSystem:
+    namespace_id = txid = last_block = 0
+    with _Reading("NS_INFO", base):
+        for start, end in delimited(data):
+            for number, wire, value, _ in fields(data, start, end):
+                if number == 1 and wire != LENGTH:
+                    namespace_id = value
+                elif number == 5 and wire != LENGTH:
+                    last_block = value
+                elif number == 6 and wire != LENGTH:
+                    txid = value
+    return NameSystem(namespace_id, txid, last_block)
 
 
 def read_string_table(data: bytes, *, base: int = 0) -> StringTable:
@@ -511,6 +535,7 @@ def _base(summary: ImageSummary, section: Section) -> int:
 
 
 __all__ = ["MAGIC", "ROOT_INODE_ID", "DirEntry", "INode", "INodeKind", "INodeReference",
-           "ImageFormatError", "ImageSummary", "PathIndex", "Section", "StringTable",
-           "read_directory_entries", "read_inodes", "read_namespace", "read_references",
-           "read_string_table", "read_summary", "section_data", "symbolic_mode", "varint"]
+           "ImageFormatError", "ImageSummary", "NameSystem", "PathIndex", "Section",
+           "StringTable", "read_directory_entries", "read_inodes", "read_name_system",
+           "read_namespace", "read_references", "read_string_table", "read_summary",
+           "section_data", "symbolic_mode", "varint"]

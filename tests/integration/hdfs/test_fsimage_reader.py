@@ -21,7 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from glue_jobs.fsimage_format import INode, INodeKind, read_namespace, read_summary
+from glue_jobs.fsimage_format import (
+    INode,
+    INodeKind,
+    read_name_system,
+    read_namespace,
+    read_summary,
+    section_data,
+)
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.jars import LIB, java
 from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
@@ -126,7 +133,11 @@ def test_a_live_namenodes_image_reads_as_oiv_prints_it(saved_image: Path,
     ours, nodes = our_rows(saved_image)
     assert_same_rows(ours, oiv_rows(saved_image, tmp_path))
     # the cases the workload made are in the image, and our typed fields say what they are
-    summary = read_summary(saved_image.read_bytes())
+    data = saved_image.read_bytes()
+    summary = read_summary(data)
+    # fsimage_<txid>: the NameNode names the image for the last transaction it holds
+    assert read_name_system(section_data(data, summary, summary.section("NS_INFO"))
+                            ).transaction_id == int(saved_image.name.removeprefix("fsimage_"))
     assert len(summary.parts("INODE")) > 1 and len(summary.parts("INODE_DIR")) > 1
     assert summary.section("INODE_REFERENCE").length > 0
     assert nodes["/lake/latest"].kind is INodeKind.SYMLINK

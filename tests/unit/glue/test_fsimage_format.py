@@ -21,6 +21,7 @@ from glue_jobs.fsimage_format import (
     INodeKind,
     read_directory_entries,
     read_inodes,
+    read_name_system,
     read_namespace,
     read_string_table,
     read_summary,
@@ -226,6 +227,14 @@ def test_paths_join_the_directory_tree_and_references() -> None:
     assert rows["/data"].mode == 0o1777 and rows["/data"].ns_quota == 10_000
     assert rows["/"].ns_quota == (1 << 63) - 1
     assert rows["/data/a.csv"].size == 134_217_733
+
+
+def test_ns_info_gives_the_transaction_the_image_holds() -> None:
+    ns = delimit(v(1, 7_000_001) + v(2, 1000) + v(3, 1_500_000) + v(5, 1_073_741_900)
+                 + v(6, 123_456_789_012))
+    read = read_name_system(ns)
+    assert (read.namespace_id, read.transaction_id, read.last_allocated_block_id) == (
+        7_000_001, 123_456_789_012, 1_073_741_900)
 
 
 def test_the_layout_version_reads_negative_as_hadoop_writes_it() -> None:
