@@ -15,7 +15,6 @@ size, ns and ds quota, permission string, user, group) must be what our reader s
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from glue_jobs.fsimage_format import (
     section_data,
 )
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.jars import LIB, java
 from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
 
 pytestmark = pytest.mark.slow
@@ -100,14 +98,14 @@ def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 ["write", "/snap/dir/gone.txt", "g"], ["write", "/snap/dir/out.txt", "o"],
                 ["open_file", "/scratch/open.log", "half a line"]]
         hdfs.run(ops)
-        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-allowSnapshot", "/snap")
-        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-setQuota", "1000", "/quota")
-        admin(hdfs, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-setSpaceQuota", "5g",
-              "/quota/q")
-        admin(hdfs, "org.apache.hadoop.hdfs.tools.StoragePolicyAdmin", "-setStoragePolicy",
-              "-path", "/cold/archive.bin", "-policy", "COLD")
-        admin(hdfs, "org.apache.hadoop.hdfs.tools.ECAdmin", "-setPolicy", "-path", "/ec",
-              "-policy", "RS-6-3-1024k")
+        tools = "org.apache.hadoop.hdfs.tools"
+        hdfs.run([["shell", superuser, args, f"{tools}.{tool}"] for tool, args in (
+            ("DFSAdmin", ["-allowSnapshot", "/snap"]),
+            ("DFSAdmin", ["-setQuota", "1000", "/quota"]),
+            ("DFSAdmin", ["-setSpaceQuota", "5g", "/quota/q"]),
+            ("StoragePolicyAdmin", ["-setStoragePolicy", "-path", "/cold/archive.bin",
+                                    "-policy", "COLD"]),
+            ("ECAdmin", ["-setPolicy", "-path", "/ec", "-policy", "RS-6-3-1024k"]))])
         hdfs.run([["shell", superuser, ["-createSnapshot", "/snap", "s1"]],
                   ["rename", "/snap/dir/moved.txt", "/snap/dir/renamed.txt"],
                   ["rename", "/snap/dir/out.txt", "/lake/out-of-snapshot.txt"],
@@ -118,14 +116,6 @@ def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert images, f"no fsimage under {base / 'dfs'}"
         hdfs.run([["close_file", "/scratch/open.log"]])
         yield images[-1]
-
-
-def admin(hdfs: HdfsCluster, tool: str, *args: str) -> None:
-    """One of Hadoop's admin CLIs (`hdfs dfsadmin`, `hdfs storagepolicies`, `hdfs ec`) in a JVM
-    of its own on the cluster's client configuration, as an operator runs it."""
-    done = subprocess.run([java(), "-Xmx256m", "-cp", f"{hdfs.conf_dir}:{LIB}/*", tool, *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, f"{tool} {args}: {done.stderr[-2000:]}"
 
 
 def test_a_live_namenodes_image_reads_as_oiv_prints_it(saved_image: Path,

@@ -15,7 +15,8 @@ Operations (paths absolute; `data` a str written as UTF-8):
     open_file path data (a writer left open; close_file path ends it)
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
-    shell user [args] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell; fails on a non-zero exit)
+    shell user [args] [tool] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell, or another CLI Tool
+                      such as DFSAdmin; fails on a non-zero exit)
     as_user user [ops] (the ops as `user`, a remote user the NameNode checks and audits)
     concurrently [clients] (each client a list of [user, op], all clients on threads at once)
 """
@@ -169,11 +170,15 @@ class Workload:
                 "perms": format(int(s.getPermission().toShort()) & 0o1777, "04o"),
                 "replication": int(s.getReplication())}
 
-    def op_shell(self, user: str, args: list[str]) -> str:
+    def op_shell(self, user: str, args: list[str], tool: str = "org.apache.hadoop.fs.FsShell"
+                 ) -> str:
         """`hdfs dfs ARGS` run by `user`: Hadoop's own FsShell (its temporary `x._COPYING_`
         files, its trash, its rename overloads) through ToolRunner, since FsShell.main exits
         the JVM. A remote-user UGI makes `user` the caller the NameNode checks and records as
-        owner (simple auth, as HADOOP_USER_NAME would). Returns what the shell printed."""
+        owner (simple auth, as HADOOP_USER_NAME would). Returns what the shell printed.
+        tool: another of Hadoop's CLI Tools taking a Configuration (DFSAdmin, ECAdmin,
+        StoragePolicyAdmin: `hdfs dfsadmin`, `hdfs ec`, `hdfs storagepolicies`) without a JVM
+        per command."""
         ugi = jpype.JClass("org.apache.hadoop.security.UserGroupInformation").createRemoteUser(
             user)
         system = jpype.JClass("java.lang.System")
@@ -184,7 +189,7 @@ class Workload:
         system.setOut(printer)
         system.setErr(printer)
         try:
-            shell = jpype.JClass("org.apache.hadoop.fs.FsShell")(self.conf)
+            shell = jpype.JClass(tool)(self.conf)
             code = int(ugi.doAs(_Action(lambda: jpype.JClass("org.apache.hadoop.util.ToolRunner")
                                         .run(shell, jpype.JArray(jpype.JString)(args)))))
         finally:
@@ -194,7 +199,7 @@ class Workload:
             jpype.JClass("org.apache.hadoop.fs.FileSystem").closeAllForUGI(ugi)
         printed = str(buffer.toString("UTF-8"))
         if code != 0:
-            raise OSError(f"hdfs dfs {' '.join(args)} (as {user}) exited {code}: {printed}")
+            raise OSError(f"{tool} {' '.join(args)} (as {user}) exited {code}: {printed}")
         return printed
 
     def op_as_user(self, user: str, ops: list[list[Any]]) -> list[Any]:
