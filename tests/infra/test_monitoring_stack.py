@@ -576,7 +576,7 @@ def test_saved_logs_insights_queries_read_the_consumer_and_attribution_log_group
     for query in queries.values():
         assert "ConsumerLogs" in json.dumps(query["LogGroupNames"])
     # The queries with the user read the attribution job's lines, as the Analytics stack names
-    # its group (tests/integration/glue/test_attribution_log.py checks their fields).
+    # its group (tests/unit/glue/test_attribution_log.py checks their fields).
     from stacks.monitoring import ATTRIBUTION_LOGS_QUERIES
 
     assert set(attribution) == set(ATTRIBUTION_LOGS_QUERIES) == {

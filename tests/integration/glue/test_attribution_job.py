@@ -1,24 +1,33 @@
 """The attribution job (glue_jobs/attribute_events.py) on a small lake on the local file system:
 curated events and audit partitions published through their JSON catalogs as the compactions
 publish them, the job run as Glue runs it (main with the job's arguments), its table read only
-at its catalog's current locations."""
+at its catalog's current locations, its lines (glue_jobs/attribution_log.py) sent to the moto
+server's CloudWatch Logs over HTTP and read back with FilterLogEvents. moto runs no Logs
+Insights query: tests/unit/glue/test_attribution_log.py checks the saved queries' keys."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import boto3
 import pytest
 from pyspark.sql import functions as F
 
 from glue_jobs import attribute_events
+from glue_jobs.attribution import ATTRIBUTION_SCHEMA
 from glue_jobs.attribution_days import (
     ATTRIBUTION_LOCAL_CATALOG_KEY,
     ATTRIBUTION_TABLE,
     Inputs,
     plan,
 )
+from glue_jobs.attribution_log import log_lines, logs_client, put_lines
 from glue_jobs.audit_io import read_audit_table, write_audit_runs
 from glue_jobs.audit_schema import AUDIT_COLUMNS
 from glue_jobs.catalog import JsonFileCatalog
@@ -95,15 +104,28 @@ def publish_audit(spark, lake: LocalStore, records: list[AuditRecord]) -> None:
                      for d in {ms_day(r.time or 0) for r in records}})
 
 
-def run_job(spark, lake: LocalStore) -> dict:
-    import contextlib
-    import io
-
+def run_job(spark, lake: LocalStore, group: str) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert attribute_events.main(["--source", lake.root_uri, "--target", lake.root_uri],
-                                     spark=spark) == 0
+        assert attribute_events.main(["--source", lake.root_uri, "--target", lake.root_uri,
+                                      "--log_group", group], spark=spark) == 0
     return json.loads(out.getvalue())
+
+
+def logged(group: str) -> list[dict]:
+    """Every line of the group, in the order CloudWatch holds them."""
+    pages = boto3.client("logs").get_paginator("filter_log_events").paginate(
+        logGroupName=group)
+    return [json.loads(e["message"]) for page in pages for e in page["events"]]
+
+
+def streams(group: str) -> list[str]:
+    return [s["logStreamName"] for s in
+            boto3.client("logs").describe_log_streams(logGroupName=group)["logStreams"]]
+
+
+def by_txid(lines: list[dict]) -> list[tuple]:
+    return sorted((x["txid"], x["index"], x["type"], x.get("user")) for x in lines)
 
 
 def table(spark, lake: LocalStore) -> list[tuple]:
@@ -121,23 +143,55 @@ def lake(tmp_path: Path) -> LocalStore:
     return LocalStore(tmp_path / "lake")
 
 
-def test_a_late_audit_line_attributes_its_event_on_the_next_run_and_nothing_twice(spark, lake):
-    """And the saved queries that name who made a change show it."""
+@pytest.fixture
+def group(lake_endpoint: str) -> str:
+    name = f"/hdfs-events/test/attribution-{uuid.uuid4().hex[:8]}"
+    boto3.client("logs").create_log_group(logGroupName=name)
+    return name
+
+
+def test_a_late_audit_line_attributes_its_event_on_the_next_run_and_nothing_twice(
+        spark, lake, group):
+    """Each attributed event is logged once and a late line adds only its event; the saved
+    queries that name who made a change show it."""
     publish_events(spark, lake, EVENTS)
     publish_audit(spark, lake, ON_TIME)
-    first = run_job(spark, lake)
+    first = run_job(spark, lake, group)
     assert first["days"] == [f"{C}/2026-11-26", f"{C}/2026-11-27"]
     assert table(spark, lake) == [(1, 0, "alice", "2026-11-26"), (2, 0, "alice", "2026-11-26"),
                                   (4, 0, "carol", "2026-11-27")]
+    lines = logged(group)
+    assert first["lines_logged"] == len(lines) == 3
+    assert by_txid(lines) == [(1, 0, "CREATE", "alice"), (2, 0, "CLOSE", "alice"),
+                              (4, 0, "RENAME", "carol")]
+    rename = next(x for x in lines if x["txid"] == 4)
+    assert rename == {"cluster": C, "txid": 4, "index": 0, "type": "RENAME", "path": "/d/b",
+                      "dst_path": "/d/c", "timestamp": T0 + 1500, "user": "carol",
+                      "auth": "SIMPLE", "client_ip": "10.0.0.1"}
+    assert all("dst_path" not in x for x in lines if x["type"] != "RENAME")
+
+    # The same events republished at a new location: both days are recomputed, no answer
+    # changed, so nothing is logged (and no stream is opened).
+    publish_events(spark, lake, EVENTS)
+    again = run_job(spark, lake, group)
+    assert again["days"] and again["lines_logged"] == 0
+    assert len(logged(group)) == 3
+    assert streams(group) == [first["run_id"]]
 
     publish_audit(spark, lake, LATE)  # the next day's audit partition, with bob's delete
-    second = run_job(spark, lake)
+    second = run_job(spark, lake, group)
     assert f"{C}/2026-11-26" in second["days"]  # the day before the changed audit day
     assert table(spark, lake) == [(1, 0, "alice", "2026-11-26"), (2, 0, "alice", "2026-11-26"),
                                   (3, 0, "bob", "2026-11-26"), (4, 0, "carol", "2026-11-27")]
+    lines = logged(group)
+    assert second["lines_logged"] == 1
+    assert by_txid(lines[3:]) == [(3, 0, "UNLINK", "bob")]
+    assert len(lines) == 4
 
-    assert run_job(spark, lake)["days"] == []  # nothing new: nothing recomputed
+    last = run_job(spark, lake, group)
+    assert last["days"] == [] and last["lines_logged"] == 0  # nothing new: nothing recomputed
     assert len(table(spark, lake)) == 4
+    assert len(logged(group)) == 4
     # The events the table attributes are the curated table's, once each.
     events = read_published(spark, JsonFileCatalog(lake, LOCAL_CATALOG_KEY).locations()
                             .values()).count()
@@ -171,6 +225,33 @@ def saved_query(spark, query_id: str, example_path: str, path: str) -> list:
     day, as a user runs it."""
     sql = NAMED_QUERIES[query_id][1].replace(f"'{example_path}", f"'{path}")
     return spark.sql(sql.replace("current_date", "DATE '2026-11-28'")).collect()
+
+
+def test_only_changed_answers_are_lines_and_a_lost_user_is_a_line_without_one(spark):
+    def rows(*who: tuple[int, str]):
+        return spark.createDataFrame(
+            [(C, txid, 0, user, "SIMPLE", None, "10.0.0.1", None, "nn1", "f1", txid)
+             for txid, user in who], ATTRIBUTION_SCHEMA)
+
+    events = curated_frame(spark, [(e, ms_day(e.timestamp or T0)) for e in EVENTS])
+    previous = rows((1, "alice"), (3, "bob"), (4, "carol"))
+    now = rows((1, "alice"), (2, "alice"), (4, "dave"))  # 2 new, 3 lost, 4 changed
+    lines = [json.loads(r["line"]) for r in log_lines(now, previous, events).collect()]
+    assert by_txid(lines) == [(2, 0, "CLOSE", "alice"), (3, 0, "UNLINK", None),
+                              (4, 0, "RENAME", "dave")]
+    lost = next(x for x in lines if x["txid"] == 3)
+    assert set(lost) == {"cluster", "txid", "index", "type", "path", "timestamp"}
+    assert log_lines(previous, previous, events).count() == 0
+
+
+def test_lines_cloudwatch_refuses_fail_the_run(group: str):
+    logs = logs_client()
+    logs.create_log_stream(logGroupName=group, logStreamName="run")
+    assert put_lines(logs, group, "run", ['{"txid": 1}', '{"txid": 2}']) == 2
+    # A batch stamped 15 days back: CloudWatch Logs refuses events older than 14 days and
+    # says so in the response, with HTTP 200.
+    with pytest.raises(RuntimeError, match="rejected attribution lines"):
+        put_lines(logs, group, "run", ['{"txid": 3}'], clock=lambda: time.time() - 15 * 86400)
 
 
 def test_plan_recomputes_changed_days_and_their_neighbours_with_events():
