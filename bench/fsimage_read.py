@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 
 from bench import OUT_DIR
-from glue_jobs.fsimage_format import INode, INodeKind, read_namespace, read_summary
+from glue_jobs.fsimage_format import read_summary
+from glue_jobs.fsimage_inodes import INode, INodeKind
+from glue_jobs.fsimage_namespace import read_namespace
 from tests.kit.hadoop.jars import LIB, java
 from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
 

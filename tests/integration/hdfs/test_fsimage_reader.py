@@ -20,14 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from glue_jobs.fsimage_format import (
-    INode,
-    INodeKind,
-    read_name_system,
-    read_namespace,
-    read_summary,
-    section_data,
-)
+from glue_jobs.fsimage_format import read_name_system, read_summary, section_data
+from glue_jobs.fsimage_inodes import INode, INodeKind
+from glue_jobs.fsimage_namespace import read_namespace
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from glue_jobs.fsimage_format import INode, INodeKind, symbolic_mode
+from glue_jobs.fsimage_inodes import INode, INodeKind, symbolic_mode
 from tests.kit.hadoop.jars import LIB, REPO, jars, java
 from tests.kit.hadoop.namespace_shape import (
     BLOCK_SIZE,

@@ -16,18 +16,14 @@ import pytest
 
 from glue_jobs.fsimage_format import (
     MAGIC,
-    ROOT_INODE_ID,
     ImageFormatError,
-    INodeKind,
     read_directory_entries,
-    read_inodes,
     read_name_system,
-    read_namespace,
-    read_string_table,
     read_summary,
     section_data,
-    symbolic_mode,
 )
+from glue_jobs.fsimage_inodes import INodeKind, read_inodes, read_string_table, symbolic_mode
+from glue_jobs.fsimage_namespace import ROOT_INODE_ID, read_namespace
 from glue_jobs.fsimage_wire import WireError, varint
 
 # -- an encoder of the wire format, the test's own (the reader must not check itself) ---------
