@@ -3,8 +3,10 @@ curated events table (read only at its catalog's current locations).
 
     python -m glue_jobs.activity_rollups --source file:///lake --target file:///lake
 
-Without --from_dt/--to_dt (the scheduled run) it rolls up the days compaction runs marked since
-the last rollups run (glue_jobs.rollup_days); with either, that range of days, marks untouched.
+Without --from_dt/--to_dt (the scheduled run) it rolls up the days compaction and attribution
+runs marked since the last rollups run (glue_jobs.rollup_days); with either, that range of days,
+marks untouched. Mass deletes name their users from the attribution table
+(glue_jobs/attribute_events.py) of the same lake.
 The entry script: parses the arguments, builds the session and runs
 glue_jobs.rollup_run.roll_up (what it writes is told there). Prints a JSON report.
 """
@@ -19,6 +21,8 @@ from dataclasses import asdict
 
 from pyspark.sql import SparkSession
 
+from glue_jobs.attribute_events import attribution_catalog
+from glue_jobs.attribution_days import ATTRIBUTION_TABLE
 from glue_jobs.catalog import catalog_for
 from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN
 from glue_jobs.rollup_run import RollupSettings, roll_up
@@ -46,6 +50,9 @@ SPEC = (
     Arg("catalog_database", "Glue database of the events table; empty: the lake's JSON catalog",
         ""),
     Arg("catalog_table", "Glue table of the curated events", "events"),
+    Arg("attribution_table", "Glue table of who made each event (in --catalog_database; "
+        "without one, the lake's JSON catalog): the users of each mass delete",
+        ATTRIBUTION_TABLE),
 )
 
 
@@ -78,8 +85,9 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     settings = settings_from(args)
     source, target = store_for(args["source"]), store_for(args["target"])
     catalog = catalog_for(args["catalog_database"], args["catalog_table"], source)
+    who = attribution_catalog(args["catalog_database"], args["attribution_table"], source)
     with job_session(JOB_NAME, args, spark, uris=(source.root_uri, target.root_uri)) as session:
-        report = roll_up(session, source, catalog, target, settings)
+        report = roll_up(session, source, catalog, target, settings, who)
     print(json.dumps({"job": JOB_NAME, **asdict(report)}))
     return 0
 

@@ -14,6 +14,7 @@ attribute().
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -21,10 +22,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from glue_jobs import attribution_days, attribution_log
+from glue_jobs import attribution_days, attribution_log, rollup_days
 from glue_jobs.attribution import ATTRIBUTION_COLUMNS, DEFAULT_WINDOW_MS, attribute_events
 from glue_jobs.audit_io import read_audit
-from glue_jobs.catalog import PartitionCatalog
+from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import read_published, remove_superseded_runs
 from glue_jobs.layout import new_run_id
 from glue_jobs.storage import LakeStore
@@ -87,12 +88,21 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
     # an empty partition, and a catalog location must hold files for Spark to read it.
     catalog.publish({k: lake.root_uri + attribution_days.run_prefix(*k, run_id)
                      for k in written})
+    _mark_for_rollups(lake, run_id, written)
     attribution_days.save_inputs(lake, now)
     removed = remove_superseded_runs(lake, written, catalog.locations(), datetime.now(UTC),
                                      settings.retain, attribution_days.partition_prefix)
     return AttributionReport(run_id=run_id, days=tuple(f"{c}/{d}" for c, d in day_plan.write),
                              events_read=event_rows.count(), rows_written=sum(written.values()),
                              lines_logged=logged, runs_removed=removed)
+
+
+def _mark_for_rollups(lake: LakeStore, run_id: str, written: Iterable[PartitionKey]) -> None:
+    """The rewritten days owe the rollups a run (their mass deletes' users), marked as the
+    compaction marks its days (glue_jobs.rollup_days): after the switch and before the inputs
+    document, so a crash in between recomputes and marks them again, and no rewritten day goes
+    unmarked."""
+    rollup_days.mark(lake, f"{run_id}-attribution", written)
 
 
 def _log_changes(spark: SparkSession, rows: DataFrame, events: DataFrame,

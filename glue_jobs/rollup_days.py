@@ -1,20 +1,22 @@
-"""The days the activity rollups owe: marked by each compaction run that published into them,
-cleared by the rollups run that rewrote them; which days one rollups run reads and writes; and
-which owner state it starts from, writes and deletes (docs/glue.md, "The owner state").
+"""The days the activity rollups owe: marked by each compaction run that published into them
+and each attribution run that rewrote who made their events (the mass deletes' users), cleared
+by the rollups run that rewrote them; which days one rollups run reads and writes; and which
+owner state it starts from, writes and deletes (docs/glue.md, "The owner state").
 
-Marks: one JSON document per compaction run, curated/_state/activity_rollups/pending/run=<id>/
-days.json, {"run_id": ..., "partitions": [[cluster, dt], ...]}. The compaction writes it after
-its catalog switch and before its watermark: a crash in between re-reads the same objects next
-run, which marks their partitions again though it adds no row, so no published day goes
-unmarked. A rollups run reads every document, rolls their days up and, only after its writes
-succeeded, deletes exactly the documents it read: a failed or skipped run leaves them for the
-next one, and a document a compaction wrote during the run is not one it read, so it stays.
+Marks: one JSON document per compaction or attribution run, curated/_state/activity_rollups/
+pending/run=<id>/days.json, {"run_id": ..., "partitions": [[cluster, dt], ...]}. Each job writes
+it after its catalog switch and before its watermark (the attribution: its inputs document): a
+crash in between re-reads the same inputs next run, which marks their partitions again though it
+changes no row, so no published day goes unmarked. A rollups run reads every document, rolls
+their days up and, only after its writes succeeded, deletes exactly the documents it read: a
+failed or skipped run leaves them for the next one, and a document a job wrote during the run is
+not one it read, so it stays.
 
-Why documents in the lake, one per compaction run: a Glue workflow run property lives only as
-long as its workflow run (a failed rollups run would lose the days), and one shared document
-both jobs rewrite would need a read-modify-write that S3 cannot make atomic. The lake is
-already where both jobs keep their state (curated/_state/), under a prefix the jobs' role may
-read, write and delete.
+Why documents in the lake, one per run: a Glue workflow run property lives only as long as its
+workflow run (a failed rollups run would lose the days), and one shared document the jobs
+rewrite would need a read-modify-write that S3 cannot make atomic. The lake is already where the
+jobs keep their state (curated/_state/), under a prefix the jobs' role may read, write and
+delete.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ Writes curated/activity_daily/dt=<d>/, curated/mass_deletes/dt=<d>/ and curated/
 the dts it computed (dynamic partition overwrite), so re-running a day gives the same rows; then
 the owner state (glue_jobs.rollup_days: curated/_state/activity_rollups/owners/); then clears the
 marks it rolled up. GAP and SNAPSHOT records (the live agent's) are never activity;
-SNAPSHOTs still name owners.
+SNAPSHOTs still name owners. Who made each mass delete comes from the attribution table's rows
+of the days read (at its catalog's current locations): an attribution run that rewrote a day
+marks it as a compaction does, so the next run redoes that day's mass deletes with the users.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from glue_jobs import file_sizes, rollup_days, rollups
+from glue_jobs.attribution_log import read_attribution
 from glue_jobs.catalog import PartitionCatalog
 from glue_jobs.curated_io import read_curated
 from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX, new_run_id
@@ -72,15 +75,18 @@ class RollupReport:
 
 
 def roll_up(spark: SparkSession, source: LakeStore, catalog: PartitionCatalog,
-            target: LakeStore, settings: RollupSettings) -> RollupReport:
-    """Rolls up the days the settings select (by hand) or the compaction runs marked in
-    `source`, writes them, then the owner state, and only then clears those marks: a run that
-    fails leaves them. The owner states live beside the marks, in `source`; a run by hand
-    neither reads nor writes one (its range may start anywhere: it reads every earlier day)."""
+            target: LakeStore, settings: RollupSettings,
+            attribution: PartitionCatalog | None = None) -> RollupReport:
+    """Rolls up the days the settings select (by hand) or the compaction and attribution
+    runs marked in `source`, writes them, then the owner state, and only then clears those
+    marks: a run that fails leaves them. The owner states live beside the marks, in `source`;
+    a run by hand neither reads nor writes one (its range may start anywhere: it reads every
+    earlier day). `attribution`: the attribution table's catalog (None: no mass delete names
+    a user)."""
     marked = None if settings.by_hand else rollup_days.pending(source)
     states = () if settings.by_hand else rollup_days.owner_states(source)
     frames = rollup_frames(spark, catalog, settings, marked.days if marked else frozenset(),
-                           states=states, state_root=source.root_uri)
+                           states=states, state_root=source.root_uri, attribution=attribution)
     plan = frames.plan
     try:
         # Before any write: a state after a day rolled up again misses that day's new facts.
@@ -120,7 +126,8 @@ def _write_owner_state(state: DataFrame, store: LakeStore, through: str) -> tupl
 
 def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSettings,
                   pending_days: frozenset[str] = frozenset(), *, states: Sequence[str] = (),
-                  state_root: str = "") -> RollupFrames:
+                  state_root: str = "", attribution: PartitionCatalog | None = None
+                  ) -> RollupFrames:
     locations = catalog.locations()
     plan = rollup_days.plan(sorted({dt for _, dt in locations}), pending_days=pending_days,
                             from_dt=s.from_dt, to_dt=s.to_dt, window_minutes=s.window_minutes,
@@ -146,11 +153,15 @@ def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSetti
                      .transform(rollups.with_prefix(s.prefix_depth))
                      .transform(file_sizes.measure_events(measures)))
     after = plan.write_state
+    # The attribution partitions are the events' own (cluster, dt): those of the days read.
+    read = set(plan.read_days)
+    who = None if attribution is None else read_attribution(
+        spark, [loc for (_, dt), loc in attribution.locations().items() if dt in read])
     return RollupFrames(
         activity=events.where(F.col("dt").isin(*plan.days))
         .transform(rollups.daily_activity(s.small_file_bytes)),
         mass_deletes=events.transform(rollups.mass_deletes(s.window_minutes, s.threshold,
-                                                           s.bytes_threshold))
+                                                           s.bytes_threshold, who))
         .where(F.col("dt").isin(*plan.mass_delete_days)),
         gaps=recent.where(F.col("dt").isin(*plan.days)).transform(rollups.daily_gaps),
         plan=plan,

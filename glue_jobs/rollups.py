@@ -44,10 +44,12 @@ ACTIVITY_COLUMNS = ("cluster", "prefix", "owner", "files_created", "files_delete
                     "files_renamed", "bytes_written", "small_files_created",
                     "net_file_count_change", "files_overwritten", "bytes_replaced",
                     "bytes_deleted", "bytes_truncated", "dt")
-# `user`: who removed, from the NameNode's audit log (issue 31's audit join); null until then.
+# `user`, `unattributed_deletes`: who removed, from the attribution table (see mass_deletes).
 MASS_DELETE_COLUMNS = ("cluster", "scope", "subject", "window_start", "window_end", "unlinks",
                        "first_txid", "last_txid", "trash_moves", "files_removed",
-                       "bytes_removed", "root_path", "user", "dt")
+                       "bytes_removed", "root_path", "user", "unattributed_deletes", "dt")
+# Columns mass_deletes reads from the attribution table (glue_jobs.attribution).
+WHO_COLUMNS = ("cluster", "txid", "index", "user")
 GAP_COLUMNS = ("cluster", "gaps", "lost_txids", "first_lost_txid", "last_lost_txid",
                "snapshot_records", "dt")
 
@@ -293,38 +295,67 @@ def daily_activity(small_file_bytes: int) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
-def mass_deletes(window_minutes: int, threshold: int, bytes_threshold: int
-                 ) -> Callable[[DataFrame], DataFrame]:
+def mass_deletes(window_minutes: int, threshold: int, bytes_threshold: int,
+                 who: DataFrame | None = None) -> Callable[[DataFrame], DataFrame]:
     """Attributed, prefixed, measured events -> one row per (scope, subject, window) whose
     deletes (UNLINKs outside the trash and moves into it) removed at least `threshold` files or
     `bytes_threshold` bytes in a tumbling window of `window_minutes` (NameNode time, UTC);
     scope "owner" (subject: the owner) or "prefix" (subject: the directory prefix). root_path:
-    the path of the delete that removed the most files (the earliest of equals)."""
+    the path of the delete that removed the most files (the earliest of equals).
+
+    `who`: the attribution rows (WHO_COLUMNS) of the events' days; None: no delete has a user.
+    `user` names every user who removed files in the window, the most files first (ties by
+    name), joined by ", ", and is null when none of its deletes has a user; a window is one
+    incident, and a cleanup job run by one account and finished by hand by another is both
+    users' doing, so one name would hide the other. `unattributed_deletes`: its deletes (of
+    unlinks + trash_moves) without a user, so a reader sees how much of the window the names
+    cover (an `rm -r` is one delete however many files it removed)."""
     def transform(events: DataFrame) -> DataFrame:
         deletes = (events.where(F.col("deletes") & F.col("timestamp").isNotNull())
                    .withColumn("_w", F.window(F.timestamp_millis("timestamp"),
                                               f"{window_minutes} minutes")))
+        deletes = (deletes.withColumn("user", F.lit(None).cast("string")) if who is None else
+                   deletes.join(who.select(*WHO_COLUMNS), ["cluster", "txid", "index"], "left"))
         per_scope = [
             deletes.select(F.lit(scope).alias("scope"), F.col(col).alias("subject"), "cluster",
-                           "_w", "txid", "type", "path", "files_deleted", "bytes_deleted")
+                           "_w", "txid", "type", "path", "files_deleted", "bytes_deleted",
+                           "user")
             for scope, col in (("owner", "owner"), ("prefix", "prefix"))
         ]
-        both = per_scope[0].unionByName(per_scope[1])
-        biggest = F.struct("files_deleted", F.negate("txid"))
-        return (both.groupBy("cluster", "scope", "subject", "_w").agg(
-            F.sum(F.when(F.col("type") == "UNLINK", 1).otherwise(0)).cast("long")
-            .alias("unlinks"),
+        keys = ("cluster", "scope", "subject", "_w")
+
+        def count_if(cond: Column) -> Column:
+            return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
+
+        # Per user first (null: the unattributed deletes), then per window: the users' order
+        # needs each one's files removed.
+        by_user = per_scope[0].unionByName(per_scope[1]).groupBy(*keys, "user").agg(
+            count_if(F.col("type") == "UNLINK").alias("unlinks"),
+            count_if(F.col("type") == "RENAME").alias("trash_moves"),
             F.min("txid").alias("first_txid"), F.max("txid").alias("last_txid"),
-            F.sum(F.when(F.col("type") == "RENAME", 1).otherwise(0)).cast("long")
-            .alias("trash_moves"),
             F.sum("files_deleted").cast("long").alias("files_removed"),
             F.sum("bytes_deleted").cast("long").alias("bytes_removed"),
-            F.max_by("path", biggest).alias("root_path"))
+            F.max(F.struct("files_deleted", F.negate("txid").alias("_t"), "path"))
+            .alias("_root"))
+        named = F.when(F.col("user").isNotNull(),
+                       F.struct(F.negate("files_removed").alias("_most"), "user"))
+        users = F.transform(F.sort_array(F.collect_list(named)), lambda u: u["user"])
+        return (by_user.groupBy(*keys).agg(
+            F.sum("unlinks").cast("long").alias("unlinks"),
+            F.min("first_txid").alias("first_txid"), F.max("last_txid").alias("last_txid"),
+            F.sum("trash_moves").cast("long").alias("trash_moves"),
+            F.sum("files_removed").cast("long").alias("files_removed"),
+            F.sum("bytes_removed").cast("long").alias("bytes_removed"),
+            F.max("_root").alias("_root"),
+            F.when(F.size(users) > 0, F.array_join(users, ", ")).alias("user"),
+            F.sum(F.when(F.col("user").isNull(), F.col("unlinks") + F.col("trash_moves"))
+                  .otherwise(0)).cast("long").alias("unattributed_deletes"))
             .where((F.col("files_removed") >= threshold)
                    | (F.col("bytes_removed") >= bytes_threshold))
             .select("cluster", "scope", "subject",
                     F.col("_w.start").alias("window_start"), F.col("_w.end").alias("window_end"),
                     "unlinks", "first_txid", "last_txid", "trash_moves", "files_removed",
-                    "bytes_removed", "root_path", F.lit(None).cast("string").alias("user"),
+                    "bytes_removed", F.col("_root.path").alias("root_path"), "user",
+                    "unattributed_deletes",
                     F.date_format(F.col("_w.start"), "yyyy-MM-dd").alias("dt")))
     return transform

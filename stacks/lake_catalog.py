@@ -132,7 +132,8 @@ def mass_delete_columns() -> list[glue.Column]:
                     ("window_start", s.TIMESTAMP), ("window_end", s.TIMESTAMP),
                     ("unlinks", s.BIG_INT), ("first_txid", s.BIG_INT), ("last_txid", s.BIG_INT),
                     ("trash_moves", s.BIG_INT), ("files_removed", s.BIG_INT),
-                    ("bytes_removed", s.BIG_INT), ("root_path", s.STRING), ("user", s.STRING))
+                    ("bytes_removed", s.BIG_INT), ("root_path", s.STRING), ("user", s.STRING),
+                    ("unattributed_deletes", s.BIG_INT))
 
 
 def gap_columns() -> list[glue.Column]:
@@ -202,7 +203,8 @@ NAMED_QUERIES: dict[str, tuple[str, str]] = {
         "Mass deletes detected yesterday (files and bytes removed, trash moves included), "
         "largest first",
         f"SELECT cluster, scope, subject, window_start, window_end, files_removed,\n"
-        f"       bytes_removed, unlinks, trash_moves, root_path, user, first_txid, last_txid\n"
+        f"       bytes_removed, unlinks, trash_moves, root_path, user, unattributed_deletes,\n"
+        f"       first_txid, last_txid\n"
         f"FROM {MASS_DELETES_TABLE}\nWHERE dt = {_YESTERDAY}\n"
         f"ORDER BY files_removed DESC, bytes_removed DESC, cluster, scope, subject,"
         f" window_start"),

@@ -23,7 +23,7 @@ MASS_DELETE_SCHEMA = T.StructType([
     T.StructField("first_txid", T.LongType()), T.StructField("last_txid", T.LongType()),
     *[T.StructField(n, T.LongType()) for n in ("trash_moves", "files_removed", "bytes_removed")],
     T.StructField("root_path", T.StringType()), T.StructField("user", T.StringType()),
-    T.StructField("dt", T.StringType()),
+    T.StructField("unattributed_deletes", T.LongType()), T.StructField("dt", T.StringType()),
 ])
 GAPS_SCHEMA = T.StructType([
     T.StructField("cluster", T.StringType()),

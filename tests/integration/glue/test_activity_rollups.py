@@ -108,9 +108,9 @@ def test_mass_delete_windows_over_the_threshold_are_flagged(spark, rolled_up):
     # /data/a between 10:00 and 10:10: 4 UNLINKs (tx 18, 21, 22, 24) but 1 + 0 (an empty
     # directory) + 1 + 1 = 3 files removed: under the threshold of 4.
     expected = spark.createDataFrame([
-        (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None,
+        (C, "owner", UNKNOWN_OWNER, start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None, 4,
          "2015-01-14"),
-        (C, "prefix", "/tmp/m", start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None,
+        (C, "prefix", "/tmp/m", start, end, 4, 30, 33, 0, 4, 0, "/tmp/m/x0", None, 4,
          "2015-01-14"),
     ], MASS_DELETE_SCHEMA)
     assert_frames_equal(got, expected)

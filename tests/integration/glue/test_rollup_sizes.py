@@ -191,8 +191,8 @@ def test_a_mass_delete_through_the_trash_is_flagged_with_its_root(spark):
     # The owner of /data/small is unknown: bob's window has the move alone (5 files).
     w = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
     expected = spark.createDataFrame([
-        (C, "owner", "bob", *w, 0, 30, 30, 1, 5, 15_000, "/data/big", None, DAY14),
-        (C, "prefix", "/data", *w, 1, 30, 31, 1, 6, 15_000, "/data/big", None, DAY14),
+        (C, "owner", "bob", *w, 0, 30, 30, 1, 5, 15_000, "/data/big", None, 1, DAY14),
+        (C, "prefix", "/data", *w, 1, 30, 31, 1, 6, 15_000, "/data/big", None, 2, DAY14),
     ], MASS_DELETE_SCHEMA)
     assert_frames_equal(got, expected)
 

@@ -193,12 +193,36 @@ def test_mass_deletes_flag_files_or_bytes_removed_per_owner_and_prefix_within_a_
     w = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
     expected = spark.createDataFrame([
         # 3 files >= 3 (10 + 10 + 10 = 30 bytes); the earliest of equal deletes is the root
-        (C, "owner", "alice", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, DAY14),
-        (C, "prefix", "/a", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, DAY14),
+        (C, "owner", "alice", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, 3, DAY14),
+        (C, "prefix", "/a", *w, 3, 1, 3, 0, 3, 30, "/a/f1", None, 3, DAY14),
         # 1 file < 3, but 5000 + 0 bytes >= 1000: the move into the trash removed the most
-        (C, "owner", "bob", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, DAY14),
-        (C, "prefix", "/b", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, DAY14),
+        (C, "owner", "bob", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, 2, DAY14),
+        (C, "prefix", "/b", *w, 1, 5, 6, 1, 1, 5000, "/b/big", None, 2, DAY14),
     ], MASS_DELETE_SCHEMA)
+    assert_frames_equal(out, expected)
+
+
+def test_mass_deletes_name_the_users_who_removed_the_most_files_first(spark):
+    """The users of a window's deletes from the attribution rows: by files removed (an rm -r of
+    5 files before two single UNLINKs), equals by name; a delete without a row is counted."""
+    ten = TS + 60 * 60_000
+    schema = T.StructType([*MEASURED.fields, T.StructField("index", T.LongType())])
+    deletes = [(1, "/a/dir", 5, "carol"), (2, "/a/f2", 1, "dave"), (3, "/a/f3", 1, "dave"),
+               (4, "/a/f4", 1, None), (5, "/a/f5", 1, "bob"), (6, "/a/f6", 1, "amy")]
+    events = spark.createDataFrame(
+        [(C, "UNLINK", ten + t * 1000, "alice", "/a", t, path, True, files, 10, 0)
+         for t, path, files, _ in deletes], schema)
+    who = spark.createDataFrame([(C, t, 0, user) for t, _, _, user in deletes if user],
+                                "cluster string, txid long, index long, user string")
+
+    out = events.transform(mass_deletes(window_minutes=10, threshold=3, bytes_threshold=1 << 40,
+                                        who=who))
+
+    w = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
+    # carol 5 files, dave 2, amy 1 and bob 1 (by name); txid 4 unattributed
+    row = (*w, 6, 1, 6, 0, 10, 60, "/a/dir", "carol, dave, amy, bob", 1, DAY14)
+    expected = spark.createDataFrame([(C, "owner", "alice", *row), (C, "prefix", "/a", *row)],
+                                     MASS_DELETE_SCHEMA)
     assert_frames_equal(out, expected)
 
 
