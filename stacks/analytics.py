@@ -20,6 +20,9 @@ from stacks.settings import DeploySettings
 from stacks.storage import ATHENA_RESULTS_PREFIX, StorageStack, removal_policy
 
 GLUE_QUARANTINE = f"{names.QUARANTINE_PREFIX}glue/"
+# The job states a conditional trigger can watch besides SUCCEEDED (AWS::Glue::Trigger
+# Condition: "Currently, the values supported are SUCCEEDED, STOPPED, TIMEOUT, and FAILED").
+FAILED_STATES = (glue.JobState.FAILED, glue.JobState.TIMEOUT, glue.JobState.STOPPED)
 
 
 class AnalyticsStack(Stack):
@@ -166,6 +169,8 @@ class AnalyticsStack(Stack):
                 "--small_file_bytes": str(settings.small_file_bytes),
                 "--mass_delete_threshold": str(settings.mass_delete_threshold),
                 "--catalog_table": catalog.EVENTS_TABLE,
+                # Who made each mass delete (the attribution job's table).
+                "--attribution_table": catalog.ATTRIBUTION_TABLE,
             }, **common)
 
         self.compact_audit_job = glue.PySparkEtlJob(
@@ -199,16 +204,12 @@ class AnalyticsStack(Stack):
                      self.attribute_job)
 
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
-                                      description="Compaction, then rollups", max_concurrent_runs=1)
+                                      description="Compactions, attribution, then rollups",
+                                      max_concurrent_runs=1)
         self.workflow.add_scheduled_trigger(
             "Schedule", schedule=glue.TriggerSchedule.expression(settings.glue_schedule),
             start_on_creation=True,
             actions=[glue.Action.job(self.compact_job), glue.Action.job(self.compact_audit_job)])
-        self.workflow.add_conditional_trigger(
-            "AfterCompaction", start_on_creation=True,
-            predicate=glue.Predicate(conditions=[
-                glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED)]),
-            actions=[glue.Action.job(self.rollups_job)])
         # Both compactions, each on its own days: a run recomputes the days whose events or
         # audit partitions moved since its last one (glue_jobs/attribution_days.py).
         self.workflow.add_conditional_trigger(
@@ -217,6 +218,7 @@ class AnalyticsStack(Stack):
                 glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED),
                 glue.Condition.job(self.compact_audit_job, glue.JobState.SUCCEEDED)]),
             actions=[glue.Action.job(self.attribute_job)])
+        self._start_rollups_after_attribution()
 
         self.workgroup = athena.CfnWorkGroup(
             self, "WorkGroup", name=settings.prefix, description="hdfs-events lake queries",
@@ -253,6 +255,31 @@ class AnalyticsStack(Stack):
                   description="Scheduled compaction then rollups")
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
                   description="Athena workgroup with the named queries")
+
+    def _start_rollups_after_attribution(self) -> None:
+        """The rollups after the attribution (a mass delete names the users the attribution
+        found), whatever its end: a failed attribution or audit compaction must not stop the
+        activity numbers, whose marks the events compaction wrote. The attribution runs only
+        when both compactions succeeded, so exactly one of these triggers fires in a workflow
+        run whose events compaction succeeded: after the attribution's end (ANY of its final
+        states), or, when the audit compaction ended otherwise (and the attribution never
+        started), after the two compactions' ends (Glue's AND takes one state per condition:
+        a trigger per failed state). The days the attribution rewrote are marked for the next
+        rollups run (glue_jobs/rollup_days.py), so a rollups run started without it still
+        redoes them later."""
+        ended = (glue.JobState.SUCCEEDED, *FAILED_STATES)
+        self.workflow.add_conditional_trigger(
+            "AfterAttribution", start_on_creation=True,
+            predicate=glue.Predicate(logical=glue.PredicateLogical.ANY, conditions=[
+                glue.Condition.job(self.attribute_job, state) for state in ended]),
+            actions=[glue.Action.job(self.rollups_job)])
+        for state in FAILED_STATES:
+            self.workflow.add_conditional_trigger(
+                f"WithoutAudit{state.value.title()}", start_on_creation=True,
+                predicate=glue.Predicate(logical=glue.PredicateLogical.AND, conditions=[
+                    glue.Condition.job(self.compact_job, glue.JobState.SUCCEEDED),
+                    glue.Condition.job(self.compact_audit_job, state)]),
+                actions=[glue.Action.job(self.rollups_job)])
 
     def _grant_job_calls(self, lake: s3.IBucket, lake_key: kms.IKey | None) -> None:
         """Exactly what the jobs call (tests/infra/aws_calls.py lists the calls): Spark and the

@@ -128,7 +128,8 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
         assert len(days) == (datetime(2026, 11, 27) - datetime(2014, 1, 1)).days + 1
 
 
-def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesized) -> None:
+def test_compactions_run_on_a_schedule_then_the_attribution_then_the_rollups(
+        deployed_env: Synthesized) -> None:
     triggers = [r["Properties"] for r in
                 deployed_env.resources("Analytics", "AWS::Glue::Trigger").values()]
     by_type = {t["Type"]: t for t in triggers}
@@ -142,16 +143,46 @@ def test_compaction_runs_on_a_schedule_then_the_rollups(deployed_env: Synthesize
     # The audit compaction on the same schedule, beside the events' (neither reads the other).
     assert by_type["SCHEDULED"]["Actions"] == [{"JobName": {"Ref": compact}},
                                                {"JobName": {"Ref": audit}}]
-    conditional = {t["Actions"][0]["JobName"]["Ref"]: t["Predicate"] for t in triggers
-                   if t["Type"] == "CONDITIONAL"}
-    assert conditional[rollups]["Conditions"][0]["JobName"] == {"Ref": compact}
-    assert conditional[rollups]["Conditions"][0]["State"] == "SUCCEEDED"
+    conditional = [t for t in triggers if t["Type"] == "CONDITIONAL"]
+    starts = {job: [t["Predicate"] for t in conditional
+                    if t["Actions"] == [{"JobName": {"Ref": job}}]] for job in jobs.values()}
+
+    def on(job: str, state: str) -> dict[str, object]:
+        return {"JobName": {"Ref": job}, "LogicalOperator": "EQUALS", "State": state}
+
     # The attribution after both compactions (it reads both tables).
     attribute = jobs[f"hdfs-events-{deployed_env.env}-attribute-events"]
-    assert conditional[attribute]["Logical"] == "AND"
-    assert conditional[attribute]["Conditions"] == [
-        {"JobName": {"Ref": compact}, "LogicalOperator": "EQUALS", "State": "SUCCEEDED"},
-        {"JobName": {"Ref": audit}, "LogicalOperator": "EQUALS", "State": "SUCCEEDED"}]
+    assert starts[attribute] == [{"Logical": "AND", "Conditions": [
+        on(compact, "SUCCEEDED"), on(audit, "SUCCEEDED")]}]
+    # The rollups after the attribution however it ended (its users in the mass deletes), or,
+    # when the audit compaction failed and no attribution ran, after the events compaction:
+    # a failed audit side never stops the activity numbers, and never starts the rollups
+    # twice in one workflow run (the attribution runs only after both compactions succeeded).
+    ended = ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPED")
+    def canonical(predicates: list[dict]) -> list[str]:
+        return sorted(json.dumps(p, sort_keys=True) for p in predicates)
+
+    assert canonical(starts[rollups]) == canonical(
+        [{"Logical": "ANY", "Conditions": [on(attribute, s) for s in ended]}]
+        + [{"Logical": "AND", "Conditions": [on(compact, "SUCCEEDED"), on(audit, s)]}
+           for s in ended[1:]])
+    # Each of the audit side's outcomes starts the rollups by exactly one trigger, and an
+    # events compaction that did not succeed starts nothing after it.
+    for audit_state in ended:
+        for attribution_state in ended if audit_state == "SUCCEEDED" else (None,):
+            done = {(compact, "SUCCEEDED"), (audit, audit_state),
+                    (attribute, attribution_state)}
+            fired = [p for p in starts[rollups] if _fires(p, done)]
+            assert len(fired) == 1, (audit_state, attribution_state)
+    for state in ended[1:]:
+        done = {(compact, state), (audit, "SUCCEEDED")}
+        assert not [p for job in (rollups, attribute) for p in starts[job] if _fires(p, done)]
+
+
+def _fires(predicate: dict, done: set[tuple[str, str | None]]) -> bool:
+    """Whether a trigger's predicate holds once the jobs ended in these states."""
+    held = [(c["JobName"]["Ref"], c["State"]) in done for c in predicate["Conditions"]]
+    return any(held) if predicate.get("Logical") == "ANY" else all(held)
 
 
 def test_glue_security_configuration_encrypts_logs_bookmarks_and_output(
