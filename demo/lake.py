@@ -166,32 +166,24 @@ def is_delete(row: dict[str, Any]) -> bool:
         row["type"] == "RENAME" and "/.Trash/" in (row.get("dst_path") or ""))
 
 
-def named_mass_delete(window: dict[str, Any], events: Sequence[dict[str, Any]],
-                      who: dict[tuple[str, int, int], str | None]) -> MassDelete:
-    """A mass-delete row with the users of its deletes: the window's deletes are the events
-    between its first and last txid that delete, under its prefix for a prefix row (an owner
-    row's owner is the rollups' path state, not on the event: every delete of its txids)."""
+def named_mass_delete(window: dict[str, Any], events: Sequence[dict[str, Any]]) -> MassDelete:
+    """A mass-delete row as the report shows it: its users as the rollups named them, and the
+    directory holding its deletes (the events between its first and last txid that delete,
+    under its prefix for a prefix row; an owner row's owner is the rollups' path state, not on
+    the event: every delete of its txids)."""
     start, end = window["window_start"], window["window_end"]
     under = window["subject"].rstrip("/") + "/" if window["scope"] == "prefix" else "/"
-    users: Counter[str] = Counter()
-    unknown, paths = 0, []
-    for e in events:
-        if (e["cluster"] == window["cluster"]
-                and window["first_txid"] <= e["txid"] <= window["last_txid"]
-                and is_delete(e) and e["path"].startswith(under)):
-            paths.append(e["path"])
-            user = who.get((e["cluster"], e["txid"], e["index"]))
-            if user:
-                users[user] += 1
-            else:
-                unknown += 1
+    paths = [e["path"] for e in events
+             if (e["cluster"] == window["cluster"]
+                 and window["first_txid"] <= e["txid"] <= window["last_txid"]
+                 and is_delete(e) and e["path"].startswith(under))]
     return MassDelete(
         scope=window["scope"], subject=window["subject"],
         window=(f"{start:%H:%M}-{end:%H:%M}" if hasattr(start, "strftime") else str(start)),
         files_removed=int(window["files_removed"]),
         under=posixpath.dirname(paths[0]) if len(set(paths)) == 1 else (
             posixpath.commonpath(paths) if paths else ""),
-        users=dict(users.most_common()), unattributed=unknown)
+        user=window["user"], unattributed=int(window.get("unattributed_deletes") or 0))
 
 
 def attribution_problems(events: Sequence[dict[str, Any]],
@@ -250,7 +242,7 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
     for row in _rows(lake, "activity_daily"):
         by_dir[row["prefix"]] += max(int(row.get("bytes_written") or 0), 0)
     who = {(r["cluster"], r["txid"], r["index"]): r["user"] for r in attribution}
-    mass = [named_mass_delete(r, rows, who) for r in _rows(lake, "mass_deletes")]
+    mass = [named_mass_delete(r, rows) for r in _rows(lake, "mass_deletes")]
     reasons = [m.get("reason", "?") for m in quarantined_messages(lake)]
     parents = made_as_parents(rows, lake)
     checked = min_attributed is not None or mass_delete_user is not None

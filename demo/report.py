@@ -16,23 +16,23 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class MassDelete:
-    """A flagged mass-delete window (the rollups' mass_deletes row) and who made its deletes
-    (the attribution table's users of the window's delete events)."""
+    """A flagged mass-delete window: the rollups' mass_deletes row, with who made its deletes
+    as the rollups name them (from the attribution table)."""
 
     scope: str  # "owner" or "prefix", as the rollups flag it
     subject: str
     window: str
     files_removed: int
     under: str = ""  # the deepest directory holding every delete of the window
-    users: dict[str, int] = field(default_factory=dict)  # user -> deletes, most first
-    unattributed: int = 0  # deletes of the window the attribution left without a user
+    user: str | None = None  # the row's `user`: its users, most files removed first
+    unattributed: int = 0  # the row's `unattributed_deletes`: its deletes without a user
 
     def line(self) -> str:
         where = self.under or self.subject
-        who = ", ".join(self.users) if self.users else "(unknown)"
-        if self.users and self.unattributed:
+        who = self.user or "(unknown)"
+        if self.user and self.unattributed:
             who += f" ({self.unattributed:,} deletes unattributed)"
-        elif not self.users:
+        elif not self.user:
             who += " (the audit join left every delete of it without a user)"
         owner = f", files of {self.subject}" if self.scope == "owner" else ""
         return (f"mass delete: {self.files_removed:,} files under {where} by {who} "

@@ -71,28 +71,28 @@ EVENTS = [unlink(10, "/data/ml/dt=1/a"), unlink(11, "/data/ml/dt=1/b"),
            "dst_path": "/user/etl-cleanup/.Trash/Current/data/ml/dt=1/d"}]
 
 
-def test_a_mass_delete_is_named_by_the_users_of_its_deletes(tmp_path: Path):
-    who = {("demo", 10, 0): "etl-cleanup", ("demo", 11, 0): "etl-cleanup",
-           ("demo", 12, 0): "bob", ("demo", 13, 0): "etl-cleanup"}
-    window = named_mass_delete(WINDOW, EVENTS, who)
-    assert window.users == {"etl-cleanup": 3} and window.unattributed == 0
-    assert window.line() == "mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)"
+def test_a_mass_delete_is_named_by_the_users_the_rollups_gave_it(tmp_path: Path):
+    window = named_mass_delete({**WINDOW, "user": "etl-cleanup, root",
+                                "unattributed_deletes": 0}, EVENTS)
+    assert window.user == "etl-cleanup, root" and window.unattributed == 0
+    line = "mass delete: 3 files under /data/ml/dt=1 by etl-cleanup, root (10:00-10:10)"
+    assert window.line() == line
     report = DemoReport(
         source_events=4, events_by_type={"UNLINK": 3, "RENAME": 1}, lake_rows=4, raw_rows=4,
         quarantined=0, quarantine_reasons=[], lag_ms=[], activity=[], top_dirs_by_bytes=[],
         mass_deletes=[window], log_lines=[], attributed=4)
     text = text_summary(report)
-    assert "mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)" in text
+    assert line in text
     assert "Attributed: 4 of 4 events have a user (100.00 %)" in text
-    assert "<li>mass delete: 3 files under /data/ml/dt=1 by etl-cleanup (10:00-10:10)</li>" in (
-        write_html(report, tmp_path).read_text())
+    assert f"<li>{line}</li>" in write_html(report, tmp_path).read_text()
 
 
 def test_a_mass_delete_without_users_says_the_join_left_it_unknown():
-    window = named_mass_delete(WINDOW, EVENTS, {("demo", 11, 0): "etl-cleanup"})
-    assert window.users == {"etl-cleanup": 1} and window.unattributed == 2
+    window = named_mass_delete({**WINDOW, "user": "etl-cleanup", "unattributed_deletes": 2},
+                               EVENTS)
     assert "by etl-cleanup (2 deletes unattributed)" in window.line()
-    assert named_mass_delete(WINDOW, EVENTS, {}).line() == (
+    assert named_mass_delete({**WINDOW, "user": None, "unattributed_deletes": 3},
+                             EVENTS).line() == (
         "mass delete: 3 files under /data/ml/dt=1 by (unknown) (the audit join left every "
         "delete of it without a user) (10:00-10:10)")
 
