@@ -117,7 +117,7 @@ def test_deployed_entry_scripts_run_on_glue_modules_and_their_zip_only(
     out = tmp_path / "modules.json"
     env = {
         "PATH": os.environ["PATH"], "HOME": str(tmp_path),
-        **{k: os.environ[k] for k in ("JAVA_HOME",) if k in os.environ},
+        **{k: os.environ[k] for k in ("JAVA_HOME", "SPARK_SUBMIT_OPTS") if k in os.environ},
         **{k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                                       "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
                                       "AWS_ENDPOINT_URL")},
