@@ -77,12 +77,13 @@ def cloud(deployed: tuple[IamCloud, Assembly]) -> IamCloud:
 
 @pytest.fixture(scope="module")
 def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
-    """Creates the template's Glue database and events table as the admin (moto's
-    CloudFormation skips them); returns each job's script arguments from the template."""
+    """Creates the template's Glue database, events table and attribution table (the rollups
+    read who made each mass delete from it; empty here) as the admin (moto's CloudFormation
+    skips them); returns each job's script arguments from the template."""
     cloud, assembly = deployed
     (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
     refs = create_catalog(cloud.client("glue"), analytics, pseudo_parameters(
-        cloud.admin.arn.split(":")[4], REGION), tables={"events"})
+        cloud.admin.arn.split(":")[4], REGION), tables={"events", "attribution"})
     by_name = glue_template.job_arguments(analytics, refs)
     # compact-audit's and attribute-events' grants (raw-audit/, the audit and attribution
     # tables) are checked against their calls by tests/infra/test_grants_cover_calls.py; this
