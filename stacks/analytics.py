@@ -252,7 +252,7 @@ class AnalyticsStack(Stack):
                   description="One JSON line per changed attribution (who made each event), "
                   "for the saved Logs Insights queries under attribution/")
         CfnOutput(self, "GlueWorkflowName", value=self.workflow.workflow_name,
-                  description="Scheduled compaction then rollups")
+                  description="Scheduled compactions, attribution, then rollups")
         CfnOutput(self, "AthenaWorkGroupName", value=self.workgroup.name,
                   description="Athena workgroup with the named queries")
 
