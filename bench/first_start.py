@@ -58,6 +58,7 @@ import boto3
 from bench import REPO
 from demo.chain import local_aws
 from hdfs_events import names
+from hdfs_events.index_item import wire_key
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.namespace_image import namespace_image
 from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
@@ -69,6 +70,8 @@ CLUSTER = "bench"
 GOAL = 1.2  # peak RSS at any size / at the smallest
 DRIFT = re.compile(r"(\d+) (?:entries )?differ\b")
 COUNTS = re.compile(r"(\d+) entries in HDFS, (\d+) in the index")
+DRIFT_LINES = 50  # verify's drift lines kept, and the index items of those paths read back
+MISSING = re.compile(r"MISSING in index: (\S+)")
 
 
 class PeakWatch:
@@ -151,7 +154,7 @@ def verify(config: Path, timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryFile() as out:
         started = time.perf_counter()
         process = subprocess.Popen([str(AGENT), "verify", "--config", str(config),
-                                    "--prefix", "/", "--max-lines", "5"],
+                                    "--prefix", "/", "--max-lines", str(DRIFT_LINES)],
                                    stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ))
         watch = PeakWatch(process.pid)
         code = reap(process, timeout_s)
@@ -162,11 +165,23 @@ def verify(config: Path, timeout_s: float) -> dict[str, Any]:
     found, counts = DRIFT.search(text), COUNTS.search(text)
     if found is None or counts is None:
         raise RuntimeError(f"verify exited {code} without its summary line: {text[-2000:]}")
-    # verify's first drift lines (--max-lines 5): which paths, when the counts disagree.
-    drift_lines = text[found.end():].strip().splitlines()[:5]
+    # verify's first drift lines: which paths, when the counts disagree.
+    drift_lines = text[found.end():].strip().splitlines()[:DRIFT_LINES]
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "exit": code,
             "differ": int(found.group(1)), "in_hdfs": int(counts.group(1)),
             "in_index": int(counts.group(2)), "drift_lines": drift_lines}
+
+
+def stored_items(drift_lines: Sequence[str]) -> dict[str, Any]:
+    """The index table's item (delete markers included) for each path verify found missing."""
+    ddb = boto3.client("dynamodb")
+    out: dict[str, Any] = {}
+    for line in drift_lines:
+        if (found := MISSING.search(line)) is not None:
+            got = ddb.get_item(TableName=TABLE, Key=wire_key(CLUSTER, found.group(1)),
+                               ConsistentRead=True)
+            out[found.group(1)] = got.get("Item")
+    return out
 
 
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
@@ -195,6 +210,10 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
     indexed = expected if index else 0
     if (checked["differ"], checked["in_hdfs"], checked["in_index"]) != (
             expected - indexed, expected, indexed):
+        # What the table holds for a path verify misses: nothing (a write that never landed)
+        # or a delete marker (an entry a later rule or walk ended), read before moto goes.
+        stored = stored_items(checked["drift_lines"])
+        (work / f"drift-{files}.json").write_text(json.dumps(stored, indent=1) + "\n")
         raise RuntimeError(f"at {files:,} files verify found {checked['differ']} differing, "
                            f"{checked['in_hdfs']:,} entries in HDFS and {checked['in_index']:,} "
                            f"in the index; the namespace holds {expected:,}, the index "
