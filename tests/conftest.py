@@ -46,14 +46,14 @@ def fake_aws_credentials() -> Iterator[None]:
 # store (each with its plan graph; the rollups' plans are large), a full run's JVM spent ~1,200
 # full GCs at an old generation 99.9 % full by the rollup tests (jstat), minutes per test.
 SPARK_TEST_JVM = "--driver-memory 3g --conf spark.sql.ui.retainedExecutions=20"
-# C1 only: a test's Spark JVM runs many small jobs on tiny data, so on 2 shared cores C2's
-# compiler threads cost more CPU than its code saves (QUICK_START in tests/kit/hadoop/edge.py is
-# the same for `hadoop` JVMs). Measured back to back: test_gap_and_snapshot.py 92 -> 57 s CPU,
-# test_cli.py (a Glue entry script's own JVM) 48 -> 26 s CPU. In SPARK_SUBMIT_OPTS, which
-# spark-submit puts on every driver JVM it launches, so the processes a test starts inherit it
-# (Glue entry scripts, bench smokes) whatever PYSPARK_SUBMIT_ARGS they are given; the Glue
-# jobs' own configuration is untouched.
-SPARK_QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# C1 only: a test's JVMs run many small jobs on tiny data, so on 2 shared cores C2's compiler
+# threads cost more CPU than its code saves (QUICK_START in tests/kit/hadoop/edge.py is the same
+# for `hadoop` JVMs). Measured back to back: test_gap_and_snapshot.py 92 -> 57 s CPU,
+# test_cli.py (a Glue entry script's own JVM) 48 -> 26 s CPU, a kit NameNode's start and 400
+# ops 12.3 -> 7.8 s CPU. Spark's in SPARK_SUBMIT_OPTS, which spark-submit puts on every driver
+# JVM it launches, so the processes a test starts inherit it (Glue entry scripts, bench smokes)
+# whatever PYSPARK_SUBMIT_ARGS they are given; the Glue jobs' own configuration is untouched.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,7 +69,7 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
     from glue_jobs.runtime import S3AJarsMissing, s3a_jars
 
     saved = {k: os.environ.get(k) for k in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS")}
-    os.environ["SPARK_SUBMIT_OPTS"] = SPARK_QUICK_JIT
+    os.environ["SPARK_SUBMIT_OPTS"] = QUICK_JIT
     # Without `make hadoop` there are no jars: the S3A tests say so themselves.
     with contextlib.suppress(S3AJarsMissing):
         os.environ["PYSPARK_SUBMIT_ARGS"] = (
@@ -80,6 +80,18 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kit_namenodes_quick_jit() -> Iterator[None]:
+    """The kit's NameNode processes (tests/kit/hadoop/host.py) of this session run C1 only."""
+    saved = os.environ.get("HDFS_KIT_JAVA_OPTIONS")
+    os.environ["HDFS_KIT_JAVA_OPTIONS"] = QUICK_JIT
+    yield
+    if saved is None:
+        os.environ.pop("HDFS_KIT_JAVA_OPTIONS", None)
+    else:
+        os.environ["HDFS_KIT_JAVA_OPTIONS"] = saved
 
 
 @pytest.fixture(scope="session")

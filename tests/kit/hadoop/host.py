@@ -207,8 +207,11 @@ def main() -> None:
     authkey = bytes.fromhex(sys.stdin.readline().strip())
     log4j = (Path(__file__).parent / "log4j.properties").as_uri()
     # log4j.properties puts the NameNode's audit log under the base dir (${hdfs.kit.base_dir}).
+    # HDFS_KIT_JAVA_OPTIONS: what a test session adds (tests/conftest.py: C1 only); `make
+    # bench` runs its NameNodes without it.
+    extra = os.environ.get("HDFS_KIT_JAVA_OPTIONS", "").split()
     jpype.startJVM("-Xmx1g", f"-Dlog4j.configuration={log4j}",
-                   f"-Dhdfs.kit.base_dir={base_dir}", *JAVA17_OPENS, classpath=jars(),
+                   f"-Dhdfs.kit.base_dir={base_dir}", *JAVA17_OPENS, *extra, classpath=jars(),
                    convertStrings=True)
     host = Host()
     with Client(address, authkey=authkey) as conn:
