@@ -108,6 +108,9 @@ def moto_server() -> Iterator[str]:
     """
     from moto.server import ThreadedMotoServer
 
+    from tests.kit import moto_dynamodb_lock
+
+    moto_dynamodb_lock.apply()  # moto can lose concurrent writes into a new partition
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

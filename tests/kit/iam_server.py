@@ -219,7 +219,10 @@ def install() -> None:
 def main() -> int:
     from moto.server import ThreadedMotoServer
 
+    from tests.kit import moto_dynamodb_lock
+
     install()
+    moto_dynamodb_lock.apply()  # moto can lose concurrent writes into a new partition
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
