@@ -149,6 +149,15 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
+            # The serial collector from a 32 MiB heap: the heap grows only by what stays live (a
+            # listing page, Hadoop's client state), so the process's peak follows its work, not
+            # the collector's mood. With G1 (the default on 2+ CPUs) the young generation is sized
+            # by pause goals up to the cap: first start of 100k files peaked at 216-337 MiB run to
+            # run; serial gave 200-206 MiB at 100k and 195 MiB at 300k in the same runs, at the
+            # same speed (docs/bench.md, "First start and verify at scale"). The JVM picks the
+            # serial collector itself on small machines; the agent's pauses are milliseconds.
+            "-XX:+UseSerialGC",
+            "-Xms32m",
             # The JVM must not take SIGTERM/SIGINT from Python: by default it installs its own
             # handlers and exits on them, so `systemctl stop` killed the JVM under the
             # pipeline instead of letting it flush and save its checkpoint (found against a
