@@ -150,7 +150,11 @@ def makers(event: dict[str, Any], calls: list[Call], lo: int, hi: int,
     for c in calls:
         name, target = c.op[0], c.op[1]
         on_path = target in paths or (name == "concat" and path in c.op[2])
-        if (c.ok and name in _MAKERS.get(t, ()) and on_path and c.start_ms <= hi
+        # A failed append, concat or truncate may still have made its event: the NameNode
+        # journals the op, then the client's own part fails (seen in CI under load: an APPEND
+        # whose only append call had failed). A delete that found nothing made none.
+        made = c.ok or name in ("append", "concat", "truncate")
+        if (made and name in _MAKERS.get(t, ()) and on_path and c.start_ms <= hi
                 and c.end_ms >= lo and (name != "delete" or c.result)):
             found.add(c.user)
     return found
