@@ -30,15 +30,12 @@ _FAKE_AWS = {
 
 @pytest.fixture(scope="session", autouse=True)
 def fake_aws_credentials() -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in (*_FAKE_AWS, "AWS_PROFILE")}
-    os.environ.pop("AWS_PROFILE", None)
-    os.environ.update(_FAKE_AWS)
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    # pytest's MonkeyPatch as a context: the session's environment restored at its end.
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("AWS_PROFILE", raising=False)
+        for key, value in _FAKE_AWS.items():
+            env.setenv(key, value)
+        yield
 
 
 # The one Spark JVM of the test process serves every module that uses Spark, so what each
@@ -68,30 +65,21 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
     """
     from glue_jobs.runtime import S3AJarsMissing, s3a_jars
 
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS")}
-    os.environ["SPARK_SUBMIT_OPTS"] = QUICK_JIT
-    # Without `make hadoop` there are no jars: the S3A tests say so themselves.
-    with contextlib.suppress(S3AJarsMissing):
-        os.environ["PYSPARK_SUBMIT_ARGS"] = (
-            f"{SPARK_TEST_JVM} --jars {','.join(s3a_jars())} pyspark-shell")
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
+        # Without `make hadoop` there are no jars: the S3A tests say so themselves.
+        with contextlib.suppress(S3AJarsMissing):
+            env.setenv("PYSPARK_SUBMIT_ARGS",
+                       f"{SPARK_TEST_JVM} --jars {','.join(s3a_jars())} pyspark-shell")
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
 def kit_namenodes_quick_jit() -> Iterator[None]:
     """The kit's NameNode processes (tests/kit/hadoop/host.py) of this session run C1 only."""
-    saved = os.environ.get("HDFS_KIT_JAVA_OPTIONS")
-    os.environ["HDFS_KIT_JAVA_OPTIONS"] = QUICK_JIT
-    yield
-    if saved is None:
-        os.environ.pop("HDFS_KIT_JAVA_OPTIONS", None)
-    else:
-        os.environ["HDFS_KIT_JAVA_OPTIONS"] = saved
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HDFS_KIT_JAVA_OPTIONS", QUICK_JIT)
+        yield
 
 
 @pytest.fixture(scope="session")
