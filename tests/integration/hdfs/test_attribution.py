@@ -212,9 +212,10 @@ def test_six_users_in_three_concurrent_clients_each_event_their_own_or_none(
         f"{Counter((e['type'], e['path']) for e in unattributed)}")
 
     # The refusals are signals: each one an allowed=false line naming the user and the call.
-    denied = {(c.user, c.op[1]) for c in calls if not c.ok and "ermission denied" in c.error}
-    chown_refused = {(c.user, c.op[1]) for c in calls
-                     if not c.ok and c.op[0] == "chown" and c.user != SUPERUSER}
+    # Only an AccessControlException is a refusal: a chown on the hot path can also fail on a
+    # file another client has just removed (CI: erin's chown of /shared/hot0), unaudited.
+    refused = {(c.user, c.op[1]) for c in calls
+               if not c.ok and "AccessControlException" in c.error}
     signals = {(r.user, r.src) for r in records if r.allowed is False}
-    assert denied and chown_refused
-    assert denied | chown_refused <= signals
+    assert {(u, f"/locked/{u}") for u in USERS} <= refused
+    assert refused <= signals
