@@ -51,6 +51,7 @@ SPARK_TEST_JVM = "--driver-memory 3g --conf spark.sql.ui.retainedExecutions=20"
 # JVM it launches, so the processes a test starts inherit it (Glue entry scripts, bench smokes)
 # whatever PYSPARK_SUBMIT_ARGS they are given; the Glue jobs' own configuration is untouched.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+SPARK_TEST_CONF = Path(__file__).parent / "spark_conf"  # spark-defaults.conf: why, there
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,6 +68,7 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
+        env.setenv("SPARK_CONF_DIR", str(SPARK_TEST_CONF))
         # Without `make hadoop` there are no jars: the S3A tests say so themselves.
         with contextlib.suppress(S3AJarsMissing):
             env.setenv("PYSPARK_SUBMIT_ARGS",
