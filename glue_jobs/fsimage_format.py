@@ -63,6 +63,11 @@ class ImageSummary:
     def has(self, name: str) -> bool:
         return any(s.name == name for s in self.sections)
 
+    def base(self, section: Section) -> int:
+        """What read_* functions add to a position in section's data to name an image byte:
+        its offset, or 0 when the data is decompressed (positions are then the stream's)."""
+        return section.offset if self.codec is None else 0
+
     def parts(self, name: str) -> list[Section]:
         """The pieces `name` can be read in: its sub-sections in file order, or itself."""
         whole = self.section(name)
@@ -103,40 +108,61 @@ class INodeReference:
 
 
 def read_summary(image: bytes) -> ImageSummary:
-    if image[:len(MAGIC)] != MAGIC:
-        raise ImageFormatError(f"header at byte 0: magic is {bytes(image[:8])!r}, not {MAGIC!r}")
-    if len(image) < len(MAGIC) + 4:
-        raise ImageFormatError(f"FileSummary: image of {len(image)} bytes has no summary length")
-    length = int.from_bytes(image[-4:], "big")
-    start = len(image) - 4 - length
-    if start < len(MAGIC):
-        raise ImageFormatError(f"FileSummary at byte {len(image) - 4}: length {length} "
-                               f"reaches before the header in a {len(image)}-byte image")
+    check_magic(image)
+    return read_summary_tail(image, len(image))
+
+
+def check_magic(head: bytes) -> None:
+    """head: the image's first bytes (8 suffice)."""
+    if head[:len(MAGIC)] != MAGIC:
+        raise ImageFormatError(f"header at byte 0: magic is {bytes(head[:8])!r}, not {MAGIC!r}")
+
+
+def read_summary_tail(tail: bytes, image_size: int) -> ImageSummary:
+    """The summary from the image's last len(tail) bytes (the whole image, or a ranged read of
+    its end: the last 4 bytes give the summary's length). Errors name image offsets."""
+    shift = image_size - len(tail)  # image offset of tail[0]
+    if image_size < len(MAGIC) + 4:
+        raise ImageFormatError(f"FileSummary: image of {image_size} bytes has no summary length")
+    length = int.from_bytes(tail[-4:], "big")
+    start = len(tail) - 4 - length
+    if start + shift < len(MAGIC):
+        raise ImageFormatError(f"FileSummary at byte {image_size - 4}: length {length} "
+                               f"reaches before the header in a {image_size}-byte image")
+    if start < 0:
+        raise ImageFormatError(f"FileSummary at byte {start + shift}: {length} bytes, the "
+                               f"{len(tail) - 4} read before the length do not hold it")
     ondisk = layout = 0
     codec: str | None = None
     sections: list[Section] = []
     try:
-        (body, end), = delimited(image, start, len(image) - 4)
-        for number, wire, value, after in fields(image, body, end):
+        (body, end), = delimited(tail, start, len(tail) - 4)
+        for number, wire, value, after in fields(tail, body, end):
             if number == 1 and wire != LENGTH:
                 ondisk = value
             elif number == 2 and wire != LENGTH:
                 # an int32 written as uint32: Hadoop's layout versions are negative (-66)
                 layout = value - (1 << 32) if value >= 1 << 31 else value
             elif number == 3 and wire == LENGTH:
-                codec = bytes(image[value:after]).decode() or None
+                codec = bytes(tail[value:after]).decode() or None
             elif number == 4 and wire == LENGTH:
-                sections.append(_section(image, value, after))
+                sections.append(_section(tail, value, after))
     except WireError as exc:
-        raise ImageFormatError(f"FileSummary at byte {exc.position}: {exc.rule}") from None
+        raise ImageFormatError(f"FileSummary at byte {exc.position + shift}: {exc.rule}"
+                               ) from None
     except ValueError:
-        raise ImageFormatError(f"FileSummary at byte {start}: not one delimited message"
+        raise ImageFormatError(f"FileSummary at byte {start + shift}: not one delimited message"
                                ) from None
     for s in sections:
-        if s.offset < len(MAGIC) or s.offset + s.length > start:
+        if s.offset < len(MAGIC) or s.offset + s.length > start + shift:
             raise ImageFormatError(f"{s.name} at byte {s.offset}: {s.length} bytes do not fit "
-                                   f"between the header and the summary at byte {start}")
+                                   f"between the header and the summary at byte {start + shift}")
     return ImageSummary(ondisk, layout, codec, tuple(sections))
+
+
+def summary_length(tail: bytes) -> int:
+    """How many bytes the image's end holds for the summary: its length and the 4 bytes."""
+    return int.from_bytes(tail[-4:], "big") + 4
 
 
 def _section(buf: bytes, start: int, end: int) -> Section:
@@ -159,7 +185,16 @@ def section_data(image: bytes, summary: ImageSummary, section: Section) -> bytes
         raise ImageFormatError(f"{section.name} at byte {section.offset}: truncated, "
                                f"{section.length} bytes listed, {len(image) - section.offset} "
                                "in the image")
-    raw = image[section.offset:section.offset + section.length]
+    return part_data(image[section.offset:section.offset + section.length], summary, section)
+
+
+def part_data(raw: bytes, summary: ImageSummary, section: Section) -> bytes:
+    """section_data of one section or sub-section whose bytes (`raw`) were read on their own,
+    as a Spark task reads its part's byte range: each sub-section is a compressed stream of its
+    own, so it decompresses alone."""
+    if len(raw) != section.length:
+        raise ImageFormatError(f"{section.name} at byte {section.offset}: truncated, "
+                               f"{section.length} bytes listed, {len(raw)} read")
     if summary.codec is None:
         return raw
     try:

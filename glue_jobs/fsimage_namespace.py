@@ -17,7 +17,6 @@ from glue_jobs.fsimage_format import (
     ImageFormatError,
     ImageSummary,
     INodeReference,
-    Section,
     read_directory_entries,
     read_references,
     read_summary,
@@ -91,16 +90,16 @@ def read_namespace(image: bytes) -> Iterator[tuple[str, INode]]:
     nodes: list[INode] = []
     for i, part in enumerate(summary.parts("INODE")):
         nodes += read_inodes(section_data(image, summary, part), strings, header=i == 0,
-                             base=_base(summary, part), section=part.name)
+                             base=summary.base(part), section=part.name)
     names = {node.id: node.name for node in nodes if node.kind is INodeKind.DIRECTORY}
     references = []
     if summary.has("INODE_REFERENCE"):
         ref = summary.section("INODE_REFERENCE")
         references = read_references(section_data(image, summary, ref),
-                                     base=_base(summary, ref))
+                                     base=summary.base(ref))
     entries = (entry for part in summary.parts("INODE_DIR")
                for entry in read_directory_entries(section_data(image, summary, part),
-                                                   base=_base(summary, part),
+                                                   base=summary.base(part),
                                                    section=part.name))
     paths = PathIndex(entries, references, names)
     for node in nodes:
@@ -111,8 +110,5 @@ def read_namespace(image: bytes) -> Iterator[tuple[str, INode]]:
 
 def _strings(image: bytes, summary: ImageSummary) -> StringTable:
     table = summary.section("STRING_TABLE")
-    return read_string_table(section_data(image, summary, table), base=_base(summary, table))
+    return read_string_table(section_data(image, summary, table), base=summary.base(table))
 
-
-def _base(summary: ImageSummary, section: Section) -> int:
-    return section.offset if summary.codec is None else 0

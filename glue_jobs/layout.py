@@ -14,6 +14,9 @@ curated/audit/cluster=<c>/dt=<d>/run=<run id>/part-*.parquet     compact_audit, 
 curated/_catalog/audit.json                                     local partition catalog (audit)
 curated/_state/compact_audit/raw-audit/cluster=<c>/dt=<d>.json   audit compaction watermark
 quarantine/glue/compact_audit/...                                what the audit compaction refused
+fsimage/cluster=<c>/txid=<t>/fsimage_<t>                          the agent's upload of a checkpoint
+curated/namespace_inventory/cluster=<c>/image_date=<d>/run=<id>/  namespace_inventory, one run each
+curated/_catalog/namespace_inventory.json                         local partition catalog (inventory)
 """
 
 from __future__ import annotations
@@ -135,3 +138,33 @@ def audit_run_prefix(cluster: str, dt: str, run_id: str) -> str:
 
 def audit_state_key(cluster: str, dt: str) -> str:
     return f"{AUDIT_STATE_PREFIX}cluster={cluster}/dt={dt}.json"
+
+
+# The namespace inventory (glue_jobs/namespace_inventory.py) and the fsimage it reads. The
+# image keeps the NameNode's own file name (fsimage_<19-digit txid>) under its cluster and txid.
+FSIMAGE_PREFIX = "fsimage/"
+INVENTORY_TABLE = "namespace_inventory"
+INVENTORY_PREFIX = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
+INVENTORY_LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{INVENTORY_TABLE}.json"
+FSIMAGE_KEY = re.compile(re.escape(FSIMAGE_PREFIX)
+                         + r"cluster=(?P<cluster>[^/]+)/txid=(?P<txid>\d+)/fsimage_(?P<name_txid>\d{19})")
+
+
+def fsimage_key(cluster: str, txid: int) -> str:
+    return f"{FSIMAGE_PREFIX}cluster={cluster}/txid={txid}/fsimage_{txid:019d}"
+
+
+def parse_fsimage_key(key: str) -> tuple[str, int] | None:
+    """(cluster, txid) of a key fsimage_key made; None for any other key."""
+    m = FSIMAGE_KEY.fullmatch(key)
+    if m is None or int(m["txid"]) != int(m["name_txid"]):
+        return None
+    return m["cluster"], int(m["txid"])
+
+
+def inventory_partition_prefix(cluster: str, image_date: str) -> str:
+    return f"{INVENTORY_PREFIX}cluster={cluster}/image_date={image_date}/"
+
+
+def inventory_run_prefix(cluster: str, image_date: str, run_id: str) -> str:
+    return f"{inventory_partition_prefix(cluster, image_date)}run={run_id}/"

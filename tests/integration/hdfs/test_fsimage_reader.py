@@ -23,12 +23,10 @@ import pytest
 from glue_jobs.fsimage_format import read_name_system, read_summary, section_data
 from glue_jobs.fsimage_inodes import INode, INodeKind
 from glue_jobs.fsimage_namespace import read_namespace
-from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.live_image import COLD, ONE_MB, live_image
 from tests.kit.hadoop.namespace_image import as_delimited, delimited_listing, namespace_image
 
 pytestmark = pytest.mark.slow
-
-COLD = 2  # HdfsConstants.COLD_STORAGE_POLICY_ID
 
 
 def our_rows(image: Path) -> tuple[dict[str, dict[str, str]], dict[str, INode]]:
@@ -59,58 +57,10 @@ def test_the_kit_namespace_reads_as_oiv_prints_it(tmp_path: Path) -> None:
 
 # -- a live NameNode's image -------------------------------------------------------------------
 
-ONE_MB = 1024 * 1024
-
-
 @pytest.fixture(scope="module")
 def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    base = tmp_path_factory.mktemp("fsimage-nn")
-    # Sub-sections are written only when parallel load is on (FSImageFormatProtobuf.Saver);
-    # 4 target sections over ~50 inodes makes several INODE_SUB of ~12 inodes each.
-    conf = {"dfs.image.parallel.load": "true", "dfs.image.parallel.target.sections": "4",
-            "dfs.image.parallel.inode.threshold": "1",
-            "dfs.namenode.fs-limits.min-block-size": str(ONE_MB)}
-    with HdfsCluster.start(base, conf=conf) as hdfs:
-        superuser = hdfs.run([["status", "/"]])[0]["owner"]
-        ops: list[list[object]] = [["mkdirs", d] for d in (
-            "/lake/raw/2024/01", "/lake/raw/2024/02", "/lake/curated", "/snap/dir", "/quota/q",
-            "/cold", "/ec", "/scratch")]
-        ops += [["write", f"/lake/raw/2024/{m:02d}/part-{i:03d}.csv", f"{m},{i}\n" * (i + 1)]
-                for m in (1, 2) for i in range(15)]
-        ops += [["write", "/lake/curated/big.bin", "x" * (2 * ONE_MB + 17), False, ONE_MB],
-                ["write", "/cold/archive.bin", "cold data"],
-                ["setrep", "/lake/curated/big.bin", 2],
-                ["chmod", "/scratch", "1777"],
-                ["chown", "/lake/curated", "alice", "analysts"],
-                ["set_times", "/lake/raw/2024/01/part-000.csv", 1_600_000_000_000,
-                 1_650_000_000_000],
-                ["rename", "/lake/raw/2024/01/part-001.csv", "/lake/curated/p1.csv"],
-                ["rename", "/lake/raw/2024/02", "/lake/raw/2024/feb"],
-                ["delete", "/lake/raw/2024/01/part-002.csv", False],
-                ["delete", "/lake/raw/2024/feb/part-014.csv", False],
-                ["symlink", "/lake/curated/p1.csv", "/lake/latest"],
-                ["write", "/snap/dir/keep.txt", "k"], ["write", "/snap/dir/moved.txt", "m"],
-                ["write", "/snap/dir/gone.txt", "g"], ["write", "/snap/dir/out.txt", "o"],
-                ["open_file", "/scratch/open.log", "half a line"]]
-        hdfs.run(ops)
-        tools = "org.apache.hadoop.hdfs.tools"
-        hdfs.run([["shell", superuser, args, f"{tools}.{tool}"] for tool, args in (
-            ("DFSAdmin", ["-allowSnapshot", "/snap"]),
-            ("DFSAdmin", ["-setQuota", "1000", "/quota"]),
-            ("DFSAdmin", ["-setSpaceQuota", "5g", "/quota/q"]),
-            ("StoragePolicyAdmin", ["-setStoragePolicy", "-path", "/cold/archive.bin",
-                                    "-policy", "COLD"]),
-            ("ECAdmin", ["-setPolicy", "-path", "/ec", "-policy", "RS-6-3-1024k"]))])
-        hdfs.run([["shell", superuser, ["-createSnapshot", "/snap", "s1"]],
-                  ["rename", "/snap/dir/moved.txt", "/snap/dir/renamed.txt"],
-                  ["rename", "/snap/dir/out.txt", "/lake/out-of-snapshot.txt"],
-                  ["delete", "/snap/dir/gone.txt", False],
-                  ["write", "/ec/striped.bin", ""]])  # no block: a striped file needs 9 DNs
-        hdfs.checkpoint()
-        images = sorted((base / "dfs").glob("name*/current/fsimage_" + "[0-9]" * 19))
-        assert images, f"no fsimage under {base / 'dfs'}"
-        hdfs.run([["close_file", "/scratch/open.log"]])
-        yield images[-1]
+    with live_image(tmp_path_factory.mktemp("fsimage-nn")) as image:
+        yield image
 
 
 def test_a_live_namenodes_image_reads_as_oiv_prints_it(saved_image: Path,

@@ -1,0 +1,109 @@
+"""Glue job: the namespace inventory, one row per path of an HDFS fsimage, read in parallel over
+the image's sub-sections.
+
+    python -m glue_jobs.namespace_inventory --cluster c1 --target s3://lake \
+        --image s3://lake/fsimage/cluster=c1/txid=42/fsimage_0000000000000000042
+
+The entry script: parses the arguments, reads the image's layout (ranged GETs), builds the
+session and runs glue_jobs.inventory_run.take_inventory (what one run does is told there).
+Prints a JSON report. An image it cannot read stops the run with the reader's words: the
+section and the byte (docs/fsimage.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import date, timedelta
+
+from pyspark.sql import SparkSession
+
+from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog
+from glue_jobs.fsimage_format import ImageFormatError
+from glue_jobs.inventory_image import image_object, read_layout, s3_client
+from glue_jobs.inventory_run import InventorySettings, take_inventory
+from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
+from glue_jobs.runtime import Arg, job_session, resolve_args
+from glue_jobs.storage import LakeStore, store_for
+
+JOB_NAME = "namespace_inventory"
+SPEC = (
+    Arg("image", "the fsimage object, s3://bucket/key (the agent uploads it under "
+        "fsimage/cluster=<c>/txid=<t>/fsimage_<t>)"),
+    Arg("cluster", "the cluster the image is of: the table's cluster partition"),
+    Arg("target", "lake URI for curated/namespace_inventory/ (file:///path or s3://bucket)"),
+    # NS_INFO holds no time. The agent uploads an image as soon as it has fetched it, so the
+    # object's LastModified is the checkpoint's date within the fetch; an image uploaded later
+    # (a backfill) is given its date here.
+    Arg("image_date", "the image_date partition, YYYY-MM-DD; empty: the UTC date of the image "
+        "object's LastModified", ""),
+    Arg("retain_hours", "superseded run prefixes are deleted after this grace period", "24"),
+    Arg("compression", "Parquet codec: zstd or snappy", "zstd"),
+    Arg("catalog_database", "Glue database of the table; empty: a JSON catalog in the target",
+        ""),
+    Arg("catalog_table", "Glue table of the namespace inventory", INVENTORY_TABLE),
+)
+
+_CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def settings_from(args: dict[str, str]) -> InventorySettings:
+    if not _CLUSTER.fullmatch(args["cluster"]):
+        raise SystemExit(f"{JOB_NAME}: --cluster must be letters, digits, '_', '.' or '-' "
+                         f"(a path component of the table), got {args['cluster']!r}")
+    if args["image_date"]:
+        try:
+            date.fromisoformat(args["image_date"])
+        except ValueError:
+            raise SystemExit(f"{JOB_NAME}: --image_date must be YYYY-MM-DD, got "
+                             f"{args['image_date']!r}") from None
+    try:
+        retain = timedelta(hours=float(args["retain_hours"]))
+    except ValueError as exc:
+        raise SystemExit(f"{JOB_NAME}: bad numeric argument: {exc}") from None
+    return InventorySettings(cluster=args["cluster"], image_date=args["image_date"],
+                             retain=retain, compression=args["compression"])
+
+
+def inventory_catalog(database: str, table: str, lake: LakeStore) -> PartitionCatalog:
+    if database:
+        import boto3  # on Glue; local runs use the JSON catalog and need no AWS library
+
+        return GlueCatalog(boto3.client("glue"), database, table)
+    return JsonFileCatalog(lake, INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE)
+
+
+# How a task's ImageFormatError reaches the driver: inside the text of Spark's PythonException.
+_TASK_ERROR = re.compile(r"ImageFormatError: (?P<message>[^\n]+)")
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
+    settings = settings_from(args)
+    target = store_for(args["target"])
+    catalog = inventory_catalog(args["catalog_database"], args["catalog_table"], target)
+    client = s3_client()
+    try:
+        image = image_object(args["image"], client)
+        layout = read_layout(client, image)
+    except (ImageFormatError, ValueError) as exc:
+        raise SystemExit(f"{JOB_NAME}: {args['image']}: {exc}") from None
+    with job_session(JOB_NAME, args, spark, uris=(target.root_uri,)) as session:
+        try:
+            report = take_inventory(session, layout, target, catalog, settings)
+        except ImageFormatError as exc:
+            raise SystemExit(f"{JOB_NAME}: {image.uri}: {exc}") from None
+        except Exception as exc:  # a task's error arrives as Spark's, with the reader's words
+            found = _TASK_ERROR.search(str(exc))
+            if found is None:
+                raise
+            raise SystemExit(f"{JOB_NAME}: {image.uri}: {found['message']}") from None
+    print(json.dumps({"job": JOB_NAME, **asdict(report)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

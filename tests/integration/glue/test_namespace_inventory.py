@@ -1,0 +1,187 @@
+"""The namespace inventory job, run through its entry script against images in the moto server's
+S3: its rows equal read_namespace's (proven equal to `hdfs oiv -p Delimited` in
+tests/integration/hdfs/test_fsimage_reader.py), path for path and field for field.
+
+Two images: the kit's 2,000-file namespace (Hadoop's Offline Image Reconstructor: no
+sub-sections, one part per section) and one a live NameNode saved with parallel load on
+(tests/kit/hadoop/live_image.py: INODE_SUB and INODE_DIR_SUB sub-sections, references,
+a snapshot-only file, a symlink, EC and storage policies, an open file), on which the job must
+run one decode task per part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC
+from typing import Any
+
+import pytest
+
+from glue_jobs import namespace_inventory as job
+from glue_jobs.catalog import JsonFileCatalog
+from glue_jobs.fsimage_format import read_name_system, read_summary, section_data
+from glue_jobs.fsimage_namespace import read_namespace
+from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
+from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE, fsimage_key
+from tests.integration.glue.lake import RawLake
+from tests.kit.hadoop.live_image import live_image
+from tests.kit.hadoop.namespace_image import namespace_image
+
+pytestmark = pytest.mark.slow
+
+CLUSTER = "c1"
+
+
+@pytest.fixture(scope="module")
+def kit_image() -> bytes:
+    current = namespace_image(2_000).name_dir / "current"
+    return next(current.glob("fsimage_" + "[0-9]" * 19)).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[bytes]:
+    with live_image(tmp_path_factory.mktemp("inventory-nn")) as image:
+        yield image.read_bytes()
+
+
+def txid_of(image: bytes) -> int:
+    summary = read_summary(image)
+    return read_name_system(section_data(image, summary, summary.section("NS_INFO"))
+                            ).transaction_id
+
+
+def upload(lake: RawLake, image: bytes, *, cluster: str = CLUSTER, txid: int | None = None
+           ) -> str:
+    key = fsimage_key(cluster, txid_of(image) if txid is None else txid)
+    lake.s3.put_object(Bucket=lake.bucket, Key=key, Body=image)
+    return f"s3://{lake.bucket}/{key}"
+
+
+def run(spark: Any, lake: RawLake, uri: str, capsys: pytest.CaptureFixture[str],
+        *more: str) -> dict[str, Any]:
+    capsys.readouterr()
+    assert job.main(["--image", uri, "--cluster", CLUSTER, "--target", lake.uri, *more],
+                    spark=spark) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def published(spark: Any, lake: RawLake) -> dict[tuple[str, str], str]:
+    return JsonFileCatalog(lake.store, INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE).locations()
+
+
+def table_rows(spark: Any, location: str) -> dict[str, dict[str, Any]]:
+    frame = spark.read.parquet(location)
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == list(
+        INVENTORY_FILE_COLUMNS)
+    rows = [r.asDict() for r in frame.collect()]
+    by_path = {r["path"]: r for r in rows}
+    assert len(by_path) == len(rows), "a path twice"
+    return by_path
+
+
+def expected_rows(image: bytes) -> dict[str, dict[str, Any]]:
+    """read_namespace's (path, inode) in the table's words: octal perms as the events carry
+    them, the policies' ids, the image's txid on every row."""
+    txid = txid_of(image)
+    return {path: {"path": path, "type": n.kind.name, "size": n.size, "owner": n.user,
+                   "group": n.group, "perms": f"{n.mode & 0o1777:04o}", "mtime": n.mtime,
+                   "atime": n.atime, "replication": n.replication, "blocks": n.blocks,
+                   "preferred_block_size": n.preferred_block_size,
+                   "storage_policy_id": n.storage_policy_id,
+                   "erasure_coding_policy_id": n.erasure_coding_policy_id,
+                   "ns_quota": n.ns_quota, "ds_quota": n.ds_quota,
+                   "symlink_target": n.symlink_target,
+                   "under_construction": n.under_construction, "image_txid": txid}
+            for path, n in read_namespace(image)}
+
+
+def assert_same_rows(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> None:
+    assert sorted(ours) == sorted(theirs)
+    differ = [(ours[p], theirs[p]) for p in sorted(ours) if ours[p] != theirs[p]]
+    assert differ == [], f"{len(differ)} of {len(ours)} rows differ, first: {differ[:3]}"
+
+
+def test_the_kit_image_inventory_equals_read_namespace(spark, lake: RawLake, kit_image: bytes,
+                                                        capsys) -> None:
+    uri = upload(lake, kit_image)
+    report = run(spark, lake, uri, capsys)
+
+    expected = expected_rows(kit_image)
+    head = lake.s3.head_object(Bucket=lake.bucket, Key=uri.split("/", 3)[3])
+    image_date = head["LastModified"].astimezone(UTC).strftime("%Y-%m-%d")
+    locations = published(spark, lake)
+    assert list(locations) == [(CLUSTER, image_date)]
+    assert_same_rows(table_rows(spark, locations[(CLUSTER, image_date)]), expected)
+    assert len(expected) == 2_130 and report["rows"] == len(expected)
+    # ReverseXML writes no sub-sections: the whole INODE section is one part, one task
+    assert (report["inode_parts"], report["inode_decode_tasks"]) == (1, 1)
+
+
+def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake,
+                                                          saved_image: bytes, capsys) -> None:
+    summary = read_summary(saved_image)
+    uri = upload(lake, saved_image)
+    report = run(spark, lake, uri, capsys, "--image_date", "2026-11-20")
+
+    rows = table_rows(spark, published(spark, lake)[(CLUSTER, "2026-11-20")])
+    assert_same_rows(rows, expected_rows(saved_image))
+    # the cases the workload made are rows, with the typed fields oiv does not print
+    assert rows["/lake/latest"]["symlink_target"] == "/lake/curated/p1.csv"
+    assert rows["/cold/archive.bin"]["storage_policy_id"] == 2  # COLD
+    assert rows["/ec/striped.bin"]["erasure_coding_policy_id"] == 1  # RS-6-3-1024k
+    assert rows["/scratch/open.log"]["under_construction"]
+    assert rows["/scratch"]["perms"] == "1777"
+    assert "/snap/dir/renamed.txt" in rows and not any("gone" in p for p in rows)
+    parts = len(summary.parts("INODE"))
+    assert parts > 1 and len(summary.parts("INODE_DIR")) > 1
+    assert (report["inode_parts"], report["inode_decode_tasks"]) == (parts, parts)
+    assert report["directory_parts"] == len(summary.parts("INODE_DIR"))
+    assert report["image_txid"] == txid_of(saved_image)
+
+    # a rerun of the same image replaces the partition: a new run, the same rows once
+    again = run(spark, lake, uri, capsys, "--image_date", "2026-11-20")
+    locations = published(spark, lake)
+    assert list(locations) == [(CLUSTER, "2026-11-20")]
+    assert locations[(CLUSTER, "2026-11-20")].rstrip("/").endswith(f"run={again['run_id']}")
+    assert again["run_id"] != report["run_id"]
+    assert_same_rows(table_rows(spark, locations[(CLUSTER, "2026-11-20")]),
+                     expected_rows(saved_image))
+
+
+def test_a_corrupt_part_stops_the_run_naming_its_section_and_byte(spark, lake: RawLake,
+                                                                  saved_image: bytes,
+                                                                  capsys) -> None:
+    summary = read_summary(saved_image)
+    part = summary.parts("INODE")[1]
+    broken = bytearray(saved_image)
+    # the part's first message length, made a varint that runs on: a message past the part
+    broken[part.offset] = 0xFF
+    broken[part.offset + 1] = 0x7F
+    uri = upload(lake, bytes(broken))
+    with pytest.raises(SystemExit) as stopped:
+        job.main(["--image", uri, "--cluster", CLUSTER, "--target", lake.uri], spark=spark)
+    assert f"INODE_SUB at byte {part.offset + 2}: message of " in str(stopped.value)
+    assert uri in str(stopped.value)
+    assert published(spark, lake) == {}
+
+
+def test_a_truncated_image_object_stops_the_run_before_spark(spark, lake: RawLake,
+                                                             saved_image: bytes) -> None:
+    uri = upload(lake, saved_image[:len(saved_image) // 2], txid=txid_of(saved_image))
+    with pytest.raises(SystemExit, match=r"FileSummary at byte \d+"):
+        job.main(["--image", uri, "--cluster", CLUSTER, "--target", lake.uri], spark=spark)
+
+
+def test_an_image_of_another_cluster_is_refused_naming_both(spark, lake: RawLake,
+                                                            saved_image: bytes) -> None:
+    uri = upload(lake, saved_image, cluster="other")
+    with pytest.raises(SystemExit, match=r"names cluster 'other'.*--cluster 'c1'"):
+        job.main(["--image", uri, "--cluster", CLUSTER, "--target", lake.uri], spark=spark)
+    assert published(spark, lake) == {}
+
+
+def test_a_bad_image_date_is_refused_naming_the_argument(lake: RawLake) -> None:
+    with pytest.raises(SystemExit, match="--image_date must be YYYY-MM-DD, got '2026-13-01'"):
+        job.main(["--image", f"s3://{lake.bucket}/x", "--cluster", CLUSTER, "--target",
+                  lake.uri, "--image_date", "2026-13-01"])
