@@ -81,6 +81,10 @@ SCRIPTS_PREFIX = "scripts/"
 # of its own, not under raw/: the event compaction lists raw/ whole every run, and audit objects
 # outnumber event objects by the reads and denials they hold.
 AUDIT_RAW_PREFIX = "raw-audit/"
+# The NameNode's checkpoint as `hdfs-events-agent fetch-image` uploads it (`hdfs dfsadmin
+# -fetchImage`): fsimage/cluster=<c>/txid=<txid>/fsimage_<txid, 19 digits> (Hadoop's own file
+# name), and the fetch marker _fetched.json beside it, written last.
+FSIMAGE_PREFIX = "fsimage/"
 
 # --- DynamoDB tables -------------------------------------------------------------------------
 # Agent state: one partition per cluster (the on-prem principal may touch only its own, by a
@@ -169,3 +173,19 @@ def audit_object_key(cluster: str, time_ms: int, host: str, file_id: str,
     at = datetime.fromtimestamp(time_ms / 1000, UTC)
     return (f"{audit_cluster_prefix(cluster)}dt={at:%Y-%m-%d}/hour={at:%H}/"
             f"{host}-{file_id}-{first_offset}.jsonl.gz")
+
+
+def fsimage_cluster_prefix(cluster: str) -> str:
+    """What a cluster's principal may write its images under (and nothing else of fsimage/)."""
+    return f"{FSIMAGE_PREFIX}cluster={cluster}/"
+
+
+def fsimage_key(cluster: str, txid: int) -> str:
+    """The image of the last transaction `txid`, under the name the NameNode gives it."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/fsimage_{txid:019d}"
+
+
+def fsimage_marker_key(cluster: str, txid: int) -> str:
+    """The fetch marker beside the image (JSON: txid, size, crc32c, fetched_at, namenode):
+    written after the image, so an image with a marker is whole."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_fetched.json"

@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "copy data from S3 back into HDFS on request (distcp)"),
     "audit": ("onprem_agent.commands.audit",
               "ship the NameNode's audit log to the lake (on each NameNode host)"),
+    "fetch-image": ("onprem_agent.commands.fetch_image",
+                    "put the NameNode's latest fsimage in the lake (dfsadmin -fetchImage)"),
 }
 
 

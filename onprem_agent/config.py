@@ -2,7 +2,7 @@
 
 Every section the shipping pipeline uses is typed and checked here. Sections owned by other
 components ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync",
-"audit") are handed out raw by `AgentConfig.section(name)`; each component validates its own.
+"audit", "fsimage") are handed out raw by `AgentConfig.section(name)`; each component validates its own.
 Anything else is an error, so a typo never silently falls back to a default.
 
 Credentials, region and endpoint are deliberately not configurable here: boto3 reads them from
@@ -25,7 +25,7 @@ from hdfs_events.ids import validate_cluster_name, validate_group_strategy
 
 # Sections other components validate themselves.
 FOREIGN_SECTIONS = ("hdfs", "kerberos", "inotify", "lease", "metrics", "verify", "copy", "sync",
-                    "audit")
+                    "audit", "fsimage")
 CHECKPOINT_STORES = ("file", "dynamodb")
 RETRY_MODES = ("standard", "adaptive")
 # Keys refused anywhere in the file (any section, any depth), by exact name or by these parts.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -89,6 +90,61 @@ def crc_b64(value: int) -> str:
 
 def crc_int(b64: str) -> int:
     return int.from_bytes(base64.b64decode(b64), "big")
+
+
+def upload_parts(s3: Any, bucket: str, key: str, upload_id: str,
+                 chunks: Iterable[tuple[Any, int]], part_size: int,
+                 count: Callable[[], None] = lambda: None) -> list[tuple[dict[str, Any], int]]:
+    """The parts of an open multipart upload from (Java byte[] buffer, bytes filled) chunks,
+    each part `part_size` bytes (the last one shorter) sent with its own CRC32C, which S3 checks
+    on arrival. Returns (the part as CompleteMultipartUpload lists it, its size) in order.
+    `count` is called once per request. The sync and `fetch-image` (onprem_agent/image_fetch.py)
+    upload through it."""
+    part, part_crc = bytearray(), JavaCrc("CRC32C")
+    parts: list[tuple[dict[str, Any], int]] = []
+
+    def send() -> None:
+        number = len(parts) + 1
+        count()
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                           Body=bytes(part), ChecksumCRC32C=crc_b64(part_crc.value))
+        parts.append(({"PartNumber": number, "ETag": r["ETag"],
+                       "ChecksumCRC32C": crc_b64(part_crc.value)}, len(part)))
+        part.clear()
+        part_crc.reset()
+
+    for buf, n in chunks:
+        offset = 0
+        while offset < n:
+            take = min(n - offset, part_size - len(part))
+            part_crc.update(buf, offset, take)
+            part += memoryview(buf)[offset:offset + take]
+            offset += take
+            if len(part) == part_size:
+                send()
+    if part or not parts:
+        send()
+    return parts
+
+
+def check_stored(s3: Any, bucket: str, key: str, response: dict[str, Any], crc: int,
+                 count: Callable[[], None] = lambda: None) -> None:
+    """The full-object CRC32C S3 stored for `key` must be `crc`; else the object is deleted and
+    ChecksumMismatch raised. `response` is the write's own (PutObject, CopyObject's result or
+    CompleteMultipartUpload)."""
+    if response.get("ChecksumCRC32C") is None:
+        # S3 returns the checksum it stored in the response; moto 5.2 does not for
+        # CompleteMultipartUpload, so ask for it (one HEAD).
+        count()
+        response = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    stored = response.get("ChecksumCRC32C")
+    if stored is None or crc_int(stored.split("-")[0]) != crc or (
+            response.get("ChecksumType") not in (None, "FULL_OBJECT")):
+        count()
+        s3.delete_object(Bucket=bucket, Key=key)
+        raise ChecksumMismatch(f"s3://{bucket}/{key}: S3 stored CRC32C {stored} "
+                               f"({response.get('ChecksumType')}), sent {crc_b64(crc)}; "
+                               "object deleted")
 
 
 class S3Replica:
@@ -216,37 +272,16 @@ class S3Replica:
     def _upload_parts(self, path: str, key: str, upload_id: str, hdfs: HdfsFiles,
                       throttle: Throttle, whole: JavaCrc, own: JavaCrc | None
                       ) -> list[tuple[dict[str, Any], int]]:
-        part_size = self.settings.part_size
-        part, part_crc = bytearray(), JavaCrc("CRC32C")
-        parts: list[tuple[dict[str, Any], int]] = []
+        def chunks() -> Iterator[tuple[Any, int]]:
+            for buf, n in hdfs.read(path):
+                throttle.take(n)
+                whole.update(buf, 0, n)
+                if own is not None:
+                    own.update(buf, 0, n)
+                yield buf, n
 
-        def send() -> None:
-            number = len(parts) + 1
-            self._count(requests=1)
-            r = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id,
-                                    PartNumber=number, Body=bytes(part),
-                                    ChecksumCRC32C=crc_b64(part_crc.value))
-            parts.append(({"PartNumber": number, "ETag": r["ETag"],
-                           "ChecksumCRC32C": crc_b64(part_crc.value)}, len(part)))
-            part.clear()
-            part_crc.reset()
-
-        for buf, n in hdfs.read(path):
-            throttle.take(n)
-            whole.update(buf, 0, n)
-            if own is not None:
-                own.update(buf, 0, n)
-            offset = 0
-            while offset < n:
-                take = min(n - offset, part_size - len(part))
-                part_crc.update(buf, offset, take)
-                part += memoryview(buf)[offset:offset + take]
-                offset += take
-                if len(part) == part_size:
-                    send()
-        if part or not parts:
-            send()
-        return parts
+        return upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
+                            self.settings.part_size, count=lambda: self._count(requests=1))
 
     def _check_read(self, path: str, entry: NamespaceEntry, checksum: FileChecksum, size: int,
                     whole: JavaCrc, own: JavaCrc | None) -> None:
@@ -258,19 +293,8 @@ class S3Replica:
                 "(changed while read?)")
 
     def _check_stored(self, key: str, response: dict[str, Any], crc: int) -> None:
-        if response.get("ChecksumCRC32C") is None:
-            # S3 returns the checksum it stored in the response; moto 5.2 does not for
-            # CompleteMultipartUpload, so ask for it (one HEAD).
-            self._count(requests=1)
-            response = self.s3.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
-        stored = response.get("ChecksumCRC32C")
-        if stored is None or crc_int(stored.split("-")[0]) != crc or (
-                response.get("ChecksumType") not in (None, "FULL_OBJECT")):
-            self._count(requests=1)
-            self.s3.delete_object(Bucket=self.bucket, Key=key)
-            raise ChecksumMismatch(f"s3://{self.bucket}/{key}: S3 stored CRC32C {stored} "
-                                   f"({response.get('ChecksumType')}), sent {crc_b64(crc)}; "
-                                   "object deleted")
+        check_stored(self.s3, self.bucket, key, response, crc,
+                     count=lambda: self._count(requests=1))
 
     def server_copy(self, src: str, dst: str, entry: NamespaceEntry) -> bool:
         """Copies src -> dst inside S3 with dst's metadata, when src holds dst's bytes as far as

@@ -30,6 +30,8 @@ from tests.kit.hadoop.realm import Realm
 # the default file system, the HA nameservice and its NameNodes, and security settings.
 _CLIENT_KEY_PREFIXES = (
     "fs.defaultFS", "dfs.nameservices", "dfs.ha.namenodes.", "dfs.namenode.rpc-address.",
+    # the NameNodes' HTTP servers, as a site's client config has them: `dfsadmin -fetchImage`
+    "dfs.namenode.http-address", "dfs.namenode.https-address", "dfs.http.policy",
     "dfs.client.failover.proxy.provider.", "hadoop.security.authentication",
     "hadoop.security.authorization", "dfs.namenode.kerberos.principal",
     "dfs.datanode.kerberos.principal", "dfs.data.transfer.protection",
