@@ -185,3 +185,38 @@ def test_a_bad_image_date_is_refused_naming_the_argument(lake: RawLake) -> None:
     with pytest.raises(SystemExit, match="--image_date must be YYYY-MM-DD, got '2026-13-01'"):
         job.main(["--image", f"s3://{lake.bucket}/x", "--cluster", CLUSTER, "--target",
                   lake.uri, "--image_date", "2026-13-01"])
+
+
+def test_paths_are_joined_level_by_level_through_references_leaving_orphans_out(spark) -> None:
+    """The transforms on a hand-made tree: / -> a (16386) -> b (16387) -> f (16388); a
+    reference child of a (position 0 -> inode 16389, "r"); 16390 "lost" under a directory
+    (16391) that no directory lists, as a snapshot keeps it."""
+    from glue_jobs import inventory_paths as paths
+    from glue_jobs.inventory_image import CHILD_DDL, INODE_DDL, REFERENCE_DDL
+
+    def inode(i: int, kind: str, name: str) -> tuple[Any, ...]:
+        return (i, kind, name, 5, 0, "u", "g", 0o1755, 0, 0, 0, 0, 0, None, False, -1, -1, None)
+
+    inodes = spark.createDataFrame([
+        inode(16385, "DIRECTORY", ""), inode(16386, "DIRECTORY", "a"),
+        inode(16387, "DIRECTORY", "b"), inode(16388, "FILE", "f"), inode(16389, "FILE", "r"),
+        inode(16390, "FILE", "lost"), inode(16391, "DIRECTORY", "gone")], INODE_DDL)
+    children = spark.createDataFrame([(16385, 16386, None), (16386, 16387, None),
+                                      (16387, 16388, None), (16386, None, 0),
+                                      (16391, 16390, None)], CHILD_DDL)
+    links = children.transform(paths.parent_links(
+        spark.createDataFrame([(0, 16389)], REFERENCE_DDL)))
+    directories = inodes.transform(paths.directory_links(links))
+    level = paths.root_path(inodes)
+    found = [level]
+    for _ in range(3):
+        level = level.transform(paths.directory_level(directories))
+        found.append(level)
+    assert [sorted(tuple(r) for r in f.collect()) for f in found] == [
+        [(16385, "/")], [(16386, "/a")], [(16387, "/a/b")], []]
+    dir_paths = found[0].unionByName(found[1]).unionByName(found[2])
+    rows = inodes.transform(paths.inventory_rows(links, dir_paths, 42))
+    assert sorted((r["path"], r["type"], r["perms"], r["image_txid"]) for r in rows.collect()
+                  ) == [("/", "DIRECTORY", "1755", 42), ("/a", "DIRECTORY", "1755", 42),
+                        ("/a/b", "DIRECTORY", "1755", 42), ("/a/b/f", "FILE", "1755", 42),
+                        ("/a/r", "FILE", "1755", 42)]
