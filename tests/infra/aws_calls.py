@@ -133,6 +133,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("glue_jobs/catalog.py", "glue"): CATALOG,
     # the attribution job's stream per run and its lines (the Analytics stack's log group)
     ("glue_jobs/attribution_log.py", "logs"): Target("AttributionLogs"),
+    # the namespace inventory reads the agent's fsimage objects by byte ranges (HEAD, GET)
+    ("glue_jobs/inventory_image.py", "s3"): Target("lake", ("fsimage/",)),
     # cloud CLI
     ("hdfs_events/commands/copy.py", "dynamodb"): TRANSFERS,
     ("hdfs_events/commands/copy.py", "sqs"): COPY_QUEUE,
