@@ -111,6 +111,18 @@ def onprem_statements(cluster: str, settings: DeploySettings,
         iam.PolicyStatement(sid="ShipAuditLog", actions=["s3:PutObject"],
                             resources=[t.lake.arn_for_objects(
                                 f"{names.audit_cluster_prefix(cluster)}*")]),
+        # `fetch-image`: the NameNode's checkpoint, into this cluster's own fsimage prefix only
+        # (names.fsimage_key): the multipart upload and the marker (s3:PutObject), the CRC32C
+        # and the marker read back so a rerun uploads nothing (s3:GetObject), a failed upload's
+        # abort; and the listing of that prefix only, to see what a txid already has.
+        iam.PolicyStatement(sid="ShipFsImage",
+                            actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+                            resources=[t.lake.arn_for_objects(
+                                f"{names.fsimage_cluster_prefix(cluster)}*")]),
+        iam.PolicyStatement(sid="ListOwnFsImages", actions=["s3:ListBucket"],
+                            resources=[t.lake.bucket_arn],
+                            conditions={"StringLike": {"s3:prefix": [
+                                f"{names.fsimage_cluster_prefix(cluster)}*"]}}),
         # PutMetricData has no resource-level permissions (IAM requires Resource "*"); the
         # namespace condition is what scopes it.
         iam.PolicyStatement(sid="PublishAgentMetrics", actions=["cloudwatch:PutMetricData"],
@@ -124,8 +136,8 @@ def onprem_statements(cluster: str, settings: DeploySettings,
         statements.append(iam.PolicyStatement(
             sid="DecryptExports", actions=["kms:Decrypt"], resources=[t.lake_key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
-        # PutObject into the KMS-encrypted lake (`audit run`): S3 asks KMS for a data key as
-        # the writer.
+        # PutObject into the KMS-encrypted lake (`audit run`, `fetch-image`): S3 asks KMS for
+        # a data key as the writer.
         statements.append(iam.PolicyStatement(
             sid="EncryptAuditLog", actions=["kms:GenerateDataKey"], resources=[t.lake_key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
@@ -235,7 +247,8 @@ class OnPremPrincipal(Construct):
                 "resource-level permissions; the cloudwatch:namespace condition limits it to "
                 f"the {names.METRICS_NAMESPACE} namespace")
         nag.ack_lake_prefixes(self.policy, settings, [*settings.export_prefixes,
-                                                      names.audit_cluster_prefix(cluster)])
+                                                      names.audit_cluster_prefix(cluster),
+                                                      names.fsimage_cluster_prefix(cluster)])
         for bucket, prefix in settings.sync_destinations_of(cluster):
             nag.ack(self.policy, f"IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{prefix}*]",
                     "`sync` writes one object per replicated HDFS file under this destination "

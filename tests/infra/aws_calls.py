@@ -63,6 +63,8 @@ EXPORTS, REPLICA = Target("exports"), Target("replica")
 # The cluster's own audit prefix in the lake (names.audit_cluster_prefix): per cluster, so the
 # test names the prefix.
 AUDIT = Target("audit")
+# The cluster's own fsimage prefix in the lake (names.fsimage_cluster_prefix), `fetch-image`'s.
+FSIMAGE = Target("fsimage")
 METRICS, NO_RESOURCE, ANY = Target("metrics"), Target("none"), Target("any")
 RAW, QUARANTINE = Target("lake", ("raw/",)), Target("lake", ("quarantine/",))
 QUARANTINE_INGEST = Target("lake", ("quarantine/ingest/",))  # the consumer's records
@@ -113,6 +115,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("onprem_agent/sync/replica.py", "s3"): REPLICA,
     ("onprem_agent/opsmetrics.py", "cloudwatch"): METRICS,
     ("onprem_agent/audit/shipper.py", "s3"): AUDIT,
+    ("onprem_agent/image_fetch.py", "s3"): FSIMAGE,
     ("onprem_agent/opsmetrics.py", "sns"): ALERT_TOPIC,
     ("onprem_agent/drift_alerts.py", "sqs"): DRIFT_QUEUE,
     ("onprem_agent/copy_worker/worker.py", "sqs"): COPY_QUEUE,
@@ -264,7 +267,7 @@ def implied(need: Need, *, lake_kms: bool) -> list[Need]:
         results = Need("s3:GetObject", Target("lake", ("athena-results/",)),
                        "GetQueryResults reads the result object as the caller")
         return [results, *implied(results, lake_kms=lake_kms)]
-    if need.target.kind in ("lake", "exports", "audit") and lake_kms:
+    if need.target.kind in ("lake", "exports", "audit", "fsimage") and lake_kms:
         if need.action == "s3:GetObject":
             return [Need("kms:Decrypt", lake_key, f"{need.why}, SSE-KMS")]
         if need.action == "s3:PutObject":

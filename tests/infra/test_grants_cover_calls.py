@@ -107,6 +107,9 @@ def _needs(component: str, s: Synthesized, cluster: str | None = None,
         elif need.target.kind == "audit":
             out.append(Need(need.action, Target(
                 "lake", (names.audit_cluster_prefix(cluster or ""),)), need.why))
+        elif need.target.kind == "fsimage":
+            out.append(Need(need.action, Target(
+                "lake", (names.fsimage_cluster_prefix(cluster or ""),)), need.why))
         elif need.target.kind == "CopyQueue":
             queue = "CopyRequests" + re.sub(r"[^A-Za-z0-9]", "", cluster or "") + "Queue"
             out.append(Need(need.action, Target(queue), need.why))
@@ -301,6 +304,10 @@ ONPREM_GRANTS = [
     ("onprem", "VerifyOwnIndex", "dynamodb:GetItem"),
     ("onprem", "VerifyOwnIndex", "dynamodb:Query"),
     ("onprem", "ShipAuditLog", "s3:PutObject"),
+    ("onprem", "ShipFsImage", "s3:PutObject"),
+    ("onprem", "ShipFsImage", "s3:GetObject"),
+    ("onprem", "ShipFsImage", "s3:AbortMultipartUpload"),
+    ("onprem", "ListOwnFsImages", "s3:ListBucket"),
     ("onprem", "PublishAgentMetrics", "cloudwatch:PutMetricData"),
     ("onprem", "DecryptExports", "kms:Decrypt"),  # prod only: its lake is KMS-encrypted
     ("onprem", "EncryptAuditLog", "kms:GenerateDataKey"),  # prod only, as DecryptExports

@@ -22,6 +22,7 @@ EXPECTED_ACTIONS = {
     "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query",
     "dynamodb:DescribeTable", "cloudwatch:PutMetricData",
     "s3:PutObject",  # `audit run`: the NameNode's audit log, own cluster's prefix only
+    "s3:AbortMultipartUpload",  # `fetch-image`: a failed upload of the fsimage, own prefix
 }
 
 
