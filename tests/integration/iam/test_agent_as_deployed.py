@@ -368,3 +368,34 @@ def test_nothing_the_commands_did_was_denied_but_a_denial_would_show(cloud: IamC
         cloud.client("dynamodb", agent).delete_table(TableName=cloud.outputs["IndexTableName"])
     (denial,) = cloud.denials()
     assert denial.startswith(f"{agent.arn} dynamodb:DeleteTable ")
+
+
+def test_fetch_image_puts_the_image_under_its_own_cluster_only(
+        cloud: IamCloud, agent: Principal, config: Path, hdfs: HdfsCluster, work: Path) -> None:
+    # After the denial test above, which counts every denial of the module: this one's own.
+    from botocore.exceptions import ClientError
+
+    from tests.kit.hadoop.jars import LIB
+
+    lake, before = cloud.outputs["LakeBucketName"], len(cloud.denials())
+    hdfs.checkpoint()
+    fetch_config = work / "agent-fetch.toml"
+    fetch_config.write_text(config.read_text() + f'[fsimage]\nbucket = "{lake}"\n')
+    # DFSAdmin is in hadoop-hdfs (here the kit's minicluster jar), not in pyspark's client jars
+    done = subprocess.run([str(AGENT), "fetch-image", "--config", str(fetch_config)],
+                          capture_output=True, text=True, timeout=300,
+                          env=cloud.environ(agent) | {"HADOOP_CLASSPATH": f"{LIB}/*"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    own = names.fsimage_cluster_prefix(CLUSTER)
+    assert f" s3://{lake}/{own}txid=" in done.stdout, done.stdout
+    keys = [o["Key"] for o in cloud.client("s3").list_objects_v2(Bucket=lake, Prefix=own)[
+        "Contents"]]
+    assert len(keys) == 2 and any(k.endswith("/_fetched.json") for k in keys), keys
+    assert cloud.denials()[before:] == []
+
+    other = names.fsimage_key("other", 1)
+    with pytest.raises(ClientError) as refused:
+        cloud.client("s3", agent).put_object(Bucket=lake, Key=other, Body=b"HDFSIMG1")
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    (denial,) = cloud.denials()[before:]
+    assert "s3:PutObject" in denial and other in denial, denial
