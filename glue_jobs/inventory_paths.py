@@ -42,9 +42,10 @@ def directory_links(links: DataFrame) -> Transform:
     return apply
 
 
-def root_path(spark_frame: DataFrame) -> DataFrame:
-    """The first level: the root directory's (id, path), in spark_frame's session."""
-    return spark_frame.sparkSession.createDataFrame([(ROOT_INODE_ID, "/")], "id bigint, path string")
+def root_path(same_session: DataFrame) -> DataFrame:
+    """The first level: the root directory's (id, path), in the session of `same_session`."""
+    return same_session.sparkSession.createDataFrame([(ROOT_INODE_ID, "/")],
+                                                     "id bigint, path string")
 
 
 def directory_level(directories: DataFrame) -> Transform:
@@ -70,18 +71,17 @@ def inventory_rows(links: DataFrame, directory_paths: DataFrame, image_txid: int
                  .join(above, "parent")
                  .withColumn("path", child_path(F.col("above"), F.col("name"))))
         root = inodes.where(F.col("id") == ROOT_INODE_ID).withColumn("path", F.lit("/"))
-        cols = [c for c, _ in INVENTORY_FILE_COLUMNS]
-        return (under.select(*_row_columns(image_txid)).unionByName(
-            root.select(*_row_columns(image_txid))).select(*cols))
+        return (under.select(*_row_columns(image_txid))
+                .unionByName(root.select(*_row_columns(image_txid))))
     return apply
 
 
 def _row_columns(image_txid: int) -> list[Column]:
-    return [F.col("path"), F.col("kind").alias("type"), "size", "owner", "group",
-            # hdfs_events.event.perms_to_octal: FsPermission keeps bits 0-9 (rwx x3, sticky)
-            F.lpad(F.conv(F.col("mode").bitwiseAND(0o1777).cast("string"), 10, 8), 4, "0")
-            .alias("perms"),
-            "mtime", "atime", "replication", "blocks", "preferred_block_size",
-            "storage_policy_id", "erasure_coding_policy_id", "ns_quota", "ds_quota",
-            "symlink_target", "under_construction",
-            F.lit(image_txid).cast("bigint").alias("image_txid")]
+    derived = {
+        "type": F.col("kind"),
+        # hdfs_events.event.perms_to_octal: FsPermission keeps bits 0-9 (rwx x3, sticky)
+        "perms": F.lpad(F.conv(F.col("mode").bitwiseAND(0o1777).cast("string"), 10, 8), 4, "0"),
+        "image_txid": F.lit(image_txid).cast("bigint"),
+    }
+    return [derived[name].alias(name) if name in derived else F.col(name)
+            for name, _ in INVENTORY_FILE_COLUMNS]

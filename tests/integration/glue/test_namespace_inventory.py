@@ -207,14 +207,15 @@ def test_paths_are_joined_level_by_level_through_references_leaving_orphans_out(
     links = children.transform(paths.parent_links(
         spark.createDataFrame([(0, 16389)], REFERENCE_DDL)))
     directories = inodes.transform(paths.directory_links(links))
+    from pyspark.sql import functions as F
+
     level = paths.root_path(inodes)
-    found = [level]
-    for _ in range(3):
+    dir_paths = level.withColumn("level", F.lit(0))
+    for depth in range(1, 4):  # one level more than the tree has: it is empty
         level = level.transform(paths.directory_level(directories))
-        found.append(level)
-    assert [sorted(tuple(r) for r in f.collect()) for f in found] == [
-        [(16385, "/")], [(16386, "/a")], [(16387, "/a/b")], []]
-    dir_paths = found[0].unionByName(found[1]).unionByName(found[2])
+        dir_paths = dir_paths.unionByName(level.withColumn("level", F.lit(depth)))
+    assert sorted(tuple(r) for r in dir_paths.collect()) == [
+        (16385, "/", 0), (16386, "/a", 1), (16387, "/a/b", 2)]
     rows = inodes.transform(paths.inventory_rows(links, dir_paths, 42))
     assert sorted((r["path"], r["type"], r["perms"], r["image_txid"]) for r in rows.collect()
                   ) == [("/", "DIRECTORY", "1755", 42), ("/a", "DIRECTORY", "1755", 42),
