@@ -92,9 +92,10 @@ def read_range(client: Any, image: ImageObject, start: int, length: int) -> byte
     return body.read()
 
 
-def read_layout(client: Any, image: ImageObject) -> ImageLayout:
+def read_layout(client: Any, image: ImageObject, *, tail_guess: int = _TAIL_GUESS
+                ) -> ImageLayout:
     check_magic(read_range(client, image, 0, 8))
-    tail = read_range(client, image, max(0, image.size - _TAIL_GUESS), _TAIL_GUESS)
+    tail = read_range(client, image, max(0, image.size - tail_guess), tail_guess)
     if len(tail) >= 4 and summary_length(tail) > len(tail) and summary_length(tail) <= image.size:
         need = summary_length(tail)
         tail = read_range(client, image, image.size - need, need)

@@ -20,8 +20,15 @@ import pytest
 
 from glue_jobs import namespace_inventory as job
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.fsimage_format import read_name_system, read_summary, section_data
+from glue_jobs.fsimage_format import (
+    read_name_system,
+    read_summary,
+    read_summary_tail,
+    section_data,
+    summary_length,
+)
 from glue_jobs.fsimage_namespace import read_namespace
+from glue_jobs.inventory_image import image_object, read_layout, s3_client
 from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE, fsimage_key
 from tests.integration.glue.lake import RawLake
@@ -164,6 +171,21 @@ def test_a_corrupt_part_stops_the_run_naming_its_section_and_byte(spark, lake: R
     assert f"INODE_SUB at byte {part.offset + 2}: message of " in str(stopped.value)
     assert uri in str(stopped.value)
     assert published(spark, lake) == {}
+
+
+def test_the_summary_is_read_from_the_tail_in_one_get_or_two(lake: RawLake,
+                                                             saved_image: bytes) -> None:
+    """The job's driver reads the summary from the object's end; a summary longer than the
+    first GET (4 KiB in the job, 16 bytes here) costs a second, exact one."""
+    whole = read_summary(saved_image)
+    for cut in (summary_length(saved_image), summary_length(saved_image) + 100):
+        assert read_summary_tail(saved_image[-cut:], len(saved_image)) == whole
+    client = s3_client()
+    image = image_object(upload(lake, saved_image), client)
+    for guess in (16, 4096):
+        layout = read_layout(client, image, tail_guess=guess)
+        assert layout.summary == whole
+        assert layout.name_system.transaction_id == txid_of(saved_image)
 
 
 def test_a_truncated_image_object_stops_the_run_before_spark(spark, lake: RawLake,
