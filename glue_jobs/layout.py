@@ -26,7 +26,13 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from hdfs_events.names import AUDIT_RAW_PREFIX, CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
+from hdfs_events.names import (
+    AUDIT_RAW_PREFIX,
+    CURATED_PREFIX,
+    FSIMAGE_PREFIX,
+    QUARANTINE_PREFIX,
+    RAW_PREFIX,
+)
 
 EVENTS_TABLE = "events"
 ACTIVITY_TABLE = "activity_daily"
@@ -140,9 +146,9 @@ def audit_state_key(cluster: str, dt: str) -> str:
     return f"{AUDIT_STATE_PREFIX}cluster={cluster}/dt={dt}.json"
 
 
-# The namespace inventory (glue_jobs/namespace_inventory.py) and the fsimage it reads. The
-# image keeps the NameNode's own file name (fsimage_<19-digit txid>) under its cluster and txid.
-FSIMAGE_PREFIX = "fsimage/"
+# The namespace inventory (glue_jobs/namespace_inventory.py). The fsimage it reads is where the
+# agent's fetch-image puts it: hdfs_events.names.fsimage_key (the NameNode's own file name,
+# fsimage_<19-digit txid>, under its cluster and txid).
 INVENTORY_TABLE = "namespace_inventory"
 INVENTORY_PREFIX = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
 INVENTORY_LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{INVENTORY_TABLE}.json"
@@ -150,12 +156,8 @@ FSIMAGE_KEY = re.compile(re.escape(FSIMAGE_PREFIX)
                          + r"cluster=(?P<cluster>[^/]+)/txid=(?P<txid>\d+)/fsimage_(?P<name_txid>\d{19})")
 
 
-def fsimage_key(cluster: str, txid: int) -> str:
-    return f"{FSIMAGE_PREFIX}cluster={cluster}/txid={txid}/fsimage_{txid:019d}"
-
-
 def parse_fsimage_key(key: str) -> tuple[str, int] | None:
-    """(cluster, txid) of a key fsimage_key made; None for any other key."""
+    """(cluster, txid) of a key hdfs_events.names.fsimage_key made; None for any other key."""
     m = FSIMAGE_KEY.fullmatch(key)
     if m is None or int(m["txid"]) != int(m["name_txid"]):
         return None

@@ -30,7 +30,8 @@ from glue_jobs.fsimage_format import (
 from glue_jobs.fsimage_namespace import read_namespace
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
 from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
-from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE, fsimage_key
+from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
+from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.hadoop.live_image import live_image
 from tests.kit.hadoop.namespace_image import namespace_image
