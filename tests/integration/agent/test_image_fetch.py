@@ -1,7 +1,8 @@
 """`hdfs-events-agent fetch-image` against a real NameNode: the image the NameNode saved, fetched
 over its HTTP server by Hadoop's DFSAdmin in the agent's own JVM, lands byte for byte in the
 lake bucket on the moto server under its txid, with the fetch marker; a rerun uploads nothing;
-a newer checkpoint makes a new object.
+a newer checkpoint makes a new object. What a rerun finds (other bytes under the key, an image
+without its marker) and the [fsimage] section's errors are checked without a NameNode.
 
 The agent runs as an edge node runs it (its own process); its classpath is the kit's jars, whose
 minicluster jar holds DFSAdmin (pyspark's client jars do not: an edge node has hadoop-hdfs).
@@ -12,6 +13,7 @@ test_agent_as_deployed.py.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,8 @@ import boto3
 import pytest
 
 from hdfs_events import names
+from onprem_agent.config import ConfigError, load_config
+from onprem_agent.image_fetch import LakeImages, load_fsimage_settings, ship_image
 from onprem_agent.sync.replica import crc_int
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.jars import LIB
@@ -131,3 +135,48 @@ def test_a_newer_checkpoint_is_a_new_object(hdfs: HdfsCluster, lake: str,
     assert f"fsimage txid {txid}:" in line
     body = boto3.client("s3").get_object(Bucket=lake, Key=names.fsimage_key(CLUSTER, txid))
     assert body["Body"].read() == image.read_bytes()
+
+
+# -- what a rerun finds in the lake, with the agent's JVM in this process (CRC32C in Java) -------
+
+def lake_images(s3: object) -> LakeImages:
+    return LakeImages(s3, BUCKET, CLUSTER, part_size=5 * 1024 * 1024)
+
+
+def test_other_bytes_under_the_key_are_replaced_and_a_missing_marker_is_written(
+        jvm: object, lake: str, tmp_path: Path) -> None:
+    image = tmp_path / f"fsimage_{42:019d}"
+    image.write_bytes(b"HDFSIMG1" + bytes(range(256)) * 64)
+    s3 = boto3.client("s3")
+    key, marker_key = names.fsimage_key(CLUSTER, 42), names.fsimage_marker_key(CLUSTER, 42)
+    # A killed run's leftover of the same size but other bytes, with no marker.
+    s3.put_object(Bucket=lake, Key=key, Body=b"X" * image.stat().st_size)
+
+    assert ship_image(image, lake_images(s3), namenode="http://nn:9870")[2] is True
+    assert s3.get_object(Bucket=lake, Key=key)["Body"].read() == image.read_bytes()
+    s3.delete_object(Bucket=lake, Key=marker_key)  # killed after the image, before the marker
+
+    txid, crc, uploaded = ship_image(image, lake_images(s3), namenode="http://nn:9870")
+
+    assert (txid, uploaded) == (42, False)
+    marker = json.loads(s3.get_object(Bucket=lake, Key=marker_key)["Body"].read())
+    assert marker["crc32c"] == f"{crc:08x}" and marker["size"] == image.stat().st_size
+
+
+def test_a_bad_fsimage_section_is_named_with_its_rule(tmp_path: Path) -> None:
+    def settings(text: str) -> object:
+        path = tmp_path / "agent.toml"
+        path.write_text(f'cluster = "{CLUSTER}"\n[sqs]\nqueue_url = "https://q/x.fifo"\n'
+                        f'[checkpoint]\npath = "c.json"\n{text}', encoding="utf-8")
+        return load_fsimage_settings(load_config(path))
+
+    for text, message in (
+            ("", "agent.toml: [fsimage]: required for `fetch-image` (bucket at least)"),
+            ('[fsimage]\npart_size_mb = 8\n', "[fsimage] bucket: required (the lake bucket"),
+            ('[fsimage]\nbucket = "b"\npart_size_mb = 4\n', "[fsimage] part_size_mb: must be >= 5"),
+            ('[fsimage]\nbucket = "b"\ndownload_dir = "nowhere"\n',
+             f"[fsimage] download_dir: {tmp_path / 'nowhere'} is not a directory"),
+            ('[fsimage]\nbucket = "b"\nprefix = "x/"\n', "[fsimage] prefix: unknown key")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            settings(text)
+    assert settings('[fsimage]\nbucket = "b"\n').part_size == 64 * 1024 * 1024
