@@ -17,6 +17,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
 
+from pyspark.accumulators import Accumulator
+
 from glue_jobs.fsimage_format import (
     ImageSummary,
     NameSystem,
@@ -126,13 +128,16 @@ def directory_parts(summary: ImageSummary) -> list[Part]:
 Rows = Callable[[Iterable[Part]], Iterator[tuple[Any, ...]]]
 
 
-def inode_rows(layout: ImageLayout) -> Rows:
+def inode_rows(layout: ImageLayout, tasks: Accumulator[int] | None = None) -> Rows:
     """The task function over INODE parts: each task also reads STRING_TABLE (users and groups,
-    a few KiB) for itself, so nothing but the summary passes through the driver."""
+    a few KiB) for itself, so nothing but the summary passes through the driver. `tasks`: 1 is
+    added per task run."""
     image, summary = layout.image, layout.summary
     table = summary.section("STRING_TABLE")
 
     def decode(parts: Iterable[Part]) -> Iterator[tuple[Any, ...]]:
+        if tasks is not None:
+            tasks.add(1)
         client = s3_client()
         strings = read_string_table(_part(client, image, summary, table),
                                     base=summary.base(table))

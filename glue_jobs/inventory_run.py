@@ -14,8 +14,6 @@ image writes a new run and switches to it: never two copies of a path in the par
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -49,9 +47,6 @@ from glue_jobs.layout import (
 )
 from glue_jobs.storage import LakeStore
 
-# The Spark job group of the INODE decode: its first stage runs one task per part.
-DECODE_GROUP = "namespace_inventory.decode_inodes"
-
 
 @dataclass(frozen=True, slots=True)
 class InventorySettings:
@@ -73,7 +68,7 @@ class InventoryReport:
     directories: int
     inode_parts: int
     directory_parts: int
-    inode_decode_tasks: int  # counted by Spark's status tracker, not planned
+    inode_decode_tasks: int  # counted by the tasks as they ran, not planned
     directory_levels: int
     runs_removed: int
 
@@ -90,8 +85,7 @@ def take_inventory(spark: SparkSession, layout: ImageLayout, target: LakeStore,
     location = target.root_uri + inventory_run_prefix(settings.cluster, image_date, run_id)
     held: list[DataFrame] = []  # persisted along the way, released at the end
     try:
-        group = f"{DECODE_GROUP}.{run_id}"
-        inodes, kinds = _decoded_inodes(spark, layout, group, held)
+        inodes, kinds, tasks = _decoded_inodes(spark, layout, held)
         links = _links(spark, layout, held)
         directories = _held(inodes.transform(paths.directory_links(links)), held)
         dir_paths, levels = _directory_paths(directories, kinds.get("DIRECTORY", 0), held)
@@ -110,7 +104,7 @@ def take_inventory(spark: SparkSession, layout: ImageLayout, target: LakeStore,
         location=location, rows=written, inodes=sum(kinds.values()),
         directories=kinds.get("DIRECTORY", 0), inode_parts=len(inode_parts(layout.summary)),
         directory_parts=len(directory_parts(layout.summary)),
-        inode_decode_tasks=decode_tasks(spark, group), directory_levels=levels,
+        inode_decode_tasks=tasks, directory_levels=levels,
         runs_removed=removed)
 
 
@@ -138,15 +132,16 @@ def _decode(spark: SparkSession, parts: list[Part], rows: Rows, ddl: str) -> Dat
     return spark.createDataFrame(rdd, ddl, verifySchema=False)
 
 
-def _decoded_inodes(spark: SparkSession, layout: ImageLayout, group: str,
-                    held: list[DataFrame]) -> tuple[DataFrame, dict[str, int]]:
+def _decoded_inodes(spark: SparkSession, layout: ImageLayout, held: list[DataFrame]
+                    ) -> tuple[DataFrame, dict[str, int], int]:
     """The inodes, persisted (the directories and the rows both read them) and filled by their
-    own action in job group `group`, which also counts them by kind."""
-    inodes = _held(_decode(spark, inode_parts(layout.summary), inode_rows(layout), INODE_DDL),
-                   held)
-    with _job_group(spark, group):
-        kinds = {r["kind"]: r["count"] for r in inodes.groupBy("kind").count().collect()}
-    return inodes, kinds
+    own action, which also counts them by kind; and how many tasks that action's decode ran
+    (an accumulator each task adds 1 to: what ran, whatever plan adaptive execution made)."""
+    tasks = spark.sparkContext.accumulator(0)
+    inodes = _held(_decode(spark, inode_parts(layout.summary), inode_rows(layout, tasks),
+                           INODE_DDL), held)
+    kinds = {r["kind"]: r["count"] for r in inodes.groupBy("kind").count().collect()}
+    return inodes, kinds, tasks.value
 
 
 def _links(spark: SparkSession, layout: ImageLayout, held: list[DataFrame]) -> DataFrame:
@@ -182,28 +177,3 @@ def _directory_paths(directories: DataFrame, directory_count: int, held: list[Da
             raise ImageFormatError(f"INODE_DIR: more than {directory_count} levels of "
                                    "directories below the root: a directory is its own "
                                    "ancestor")
-
-
-@contextmanager
-def _job_group(spark: SparkSession, group: str) -> Iterator[None]:
-    sc = spark.sparkContext
-    sc.setJobGroup(group, group)
-    try:
-        yield
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
-
-
-def decode_tasks(spark: SparkSession, group: str) -> int:
-    """Tasks of the first stage of the group's jobs: the stage that decodes the parts (the
-    later ones aggregate). From Spark's status tracker, i.e. what ran."""
-    tracker = spark.sparkContext.statusTracker()
-    tasks = 0
-    for job_id in tracker.getJobIdsForGroup(group):
-        job = tracker.getJobInfo(job_id)
-        if job is None or not job.stageIds:
-            continue
-        stage = tracker.getStageInfo(min(job.stageIds))
-        tasks += stage.numTasks if stage is not None else 0
-    return tasks
