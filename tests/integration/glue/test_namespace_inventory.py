@@ -30,7 +30,11 @@ from glue_jobs.fsimage_format import (
 from glue_jobs.fsimage_namespace import read_namespace
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
 from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
-from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
+from glue_jobs.layout import (
+    INVENTORY_LOCAL_CATALOG_KEY,
+    INVENTORY_TABLE,
+    inventory_run_prefix,
+)
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.hadoop.live_image import live_image
@@ -147,12 +151,14 @@ def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake,
     assert report["directory_parts"] == len(summary.parts("INODE_DIR"))
     assert report["image_txid"] == txid_of(saved_image)
 
-    # a rerun of the same image replaces the partition: a new run, the same rows once
-    again = run(spark, lake, uri, capsys, "--image_date", "2026-11-20")
+    # a rerun of the same image replaces the partition: a new run, the same rows once, and
+    # the run it superseded removed (no grace period here)
+    again = run(spark, lake, uri, capsys, "--image_date", "2026-11-20", "--retain_hours", "0")
     locations = published(spark, lake)
     assert list(locations) == [(CLUSTER, "2026-11-20")]
     assert locations[(CLUSTER, "2026-11-20")].rstrip("/").endswith(f"run={again['run_id']}")
-    assert again["run_id"] != report["run_id"]
+    assert again["run_id"] != report["run_id"] and again["runs_removed"] == 1
+    assert lake.keys(inventory_run_prefix(CLUSTER, "2026-11-20", report["run_id"])) == []
     assert_same_rows(table_rows(spark, locations[(CLUSTER, "2026-11-20")]),
                      expected_rows(saved_image))
 
