@@ -116,14 +116,26 @@ def fetch_latest_image(conf: Any, directory: Path) -> tuple[Path, str]:
     except Exception as exc:  # JPype raises the Java IOException
         from onprem_agent.live.hadoop import java_error_line
 
+        line = java_error_line(exc)
         raise ImageFetchError(f"fetching the image from {conf.get('fs.defaultFS')} failed: "
-                              f"{java_error_line(exc)} -> with Kerberos the agent's user must "
-                              "be in dfs.cluster.administrators") from None
+                              f"{line} -> {_fetch_hint(line)}") from None
     images = [p for p in directory.iterdir() if IMAGE_NAME.fullmatch(p.name)]
     if len(images) != 1:
         raise ImageFetchError(f"DFSAdmin.fetchImage left {sorted(p.name for p in directory.iterdir())}"
                               f" in {directory}, not one fsimage_<txid>")
     return images[0], namenode
+
+
+def _fetch_hint(line: str) -> str:
+    if "status code 403" in line:
+        # ImageServlet.isValidRequestor: the NameNodes' own principals and HttpServer2's
+        # admin ACL, nobody else.
+        return ("the NameNode's image servlet serves only its administrators: add the agent's "
+                "user to dfs.cluster.administrators on the NameNodes")
+    if "ConnectException" in line or "UnknownHost" in line:
+        return ("the NameNode's HTTP server is not reachable: check dfs.namenode.http-address "
+                "(https-address with dfs.http.policy HTTPS_ONLY) in the agent's hdfs-site.xml")
+    return "run `hdfs dfsadmin -fetchImage /tmp` as the agent's user to see Hadoop's own account"
 
 
 def _info_server(conf: Any) -> str:

@@ -34,8 +34,11 @@ STACK_FRAME = re.compile(r"^\s+at [\w$.]+\(|^Traceback", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsCluster]:
+    # The agent may fetch the fsimage: the NameNode's image servlet serves, besides the
+    # NameNodes themselves, only dfs.cluster.administrators (HttpServer2's admin ACL).
     with HdfsCluster.start(tmp_path_factory.mktemp("secure-hdfs"), kind="secure",
-                           ticket_lifetime_s=TICKET_S) as cluster:
+                           ticket_lifetime_s=TICKET_S,
+                           conf={"dfs.cluster.administrators": "hdfs-events"}) as cluster:
         yield cluster
 
 
@@ -211,3 +214,35 @@ def test_a_namenode_away_longer_than_a_ticket_is_reconnected_with_a_fresh_login(
     renewals = re.findall(r"kerberos: ticket renewed for hdfs-events/", outage)
     assert len(renewals) >= 1, log
     assert "Kerberos" not in log.split("available again after")[1], log  # no SASL failure
+
+
+def test_fetch_image_over_spnego_as_an_administrator_and_one_line_for_others(
+        tmp_path, secure_hdfs, kerberos, moto_endpoint):
+    import boto3
+
+    from hdfs_events import names
+    from tests.kit.hadoop.jars import LIB
+
+    boto3.client("s3").create_bucket(
+        Bucket="lake", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    # Whatever image the NameNode has (one exists from the format on): a test before this one
+    # may have left it restarting in safe mode, where an image is still served.
+    configs = {}
+    for user in ("hdfs-events", "alice"):
+        configs[user] = write_agent_config(
+            tmp_path / user, cluster=CLUSTER, queue_url="https://q/unused.fifo",
+            uri=secure_hdfs.uri, conf_dir=secure_hdfs.conf_dir,
+            # DFSAdmin is in hadoop-hdfs (the kit's minicluster jar), not in pyspark's jars
+            hdfs_extra=f'classpath = ["{LIB}/*"]\n',
+            extra=f'[kerberos]\nprincipal = "{kerberos.principals[user]}"\n'
+                  f'keytab = "{kerberos.keytabs[user]}"\n[fsimage]\nbucket = "lake"\n')
+    admin, other = agents(("fetch-image", configs["hdfs-events"]),
+                          ("fetch-image", configs["alice"]))
+
+    assert admin.returncode == 0, admin.stderr[-3000:]
+    key = admin.stdout.strip().rsplit("s3://lake/", 1)[1]
+    assert key.startswith(names.fsimage_cluster_prefix(CLUSTER)), admin.stdout
+    assert boto3.client("s3").get_object(Bucket="lake", Key=key)["Body"].read(8) == b"HDFSIMG1"
+    assert other.returncode == 1
+    line = one_line_about(other.stderr, "hdfs-events-agent fetch-image:")
+    assert "status code 403" in line and "dfs.cluster.administrators" in line, line
