@@ -173,7 +173,11 @@ class _Builder:
             src_in, dst_in = within(src), within(dst)
             if src_in and dst_in:
                 crossed = self.listed_through is not None and e.txid <= self.listed_through
-                known = src in self.fresh or (self.scope.covered.passes(src) and not crossed)
+                # A tree the window relists is walked after the window's last event: what a
+                # rename took out of it is in neither the walk nor a key at its origin.
+                relisted = any(under(src, r) for r in self.relist)
+                known = src in self.fresh or (self.scope.covered.passes(src) and not crossed
+                                              and not relisted)
                 self.move(src, dst)
                 if not known:
                     self.relist.add(dst)

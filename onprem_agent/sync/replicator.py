@@ -195,6 +195,10 @@ class Replicator:
             self.state.window_started(first_txid, txid, steps.count)
         self._gone = {}
         self._execute(steps)
+        if steps.relists:
+            # A relist is a listing too: a rename out of its root before the walk got there
+            # (a txid up to here, in a later window) finds no key to move (plan.py).
+            self._listed_through = self._current_txid()
         previous, self._pending = self._pending, dict(self._gone)
         if previous != self._pending:
             self.state.set_pending(self._pending, previous)

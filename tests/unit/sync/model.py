@@ -178,6 +178,8 @@ class ModelS3:
             listed = {p: f.state() for p, f in hdfs.closed_files(covered).items() if under(p, root)}
             held = {p: f.state() for p, f in self.objects.items() if under(p, root)}
             self.apply(reconcile(listed, held).steps(), hdfs, covered)
+        if steps.relists:
+            self.listed_through = hdfs.events[-1].txid  # a relist is a listing too
         for path in steps.metadata:
             if path in hdfs.dirs:
                 continue  # a directory's metadata: no object holds it

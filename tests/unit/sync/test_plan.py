@@ -153,6 +153,51 @@ def test_a_file_moved_into_a_listed_directory_while_the_listing_runs_is_relisted
     assert s3.objects == hdfs.closed_files(COVERED) and s3.uploads == 1
 
 
+def test_a_file_moved_out_of_a_directory_renamed_while_the_listing_ran_is_replicated():
+    """The property test's draws: /c/d1 becomes /c/a before the listing reaches /c, so the
+    listing copies /c/a/a; after it /c/a/a becomes /c/b. The first rename is relisted (it may
+    have crossed the listing), and that relist walks /c/a after /c/a/a left: the second rename
+    must bring /c/b, which is in no listing and at no key it could move from."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for d in ("/c/d1", "/c/d1/e", "/c/d2", "/out"):
+        for name in ("a", "b"):
+            hdfs.create(f"{d}/{name}", overwrite=False)
+    hdfs.create("/c/d1/a", overwrite=False, close=False)  # exists: fails, logs nothing
+    hdfs.create("/c/d1/a", overwrite=False, close=False)
+    at_t = len(hdfs.events)
+    hdfs.rename("/c/d1", "/c/a")
+    hdfs.close("/c/a/a")  # closed already: fails
+    listed = {}
+    for directory in ("/c", "/c/a", "/c/d2", "/c/a/e"):
+        listed.update(list_dir(hdfs, directory, COVERED)[0])
+    s3.apply_listing(listed, hdfs, COVERED)
+    assert "/c/a/a" in s3.objects
+    hdfs.rename("/c/a/a", "/c/b")
+    hdfs.close_all()
+    steps = s3.run_window(s3.plan(hdfs.events[at_t:], COVERED), hdfs, COVERED)
+    assert steps.relists == ("/c/a", "/c/b")
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_a_file_moved_out_of_a_relisted_tree_before_the_walk_is_replicated():
+    """A window relists /c/d (renamed in from outside) after the next window's rename took
+    /c/d/a out of it: the walk misses it, no key holds it, and that rename must still bring it
+    (a relist is a listing: renames up to its end relist their destination)."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/out/d/a", overwrite=False)
+    hdfs.create("/out/d/b", overwrite=False)
+    hdfs.mkdirs("/c")
+    start = len(hdfs.events)
+    hdfs.rename("/out/d", "/c/d")
+    window = len(hdfs.events)
+    hdfs.rename("/c/d/a", "/c/b")
+    s3.run_window(s3.plan(hdfs.events[start:window], COVERED), hdfs, COVERED)
+    assert sorted(s3.objects) == ["/c/d/b"]
+    steps = s3.run_window(s3.plan(hdfs.events[window:], COVERED), hdfs, COVERED)
+    assert steps.relists == ("/c/b",)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
 def test_a_copy_that_finds_another_file_open_at_its_path_is_pending_until_the_rename():
     """The window's CLOSE of /c/p runs after /c/p was renamed to /c/q and a new /c/p opened:
     the copy finds a file open for write, and the next window's RENAME must still bring /c/q."""
