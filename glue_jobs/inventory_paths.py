@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from glue_jobs.fsimage_namespace import ROOT_INODE_ID
-from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
+from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 
 Transform = Callable[[DataFrame], DataFrame]
 

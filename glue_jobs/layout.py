@@ -26,6 +26,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hdfs_events.inventory_schema import INVENTORY_TABLE
 from hdfs_events.names import (
     AUDIT_RAW_PREFIX,
     CURATED_PREFIX,
@@ -149,7 +150,6 @@ def audit_state_key(cluster: str, dt: str) -> str:
 # The namespace inventory (glue_jobs/namespace_inventory.py). The fsimage it reads is where the
 # agent's fetch-image puts it: hdfs_events.names.fsimage_key (the NameNode's own file name,
 # fsimage_<19-digit txid>, under its cluster and txid).
-INVENTORY_TABLE = "namespace_inventory"
 INVENTORY_PREFIX = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
 INVENTORY_LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{INVENTORY_TABLE}.json"
 FSIMAGE_KEY = re.compile(re.escape(FSIMAGE_PREFIX)

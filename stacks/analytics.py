@@ -84,6 +84,14 @@ class AnalyticsStack(Stack):
             storage=in_lake, s3_prefix=catalog.CURATED_ATTRIBUTION,
             data_format=glue.DataFormat.PARQUET, columns=catalog.attribution_columns(),
             partition_keys=catalog.event_partition_keys())
+        # The namespace at an fsimage's txid: registered partitions at run=<id>/ folders, as
+        # events (glue_jobs/inventory_run.py).
+        self.inventory_table = glue.S3Table(
+            self, "InventoryTable", table_name=catalog.INVENTORY_TABLE, database=self.database,
+            description="The namespace at a checkpoint (fsimage): one row per path",
+            storage=in_lake, s3_prefix=catalog.CURATED_INVENTORY,
+            data_format=glue.DataFormat.PARQUET, columns=catalog.inventory_columns(),
+            partition_keys=catalog.inventory_partition_keys())
 
         # One JSON line per changed attribution (glue_jobs/attribution_log.py), for the saved
         # Logs Insights queries with the user (stacks/monitoring.py): Logs Insights cannot join
@@ -142,7 +150,8 @@ class AnalyticsStack(Stack):
         self.job_names = {"CompactEvents": f"{settings.prefix}-compact-events",
                           "ActivityRollups": f"{settings.prefix}-activity-rollups",
                           "CompactAudit": f"{settings.prefix}-compact-audit",
-                          "AttributeEvents": f"{settings.prefix}-attribute-events"}
+                          "AttributeEvents": f"{settings.prefix}-attribute-events",
+                          "NamespaceInventory": f"{settings.prefix}-namespace-inventory"}
         self.compact_job = glue.PySparkEtlJob(
             self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
@@ -199,9 +208,21 @@ class AnalyticsStack(Stack):
                 "--log_group": self.attribution_log_group_name,
             }, **common)
 
+        # Run per image, not on the schedule: after `hdfs-events-agent fetch-image`, with
+        # --image and --cluster (docs/fsimage.md).
+        self.inventory_job = glue.PySparkEtlJob(
+            self, "NamespaceInventory", job_name=self.job_names["NamespaceInventory"],
+            description="fsimage/ -> curated/namespace_inventory (one row per path)",
+            script=glue.Code.from_asset(str(glue_script("namespace_inventory"))),
+            default_arguments={
+                "--target": lake_uri,
+                "--catalog_database": self.database.database_name,
+                "--catalog_table": catalog.INVENTORY_TABLE,
+            }, **common)
+
         # Every job, for the failure alarms and the dashboard's job rows.
         self.jobs = (self.compact_job, self.rollups_job, self.compact_audit_job,
-                     self.attribute_job)
+                     self.attribute_job, self.inventory_job)
 
         self.workflow = glue.Workflow(self, "Workflow", workflow_name=f"{settings.prefix}-lake",
                                       description="Compactions, attribution, then rollups",
@@ -248,6 +269,8 @@ class AnalyticsStack(Stack):
                   description="Glue job: curated/events -> rollups")
         CfnOutput(self, "AttributeJobName", value=self.attribute_job.job_name,
                   description="Glue job: curated/events x curated/audit -> curated/attribution")
+        CfnOutput(self, "InventoryJobName", value=self.inventory_job.job_name,
+                  description="Glue job: fsimage/ -> curated/namespace_inventory")
         CfnOutput(self, "AttributionLogGroupName", value=self.attribution_log_group_name,
                   description="One JSON line per changed attribution (who made each event), "
                   "for the saved Logs Insights queries under attribution/")
@@ -283,17 +306,19 @@ class AnalyticsStack(Stack):
 
     def _grant_job_calls(self, lake: s3.IBucket, lake_key: kms.IKey | None) -> None:
         """Exactly what the jobs call (tests/infra/aws_calls.py lists the calls): Spark and the
-        driver's boto3 list and read raw/ and raw-audit/, read and write curated/ (tables,
-        watermarks, runs they replace) and quarantine/glue/; the compactions switch the events
+        driver's boto3 list and read raw/ and raw-audit/, read fsimage/ (the inventory's
+        ranged GETs), read and write curated/ (tables, watermarks, runs they replace) and
+        quarantine/glue/; the compactions switch the events
         and audit tables' partitions. Written out rather than CDK's grant_read_write, which adds object lock,
         tagging, versions and bucket reads on every prefix."""
-        read = [names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE]
+        listed = [names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE]
+        read = [*listed, names.FSIMAGE_PREFIX]  # an image is named in the run's arguments
         write = [names.CURATED_PREFIX, GLUE_QUARANTINE]
         statements = [
             iam.PolicyStatement(sid="ListLake", actions=["s3:ListBucket"],
                                 resources=[lake.bucket_arn],
                                 conditions={"StringLike": {"s3:prefix": [
-                                    q for p in read for q in (p, f"{p}*")]}}),
+                                    q for p in listed for q in (p, f"{p}*")]}}),
             iam.PolicyStatement(sid="ReadLake", actions=["s3:GetObject"],
                                 resources=[lake.arn_for_objects(f"{p}*") for p in read]),
             # Spark writes in parts and deletes its temporaries and superseded runs.
@@ -315,7 +340,7 @@ class AnalyticsStack(Stack):
                 resources=[f"arn:{Aws.PARTITION}:glue:{Aws.REGION}:{Aws.ACCOUNT_ID}:catalog",
                            self.database.database_arn,
                            self.events_table.table_arn, self.audit_table.table_arn,
-                           self.attribution_table.table_arn]),
+                           self.attribution_table.table_arn, self.inventory_table.table_arn]),
             # glue_jobs/attribution_log.py: a stream per run of the attribution job, its lines
             # put from the executors.
             iam.PolicyStatement(sid="LogAttributions", actions=[
@@ -340,7 +365,8 @@ class AnalyticsStack(Stack):
                     "scripts and library zip it uploads as assets (PySparkEtlJob), on the "
                     "asset bucket only")
         nag.ack_lake_prefixes(self.role, settings, [
-            names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE])
+            names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE,
+            names.FSIMAGE_PREFIX])
         nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
                 "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
                 "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")

@@ -25,6 +25,7 @@ GLUE_SCRIPTS = {
     "rollups": REPO / "glue_jobs" / "activity_rollups.py",
     "compact_audit": REPO / "glue_jobs" / "compact_audit.py",
     "attribute_events": REPO / "glue_jobs" / "attribute_events.py",
+    "namespace_inventory": REPO / "glue_jobs" / "namespace_inventory.py",
 }
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "tests")

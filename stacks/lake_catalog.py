@@ -13,6 +13,11 @@ from aws_cdk import aws_glue as glue
 
 from hdfs_events.audit import RECORD_FIELDS, AuditRecord
 from hdfs_events.event import FIELDS
+from hdfs_events.inventory_schema import (
+    INVENTORY_FILE_COLUMNS,
+    INVENTORY_PARTITION_COLUMNS,
+    INVENTORY_TABLE,
+)
 from hdfs_events.lake_queries import ATTRIBUTION_TABLE, EVENTS_TABLE, history_of_one_path
 from hdfs_events.names import CURATED_PREFIX
 
@@ -28,6 +33,9 @@ AUDIT_TABLE = "audit"
 CURATED_AUDIT = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
 # Who made each change (glue_jobs/attribution_days.py): registered partitions at run=<id>/.
 CURATED_ATTRIBUTION = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
+# The namespace at an fsimage's txid (glue_jobs/namespace_inventory.py): registered partitions
+# at run=<id>/, as the events.
+CURATED_INVENTORY = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),
@@ -113,6 +121,19 @@ def attribution_columns() -> list[glue.Column]:
                     ("auth", s.STRING), ("real_user", s.STRING), ("client_ip", s.STRING),
                     ("caller_context", s.STRING), ("audit_host", s.STRING),
                     ("audit_file_id", s.STRING), ("audit_offset", s.BIG_INT))
+
+
+_HIVE_TYPES: dict[str, glue.Type] = {"string": glue.Schema.STRING, "bigint": glue.Schema.BIG_INT,
+                                     "int": glue.Schema.INTEGER, "boolean": glue.Schema.BOOLEAN}
+
+
+def inventory_columns() -> list[glue.Column]:
+    """hdfs_events.inventory_schema's file columns, the job's own list."""
+    return _columns(*((n, _HIVE_TYPES[t]) for n, t in INVENTORY_FILE_COLUMNS))
+
+
+def inventory_partition_keys() -> list[glue.Column]:
+    return _columns(*((n, _HIVE_TYPES[t]) for n, t in INVENTORY_PARTITION_COLUMNS))
 
 
 # Rollup columns as glue_jobs/rollups.py writes them (ACTIVITY_COLUMNS, MASS_DELETE_COLUMNS).

@@ -12,6 +12,7 @@ import pytest
 from glue_jobs import layout
 from glue_jobs.attribution_days import ATTRIBUTION_PREFIX, ATTRIBUTION_TABLE
 from hdfs_events.event import FIELDS
+from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from stacks.assets import GLUE_SCRIPTS
 from stacks.lake_catalog import NAMED_QUERIES
 from tests.infra.conftest import Synthesized
@@ -32,7 +33,8 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
         assert set(jobs) == {f"hdfs-events-{s.env}-compact-events",
                              f"hdfs-events-{s.env}-activity-rollups",
                              f"hdfs-events-{s.env}-compact-audit",
-                             f"hdfs-events-{s.env}-attribute-events"}
+                             f"hdfs-events-{s.env}-attribute-events",
+                             f"hdfs-events-{s.env}-namespace-inventory"}
         for job in jobs.values():
             assert job["GlueVersion"] == "5.1"  # the CDK default would be 4.0
             assert job["Command"]["Name"] == "glueetl"
@@ -44,8 +46,12 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
             assert json.dumps(args["--extra-py-files"]).endswith('.zip"]]}')
             assert args["--catalog_database"] == {"Ref": next(iter(
                 s.resources("Analytics", "AWS::Glue::Database")))}
-            assert args["--source"] == args["--target"]
-            assert "hdfs-events-" in json.dumps(args["--source"])
+            assert "hdfs-events-" in json.dumps(args["--target"])
+            # The inventory reads the image its run names (--image), not a lake root.
+            assert args.get("--source", args["--target"]) == args["--target"]
+        inventory = jobs[f"hdfs-events-{s.env}-namespace-inventory"]["DefaultArguments"]
+        assert inventory["--catalog_table"] == "namespace_inventory"
+        assert "--image" not in inventory and "--cluster" not in inventory
 
 
 def test_scripts_are_the_entry_scripts_of_glue_jobs(dev: Synthesized) -> None:
@@ -73,6 +79,12 @@ def test_events_table_has_every_contract_field_and_cluster_dt_partitions(
     assert types["xattrs"] == "array<struct<namespace:string,name:string,value:string>>"
     assert "Parquet" in events["StorageDescriptor"]["InputFormat"]
     assert json.dumps(events["StorageDescriptor"]["Location"]).endswith('/curated/events/"]]}')
+    inventory = tables["namespace_inventory"]
+    assert [(c["Name"], c["Type"]) for c in inventory["StorageDescriptor"]["Columns"]] == list(
+        INVENTORY_FILE_COLUMNS)
+    assert [k["Name"] for k in inventory["PartitionKeys"]] == ["cluster", "image_date"]
+    assert json.dumps(inventory["StorageDescriptor"]["Location"]).endswith(
+        '/curated/namespace_inventory/"]]}')
     for rollup in ("activity_daily", "mass_deletes", "gaps_daily"):
         assert [k["Name"] for k in tables[rollup]["PartitionKeys"]] == ["dt"]
         assert json.dumps(tables[rollup]["StorageDescriptor"]["Location"]).endswith(
@@ -90,7 +102,7 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
         deployed_env: Synthesized) -> None:
     tables = glue_tables(deployed_env.templates["Analytics"], PSEUDO)
     assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, ATTRIBUTION_TABLE,
-                           *ROLLUP_PREFIXES}
+                           layout.INVENTORY_TABLE, *ROLLUP_PREFIXES}
     bucket = f"hdfs-events-{deployed_env.env}-lake-123456789012-eu-west-1"
     # events: registered by the compaction job (a partition's location is its latest run
     # folder), so no projection, which would make Athena ignore the registered locations.
@@ -114,6 +126,13 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
     (attribute,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
                     if name.endswith("-attribute-events")]
     assert attribute["--attribution_table"] == ATTRIBUTION_TABLE
+    # namespace_inventory: registered by its job per (cluster, image_date), as events.
+    inventory = tables[layout.INVENTORY_TABLE]
+    assert not inventory.projected
+    assert inventory.location == f"s3://{bucket}/{layout.INVENTORY_PREFIX}"
+    (take,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
+               if name.endswith("-namespace-inventory")]
+    assert take["--catalog_table"] == layout.INVENTORY_TABLE
     # The rollup tables: projected day by day, each day where the job's partitionBy("dt")
     # writes it, from before the oldest inotify edit log up to tomorrow.
     now = datetime(2026, 11, 26, 23, 30, tzinfo=UTC)

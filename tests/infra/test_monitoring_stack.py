@@ -37,7 +37,8 @@ def test_every_alarm_notifies_the_encrypted_alert_topic(deployed_env: Synthesize
 
 
 GLUE_JOB_ALARMS = ("glue-CompactEvents-failed", "glue-ActivityRollups-failed",
-                   "glue-CompactAudit-failed", "glue-AttributeEvents-failed")
+                   "glue-CompactAudit-failed", "glue-AttributeEvents-failed",
+                   "glue-NamespaceInventory-failed")
 
 
 def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(

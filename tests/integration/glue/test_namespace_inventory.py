@@ -29,7 +29,7 @@ from glue_jobs.fsimage_format import (
 )
 from glue_jobs.fsimage_namespace import read_namespace
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
-from glue_jobs.inventory_schema import INVENTORY_FILE_COLUMNS
+from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from glue_jobs.layout import (
     INVENTORY_LOCAL_CATALOG_KEY,
     INVENTORY_TABLE,

@@ -17,6 +17,8 @@ when none is set (directories; 0 on files and symlinks).
 
 from __future__ import annotations
 
+INVENTORY_TABLE = "namespace_inventory"
+
 # (name, Hive type) of the columns stored in each Parquet file, in order.
 INVENTORY_FILE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("path", "string"),
