@@ -167,12 +167,17 @@ class _Builder:
     def add(self, e: HdfsEvent) -> None:
         within = self.scope.within.passes
         t = e.type
+        crossed = self.listed_through is not None and e.txid <= self.listed_through
+        if crossed:
+            # The listing may have copied what this event made, under the path it made it at:
+            # that key is no window-start origin (a file created in the window, or in a
+            # directory created in it, has none), so it is examined as it stands.
+            self.touched.update(p for p in (e.path, e.dst_path) if p is not None and within(p))
         if t is EventType.RENAME:
             assert e.dst_path is not None
             src, dst = e.path, e.dst_path
             src_in, dst_in = within(src), within(dst)
             if src_in and dst_in:
-                crossed = self.listed_through is not None and e.txid <= self.listed_through
                 # A tree the window relists is walked after the window's last event: what a
                 # rename took out of it is in neither the walk nor a key at its origin.
                 relisted = any(under(src, r) for r in self.relist)
@@ -190,8 +195,8 @@ class _Builder:
         if not within(e.path):
             return
         if t is EventType.CREATE:
-            # Without overwrite nothing was there, so there is no key to look at; a symlink
-            # has no S3 form and a new directory is empty.
+            # Without overwrite nothing was there, so there is no key to look at (but for a
+            # listing's: above); a symlink has no S3 form and a new directory is empty.
             self.kill(e.path, touch=e.overwrite is not False)
             if e.inode_type is INodeType.FILE:
                 self.fresh.add(e.path)

@@ -198,6 +198,26 @@ def test_a_file_moved_out_of_a_relisted_tree_before_the_walk_is_replicated():
     assert s3.objects == hdfs.closed_files(COVERED)
 
 
+def test_a_file_created_while_the_listing_ran_then_renamed_leaves_no_stale_object():
+    """/c/a is created after T and listed; after the listing it becomes /c/b. Its CREATE
+    (without overwrite) had no key to look at before T, but the listing made one: the window
+    must delete it, not leave /c/a in S3 beside /c/b."""
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/d1/a", overwrite=False)
+    at_t = len(hdfs.events)
+    hdfs.delete("/c/d1/a")
+    hdfs.create("/c/a", overwrite=False)
+    listed = {}
+    for directory in ("/c", "/c/d1"):
+        listed.update(list_dir(hdfs, directory, COVERED)[0])
+    s3.apply_listing(listed, hdfs, COVERED)
+    assert sorted(s3.objects) == ["/c/a"]
+    hdfs.rename("/c/a", "/c/b")
+    steps = s3.run_window(s3.plan(hdfs.events[at_t:], COVERED), hdfs, COVERED)
+    assert steps.deletes == ("/c/a",)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
 def test_a_copy_that_finds_another_file_open_at_its_path_is_pending_until_the_rename():
     """The window's CLOSE of /c/p runs after /c/p was renamed to /c/q and a new /c/p opened:
     the copy finds a file open for write, and the next window's RENAME must still bring /c/q."""
