@@ -27,7 +27,11 @@ to do that with the fewest bytes moved:
   clients go on, so a file renamed from a directory not yet listed into one already listed is
   in neither listing, and its RENAME (after the listing's txid T) moves no object. Every rename
   up to the txid the NameNode had reached when the listing ended (`listed_through`) is
-  therefore treated as one from outside: its destination is relisted.
+  therefore treated as one from outside: its destination is relisted. A relist is a listing
+  too, walked after the window's last event and maybe after later ones: a rename out of a
+  root the window relists relists its destination, and the executor moves `listed_through` to
+  the txid its relists ended at. An event up to `listed_through` also examines the key at its
+  own path (the listing may have copied a file created after T there).
 - Ignore patterns match anywhere in a path (onprem_agent.filters), so a directory renamed to an
   ignored name can still hold covered files: events are tracked for every path under the roots,
   and the patterns apply when steps are resolved.
