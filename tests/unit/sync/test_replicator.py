@@ -225,3 +225,18 @@ def test_a_rename_over_copy_objects_limit_is_a_multipart_copy_inside_s3(jvm, aws
     assert "Contents" not in aws.list_objects_v2(Bucket="replica", Prefix="m/c/big")
     assert not aws.list_multipart_uploads(Bucket="replica").get("Uploads")
     assert r.replica.counters.server_copies == 1
+
+
+def test_a_window_that_relists_moves_listed_through_to_where_its_relists_ended(jvm, aws):
+    """A relist walks HDFS after the window, maybe after a later rename took a file out of its
+    root: that rename (a txid up to the NameNode's when the relists ended) relists its
+    destination, as one that crossed the first listing does."""
+    hdfs = HdfsFilesDouble(jvm, {})  # /c/d is gone by the time the relist runs: pending
+    state = SyncState(SYNC_TABLE, "prod", SETTINGS.destination)
+    r = Replicator(SETTINGS, hdfs=hdfs, lister=None, replica=S3Replica(SETTINGS), state=state,
+                   current_txid=lambda: 40, on_park=lambda p, why: None, sleep=lambda s: None)
+    into = HdfsEvent("prod", 20, 0, EventType.RENAME, "/out/d", dst_path="/c/d")
+    assert r.apply_window([into], 20).relists == ("/c/d",)
+    assert state.status().listed_through == 40
+    out = HdfsEvent("prod", 30, 0, EventType.RENAME, "/c/d/a", dst_path="/c/b")
+    assert r.apply_window([out], 30).relists == ("/c/b", "/c/d")
