@@ -10,8 +10,9 @@ Execution rules (docs/sync.md):
 - A step reconciles its key with HDFS as it is *now*: when its path holds no closed file (gone,
   open for write, a directory) it is carried to the next window (pending), whose events say
   where the file went or what replaced it.
-- A listing is followed by the NameNode's txid when it ended (`current_txid`): renames up to it
-  relist their destination (plan.py: a listing is not atomic).
+- A listing, and a window's relists, are followed by the NameNode's txid when they ended
+  (`current_txid`): renames up to it relist their destination (plan.py: a listing is not
+  atomic).
 - Only I/O failures (boto3/botocore errors, Java IOExceptions) and checksum mismatches are
   retried, with exponential backoff, `max_attempts` times; then the path is parked with the
   last reason, a SyncParkedPaths metric and an alert. Anything else is a poison path: parked at
