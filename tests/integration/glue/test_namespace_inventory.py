@@ -29,12 +29,12 @@ from glue_jobs.fsimage_format import (
 )
 from glue_jobs.fsimage_namespace import read_namespace
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
-from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from glue_jobs.layout import (
     INVENTORY_LOCAL_CATALOG_KEY,
     INVENTORY_TABLE,
     inventory_run_prefix,
 )
+from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.hadoop.live_image import live_image
