@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from glue_jobs.attribution import ATTRIBUTION_SCHEMA
+from glue_jobs.runtime import AWS_RETRIES
 
 KEY = ("cluster", "txid", "index")
 # What a user reads as the answer: a change of these is a new line. audit_host/file_id/offset
@@ -46,9 +47,6 @@ MAX_BATCH_EVENTS = 10_000
 MAX_BATCH_BYTES = 1_048_576
 EVENT_OVERHEAD = 26
 MAX_EVENT_BYTES = 256 * 1024 - EVENT_OVERHEAD
-# botocore's standard mode retries only failed calls (throttling, 5xx, connection errors), with
-# backoff; 5 attempts in all ride out a burst of ThrottlingException.
-RETRIES = {"mode": "standard", "max_attempts": 5}
 
 _FILE_SCHEMA = T.StructType([f for f in ATTRIBUTION_SCHEMA.fields if f.name != "cluster"])
 _LOCATION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
@@ -120,7 +118,7 @@ def logs_client(region: str | None = None) -> Any:
     import boto3  # on Glue and in the tests; a run without a log group needs no AWS library
     from botocore.config import Config
 
-    return boto3.client("logs", region_name=region, config=Config(retries=RETRIES))
+    return boto3.client("logs", region_name=region, config=Config(retries=AWS_RETRIES))
 
 
 def open_stream(group: str, run_id: str) -> str:

@@ -32,6 +32,7 @@ from glue_jobs.fsimage_format import (
     summary_length,
 )
 from glue_jobs.fsimage_inodes import read_inodes, read_string_table
+from glue_jobs.runtime import AWS_RETRIES
 
 # A summary lists each section in ~30 bytes: one GET of the last 4 KiB holds it and its length
 # for an image of a hundred sections; a bigger summary costs a second GET.
@@ -72,8 +73,7 @@ def s3_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    # Standard mode retries throttling and 5xx with backoff (the only retries here).
-    return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+    return boto3.client("s3", config=Config(retries=AWS_RETRIES))
 
 
 def image_object(uri: str, client: Any) -> ImageObject:

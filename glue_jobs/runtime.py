@@ -22,6 +22,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+# The jobs' own boto3 calls: botocore's standard mode retries only failed calls (throttling, 5xx,
+# connection errors) with backoff; 5 attempts in all ride out a burst of throttling.
+AWS_RETRIES = {"mode": "standard", "max_attempts": 5}
+
 
 @dataclass(frozen=True, slots=True)
 class Arg:
