@@ -8,6 +8,9 @@ to do that with the fewest bytes moved:
 - FileDiff chains are merged per path before acting: CREATE + CLOSE + RENAME of a temporary file
   is one copy to the final key; a delete cancels the pending copy; APPEND waits for its CLOSE;
   TRUNCATE re-copies; METADATA updates the object's metadata without moving data.
+- A copy whose path was only appended to in the window (no CREATE, TRUNCATE or rename onto it
+  since the window started) is marked an append: its object may still hold the file's bytes
+  before the APPEND, so only the new bytes need to cross (replica.py checks it by CRC32C).
 - Renames are kept as a path function, origin (the path at the window's start, where the S3 key
   is) -> current path, composed in event order. A directory's children are unknown to a pure
   planner, so the executor lists the S3 keys under each touched origin ("what was already
@@ -121,6 +124,7 @@ class WindowPlan:
     dirty: frozenset[str] = frozenset()  # current paths: copy from HDFS
     meta: frozenset[str] = frozenset()  # current paths: metadata changed
     relist: frozenset[str] = frozenset()  # current roots: walk HDFS and reconcile
+    appended: frozenset[str] = frozenset()  # current paths: only APPENDs since window start
     scope: Scope | None = None
     first_txid: int | None = None
     last_txid: int | None = None
@@ -140,6 +144,9 @@ class _Builder:
     dirty: set[str] = field(default_factory=set)
     meta: set[str] = field(default_factory=set)
     relist: set[str] = field(default_factory=set)
+    appended: set[str] = field(default_factory=set)
+    # Paths whose object holds no prefix of their file any more (a TRUNCATE, a rename onto them)
+    reshaped: set[str] = field(default_factory=set)
     listed_through: int | None = None  # renames up to here may have crossed a listing
 
     def touch(self, path: str) -> None:
@@ -149,7 +156,7 @@ class _Builder:
 
     def drop(self, path: str) -> None:
         """Pending work at or under `path` is cancelled: the thing there is gone."""
-        for pending in (self.dirty, self.meta, self.relist, self.fresh):
+        for pending in (self.dirty, self.meta, self.relist, self.fresh, self.appended):
             pending.difference_update([p for p in pending if under(p, path)])
 
     def kill(self, path: str, *, touch: bool = True) -> None:
@@ -162,6 +169,9 @@ class _Builder:
         self.touch(src)
         self.touch(dst)
         self.drop(dst)
+        # A moved file's object moves in the server-copy phase only when no copy targets it.
+        self.appended.difference_update([p for p in self.appended if under(p, src)])
+        self.reshaped.add(dst)
         for pending in (self.dirty, self.meta, self.relist, self.fresh):
             moved = [p for p in pending if under(p, src)]
             pending.difference_update(moved)
@@ -206,11 +216,17 @@ class _Builder:
                 self.fresh.add(e.path)
         elif t in (EventType.CLOSE, EventType.TRUNCATE):
             self.dirty.add(e.path)
+            if t is EventType.TRUNCATE:
+                self.appended.discard(e.path)
+                self.reshaped.add(e.path)
         elif t is EventType.METADATA:
             self.meta.add(e.path)
         elif t is EventType.UNLINK:
             self.kill(e.path)
-        # APPEND: the file is open again; its CLOSE (in this window or a later one) copies it.
+        elif t is EventType.APPEND and e.path not in self.fresh and not any(
+                under(e.path, r) for r in self.reshaped):
+            # The file is open again; its CLOSE (in this window or a later one) copies it.
+            self.appended.add(e.path)
 
 
 def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
@@ -236,7 +252,8 @@ def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
         count += 1
         b.add(e)
     return WindowPlan(ops=tuple(b.ops), touched=frozenset(b.touched), dirty=frozenset(b.dirty),
-                      meta=frozenset(b.meta), relist=frozenset(b.relist), scope=scope,
+                      meta=frozenset(b.meta), relist=frozenset(b.relist),
+                      appended=frozenset(b.appended), scope=scope,
                       first_txid=first,
                       last_txid=last, events=count)
 
@@ -253,6 +270,7 @@ class Steps:
     deletes: tuple[str, ...] = ()
     relists: tuple[str, ...] = ()
     metadata: tuple[str, ...] = ()
+    appends: tuple[str, ...] = ()  # the copies whose object may hold their bytes before an APPEND
 
     @property
     def count(self) -> int:
@@ -304,7 +322,8 @@ def resolve(plan: WindowPlan, existing: Iterable[str]) -> Steps:
     metadata = sorted(p for p in plan.meta
                       if covered(p) and p not in live and not relisted_path(p))
     return Steps(server_copies=tuple(server), copies=tuple(sorted(copies)),
-                 deletes=tuple(deletes), relists=relisted, metadata=tuple(metadata))
+                 deletes=tuple(deletes), relists=relisted, metadata=tuple(metadata),
+                 appends=tuple(sorted(p for p in copies if p in plan.appended)))
 
 
 def replaced_by_rename(origin: str, ops: Sequence[PathOp]) -> str | None:

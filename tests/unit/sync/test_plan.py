@@ -413,3 +413,34 @@ def test_the_lag_in_bytes_counts_each_closed_file_once_at_its_last_size():
               ev(EventType.CLOSE, "/c/concat", -1),  # Hadoop's CLOSE after a concat
               ev(EventType.CLOSE, "/elsewhere/z", 1000), ev(EventType.CREATE, "/c/open")]
     assert bytes_to_copy(events, scope) == 150 + 40 + 7
+
+
+def test_a_file_only_appended_to_is_an_append_and_one_whose_prefix_changed_is_not():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for name in ("a", "t", "o", "r", "src"):
+        hdfs.create(f"/c/{name}", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.append("/c/a")
+    hdfs.append("/c/a")
+    hdfs.truncate("/c/t")  # truncated, then appended: its object is no prefix of it
+    hdfs.append("/c/t")
+    hdfs.create("/c/o", overwrite=True)  # overwritten, then appended
+    hdfs.append("/c/o")
+    hdfs.rename("/c/src", "/c/r", overwrite=True)  # another file renamed onto it, then appended
+    hdfs.append("/c/r")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.copies == ("/c/a", "/c/o", "/c/r", "/c/t")
+    assert steps.appends == ("/c/a",)
+    assert s3.objects == hdfs.closed_files(COVERED)
+
+
+def test_an_append_renamed_away_in_its_window_is_copied_whole():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    hdfs.create("/c/a", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.append("/c/a")
+    hdfs.rename("/c/a", "/c/b")
+    steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.copies == ("/c/b",) and steps.appends == ()
