@@ -241,6 +241,18 @@ def _index_apply(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _index_backlog(r: dict[str, Any], size: str) -> list[Figure]:
+    return [
+        Figure("index catching up on a backlog, in-memory stores", "events/CPU s",
+               r["events_per_cpu_s"], r["replay_events_per_cpu_s"],
+               "in-order replay into dicts", size,
+               note=f"{r['events']:,} events, {r['live_paths']:,} live paths; equal to the "
+                    f"replay"),
+        Figure("index backlog: writes per 1,000 events", "puts", r["puts_per_1000"], 1000,
+               "one write per event", size, higher_is_better=False),
+    ]
+
+
 def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     rows = [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
@@ -414,6 +426,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "8000"),
           quick_size="8k-op edit log, 5 ms/request, previous design from git (default 60k)",
           smoke=("--ops", "300", "--latency-ms", "1")),
+    # The index's own logic, no AWS: the scale claim tests/unit/ingest/test_index_backlog.py
+    # makes at 20k events.
+    Bench("index_backlog", "bench.index_backlog", "index_backlog.json", _index_backlog,
+          quick=("--events", "200000"), quick_size="200k events (default 1M)",
+          smoke=("--events", "3000"), full_size="1M events"),
     Bench("compact", "bench.compact", "compact.json", _compact,
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
           smoke=("--events", "3000", "--no-local1"), full_size="10M events + 5% duplicates",

@@ -1,90 +1,25 @@
-"""A backlog: a million indexed events waiting, applied to the end through the sequencer on
-in-memory stores (the index's logic at full rate, no AWS), and an event the index can never
-store in the middle of it, skipped with its reason while everything after it applies."""
+"""A backlog: twenty thousand indexed events waiting, twenty messages and ranges of a thousand
+(chunks of CHUNK_EVENTS), applied to the end through the sequencer on in-memory stores (the
+index's logic, no AWS), and an event the index can never store in the middle of it, skipped
+with its reason while everything after it applies. The rate at a million events is
+bench.index_backlog's figure."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from hdfs_events.manifest import manifests_for
-from lambdas.ingest.index import NamespaceIndex
-from lambdas.ingest.sequencer import TXID_DONE, IndexSequencer, Position
-from tests.kit.memory_stores import MemoryIndexStore, MemorySequenceStore
+from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Position
+from tests.kit.backlog import CLUSTER, INDEXED, T0, backlog, jobs
 from tests.kit.replay import in_order_state
 
-CLUSTER = "prod"
-T0 = 1_700_000_000_000
 
-
-def jobs(events: int) -> Iterator[HdfsEvent]:
-    """Jobs as a busy cluster runs them: part files written under `_temporary`, appended to,
-    renamed into place, `_temporary` deleted, and every tenth job's output (a directory at
-    depth 4) renamed into an archive, every fifth archive deleted."""
-    txid = itertools.count(1)
-
-    def ev(type_: EventType, path: str, **kw: object) -> HdfsEvent:
-        t = next(txid)
-        return HdfsEvent(CLUSTER, t, 0, type_, path, timestamp=T0 + t, **kw)  # type: ignore[arg-type]
-
-    def mk(path: str, kind: INodeType) -> HdfsEvent:
-        return ev(EventType.CREATE, path, inode_type=kind, ctime=T0, owner="etl",
-                  group="etl", perms="0755" if kind == INodeType.DIRECTORY else "0644",
-                  replication=3 if kind == INodeType.FILE else None)
-
-    n = 0
-    yield mk("/data", INodeType.DIRECTORY)
-    yield mk("/data/archive", INodeType.DIRECTORY)
-    for job in itertools.count():
-        out = f"/data/t{job % 7}/j{job}"
-        if job < 7:
-            yield mk(f"/data/t{job}", INodeType.DIRECTORY)
-        yield mk(out, INodeType.DIRECTORY)
-        yield mk(f"{out}/_temporary", INodeType.DIRECTORY)
-        for part in range(8):
-            tmp = f"{out}/_temporary/part-{part:05d}"
-            yield mk(tmp, INodeType.FILE)
-            yield ev(EventType.CLOSE, tmp, size=100 * part)
-            yield ev(EventType.APPEND, tmp)
-            yield ev(EventType.CLOSE, tmp, size=100 * part + 7)
-            yield ev(EventType.RENAME, tmp, dst_path=f"{out}/part-{part:05d}")
-        yield ev(EventType.UNLINK, f"{out}/_temporary")
-        yield mk(f"{out}/_SUCCESS", INodeType.FILE)
-        yield ev(EventType.CLOSE, f"{out}/_SUCCESS", size=0)
-        n += 46
-        if job % 10 == 9:
-            yield ev(EventType.RENAME, out, dst_path=f"/data/archive/j{job}")
-        if job % 50 == 49:
-            yield ev(EventType.UNLINK, f"/data/archive/j{job - 40}")
-        if n >= events:
-            return
-
-
-def backlog(events: list[HdfsEvent], per_message: int = 1000) -> IndexSequencer:
-    """Every message arrived and every range closed while the index was not applying ranges."""
-    store = MemorySequenceStore()
-    sequencer = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), ["/data"]),
-                               lake=None)  # type: ignore[arg-type]
-    after = None
-    for start in range(0, len(events), per_message):
-        chunk = events[start:start + per_message]
-        dedup = f"m{start}"
-        sequencer.arrived(dedup, chunk, [f"raw/{dedup}"])
-        for manifest in manifests_for(CLUSTER, after, chunk[-1].txid, [dedup]):
-            sequencer.manifest(manifest)
-        after = chunk[-1].txid
-    return sequencer
-
-
-def test_a_million_indexed_events_behind_are_applied_to_the_end() -> None:
-    events = list(jobs(1_000_000))
-    sequencer = backlog(events)
+def test_a_backlog_of_twenty_messages_is_applied_to_the_end_once_in_order() -> None:
+    events = list(jobs(20 * CHUNK_EVENTS))
+    sequencer = backlog(events, per_message=CHUNK_EVENTS)
     report = sequencer.apply_ranges(CLUSTER, deadline_ms=2**62)
     assert report.position == Position(events[-1].txid, TXID_DONE)
     assert report.events == len(events) and not report.more and report.waiting_for is None
     store = sequencer.index.store
-    assert store.live(CLUSTER) == in_order_state(events, "/data")  # type: ignore[attr-defined]
+    assert store.live(CLUSTER) == in_order_state(events, INDEXED)  # type: ignore[attr-defined]
     # Coalesced: far fewer writes than events (temp files and their markers, each once).
     assert store.puts < 0.5 * len(events)  # type: ignore[attr-defined]
 
@@ -100,4 +35,4 @@ def test_an_event_dynamodb_cannot_store_is_skipped_and_the_ranges_after_it_apply
     assert [(s.txid, s.event_index) for s in report.skipped_events] == [(bad.txid, 1)]
     assert "1024" in report.skipped_events[0].reason
     assert sequencer.index.store.live(CLUSTER) == in_order_state(  # type: ignore[attr-defined]
-        events, "/data")
+        events, INDEXED)
