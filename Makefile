@@ -21,7 +21,7 @@ hadoop: $(HADOOP_STAMP)
 
 $(HADOOP_STAMP): tests/kit/hadoop/pom.xml $(wildcard tests/kit/hadoop/src/main/java/hdfsevents/kit/*.java)
 	@command -v mvn >/dev/null || { echo "make: mvn not found: install Maven 3.8+ (apt-get install maven)"; exit 1; }
-	rm -rf .hadoop/lib .hadoop/distcp
+	rm -rf .hadoop/lib .hadoop/distcp .hadoop/kms
 	mvn -q -B -f tests/kit/hadoop/pom.xml package dependency:copy-dependencies
 	touch $@
 

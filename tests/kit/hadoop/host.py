@@ -37,6 +37,8 @@ _CLIENT_KEY_PREFIXES = (
     "dfs.datanode.kerberos.principal", "dfs.data.transfer.protection",
     "dfs.block.access.token.enable", "hadoop.rpc.protection",
     "hadoop.kerberos.min.seconds.before.relogin",
+    # the KMS of encryption zones (kms.py), as a site's core-site.xml names it
+    "hadoop.security.key.provider.path",
 )
 
 
