@@ -6,7 +6,8 @@ Two images: the kit's 2,000-file namespace (Hadoop's Offline Image Reconstructor
 sub-sections, one part per section) and one a live NameNode saved with parallel load on
 (tests/kit/hadoop/live_image.py: INODE_SUB and INODE_DIR_SUB sub-sections, references,
 a snapshot-only file, a symlink, EC and storage policies, an open file), on which the job must
-run one decode task per part.
+run one decode task per part. The live image's table is also compared with the NameNode's own
+listing taken when the image was saved, field for field.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from glue_jobs.layout import (
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
-from tests.kit.hadoop.live_image import live_image
+from tests.kit.hadoop.live_image import LiveImage, live_image
 from tests.kit.hadoop.namespace_image import namespace_image
 
 pytestmark = pytest.mark.slow
@@ -52,9 +53,14 @@ def kit_image() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[bytes]:
-    with live_image(tmp_path_factory.mktemp("inventory-nn")) as image:
-        yield image.read_bytes()
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveImage]:
+    with live_image(tmp_path_factory.mktemp("inventory-nn")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def saved_image(saved: LiveImage) -> bytes:
+    return saved.image.read_bytes()
 
 
 def txid_of(image: bytes) -> int:
@@ -130,7 +136,7 @@ def test_the_kit_image_inventory_equals_read_namespace(spark, lake: RawLake, kit
     assert (report["inode_parts"], report["inode_decode_tasks"]) == (1, 1)
 
 
-def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake,
+def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake, saved: LiveImage,
                                                           saved_image: bytes, capsys) -> None:
     summary = read_summary(saved_image)
     uri = upload(lake, saved_image)
@@ -138,6 +144,20 @@ def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake,
 
     rows = table_rows(spark, published(spark, lake)[(CLUSTER, "2026-11-20")])
     assert_same_rows(rows, expected_rows(saved_image))
+    # and equal to what the NameNode itself listed at the image's txid, every field a listing
+    # carries (getListing with locations; getQuotaUsage of directories), a second oracle beside
+    # oiv's. Two fields differ by design, each pinned: a striped file's listing says replication
+    # 1 (HdfsFileStatus's fixed figure for striped files) where the image stores none (0, with
+    # its EC policy); a directory's EC policy is a default for files made later (an xattr), not
+    # how anything is stored, so the table has none for it.
+    listed = {p: {k: row[k] for k in saved.listing[p]} for p, row in rows.items()}
+    assert (listed["/ec/striped.bin"]["replication"],
+            saved.listing["/ec/striped.bin"]["replication"]) == (0, 1)
+    assert (listed["/ec"]["erasure_coding_policy_id"],
+            saved.listing["/ec"]["erasure_coding_policy_id"]) == (None, 1)
+    listed["/ec/striped.bin"]["replication"] = 1
+    listed["/ec"]["erasure_coding_policy_id"] = 1
+    assert_same_rows(listed, saved.listing)
     # the cases the workload made are rows, with the typed fields oiv does not print
     assert rows["/lake/latest"]["symlink_target"] == "/lake/curated/p1.csv"
     assert rows["/cold/archive.bin"]["storage_policy_id"] == 2  # COLD

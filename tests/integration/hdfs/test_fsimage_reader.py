@@ -59,8 +59,8 @@ def test_the_kit_namespace_reads_as_oiv_prints_it(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def saved_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with live_image(tmp_path_factory.mktemp("fsimage-nn")) as image:
-        yield image
+    with live_image(tmp_path_factory.mktemp("fsimage-nn")) as live:
+        yield live.image
 
 
 def test_a_live_namenodes_image_reads_as_oiv_prints_it(saved_image: Path,

@@ -3,7 +3,8 @@ sub-sections (dfs.image.parallel.load on): the second image the fsimage reader a
 inventory job are checked on (tests/integration/hdfs/test_fsimage_reader.py,
 tests/integration/glue/test_namespace_inventory.py).
 
-    with live_image(tmp) as image: ...      # <tmp>/dfs/name*/current/fsimage_<txid>
+    with live_image(tmp) as live: ...  # live.image: <tmp>/dfs/name*/current/fsimage_<txid>
+                                       # live.listing: the NameNode's listing of / at that txid
 
 The workload: writes, a three-block file, renames of files and of a directory, deletes, a
 symlink, a sticky directory, a chown, setrep and set_times, ns and space quotas, a COLD storage
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.kit.hadoop.cluster import HdfsCluster
 
@@ -24,8 +27,14 @@ ONE_MB = 1024 * 1024
 COLD = 2  # HdfsConstants.COLD_STORAGE_POLICY_ID
 
 
+@dataclass(frozen=True)
+class LiveImage:
+    image: Path
+    listing: dict[str, dict[str, Any]]  # ops.Workload.op_tree("/") when the image was saved
+
+
 @contextmanager
-def live_image(base: Path) -> Iterator[Path]:
+def live_image(base: Path) -> Iterator[LiveImage]:
     # Sub-sections are written only when parallel load is on (FSImageFormatProtobuf.Saver);
     # 4 target sections over ~50 inodes makes several INODE_SUB of ~12 inodes each.
     conf = {"dfs.image.parallel.load": "true", "dfs.image.parallel.target.sections": "4",
@@ -70,5 +79,5 @@ def live_image(base: Path) -> Iterator[Path]:
         hdfs.checkpoint()
         images = sorted((base / "dfs").glob("name*/current/fsimage_" + "[0-9]" * 19))
         assert images, f"no fsimage under {base / 'dfs'}"
-        hdfs.run([["close_file", "/scratch/open.log"]])
-        yield images[-1]
+        listing = hdfs.run([["tree", "/"], ["close_file", "/scratch/open.log"]])[0]
+        yield LiveImage(images[-1], listing)

@@ -15,6 +15,7 @@ Operations (paths absolute; `data` a str written as UTF-8):
     open_file path data (a writer left open; close_file path ends it)
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
+    tree root (every entry below root and root, as a listing shows it: {path: fields})
     shell user [args] [tool] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell, or another CLI Tool
                       such as DFSAdmin; fails on a non-zero exit)
     as_user user [ops] (the ops as `user`, a remote user the NameNode checks and audits)
@@ -250,6 +251,51 @@ class Workload:
         for t in threads:
             t.join()
         return outcomes
+
+    def op_tree(self, root: str) -> dict[str, dict[str, Any]]:
+        """Every entry below `root` and root itself, as the NameNode lists it: one
+        getListing per directory page with block locations (DFSClient.listPaths, the RPC
+        `hdfs dfs -ls -R` makes), each entry's HdfsFileStatus fields and, for a directory, its
+        quotas (getQuotaUsage; a file has none). Symlinks are listed, never followed."""
+        client = self.fs.getClient()
+        empty = jpype.JArray(jpype.JByte)(0)
+        out = {root: self._entry(root, client.getFileInfo(root))}
+        pending = [root] if out[root]["type"] == "DIRECTORY" else []
+        while pending:
+            parent = pending.pop()
+            after = empty
+            while True:
+                page = client.listPaths(parent, after, True)
+                for status in page.getPartialListing():
+                    name = str(status.getLocalName())
+                    path = ("" if parent == "/" else parent) + "/" + name
+                    out[path] = self._entry(path, status)
+                    if out[path]["type"] == "DIRECTORY":
+                        pending.append(path)
+                if not page.hasMore():
+                    break
+                after = page.getLastName()
+        return out
+
+    def _entry(self, path: str, s: Any) -> dict[str, Any]:
+        kind = "DIRECTORY" if s.isDirectory() else "SYMLINK" if s.isSymlink() else "FILE"
+        ec = s.getErasureCodingPolicy()
+        located = s.getLocatedBlocks() if kind == "FILE" else None
+        quota = self.fs.getQuotaUsage(self.Path(path)) if kind == "DIRECTORY" else None
+        return {"type": kind, "size": int(s.getLen()), "owner": str(s.getOwner()),
+                "group": str(s.getGroup()),
+                "perms": format(int(s.getPermission().toShort()) & 0o1777, "04o"),
+                "mtime": int(s.getModificationTime()), "atime": int(s.getAccessTime()),
+                "replication": int(s.getReplication()),
+                "blocks": int(located.locatedBlockCount()) if located is not None else 0,
+                "preferred_block_size": int(s.getBlockSize()),
+                "storage_policy_id": int(s.getStoragePolicy()),
+                "erasure_coding_policy_id": int(ec.getId()) if ec is not None else None,
+                "symlink_target": str(s.getSymlink()) if kind == "SYMLINK" else None,
+                "under_construction": bool(located.isUnderConstruction())
+                if located is not None else False,
+                **({"ns_quota": int(quota.getQuota()), "ds_quota": int(quota.getSpaceQuota())}
+                   if quota is not None else {})}
 
     def op_files(self, root: str) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
