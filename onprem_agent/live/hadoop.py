@@ -188,7 +188,8 @@ def entry_from_status(s: Any) -> NamespaceEntry:
         replication=int(s.getReplication()), block_size=int(s.getBlockSize()),
         symlink_target=str(s.getSymlink().toUri().getPath()) if kind is INodeType.SYMLINK
         else None,
-        erasure_coded=bool(s.isErasureCoded()) if kind is INodeType.FILE else None)
+        erasure_coded=bool(s.isErasureCoded()) if kind is INodeType.FILE else None,
+        encrypted=bool(s.isEncrypted()) if kind is INodeType.FILE else None)
 
 
 class KerberosLogin:

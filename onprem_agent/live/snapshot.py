@@ -53,6 +53,8 @@ class NamespaceEntry:
     block_size: int = 0
     symlink_target: str | None = None
     erasure_coded: bool | None = None
+    # In an HDFS encryption zone: the DataNodes hold ciphertext (onprem_agent.sync.encryption).
+    encrypted: bool | None = None
 
     @property
     def name(self) -> str:

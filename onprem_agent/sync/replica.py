@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.sync.encryption import in_zone, read_problem, sse_arguments
 from onprem_agent.sync.hdfs_files import FileChecksum, HdfsFiles, JavaCrc
 from onprem_agent.sync.plan import FileState, under
 from onprem_agent.sync.settings import SyncSettings
@@ -159,6 +160,7 @@ class S3Replica:
             client = boto3.client("s3")
         self.s3, self.bucket, self.prefix = client, settings.bucket, settings.prefix
         self.settings = settings
+        self._sse = sse_arguments(settings.kms_key_id)
         self.copy_object_limit, self.copy_part_size = copy_object_limit, copy_part_size
         self.counters = Counters()
         self._lock = threading.Lock()
@@ -232,7 +234,7 @@ class S3Replica:
                throttle: Throttle) -> None:
         """The file's bytes from HDFS into one object, verified (module doc)."""
         whole, own = JavaCrc("CRC32C"), None
-        if checksum.algorithm == "COMPOSITE-CRC32":
+        if checksum.algorithm == "COMPOSITE-CRC32" and not in_zone(entry):
             own = JavaCrc("CRC32")
         key, meta = self.key(path), self.metadata(entry)
         if entry.size <= self.settings.multipart_threshold:
@@ -243,20 +245,22 @@ class S3Replica:
                 if own is not None:
                     own.update(buf, 0, n)
                 body += memoryview(buf)[:n]
-            self._check_read(path, entry, checksum, len(body), whole, own)
+            self._check_read(path, entry, checksum, len(body), whole, own, hdfs)
             self._count(requests=1)
             r = self.s3.put_object(Bucket=self.bucket, Key=key, Body=bytes(body), Metadata=meta,
-                                   ChecksumAlgorithm="CRC32C", ChecksumCRC32C=crc_b64(whole.value))
-            self._check_stored(key, r, whole.value)
+                                   ChecksumAlgorithm="CRC32C", ChecksumCRC32C=crc_b64(whole.value),
+                                   **self._sse)
+            self._check_stored(key, r, whole.value, read_back=in_zone(entry))
             self._count(uploads=1, bytes=len(body))
             return
         self._count(requests=1)
         upload_id = self.s3.create_multipart_upload(
             Bucket=self.bucket, Key=key, Metadata=meta, ChecksumAlgorithm="CRC32C",
-            ChecksumType="FULL_OBJECT")["UploadId"]
+            ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
         try:
             parts = self._upload_parts(path, key, upload_id, hdfs, throttle, whole, own)
-            self._check_read(path, entry, checksum, sum(size for _, size in parts), whole, own)
+            self._check_read(path, entry, checksum, sum(size for _, size in parts), whole, own,
+                             hdfs)
             self._count(requests=1)
             r = self.s3.complete_multipart_upload(
                 Bucket=self.bucket, Key=key, UploadId=upload_id,
@@ -266,7 +270,7 @@ class S3Replica:
             self._count(requests=1)
             self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
             raise
-        self._check_stored(key, r, whole.value)
+        self._check_stored(key, r, whole.value, read_back=in_zone(entry))
         self._count(uploads=1, bytes=sum(size for _, size in parts))
 
     def _upload_parts(self, path: str, key: str, upload_id: str, hdfs: HdfsFiles,
@@ -284,7 +288,12 @@ class S3Replica:
                             self.settings.part_size, count=lambda: self._count(requests=1))
 
     def _check_read(self, path: str, entry: NamespaceEntry, checksum: FileChecksum, size: int,
-                    whole: JavaCrc, own: JavaCrc | None) -> None:
+                    whole: JavaCrc, own: JavaCrc | None, hdfs: HdfsFiles) -> None:
+        if in_zone(entry):  # `checksum` is of ciphertext (encryption.py)
+            problem = read_problem(path, entry, size, checksum, hdfs.checksum(path))
+            if problem is not None:
+                raise ChecksumMismatch(problem)
+            return
         read = (own or whole).value
         if size != entry.size or read != checksum.value:
             raise ChecksumMismatch(
@@ -292,8 +301,10 @@ class S3Replica:
                 f"{read:08x}; HDFS reports {entry.size} bytes, {checksum.value:08x} "
                 "(changed while read?)")
 
-    def _check_stored(self, key: str, response: dict[str, Any], crc: int) -> None:
-        check_stored(self.s3, self.bucket, key, response, crc,
+    def _check_stored(self, key: str, response: dict[str, Any], crc: int, *,
+                      read_back: bool = False) -> None:
+        """read_back: from a HEAD of the stored object, not the write's response."""
+        check_stored(self.s3, self.bucket, key, {} if read_back else response, crc,
                      count=lambda: self._count(requests=1))
 
     def server_copy(self, src: str, dst: str, entry: NamespaceEntry) -> bool:
@@ -327,7 +338,7 @@ class S3Replica:
         r = self.s3.copy_object(Bucket=self.bucket, Key=self.key(dst),
                                 CopySource={"Bucket": self.bucket, "Key": self.key(src)},
                                 MetadataDirective="REPLACE", Metadata=self.metadata(entry),
-                                ChecksumAlgorithm="CRC32C")
+                                ChecksumAlgorithm="CRC32C", **self._sse)
         self._check_stored(self.key(dst), r.get("CopyObjectResult", {}), crc)
 
     def _part_copy(self, src: str, dst: str, entry: NamespaceEntry, crc: int) -> None:
@@ -338,7 +349,7 @@ class S3Replica:
         self._count(requests=1)
         upload_id = self.s3.create_multipart_upload(
             Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
-            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT")["UploadId"]
+            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
         try:
             parts = []
             for number, start in enumerate(range(0, entry.size, part_size), 1):

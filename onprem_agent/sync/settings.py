@@ -15,10 +15,13 @@
     max_attempts = 5                     # per step, for AWS/HDFS I/O failures and checksum
                                          # mismatches; then the path is parked
     alert_topic_arn = ""                 # SNS topic for parked paths
+    kms_key_id = "arn:aws:kms:eu-west-1:111122223333:key/..."  # objects SSE-KMS under it;
+                                         # else the bucket's default encryption
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from onprem_agent.config import AgentConfig, ConfigError
@@ -29,6 +32,9 @@ PRESERVABLE = ("owner", "group", "permissions", "replication", "mtime")
 MIB = 1024 * 1024
 # S3's multipart limits: parts of 5 MiB at least (but the last) and 5 GiB at most.
 _MIN_PART_MB, _MAX_PART_MB = 5, 5 * 1024
+# A key's ARN, not an alias or a bare id: the on-prem principal's grant names it (IAM matches a
+# key by its ARN; a policy cannot name a key through an alias).
+_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,7 @@ class SyncSettings:
     max_window_events: int = 10_000
     max_attempts: int = 5
     alert_topic_arn: str | None = None
+    kms_key_id: str | None = None  # SSE-KMS key of the destination's objects (ARN)
 
     @property
     def destination(self) -> str:
@@ -57,7 +64,7 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
     s = _Section(config, "sync")
     s.check_keys(("destination", "table", "paths", "ignore_patterns", "preserve", "workers",
                   "part_size_mb", "multipart_threshold_mb", "bandwidth_mb_s", "window_ms",
-                  "max_window_events", "max_attempts", "alert_topic_arn"))
+                  "max_window_events", "max_attempts", "alert_topic_arn", "kms_key_id"))
     destination = s.get("destination", str, None)
     if destination is None:
         raise s.error("destination", "required (s3://bucket/prefix)")
@@ -77,6 +84,10 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
         if p not in PRESERVABLE:
             raise s.error("preserve", f"{p!r} is not one of {', '.join(PRESERVABLE)}")
     part_mb = _bounded(s, "part_size_mb", 8, _MIN_PART_MB, _MAX_PART_MB)
+    kms_key_id = s.get("kms_key_id", str, None)
+    if kms_key_id is not None and not _KMS_KEY_ARN.fullmatch(kms_key_id):
+        raise s.error("kms_key_id", "must be a KMS key ARN (arn:aws:kms:<region>:<account>:"
+                      f"key/<id>), got {kms_key_id!r}")
     return SyncSettings(
         bucket=bucket, prefix=prefix + "/" if prefix else "", table=table, paths=paths,
         # An upload's temporary file is never copied (it may be partial, and its final name
@@ -89,7 +100,7 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
         window_ms=_bounded(s, "window_ms", 1000, 0, 600_000),
         max_window_events=_bounded(s, "max_window_events", 10_000, 1, 1_000_000),
         max_attempts=_bounded(s, "max_attempts", 5, 1, 20),
-        alert_topic_arn=_arn(s, "alert_topic_arn"))
+        alert_topic_arn=_arn(s, "alert_topic_arn"), kms_key_id=kms_key_id)
 
 
 def check_sync_config(config: AgentConfig) -> SyncSettings:
