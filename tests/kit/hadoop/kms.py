@@ -1,8 +1,9 @@
 """Hadoop's KMS on this machine, for encryption zones: `KeyServer.start(base_dir)`.
 
-    with KeyServer.start(tmp / "kms") as kms:
-        HdfsCluster.start(tmp / "hdfs", conf=kms.provider_conf())   # the NameNode uses it
-        kms.create_key("k1")                                         # REST, as `hadoop key create`
+    with KeyServer.start(tmp / "kms", wait=False) as kms:   # its port is chosen up front:
+        HdfsCluster.start(tmp / "hdfs", conf=kms.provider_conf())  # both start at once
+        kms.wait_ready()
+        kms.create_key("k1")                                  # REST, as `hadoop key create`
 
 It runs Hadoop's own MiniKMS (hadoop-kms's test jar), as TestEncryptionZonesWithKMS starts it:
 a JavaKeyStoreProvider in the conf dir, simple authentication, every ACL open. In a process and
@@ -17,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -32,26 +34,35 @@ KEY_ADMIN = "hdfs-events"
 
 
 class KeyServer:
-    def __init__(self, process: subprocess.Popen[bytes], url: str, base_dir: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], port: int, base_dir: Path) -> None:
         self._process, self.base_dir = process, base_dir
-        self.url = url.rstrip("/")  # http://localhost:PORT/kms
+        self.url = f"http://localhost:{port}/kms"
 
     @classmethod
-    def start(cls, base_dir: Path) -> KeyServer:
+    def start(cls, base_dir: Path, *, wait: bool = True) -> KeyServer:
+        """wait=False: return at once (the URL is known); wait_ready() before the first use."""
         kms_jars()
         base_dir.mkdir(parents=True, exist_ok=True)
-        ready = base_dir / "kms.url"
-        ready.unlink(missing_ok=True)
+        (base_dir / "kms.url").unlink(missing_ok=True)
+        with socket.socket() as probe:  # a free port now; the KMS binds it a few seconds later
+            probe.bind(("localhost", 0))
+            port = probe.getsockname()[1]
         log = (base_dir / "kms.log").open("ab")
-        process = subprocess.Popen([sys.executable, "-m", "tests.kit.hadoop.kms", str(base_dir)],
-                                   stdin=subprocess.PIPE, stdout=log, stderr=log, cwd=REPO)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.kit.hadoop.kms", str(base_dir), str(port)],
+            stdin=subprocess.PIPE, stdout=log, stderr=log, cwd=REPO)
+        server = cls(process, port, base_dir)
+        if wait:
+            server.wait_ready()
+        return server
+
+    def wait_ready(self) -> None:
         deadline = time.monotonic() + _START_TIMEOUT_S
-        while not ready.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"the KMS did not start: see {base_dir}/kms.log")
+        while not (self.base_dir / "kms.url").exists():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self._process.kill()
+                raise RuntimeError(f"the KMS did not start: see {self.base_dir}/kms.log")
             time.sleep(0.1)
-        return cls(process, ready.read_text().strip(), base_dir)
 
     @property
     def provider_uri(self) -> str:
@@ -104,7 +115,7 @@ def main() -> None:
     """The server process: MiniKMS until stdin closes."""
     import jpype
 
-    base_dir = Path(sys.argv[1]).resolve()
+    base_dir, port = Path(sys.argv[1]).resolve(), int(sys.argv[2])
     conf_dir = base_dir / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
     log4j = (Path(__file__).parent / "log4j.properties").as_uri()
@@ -114,10 +125,10 @@ def main() -> None:
                    convertStrings=True)
     builder = jpype.JClass("org.apache.hadoop.crypto.key.kms.server.MiniKMS$Builder")()
     kms = builder.setKmsConfDir(jpype.JClass("java.io.File")(str(conf_dir))).setLog4jConfFile(
-        log4j).build()
+        log4j).setPort(port).build()
     kms.start()
     url = str(kms.getKMSUrl().toExternalForm())
-    # Written whole, then renamed: the test process never reads half a URL.
+    # The ready mark: written whole, then renamed, so it is never seen half written.
     (base_dir / "kms.url.tmp").write_text(url)
     os.replace(base_dir / "kms.url.tmp", base_dir / "kms.url")
     sys.stdin.read()
