@@ -49,6 +49,7 @@ METRIC_SYNC_BYTES = "SyncBytesCopied"
 # sync: bytes the gathered and running windows still have to copy (the lag in bytes)
 METRIC_SYNC_BYTES_PENDING = "SyncBytesPending"
 METRIC_SYNC_PARKED = "SyncParkedPaths"
+METRIC_SYNC_S3_RETRIES = "SyncS3Retries"  # sync: S3 requests retried (SlowDown, 5xx), per window
 METRIC_COPY_OUTCOME = "CopyRequests"  # copy worker: dimension "Outcome"
 # `audit run`: audit lines written to the lake, lines among them that did not parse (shipped
 # with a reason), now minus the NameNode time of the last line shipped, and allowed=false lines

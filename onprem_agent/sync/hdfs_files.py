@@ -90,14 +90,18 @@ class HdfsFiles:
             raise FileGone(path) from exc
         return FileChecksum(algorithm, int.from_bytes(bytes(cs.getBytes()), "big"))
 
-    def read(self, path: str, chunk: int = _CHUNK) -> Iterator[tuple[Any, int]]:
-        """(Java byte[] buffer, bytes filled) chunks; the buffer is reused between chunks."""
+    def read(self, path: str, chunk: int = _CHUNK, *, start: int = 0
+             ) -> Iterator[tuple[Any, int]]:
+        """(Java byte[] buffer, bytes filled) chunks from byte `start` on; the buffer is reused
+        between chunks."""
         try:
             stream = self._fs.open(self._path(path))
         except self._not_found as exc:
             raise FileGone(path) from exc
         buf = self._jpype.JArray(self._jpype.JByte)(chunk)
         try:
+            if start:
+                stream.seek(start)
             while True:
                 n = int(stream.read(buf))
                 if n < 0:

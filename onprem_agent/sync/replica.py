@@ -1,7 +1,9 @@
 """The S3 side of the sync: one object per replicated HDFS file under `s3://bucket/prefix/`, the
 key being the HDFS path without its leading "/", the file's attributes as object metadata.
 
-Every upload is verified end to end before it counts (docs/sync.md, "Verified copies"):
+Every upload is verified end to end before it counts (docs/sync.md, "Verified copies"; a file
+in an HDFS encryption zone, whose checksum covers ciphertext, as onprem_agent.sync.encryption
+says):
 1. HDFS's own checksum first (COMPOSITE-CRC32C, onprem_agent.sync.hdfs_files);
 2. the bytes read are CRC32C'd as they stream (in Java) and must equal it, and their count
    must equal the file's length: a file changed under the reader is not uploaded;
@@ -10,11 +12,16 @@ Every upload is verified end to end before it counts (docs/sync.md, "Verified co
    against them, and returns its own full-object CRC32C, which must equal (1) as well.
 A mismatch at (2) aborts the multipart upload; at (3) the object is deleted. Either way the
 step fails with ChecksumMismatch and is retried, then parked: never accepted.
+
+An append (plan.py marks them; onprem_agent.sync.appends) copies the object's bytes inside S3
+and uploads the file's bytes after them, when the object's CRC32C combined with theirs equals
+(1); the whole object is then verified at (3) as any other.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,10 +30,13 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from onprem_agent.live.snapshot import NamespaceEntry
+from onprem_agent.sync.appends import MAX_PARTS, MIN_PART, crc32c_combine, prefix_ranges
 from onprem_agent.sync.encryption import in_zone, read_problem, sse_arguments
 from onprem_agent.sync.hdfs_files import FileChecksum, HdfsFiles, JavaCrc
 from onprem_agent.sync.plan import FileState, under
 from onprem_agent.sync.settings import SyncSettings
+
+log = logging.getLogger(__name__)
 
 # S3 CopyObject copies at most 5 GiB in one request; a bigger object is copied server-side by a
 # multipart upload of UploadPartCopy parts (each 5 MiB..5 GiB, at most 10,000 of them).
@@ -34,7 +44,11 @@ COPY_OBJECT_LIMIT = 5 * 1024**3
 # Parts of a server-side multipart copy: no byte crosses the WAN, so big parts (few requests,
 # the bill) cost nothing; still 5 MiB at least and few enough for S3's 10,000.
 COPY_PART_SIZE = 512 * 1024**2
-_MIN_PART, _MAX_PARTS = 5 * 1024**2, 10_000
+# botocore's standard mode retries one request (one part, not the file) on S3's 503 SlowDown,
+# other throttles and 5xx, with jittered exponential backoff up to 20 s. Its default of 3
+# attempts gives up within seconds, while S3 asks a prefix that scales up to slow down for
+# minutes; a failed part then fails the file's step (retried whole, replicator.py).
+S3_RETRIES = {"mode": "standard", "max_attempts": 10}
 _META = {"owner": "hdfs-owner", "group": "hdfs-group", "permissions": "hdfs-permission",
          "replication": "hdfs-replication"}
 # Always written: the sync compares size and mtime to know an object is current.
@@ -60,6 +74,8 @@ class Counters:
     metadata_updates: int = 0
     deletes: int = 0
     requests: int = 0  # every S3 call, for the bill per replicated file
+    appends: int = 0  # uploads that sent only the bytes after the object's (also in uploads)
+    retries: int = 0  # S3 requests botocore sent again (SlowDown, other throttles, 5xx)
 
     def add(self, other: Counters) -> None:
         for name in self.__slots__:
@@ -95,17 +111,19 @@ def crc_int(b64: str) -> int:
 
 def upload_parts(s3: Any, bucket: str, key: str, upload_id: str,
                  chunks: Iterable[tuple[Any, int]], part_size: int,
-                 count: Callable[[], None] = lambda: None) -> list[tuple[dict[str, Any], int]]:
+                 count: Callable[[], None] = lambda: None, *, first_part: int = 1
+                 ) -> list[tuple[dict[str, Any], int]]:
     """The parts of an open multipart upload from (Java byte[] buffer, bytes filled) chunks,
     each part `part_size` bytes (the last one shorter) sent with its own CRC32C, which S3 checks
-    on arrival. Returns (the part as CompleteMultipartUpload lists it, its size) in order.
+    on arrival, numbered from `first_part`. Returns (the part as CompleteMultipartUpload lists
+    it, its size) in order.
     `count` is called once per request. The sync and `fetch-image` (onprem_agent/image_fetch.py)
     upload through it."""
     part, part_crc = bytearray(), JavaCrc("CRC32C")
     parts: list[tuple[dict[str, Any], int]] = []
 
     def send() -> None:
-        number = len(parts) + 1
+        number = len(parts) + first_part
         count()
         r = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
                            Body=bytes(part), ChecksumCRC32C=crc_b64(part_crc.value))
@@ -156,8 +174,10 @@ class S3Replica:
         see the multipart copy on small objects."""
         if client is None:
             import boto3
+            from botocore.config import Config
 
-            client = boto3.client("s3")
+            client = boto3.client("s3", config=Config(retries=S3_RETRIES))
+        client.meta.events.register("after-call.s3", self._after_call)
         self.s3, self.bucket, self.prefix = client, settings.bucket, settings.prefix
         self.settings = settings
         self._sse = sse_arguments(settings.kms_key_id)
@@ -169,6 +189,11 @@ class S3Replica:
         with self._lock:
             for k, v in kw.items():
                 setattr(self.counters, k, getattr(self.counters, k) + v)
+
+    def _after_call(self, parsed: dict[str, Any], **_: Any) -> None:
+        retried = parsed.get("ResponseMetadata", {}).get("RetryAttempts", 0)
+        if retried:
+            self._count(retries=retried)
 
     # -- names -----------------------------------------------------------------------------------
     def key(self, path: str) -> str:
@@ -273,6 +298,76 @@ class S3Replica:
         self._check_stored(key, r, whole.value, read_back=in_zone(entry))
         self._count(uploads=1, bytes=sum(size for _, size in parts))
 
+    def append(self, path: str, entry: NamespaceEntry, hdfs: HdfsFiles,
+               checksum: FileChecksum, throttle: Throttle) -> bool:
+        """The object's bytes copied inside S3, then the file's bytes after them from HDFS,
+        verified (module doc). False, having sent nothing, when the object cannot be the file's
+        first bytes (missing, not smaller, under S3's 5 MiB part minimum, no full-object
+        CRC32C) or the file is small; False, the upload aborted, when the CRC32Cs show the
+        object's bytes are not the file's first ones: the caller uploads the file instead."""
+        if (checksum.algorithm != "COMPOSITE-CRC32C" or in_zone(entry)
+                or entry.size <= self.settings.multipart_threshold):
+            return False  # in an encryption zone `checksum` is of ciphertext: no proof
+        have = self.head(path)
+        if (have is None or have.crc32c is None
+                or have.checksum_type not in (None, "FULL_OBJECT")
+                or not MIN_PART <= have.file.size < entry.size):
+            return False
+        prefix = have.file.size
+        ranges = prefix_ranges(prefix, self.copy_part_size)
+        if len(ranges) + -(-(entry.size - prefix) // self.settings.part_size) > MAX_PARTS:
+            return False
+        key, source = self.key(path), {"Bucket": self.bucket, "Key": self.key(path)}
+        new = JavaCrc("CRC32C")
+
+        def chunks() -> Iterator[tuple[Any, int]]:
+            for buf, n in hdfs.read(path, start=prefix):
+                throttle.take(n)
+                new.update(buf, 0, n)
+                yield buf, n
+
+        self._count(requests=1)
+        upload_id = self.s3.create_multipart_upload(
+            Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
+            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
+        try:
+            parts = []
+            for number, (start, end) in enumerate(ranges, 1):
+                self._count(requests=1)
+                r = self.s3.upload_part_copy(
+                    Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                    CopySource=source, CopySourceRange=f"bytes={start}-{end}")["CopyPartResult"]
+                parts.append({"PartNumber": number, "ETag": r["ETag"],
+                              **({"ChecksumCRC32C": r["ChecksumCRC32C"]}
+                                 if r.get("ChecksumCRC32C") else {})})
+            sent = upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
+                                self.settings.part_size, count=lambda: self._count(requests=1),
+                                first_part=len(parts) + 1)
+            added = sum(size for _, size in sent)
+            if prefix + added != entry.size:
+                raise ChecksumMismatch(f"{path}: read {added} bytes after byte {prefix}; HDFS "
+                                       f"reports {entry.size} bytes (changed while read?)")
+            is_prefix = crc32c_combine(have.crc32c, new.value, added) == checksum.value
+            if is_prefix:
+                self._count(requests=1)
+                done = self.s3.complete_multipart_upload(
+                    Bucket=self.bucket, Key=key, UploadId=upload_id,
+                    ChecksumCRC32C=crc_b64(checksum.value), ChecksumType="FULL_OBJECT",
+                    MultipartUpload={"Parts": [*parts, *(p for p, _ in sent)]})
+        except BaseException:
+            self._count(requests=1)
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            raise
+        if not is_prefix:
+            self._count(requests=1)
+            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            log.info("%s: the object's %d bytes are not the file's first ones (CRC32C); "
+                     "uploading the whole file", path, prefix)
+            return False
+        self._check_stored(key, done, checksum.value)
+        self._count(uploads=1, appends=1, bytes=added)
+        return True
+
     def _upload_parts(self, path: str, key: str, upload_id: str, hdfs: HdfsFiles,
                       throttle: Throttle, whole: JavaCrc, own: JavaCrc | None
                       ) -> list[tuple[dict[str, Any], int]]:
@@ -345,7 +440,7 @@ class S3Replica:
         """A copy over CopyObject's limit: UploadPartCopy of byte ranges into a multipart upload
         with the full-object CRC32C, which S3 checks against the parts it copied."""
         key, source = self.key(dst), {"Bucket": self.bucket, "Key": self.key(src)}
-        part_size = max(self.copy_part_size, _MIN_PART, -(-entry.size // _MAX_PARTS))
+        part_size = max(self.copy_part_size, MIN_PART, -(-entry.size // MAX_PARTS))
         self._count(requests=1)
         upload_id = self.s3.create_multipart_upload(
             Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),

@@ -92,6 +92,7 @@ class WindowFigures:
     bytes: int
     uploads: int
     parked: int
+    s3_retries: int = 0  # requests botocore sent again (S3 SlowDown, other throttles, 5xx)
 
 
 def progress_metrics(cluster: str, windows: Windows, now_s: float) -> list[dict[str, Any]]:
@@ -115,7 +116,8 @@ def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
     from onprem_agent.opsmetrics import cloudwatch_datum
 
     data = [cloudwatch_datum(cluster, names.METRIC_SYNC_BYTES, figures.bytes, "Bytes"),
-            cloudwatch_datum(cluster, names.METRIC_SYNC_PARKED, figures.parked)]
+            cloudwatch_datum(cluster, names.METRIC_SYNC_PARKED, figures.parked),
+            cloudwatch_datum(cluster, names.METRIC_SYNC_S3_RETRIES, figures.s3_retries)]
     if figures.lag_s is not None:
         data.append(cloudwatch_datum(cluster, names.METRIC_SYNC_LAG_SECONDS, figures.lag_s,
                                      "Seconds"))
@@ -215,12 +217,15 @@ class Replicator:
         if self._on_window is not None:
             lag_s = None if oldest_ms is None else max(0.0, time.time() - oldest_ms / 1000)
             self._on_window(WindowFigures(txid=txid, lag_s=lag_s, bytes=totals["bytes"],
-                                          uploads=totals["uploads"], parked=len(self.stats.parked)))
+                                          uploads=totals["uploads"], parked=len(self.stats.parked),
+                                          s3_retries=totals["retries"]))
 
     def _execute(self, steps: Steps) -> None:
         self._each([(dst, lambda s=src, d=dst: self._server_copy(s, d))
                     for src, dst in steps.server_copies])
-        self._each([(p, lambda p=p: self._copy(p)) for p in steps.copies])
+        appends = set(steps.appends)
+        self._each([(p, lambda p=p: self._copy(p, appended=p in appends))
+                    for p in steps.copies])
         self._each([(p, lambda p=p: self.replica.delete(p)) for p in steps.deletes])
         for root in steps.relists:
             self._relist(root)
@@ -292,12 +297,16 @@ class Replicator:
             raise FileGone(f"{path}: open for write now")
         return entry
 
-    def _copy(self, path: str) -> None:
+    def _copy(self, path: str, *, appended: bool = False) -> None:
+        """`appended`: the window only appended to the file (plan.py), so its object may hold
+        the file's first bytes and only the rest need to be sent."""
         entry = self._closed_file(path)
         checksum = self.hdfs.checksum(path)
         if checksum.algorithm not in SUPPORTED_CHECKSUMS:
             raise PoisonPath(f"HDFS file checksum {checksum.algorithm}: set "
                              "dfs.checksum.combine.mode=COMPOSITE_CRC for the sync's client")
+        if appended and self.replica.append(path, entry, self.hdfs, checksum, self.throttle):
+            return
         self.replica.upload(path, entry, self.hdfs, checksum, self.throttle)
 
     def _server_copy(self, src: str, dst: str) -> None:

@@ -13,8 +13,18 @@ import time
 import boto3
 import crc32c
 import pytest
+from botocore.config import Config
 
+from hdfs_events.event import EventType, HdfsEvent
+from onprem_agent.live.hadoop import HadoopClient, hadoop_configuration
+from onprem_agent.sync.hdfs_files import CHECKSUM_CONF, HdfsFiles
+from onprem_agent.sync.replica import S3_RETRIES, S3Replica
+from onprem_agent.sync.replicator import Replicator
+from onprem_agent.sync.settings import SyncSettings
+from onprem_agent.sync.state import SyncState
+from tests.kit.s3_wire import S3Wire
 from tests.kit.sync_agent import (
+    SYNC_TABLE,
     create_sync_table,
     replicated_txid,
     start_sync,
@@ -249,3 +259,112 @@ def test_a_file_renamed_away_and_replaced_by_an_open_file_before_its_copy_is_rep
     finally:
         assert sync.stop() == 0, sync.log_tail()
     assert_s3_equals_hdfs(hdfs, root, "mirror/")
+
+
+# -- appends: the replicator in this process (a Hadoop client in the `jvm` fixture's JVM), its
+# S3 client's wire counted and tampered with (tests/kit/s3_wire.py) --------------------------
+
+MIB = 1024 * 1024
+APPEND_SETTINGS = dict(bucket=BUCKET, prefix="mirror/", table=SYNC_TABLE, ignore_patterns=(),
+                       part_size=5 * MIB, multipart_threshold=5 * MIB, workers=1,
+                       max_attempts=3)
+
+
+@pytest.fixture(scope="module")
+def hadoop(hdfs, jvm):
+    client = HadoopClient(hdfs.uri, hadoop_configuration(CHECKSUM_CONF))
+    yield client
+    client.close()
+
+
+class InProcessSync:
+    """A Replicator over the module's NameNode; `window` applies events the test names (the
+    APPEND and CLOSE an append logs), `wire` sees every S3 request it sends."""
+
+    def __init__(self, hdfs, hadoop, root: str) -> None:
+        settings = SyncSettings(paths=(root,), **APPEND_SETTINGS)
+        s3 = boto3.client("s3", config=Config(retries=S3_RETRIES))
+        self.wire = S3Wire(s3)
+        self.replica = S3Replica(settings, s3)
+        self.state = SyncState(SYNC_TABLE, CLUSTER, settings.destination)
+        self.files = HdfsFiles(hadoop.file_system())
+        self.replicator = Replicator(settings, hdfs=self.files,
+                                     lister=hadoop.lister(), replica=self.replica,
+                                     state=self.state, current_txid=hadoop.current_txid,
+                                     sleep=lambda s: None)
+        self.hdfs = hdfs
+
+    def window(self, *events: tuple[EventType, str]) -> None:
+        txid = self.hdfs.txid()
+        self.replicator.apply_window(
+            [HdfsEvent(CLUSTER, txid, i, kind, path,
+                       size=None if kind is EventType.APPEND else self.files.status(path).size)
+             for i, (kind, path) in enumerate(events)], txid)
+
+
+def appended_file(hdfs, hadoop, root: str) -> tuple[InProcessSync, str, bytes]:
+    """/root/log, 5 MiB + 256 KiB (the smallest size above S3's 5 MiB part minimum that the
+    prefix copy needs), replicated; then 64 KiB appended to it in HDFS."""
+    path, base, added = f"{root}/log", text("base", 5 * MIB + 256 * 1024), text("add", 64 * 1024)
+    hdfs.run([["write", path, base]])
+    sync = InProcessSync(hdfs, hadoop, root)
+    sync.window((EventType.CLOSE, path))
+    assert sync.replica.counters.bytes == len(base)
+    hdfs.run([["append", path, added]])
+    sync.wire.reset()
+    return sync, path, added.encode()
+
+
+def test_an_append_sends_only_the_new_bytes(hdfs, hadoop, bucket):
+    sync, path, added = appended_file(hdfs, hadoop, "/sync6")
+    before = sync.replica.counters.bytes
+    sync.window((EventType.APPEND, path), (EventType.CLOSE, path))
+    # The 64 KiB and the requests' own XML; a re-sent file would be 5.31 MiB.
+    assert len(added) <= sync.wire.sent < len(added) + 4096, sync.wire.requests
+    assert sync.replica.counters.bytes - before == len(added)
+    # The append's HEAD (size and CRC32C of what S3 holds), the upload and its 2 parts, and
+    # the HEAD for the stored CRC32C that moto leaves out of CompleteMultipartUpload's reply.
+    assert sync.wire.requests == {"HeadObject": 2, "CreateMultipartUpload": 1,
+                                  "UploadPartCopy": 1, "UploadPart": 1,
+                                  "CompleteMultipartUpload": 1}
+    assert_s3_equals_hdfs(hdfs, "/sync6", "mirror/")
+    assert sync.state.status().parked == []
+
+    # An object whose bytes are not the file's first ones (written by someone else since) is
+    # found out by the CRC32Cs before the upload completes: the file is uploaded whole.
+    other = b"x" * (5 * MIB + 256 * 1024)
+    boto3.client("s3").put_object(Bucket=BUCKET, Key="mirror/sync6/log", Body=other,
+                                  ChecksumAlgorithm="CRC32C", ChecksumCRC32C=base64.b64encode(
+                                      crc32c.crc32c(other).to_bytes(4, "big")).decode())
+    hdfs.run([["append", path, "more"]])
+    sync.wire.reset()
+    sync.window((EventType.APPEND, path), (EventType.CLOSE, path))
+    assert sync.wire.requests["AbortMultipartUpload"] == 1
+    assert sync.wire.sent > 5 * MIB + 256 * 1024 + len(added)
+    assert_s3_equals_hdfs(hdfs, "/sync6", "mirror/")
+
+
+def test_a_corrupted_part_of_an_append_is_never_accepted(hdfs, hadoop, bucket):
+    sync, path, _ = appended_file(hdfs, hadoop, "/sync7")
+    sync.wire.corrupt("UploadPart")  # one bit of the new bytes flipped on the way to S3
+    sync.window((EventType.APPEND, path), (EventType.CLOSE, path))
+    # S3's CRC32C of the stored object disagrees with HDFS's: deleted (the object a later
+    # reader could see for the time of one DELETE), then the retry uploads the file whole.
+    assert sync.wire.requests["DeleteObject"] == 1
+    assert sync.wire.requests["UploadPart"] == 3  # the corrupted one, then 5 MiB + the rest
+    assert sync.replica.counters.appends == 0
+    assert_s3_equals_hdfs(hdfs, "/sync7", "mirror/")
+    assert sync.state.status().parked == []
+
+
+def test_s3_slow_down_on_parts_is_retried_for_that_part_and_counted(hdfs, hadoop, bucket):
+    sync, path, added = appended_file(hdfs, hadoop, "/sync8")
+    sync.wire.slow_down("UploadPartCopy", 1)
+    sync.wire.slow_down("UploadPart", 2)
+    sync.window((EventType.APPEND, path), (EventType.CLOSE, path))
+    assert sync.wire.requests["UploadPartCopy"] == 1 + 1 and sync.wire.requests[
+        "UploadPart"] == 2 + 1
+    assert sync.wire.requests["CreateMultipartUpload"] == 1  # no step retried whole
+    assert sync.replica.counters.retries == 3 and sync.replica.counters.appends == 1
+    assert sync.wire.sent < 4 * len(added)
+    assert_s3_equals_hdfs(hdfs, "/sync8", "mirror/")

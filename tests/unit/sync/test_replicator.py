@@ -160,7 +160,7 @@ def test_each_window_reports_its_lag_bytes_and_parked_paths_as_cloudwatch_data(j
     cloudwatch = boto3.client("cloudwatch")
     cloudwatch.put_metric_data(Namespace="HdfsEvents", MetricData=sync_metrics("prod", figures))
     listed = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="HdfsEvents")["Metrics"]}
-    assert listed == {"SyncBytesCopied", "SyncParkedPaths", "SyncLagSeconds"}
+    assert listed == {"SyncBytesCopied", "SyncParkedPaths", "SyncLagSeconds", "SyncS3Retries"}
 
 
 def test_the_lag_in_bytes_is_what_gathered_and_running_windows_still_have_to_copy(jvm, aws):
