@@ -4,7 +4,16 @@ Written by the consumer Lambda (lambdas/ingest/index_table.py), read by the `ind
 (hdfs_events/index_reader.py); defined once here so the writer and the reader cannot drift.
 
 An item's partition key is "<cluster>#<parent dir>" and its sort key the entry's name, so a
-directory listing is one Query. The item holds the entry's attributes as of the last event that
+directory listing is one Query. A hot directory's children are sharded: one partition key
+takes at most 1,000 WCU/s (DynamoDB's per-partition limit), so a directory the consumer saw
+receive many child writes at once records `shards` (INDEX_SHARDS) on its own item, and its
+children written after go to "<cluster>#<parent dir>//<k>", k = shard_of(name). A child
+written before stays where it was until it is written again, so a path may have an item in
+both places: the one of the later (last_txid, last_index) is the entry (`newest_by_name`).
+A point read asks both keys (`wire_keys`, one BatchGetItem); a listing of a sharded directory
+queries its own partition and every shard and merges them by name (`child_partitions`).
+
+The item holds the entry's attributes as of the last event that
 changed it, that event's (txid, index) as `last_txid`/`last_index`, and `deleted` for a delete
 marker (with `moved_to` when a RENAME took it, and a TTL: DynamoDB expires it later). The root
 of a subtree walk still under way carries the walk as `subtree_op`.
@@ -12,10 +21,12 @@ of a subtree walk still under way carries the walk as `subtree_op`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
@@ -31,19 +42,61 @@ LAST_INDEX = "last_index"  # the event's position within its txid
 DELETED = "deleted"
 MOVED_TO = "moved_to"
 SUBTREE_OP = "subtree_op"
+SHARDS = "shards"  # on a directory's item: its children's shard partitions (0: none)
+# A sharded directory takes 16 x 1,000 WCU/s: 10,000 creates/s with room. One count for every
+# directory, so a point read knows the one shard key a name can have without reading its parent.
+INDEX_SHARDS = 16
 DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
 
 _serializer, _deserializer = TypeSerializer(), TypeDeserializer()
 
 
-def item_key(cluster: str, path: str) -> dict[str, str]:
+def shard_of(name: str, shards: int = INDEX_SHARDS) -> int:
+    """Stable across processes and Python versions (str's hash() is salted per process)."""
+    return zlib.crc32(name.encode()) % shards
+
+
+def item_key(cluster: str, path: str, *, in_shard: bool = False) -> dict[str, str]:
     parent, name = names.split_path(path)
-    return {names.INDEX_PK: names.index_partition(cluster, parent), names.INDEX_SK: name}
+    partition = (names.index_shard_partition(cluster, parent, shard_of(name)) if in_shard
+                 else names.index_partition(cluster, parent))
+    return {names.INDEX_PK: partition, names.INDEX_SK: name}
 
 
-def wire_key(cluster: str, path: str) -> dict[str, dict[str, str]]:
+def wire_key(cluster: str, path: str, *, in_shard: bool = False) -> dict[str, dict[str, str]]:
     """item_key in DynamoDB's wire format ({"S": ...})."""
-    return {k: {"S": v} for k, v in item_key(cluster, path).items()}
+    return {k: {"S": v} for k, v in item_key(cluster, path, in_shard=in_shard).items()}
+
+
+def wire_keys(cluster: str, path: str) -> list[dict[str, dict[str, str]]]:
+    """Both keys an entry may be stored under (its parent's partition, its shard of it)."""
+    return [wire_key(cluster, path), wire_key(cluster, path, in_shard=True)]
+
+
+def child_partitions(cluster: str, directory: str, shards: int) -> list[str]:
+    """Every partition a directory's children may be stored in."""
+    return [names.index_partition(cluster, directory),
+            *(names.index_shard_partition(cluster, directory, k) for k in range(shards))]
+
+
+T = TypeVar("T")
+
+
+def newest_by_name(streams: Iterable[Iterable[T]], name: Callable[[T], str],
+                   version: Callable[[T], tuple[int, int]]) -> Iterator[T]:
+    """Partitions' entries, each stream sorted by name (DynamoDB sorts by UTF-8 bytes, which is
+    code point order), merged into one by name, the newest of each name kept."""
+    held: T | None = None
+    for item in heapq.merge(*streams, key=name):
+        if held is not None and name(item) == name(held):
+            if version(item) > version(held):
+                held = item
+            continue
+        if held is not None:
+            yield held
+        held = item
+    if held is not None:
+        yield held
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +109,8 @@ class IndexItem:
     deleted: bool = False
     moved_to: str | None = None
     subtree_op: Mapping[str, Any] | None = None
+    shards: int = 0  # a directory's: its children's shard partitions
+    in_shard: bool = False  # stored in its parent's shard partition, not the parent's own
 
     @property
     def name(self) -> str:
@@ -64,7 +119,8 @@ class IndexItem:
     def to_item(self, *, now_s: int) -> dict[str, Any]:
         """The item (plain values; `to_wire` for the wire format); a delete marker expires
         DELETE_MARKER_TTL_SECONDS after `now_s`."""
-        item: dict[str, Any] = {**item_key(self.cluster, self.path), CLUSTER: self.cluster,
+        item: dict[str, Any] = {**item_key(self.cluster, self.path, in_shard=self.in_shard),
+                                CLUSTER: self.cluster,
                                 PATH: self.path, LAST_TXID: self.last_txid,
                                 LAST_INDEX: self.last_index, DELETED: self.deleted,
                                 **{k: v for k, v in self.attrs.items() if k in ENTRY_ATTRIBUTES}}
@@ -74,6 +130,8 @@ class IndexItem:
             item[MOVED_TO] = self.moved_to
         if self.subtree_op is not None:
             item[SUBTREE_OP] = dict(self.subtree_op)
+        if self.shards:
+            item[SHARDS] = self.shards
         return item
 
     @classmethod
@@ -85,6 +143,9 @@ class IndexItem:
             last_txid=int(item[LAST_TXID]), last_index=int(item[LAST_INDEX]),
             deleted=bool(item.get(DELETED)), moved_to=item.get(MOVED_TO),
             subtree_op=plain(item[SUBTREE_OP]) if SUBTREE_OP in item else None,
+            shards=int(item.get(SHARDS, 0)),
+            in_shard=names.INDEX_PK in item and item[names.INDEX_PK] != names.index_partition(
+                item[CLUSTER], names.split_path(item[PATH])[0]),
         )
 
 

@@ -1,6 +1,7 @@
 """Reads the DynamoDB namespace index (written by the consumer Lambda): `ls` and `stat`.
 
-The item format is hdfs_events/index_item.py. A directory listing is one Query. Deleted entries
+The item format is hdfs_events/index_item.py. A directory listing is one Query, or one per
+partition of a sharded (hot) directory, merged by name and paged. Deleted entries
 stay as delete markers until DynamoDB expires them; readers skip them unless asked. A directory
 whose RENAME or UNLINK is still being applied (large subtrees take several invocations) carries
 a `subtree_op` marker; the reader reports it on every path under it, so a caller knows the view
@@ -9,7 +10,7 @@ is moving.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,24 +57,47 @@ def _ancestors(path: str) -> list[str]:
     return ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
+def _name(raw: dict[str, Any]) -> str:
+    return str(raw[names.INDEX_SK]["S"])
+
+
+def _version(raw: dict[str, Any]) -> tuple[int, int]:
+    return int(raw[index_item.LAST_TXID]["N"]), int(raw[index_item.LAST_INDEX]["N"])
+
+
+LS_PAGE = 1000  # entries per `ls` page (a Query page's 1 MB holds ~4,600 index items)
+
+
 class IndexReader:
     def __init__(self, table: str, cluster: str, dynamodb: Any | None = None) -> None:
         self.table, self.cluster = table, cluster
         self.ddb = dynamodb or boto3.client("dynamodb")
 
+    def _newest(self, paths: list[str]) -> dict[str, dict[str, Any]]:
+        """The item of each path (wire format) that exists: both keys an entry may have are
+        asked in one BatchGetItem page (index_item.wire_keys), the later write kept."""
+        keys = [k for p in paths for k in index_item.wire_keys(self.cluster, p)]
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):  # BatchGetItem takes at most 100 keys
+            request = {self.table: {"Keys": keys[start:start + 100], "ConsistentRead": True}}
+            while request:
+                response = self.ddb.batch_get_item(RequestItems=request)
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    path = raw[index_item.PATH]["S"]
+                    if path not in found or _version(found[path]) < _version(raw):
+                        found[path] = raw
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
     def _in_progress(self, path: str) -> tuple[dict[str, Any], ...]:
-        ops = []
-        for p in _ancestors(path):
-            raw = self.ddb.get_item(TableName=self.table, Key=index_item.wire_key(self.cluster, p),
-                                    ProjectionExpression=index_item.SUBTREE_OP).get("Item")
-            if raw and index_item.SUBTREE_OP in raw:
-                ops.append(index_item.plain(index_item.from_wire(raw)[index_item.SUBTREE_OP]))
-        return tuple(ops)
+        found = self._newest(_ancestors(path))
+        return tuple(index_item.plain(index_item.from_wire(raw)[index_item.SUBTREE_OP])
+                     for p in _ancestors(path)
+                     if (raw := found.get(p)) is not None and index_item.SUBTREE_OP in raw)
 
     def stat(self, path: str) -> IndexEntry | None:
         """The entry at `path` (a delete marker too), or None if the index never saw it."""
-        key = index_item.wire_key(self.cluster, _normal(path))
-        raw = self.ddb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+        raw = self._newest([_normal(path)]).get(_normal(path))
         if raw is None:
             return None
         entry = entry_from_item(raw)
@@ -81,19 +105,44 @@ class IndexReader:
         return entry if not ops else _with_progress(entry, ops)
 
     def ls(self, path: str, *, include_deleted: bool = False) -> list[IndexEntry]:
+        entries, after = [], None
+        while True:
+            page, after = self.ls_page(path, after=after, include_deleted=include_deleted)
+            entries += page
+            if after is None:
+                return entries
+
+    def ls_page(self, path: str, *, after: str | None = None, limit: int = LS_PAGE,
+                include_deleted: bool = False) -> tuple[list[IndexEntry], str | None]:
+        """Up to `limit` children after the name `after`, by name, and the page token for the
+        next page (None: none). Every partition of the directory (index_item.child_partitions)
+        is sorted by name, so the last name returned is each one's position: the token is it."""
         path = _normal(path)
         ops = self._in_progress(path)
-        return [_with_progress(e, ops) if ops else e
-                for e in self._children(path) if include_deleted or not e.deleted]
+        own = self._newest([path]).get(path) if path != "/" else None
+        shards = int(own[index_item.SHARDS]["N"]) if own and index_item.SHARDS in own else 0
+        # Each partition's first `limit` names after `after` hold the merged first `limit`.
+        streams = [self._partition(pk, after, limit)
+                   for pk in index_item.child_partitions(self.cluster, path, shards)]
+        merged = list(itertools.islice(index_item.newest_by_name(streams, _name, _version),
+                                       limit))
+        token = _name(merged[-1]) if len(merged) == limit else None
+        entries = [entry_from_item(raw) for raw in merged]
+        return ([_with_progress(e, ops) if ops else e
+                 for e in entries if include_deleted or not e.deleted], token)
 
-    def _children(self, path: str) -> Iterator[IndexEntry]:
+    def _partition(self, partition: str, after: str | None, limit: int) -> list[dict[str, Any]]:
+        condition, values = "#pk = :pk", {":pk": {"S": partition}}
+        attr_names = {"#pk": names.INDEX_PK}
+        if after is not None:
+            condition += " AND #sk > :after"
+            values[":after"] = {"S": after}
+            attr_names["#sk"] = names.INDEX_SK
         pages = self.ddb.get_paginator("query").paginate(
-            TableName=self.table, KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": names.INDEX_PK},
-            ExpressionAttributeValues={":pk": {"S": names.index_partition(self.cluster, path)}})
-        for page in pages:
-            for raw in page.get("Items", []):
-                yield entry_from_item(raw)
+            TableName=self.table, KeyConditionExpression=condition,
+            ExpressionAttributeNames=attr_names, ExpressionAttributeValues=values,
+            PaginationConfig={"MaxItems": limit, "PageSize": limit})
+        return [raw for page in pages for raw in page.get("Items", [])]
 
 
 def _normal(path: str) -> str:

@@ -120,6 +120,13 @@ def index_partition(cluster: str, parent: str) -> str:
     return f"{cluster}#{parent}"
 
 
+def index_shard_partition(cluster: str, parent: str, shard: int) -> str:
+    """One of a hot directory's child partitions (hdfs_events/index_item.py says which child
+    goes where). "//" never occurs in a normalised HDFS path, so no directory's own partition
+    can be spelt like this; the "<cluster>#" prefix stays, and with it the LeadingKeys grant."""
+    return f"{cluster}#{parent}//{shard}"
+
+
 def transfer_key(cluster: str, request_id: str) -> str:
     """A cluster name holds no '#': the prefix is the owner, whatever the request id holds."""
     return f"{cluster}#{request_id}"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hdfs_events import names
+from hdfs_events import index_item, names
 from hdfs_events.event import INodeType
 from onprem_agent.live.snapshot import NamespaceEntry, NamespaceLister, walk
 
@@ -27,6 +27,7 @@ class IndexedEntry:
     size: int | None = None
     mtime: int | None = None
     last_txid: int | None = None
+    shards: int = 0  # a directory's children's shard partitions (hdfs_events/index_item.py)
 
 
 class IndexReader(Protocol):
@@ -250,8 +251,8 @@ def verify_prefix(cluster: str, prefix: str, lister: NamespaceLister, reader: In
 # process's malloc heap growing page after page (measured: issue #30's verify at 300k files).
 _PROJECTED_NAMES = {"#pk": names.INDEX_PK, "#sk": names.INDEX_SK, "#type": "type",
                     "#size": "size", "#mtime": "mtime", "#txid": "last_txid",
-                    "#deleted": "deleted"}
-_PROJECTION = "#sk, #type, #size, #mtime, #txid, #deleted"
+                    "#deleted": "deleted", "#index": "last_index", "#shards": "shards"}
+_PROJECTION = "#sk, #type, #size, #mtime, #txid, #deleted, #index, #shards"
 # Entries per Query page: as many as the HDFS side's page (dfs.ls.limit, 1000 by default), so
 # both sides of a large directory are held a page each; DynamoDB's own cap (1 MB read) is ~4,600
 # index items. A Query is billed by the data read, not the calls, so smaller pages cost nothing.
@@ -269,27 +270,53 @@ class DynamoIndexReader:
 
             client = boto3.client("dynamodb")
         self.table, self._client = table, client
+        self._sharded: dict[tuple[str, str], int] = {}
 
     def children(self, cluster: str, parent: str) -> Iterator[IndexedEntry]:
-        paginator = self._client.get_paginator("query")
-        pages = paginator.paginate(
+        """A sharded directory's partitions (index_item.child_partitions) are read side by
+        side, a page of each held at a time, merged by name. The walk lists a directory
+        after it met its entry (in a listing or by `entry`), which said if it is."""
+        shards = self._sharded.get((cluster, parent), 0)
+        streams = [self._partition(pk)
+                   for pk in index_item.child_partitions(cluster, parent, shards)]
+        for item in index_item.newest_by_name(streams, _item_name, _item_version):
+            entry = self._seen(cluster, _indexed(parent, item))
+            if entry is not None:
+                yield entry
+
+    def _seen(self, cluster: str, entry: IndexedEntry | None) -> IndexedEntry | None:
+        if entry is not None and entry.shards:
+            self._sharded[(cluster, entry.path)] = entry.shards  # hot directories only: few
+        return entry
+
+    def _partition(self, partition: str) -> Iterator[dict[str, Any]]:
+        pages = self._client.get_paginator("query").paginate(
             TableName=self.table, KeyConditionExpression="#pk = :pk",
             ProjectionExpression=_PROJECTION, ExpressionAttributeNames=_PROJECTED_NAMES,
-            ExpressionAttributeValues={":pk": {"S": names.index_partition(cluster, parent)}},
+            ExpressionAttributeValues={":pk": {"S": partition}},
             ConsistentRead=True, PaginationConfig={"PageSize": QUERY_PAGE_ITEMS})
         for page in pages:  # read as the walk goes
-            for item in page["Items"]:
-                entry = _indexed(parent, item)
-                if entry is not None:
-                    yield entry
+            yield from page["Items"]
+
+    def _item(self, cluster: str, path: str) -> dict[str, Any] | None:
+        """The later of the two items a path may have (GetItem each: the agent's grant)."""
+        got = [item for key in index_item.wire_keys(cluster, path)
+               if (item := self._client.get_item(TableName=self.table, ConsistentRead=True,
+                                                 Key=key).get("Item")) is not None]
+        return max(got, key=_item_version, default=None)
 
     def entry(self, cluster: str, path: str) -> IndexedEntry | None:
-        parent, name = names.split_path(path)
-        item = self._client.get_item(
-            TableName=self.table, ConsistentRead=True,
-            Key={names.INDEX_PK: {"S": names.index_partition(cluster, parent)},
-                 names.INDEX_SK: {"S": name}}).get("Item")
-        return _indexed(parent, item) if item else None
+        item = self._item(cluster, path)
+        return self._seen(cluster, _indexed(names.split_path(path)[0], item)) if item else None
+
+
+def _item_name(item: dict[str, Any]) -> str:
+    return str(item[names.INDEX_SK]["S"])
+
+
+def _item_version(item: dict[str, Any]) -> tuple[int, int]:
+    return (int(item.get("last_txid", {}).get("N", 0)),
+            int(item.get("last_index", {}).get("N", 0)))
 
 
 def _indexed(parent: str, item: dict[str, Any]) -> IndexedEntry | None:
@@ -303,4 +330,5 @@ def _indexed(parent: str, item: dict[str, Any]) -> IndexedEntry | None:
 
     path = f"/{name}" if parent == "/" else f"{parent}/{name}"
     return IndexedEntry(path=path, type=item.get("type", {}).get("S"), size=number("size"),
-                        mtime=number("mtime"), last_txid=number("last_txid"))
+                        mtime=number("mtime"), last_txid=number("last_txid"),
+                        shards=number(index_item.SHARDS) or 0)

@@ -27,6 +27,10 @@ class Entry:
     deleted: bool = False
     moved_to: str | None = None  # where a RENAME took it (delete markers only)
     walk: Mapping[str, Any] | None = None  # a subtree walk under way from or to this path
+    # A directory's children's shard partitions (hdfs_events/index_item.py), kept through its
+    # changes: its children stay where they were written until written again.
+    shards: int = 0
+    in_shard: bool = False  # where the table holds it (set on writing, from its parent's shards)
 
     @property
     def stored(self) -> bool:
@@ -43,13 +47,19 @@ class Entry:
     # Built directly, not with dataclasses.replace: a backlog makes millions of them.
     def changed(self, attrs: Mapping[str, Any], version: Version) -> Entry:
         """Alive with `attrs` from `version` on (a new inode's, or updated ones)."""
-        return Entry(self.cluster, self.path, dict(attrs), version, False, None, self.walk)
+        return Entry(self.cluster, self.path, dict(attrs), version, False, None, self.walk,
+                     self.shards, self.in_shard)
 
     def ended(self, version: Version, moved_to: str | None = None) -> Entry:
         """A delete marker, keeping the attributes: a chunk applied again after a crash
         carries them on from here (the marker is the source's final state in its chunk)."""
-        return Entry(self.cluster, self.path, self.attrs, version, True, moved_to, self.walk)
+        return Entry(self.cluster, self.path, self.attrs, version, True, moved_to, self.walk,
+                     self.shards, self.in_shard)
 
     def marked(self, walk: Mapping[str, Any] | None) -> Entry:
         return Entry(self.cluster, self.path, self.attrs, self.version, self.deleted,
-                     self.moved_to, walk)
+                     self.moved_to, walk, self.shards, self.in_shard)
+
+    def placed(self, *, shards: int, in_shard: bool) -> Entry:
+        return Entry(self.cluster, self.path, self.attrs, self.version, self.deleted,
+                     self.moved_to, self.walk, shards, in_shard)

@@ -8,13 +8,21 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
-from hdfs_events.index_item import IndexItem, from_wire, to_wire, wire_key
+from hdfs_events.index_item import (
+    IndexItem,
+    child_partitions,
+    from_wire,
+    newest_by_name,
+    to_wire,
+    wire_keys,
+)
 from lambdas.ingest.clients import client
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
@@ -55,13 +63,33 @@ def _get_page(ddb: Any, table: str, keys: list[Mapping[str, Any]]) -> list[dict[
 
 def entry_to_item(entry: Entry, *, now_s: int) -> dict[str, Any]:
     return IndexItem(entry.cluster, entry.path, entry.attrs, entry.version[0], entry.version[1],
-                     entry.deleted, entry.moved_to, entry.walk).to_item(now_s=now_s)
+                     entry.deleted, entry.moved_to, entry.walk, entry.shards,
+                     entry.in_shard).to_item(now_s=now_s)
 
 
 def item_to_entry(item: Mapping[str, Any]) -> Entry:
     i = IndexItem.from_item(item)
     return Entry(i.cluster, i.path, i.attrs, (i.last_txid, i.last_index), i.deleted,
-                 i.moved_to, i.subtree_op)
+                 i.moved_to, i.subtree_op, i.shards, i.in_shard)
+
+
+def entry_name(entry: Entry) -> str:
+    return entry.path.rsplit("/", 1)[1]
+
+
+def entry_version(entry: Entry) -> tuple[int, int]:
+    return entry.version
+
+
+def shard_counts(store: Any, cluster: str, parents: Sequence[tuple[str, str | None]],
+                 shards: Sequence[int | None] | None) -> list[int]:
+    """Each parent's shard count: as the caller holds it, or read from its item (one
+    get_many for those not held)."""
+    counts = list(shards) if shards is not None else [None] * len(parents)
+    unknown = [p for (p, _), n in zip(parents, counts, strict=True) if n is None]
+    found = store.get_many(cluster, unknown) if unknown else {}
+    return [n if n is not None else (found[p].shards if p in found else 0)
+            for (p, _), n in zip(parents, counts, strict=True)]
 
 
 class DynamoIndexStore:
@@ -79,9 +107,13 @@ class DynamoIndexStore:
                                         thread_name_prefix="index-ddb")
 
     def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
-        keys = [wire_key(cluster, p) for p in dict.fromkeys(paths)]
-        return {(e := item_to_entry(from_wire(raw))).path: e
-                for raw in batch_get(self.ddb, self.table, keys, pool=self._pool)}
+        keys = [k for p in dict.fromkeys(paths) for k in wire_keys(cluster, p)]
+        found: dict[str, Entry] = {}
+        for raw in batch_get(self.ddb, self.table, keys, pool=self._pool):
+            entry = item_to_entry(from_wire(raw))
+            if (held := found.get(entry.path)) is None or held.version < entry.version:
+                found[entry.path] = entry  # in both places: the later write is the entry
+        return found
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
         now_s = int(self.clock())
@@ -123,14 +155,41 @@ class DynamoIndexStore:
         return refused
 
     def children_many(self, cluster: str, parents: Sequence[tuple[str, str | None]], *,
-                      limit: int) -> list[list[Entry]]:
-        return list(self._pool.map(lambda p: self._children(cluster, p[0], p[1], limit),
-                                   parents))
+                      limit: int,
+                      shards: Sequence[int | None] | None = None) -> list[list[Entry]]:
+        """Every partition of every parent is read at once (one wave of Queries); a sharded
+        parent's partitions are read ~2 x limit / partitions each (names spread evenly by
+        hash), and one read further only when the merge runs short of `limit` before them."""
+        counts = shard_counts(self, cluster, parents, shards)
+        tasks = []  # (parent's position, partition, after, page)
+        for i, ((parent, after), n) in enumerate(zip(parents, counts, strict=True)):
+            page = limit if n == 0 else max(1, -(-2 * limit // (n + 1)))
+            tasks += [(i, pk, after, page) for pk in child_partitions(cluster, parent, n)]
+        got = list(self._pool.map(lambda t: self._query(t[1], t[2], t[3]), tasks))
+        reads: list[list[_PartitionRead]] = [[] for _ in parents]
+        for (i, pk, _, page), entries in zip(tasks, got, strict=True):
+            reads[i].append(_PartitionRead(pk, page, entries))
+        return [self._merged(r, limit) for r in reads]
 
-    def _children(self, cluster: str, parent: str, after: str | None,
-                  limit: int) -> list[Entry]:
+    def _merged(self, reads: list[_PartitionRead], limit: int) -> list[Entry]:
+        while True:
+            # Past the last name read of a partition that holds more, the merge is not sure.
+            cut = min((r.entries[-1].path.rsplit("/", 1)[1] for r in reads if r.more),
+                      default=None)
+            merged = list(newest_by_name(
+                ([e for e in r.entries if cut is None or entry_name(e) <= cut] for r in reads),
+                entry_name, entry_version))
+            if len(merged) >= limit or cut is None:
+                return merged[:limit]
+            for r in reads:
+                if r.more and entry_name(r.entries[-1]) == cut:
+                    more = self._query(r.partition, cut, r.page)
+                    r.entries += more
+                    r.more = len(more) >= r.page
+
+    def _query(self, partition: str, after: str | None, limit: int) -> list[Entry]:
         names_ = {"#pk": names.INDEX_PK}
-        values: dict[str, Any] = {":pk": {"S": names.index_partition(cluster, parent)}}
+        values: dict[str, Any] = {":pk": {"S": partition}}
         condition = "#pk = :pk"
         if after is not None:
             names_["#sk"] = names.INDEX_SK
@@ -150,6 +209,19 @@ class DynamoIndexStore:
                 break
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return entries
+
+
+@dataclass(slots=True)
+class _PartitionRead:
+    """One partition's children read so far, in name order."""
+
+    partition: str
+    page: int
+    entries: list[Entry]
+    more: bool = False
+
+    def __post_init__(self) -> None:
+        self.more = len(self.entries) >= self.page
 
 
 def _error_code(exc: ClientError) -> str:

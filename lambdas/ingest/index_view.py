@@ -24,8 +24,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hdfs_events import names
-from lambdas.ingest.index_model import Entry
+from hdfs_events.index_item import INDEX_SHARDS
+from lambdas.ingest.index_model import DIRECTORY, Entry
 from lambdas.ingest.subtree import ChildPages
+
+# A directory receiving more child writes than this in one chunk is sharded (index_item.py):
+# the sequencer applies a cluster's chunks one after another, CHUNK_EVENTS (1,000) events each,
+# so 10,000 creates/s is about 10 chunks a second, and below this a directory takes under
+# 10 x 100 writes a second, DynamoDB's 1,000 WCU/s for one partition key. Above it, its next
+# listings cost 1 + INDEX_SHARDS Queries instead of one, which only hot directories pay.
+SHARD_AFTER_WRITES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +101,9 @@ class IndexView:
         if dirs and left <= 0:
             dirs = []
         self.read(points)
+        shards = [self._base[d].shards if d in self._known else None for d in dirs]
         listings = (self.store.children_many(self.cluster, [(d, None) for d in dirs],
-                                             limit=left + 1) if dirs else [])
+                                             limit=left + 1, shards=shards) if dirs else [])
         for directory, children in zip(dirs, listings, strict=True):
             if self.listed_entries + len(children) > listing_budget:
                 self.listed_entries = listing_budget  # no more listings this chunk
@@ -171,6 +180,7 @@ class IndexView:
                 continue
             writes.append(entry)
         self._changed = {}
+        writes = self._placed(writes)
         if not writes and not unsure:
             return []
         with ThreadPoolExecutor(max_workers=1) as side:
@@ -179,8 +189,29 @@ class IndexView:
             refused = self.store.put_many(writes) if writes else []
             held = stored.result() if stored is not None else {}
         self.reads += len(unsure)
-        late = [e for e in unsure if e.path in held]
+        late = self._placed([e for e in unsure if e.path in held])
         if late:
             refused += self.store.put_many(late)
         self.writes += len(writes) + len(late)
         return refused
+
+    def _placed(self, writes: list[Entry]) -> list[Entry]:
+        """Shards a directory given more than SHARD_AFTER_WRITES child writes (its own item,
+        written with them, records it), and puts each entry in its parent's shard when the
+        parent is sharded. A child whose parent the chunk did not read goes to the parent's
+        own partition, which every read looks in too."""
+        counts: defaultdict[str, int] = defaultdict(int)
+        for entry in writes:
+            counts[parent_of(entry.path)] += 1
+        own = {e.path: e for e in writes}
+        for parent, count in counts.items():
+            held = own.get(parent) or self._base.get(parent)
+            if (count > SHARD_AFTER_WRITES and held is not None and held.alive
+                    and held.shards == 0 and held.type in (DIRECTORY, None)):
+                own[parent] = held.placed(shards=INDEX_SHARDS, in_shard=held.in_shard)
+        placed = []
+        for entry in own.values():
+            parent = own.get(parent_of(entry.path)) or self._base.get(parent_of(entry.path))
+            sharded = parent is not None and parent.shards > 0
+            placed.append(entry.placed(shards=entry.shards, in_shard=sharded))
+        return placed

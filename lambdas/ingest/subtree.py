@@ -32,10 +32,11 @@ Frame = tuple[str, str | None]  # (directory relative to src, last name done)
 
 
 class ChildPages(Protocol):
-    def children_many(self, cluster: str, parents: Sequence[Frame], *,
-                      limit: int) -> list[list[Entry]]:
-        """For each (parent, after): the entries of the parent's partition after `after`, by
-        name, at most `limit`."""
+    def children_many(self, cluster: str, parents: Sequence[Frame], *, limit: int,
+                      shards: Sequence[int | None] | None = None) -> list[list[Entry]]:
+        """For each (parent, after): the parent's children after `after`, by name, at most
+        `limit` (fewer only at the end), from its own partition and every shard of it.
+        `shards`: each parent's shard count as held (None: read from its item first)."""
         ...
 
 

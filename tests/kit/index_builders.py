@@ -10,6 +10,7 @@ from typing import Any
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_item import from_wire
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
+from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_table import item_to_entry
 
 T0 = 1_700_000_000_000  # NameNode time of txid 0 in these histories
@@ -91,4 +92,8 @@ def live(ddb: Any, table: str = "hdfs-events-index") -> dict[str, dict]:
     pages = ddb.get_paginator("scan").paginate(TableName=table)
     entries = [item_to_entry(from_wire(i)) for page in pages for i in page["Items"]
                if "!" not in i["parent"]["S"].partition("#")[0]]
-    return {e.path: dict(e.attrs) for e in entries if e.alive}
+    newest: dict[str, Entry] = {}
+    for e in entries:  # a sharded directory's child may have an item in two partitions
+        if e.path not in newest or newest[e.path].version < e.version:
+            newest[e.path] = e
+    return {e.path: dict(e.attrs) for e in newest.values() if e.alive}

@@ -1,14 +1,18 @@
-"""In-memory stores with DynamoDB's semantics that matter here: partition = parent, items
-sorted by name within it, DynamoDB's key limits; the sequencer's lease conditions."""
+"""In-memory stores with DynamoDB's semantics that matter here: partition = parent (or a shard
+of a hot parent, hdfs_events/index_item.py), items sorted by name within it, DynamoDB's key
+limits and per-partition write limit; the sequencer's lease conditions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
-from hdfs_events import names
+from hdfs_events import index_item, names
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import MAX_NAME_BYTES
 from lambdas.ingest.index_model import Entry
+from lambdas.ingest.index_table import entry_name, entry_version, shard_counts
 from lambdas.ingest.index_view import Refused
 from lambdas.ingest.sequencer import (
     Arrival,
@@ -19,51 +23,86 @@ from lambdas.ingest.sequencer import (
 )
 
 
+class PartitionLimit:
+    """DynamoDB's per-partition write limit on a simulated clock: 1,000 WCU/s per partition
+    key; writes beyond it within one second of `now_s` count as throttled."""
+
+    def __init__(self, per_second: int = 1000) -> None:
+        self.per_second = per_second
+        self.now_s = 0.0
+        self.throttled = 0
+        self._second: Counter[tuple[str, int]] = Counter()
+
+    def __call__(self, partition: str) -> None:
+        key = (partition, int(self.now_s))
+        self._second[key] += 1
+        if self._second[key] > self.per_second:
+            self.throttled += 1
+
+
 class MemoryIndexStore:
-    def __init__(self) -> None:
+    def __init__(self, on_write: Callable[[str], None] | None = None) -> None:
         self.partitions: dict[str, dict[str, Entry]] = {}
         self.calls = {"get": 0, "put": 0, "query": 0}
         self.puts = 0
+        self.on_write = on_write  # each item written, by its partition key
 
     @staticmethod
-    def key(cluster: str, path: str) -> tuple[str, str]:
-        parent, name = names.split_path(path)
-        return names.index_partition(cluster, parent), name
+    def key(entry: Entry) -> tuple[str, str]:
+        k = index_item.item_key(entry.cluster, entry.path, in_shard=entry.in_shard)
+        return k[names.INDEX_PK], k[names.INDEX_SK]
 
     def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
         self.calls["get"] += 1
-        found = {}
+        found: dict[str, Entry] = {}
         for path in paths:
-            pk, name = self.key(cluster, path)
-            entry = self.partitions.get(pk, {}).get(name)
-            if entry is not None:
-                found[path] = entry
+            for in_shard in (False, True):
+                pk, name = self.key(Entry(cluster, path, in_shard=in_shard))
+                entry = self.partitions.get(pk, {}).get(name)
+                if entry is not None and (path not in found or found[path].version < entry.version):
+                    found[path] = entry
         return found
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
         self.calls["put"] += 1
         refused = []
         for entry in entries:
-            pk, name = self.key(entry.cluster, entry.path)
+            pk, name = self.key(entry)
             if len(name.encode()) > MAX_NAME_BYTES:
                 refused.append(Refused(entry, "sort key over 1024 bytes"))
                 continue
             self.partitions.setdefault(pk, {})[name] = entry
             self.puts += 1
+            if self.on_write is not None:
+                self.on_write(pk)
         return refused
 
     def children_many(self, cluster: str, parents: Sequence[tuple[str, str | None]], *,
-                      limit: int) -> list[list[Entry]]:
+                      limit: int, shards: Sequence[int | None] | None = None,
+                      ) -> list[list[Entry]]:
+        counts = shard_counts(self, cluster, parents, shards)
         self.calls["query"] += 1
         out = []
-        for parent, after in parents:
-            part = self.partitions.get(names.index_partition(cluster, parent), {})
-            chosen = sorted(n for n in part if after is None or n > after)[:limit]
-            out.append([part[n] for n in chosen])
+        for (parent, after), n in zip(parents, counts, strict=True):
+            streams = []
+            for pk in index_item.child_partitions(cluster, parent, n):
+                part = self.partitions.get(pk, {})
+                streams.append([part[name] for name in sorted(part)
+                                if after is None or name > after])
+            merged = index_item.newest_by_name(streams, entry_name, entry_version)
+            out.append(list(itertools.islice(merged, limit)))
         return out
 
     def entries(self) -> list[Entry]:
-        return [e for part in self.partitions.values() for e in part.values()]
+        """Every path's entry: the newest of its items (a sharded directory's child may have
+        one in the parent's partition and one in its shard)."""
+        newest: dict[tuple[str, str], Entry] = {}
+        for part in self.partitions.values():
+            for e in part.values():
+                held = newest.get((e.cluster, e.path))
+                if held is None or held.version < e.version:
+                    newest[(e.cluster, e.path)] = e
+        return list(newest.values())
 
     def live(self, cluster: str) -> dict[str, dict]:
         """What a user sees: path -> attributes of every live entry."""
