@@ -2,12 +2,15 @@
 overwrites and truncates as what they are, `rm -r` by the files under the directory, `-rm` into
 the trash as a delete (its expunge not again), and a mass delete through the trash. Each case
 rolls up its second day from the path state after the first (glue_jobs.rollups.path_state),
-and again from every earlier event: both give the figures written out here."""
+and again from every earlier event: both give the figures written out here. The cases run
+together, each in a cluster of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
+import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -71,20 +74,80 @@ def _measured(spark, earlier: list[HdfsEvent], today: list[HdfsEvent], *, with_s
             .transform(with_prefix(2)).transform(file_sizes.measure_events(measures)))
 
 
-def rolled_up(spark, earlier: list[HdfsEvent], today: list[HdfsEvent]
-              ) -> tuple[DataFrame, DataFrame]:
-    """(activity_daily, mass_deletes) of day 14, from the path state after day 13; checked
-    equal to the same figures from every event of day 13."""
+# Each case in a cluster of its own (every rollup is per cluster: the path state, the owners,
+# the replay of sizes, the windows), all rolled up by one run: a run costs seconds of Spark
+# planning and scheduling whatever its rows, and the cases cannot reach one another.
+CASES: dict[str, tuple[list[HdfsEvent], list[HdfsEvent]]] = {
+    "append": (written(1, "/a/b/log", 1000),
+               [event(10, EventType.APPEND, "/a/b/log", ts=None, new_block=False),
+                close(11, "/a/b/log", 1001)]),
+    "overwrite": (written(1, "/a/b/f", 500),
+                  [create(10, "/a/b/f", overwrite=True), close(11, "/a/b/f", 300)]),
+    "rename_onto": (written(1, "/a/b/f", 500),
+                    [create(10, "/a/b/f._COPYING_", overwrite=True),  # `hdfs dfs -put -f`
+                     close(11, "/a/b/f._COPYING_", 70),
+                     event(12, EventType.RENAME, "/a/b/f._COPYING_", dst_path="/a/b/f")]),
+    "truncate": (written(1, "/a/b/f", 1000),
+                 [event(10, EventType.TRUNCATE, "/a/b/f", size=400),
+                  event(11, EventType.APPEND, "/a/b/f", ts=None, new_block=True),
+                  close(12, "/a/b/f", 450)]),
+    "renamed_3_times": (written(1, "/a/b/f", 100),
+                        [event(10, EventType.RENAME, "/a/b/f", dst_path="/a/b/g"),
+                         event(11, EventType.RENAME, "/a/b/g", dst_path="/a/b/h"),
+                         event(12, EventType.RENAME, "/a/b/h", dst_path="/a/b/i"),
+                         event(13, EventType.APPEND, "/a/b/i", ts=None, new_block=False),
+                         close(14, "/a/b/i", 150), event(15, EventType.UNLINK, "/a/b/i")]),
+    "rm_r": ([create(1, "/a/b/d", inode=INodeType.DIRECTORY, ts=T13),
+              *written(2, "/a/b/d/x", 10), *written(4, "/a/b/d/sub/y", 20),
+              *written(6, "/a/b/d/z", 30),
+              *written(8, "/a/b/dd", 5)],  # beside d, not under it
+             [event(10, EventType.UNLINK, "/a/b/d")]),
+    "rm_to_trash": ([],
+                    [create(10, "/data/p", inode=INodeType.DIRECTORY),
+                     create(11, "/data/p/x"), close(12, "/data/p/x", 100),
+                     create(13, "/data/p/y"), close(14, "/data/p/y", 200),
+                     # `hdfs dfs -rm -r /data/p` (TrashPolicyDefault.moveToTrash)
+                     event(15, EventType.RENAME, "/data/p",
+                           dst_path="/user/alice/.Trash/Current/data/p"),
+                     # the emptier's checkpoint, then its expunge
+                     event(16, EventType.RENAME, "/user/alice/.Trash/Current",
+                           dst_path="/user/alice/.Trash/261126120000"),
+                     event(17, EventType.UNLINK, "/user/alice/.Trash/261126120000")]),
+    "mass_delete_trash": (
+        [create(1, "/data/big", inode=INodeType.DIRECTORY, owner="bob", ts=T13),
+         *[e for i in range(5)
+           for e in written(10 + 2 * i, f"/data/big/part-{i}", 1000 * (i + 1), owner="bob")]],
+        [event(30, EventType.RENAME, "/data/big", dst_path="/user/bob/.Trash/Current/data/big"),
+         event(31, EventType.UNLINK, "/data/small", ts=T14 + 1000)]),  # before the lake
+}
+
+
+def _in(cluster: str, events: list[HdfsEvent]) -> list[HdfsEvent]:
+    return [dataclasses.replace(e, cluster=cluster) for e in events]
+
+
+@pytest.fixture(scope="module")
+def rolled(spark) -> tuple[DataFrame, DataFrame]:
+    """(activity_daily, mass_deletes) of day 14 of every case, from the path state after day
+    13; checked equal to the same figures from every event of day 13."""
+    earlier = [e for name, (before, _) in CASES.items() for e in _in(name, before)]
+    today = [e for name, (_, after) in CASES.items() for e in _in(name, after)]
     outs = []
     for with_state in (True, False):
         events = _measured(spark, earlier, today, with_state=with_state).cache()
-        # Cached: each is collected twice (against the other, against the figures).
+        # Cached: each is collected against the other, then once per case.
         outs.append((events.transform(daily_activity(SMALL)).cache(),
                      events.transform(mass_deletes(10, THRESHOLD, BYTES_THRESHOLD)).cache()))
     (activity, deletes), (full_activity, full_deletes) = outs
     assert_frames_equal(activity, full_activity)
     assert_frames_equal(deletes, full_deletes)
     return activity, deletes
+
+
+def case(rolled: tuple[DataFrame, DataFrame], name: str) -> tuple[DataFrame, DataFrame]:
+    """One case's (activity_daily, mass_deletes) rows, in the cluster the figures name."""
+    return tuple(df.where(F.col("cluster") == name).withColumn("cluster", F.lit(C))
+                 for df in rolled)  # type: ignore[return-value]
 
 
 #               created deleted renamed written small net overwritten replaced b_deleted truncated
@@ -94,53 +157,39 @@ def activity(prefix: str, owner: str, *figures: int) -> tuple:
             b_deleted, cut, DAY14)
 
 
-def test_an_append_of_one_byte_to_a_1000_byte_file_writes_one_byte(spark):
-    got, _ = rolled_up(spark, written(1, "/a/b/log", 1000),
-                       [event(10, EventType.APPEND, "/a/b/log", ts=None, new_block=False),
-                        close(11, "/a/b/log", 1001)])
+def test_an_append_of_one_byte_to_a_1000_byte_file_writes_one_byte(spark, rolled):
+    got, _ = case(rolled, "append")
     # 1001 - 1000 = 1 byte written; no file created, none small (not a new file's CLOSE).
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 0, 0, 1, 0, 0, 0, 0, 0, 0)], ACTIVITY_SCHEMA))
 
 
-def test_an_overwrite_of_a_500_byte_file_by_300_bytes_replaces_a_file(spark):
-    got, _ = rolled_up(spark, written(1, "/a/b/f", 500),
-                       [create(10, "/a/b/f", overwrite=True), close(11, "/a/b/f", 300)])
+def test_an_overwrite_of_a_500_byte_file_by_300_bytes_replaces_a_file(spark, rolled):
+    got, _ = case(rolled, "overwrite")
     # One file overwritten (not created), its 500 bytes replaced, 300 - 0 = 300 bytes written;
     # the number of files is unchanged.
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 0, 0, 300, 0, 0, 1, 500, 0, 0)], ACTIVITY_SCHEMA))
 
 
-def test_a_rename_onto_a_live_file_overwrites_it(spark):
-    got, _ = rolled_up(spark, written(1, "/a/b/f", 500),
-                       [create(10, "/a/b/f._COPYING_", overwrite=True),  # `hdfs dfs -put -f`
-                        close(11, "/a/b/f._COPYING_", 70),
-                        event(12, EventType.RENAME, "/a/b/f._COPYING_", dst_path="/a/b/f")])
+def test_a_rename_onto_a_live_file_overwrites_it(spark, rolled):
+    got, _ = case(rolled, "rename_onto")
     # The upload creates one file of 70 bytes (small: < 100); its rename onto f replaces f's
     # 500 bytes: 1 created - 1 overwritten by a rename = net 0. An upload's end is no rename.
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 1, 0, 0, 70, 1, 0, 1, 500, 0, 0)], ACTIVITY_SCHEMA))
 
 
-def test_a_truncate_from_1000_to_400_bytes_cuts_600(spark):
-    got, _ = rolled_up(spark, written(1, "/a/b/f", 1000),
-                       [event(10, EventType.TRUNCATE, "/a/b/f", size=400),
-                        event(11, EventType.APPEND, "/a/b/f", ts=None, new_block=True),
-                        close(12, "/a/b/f", 450)])
+def test_a_truncate_from_1000_to_400_bytes_cuts_600(spark, rolled):
+    got, _ = case(rolled, "truncate")
     # 1000 - 400 = 600 bytes truncated (not negative writes); the append after it writes
     # 450 - 400 = 50.
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 0, 0, 50, 0, 0, 0, 0, 0, 600)], ACTIVITY_SCHEMA))
 
 
-def test_a_file_renamed_three_times_in_a_day_keeps_its_size(spark):
-    today = [event(10, EventType.RENAME, "/a/b/f", dst_path="/a/b/g"),
-             event(11, EventType.RENAME, "/a/b/g", dst_path="/a/b/h"),
-             event(12, EventType.RENAME, "/a/b/h", dst_path="/a/b/i"),
-             event(13, EventType.APPEND, "/a/b/i", ts=None, new_block=False),
-             close(14, "/a/b/i", 150), event(15, EventType.UNLINK, "/a/b/i")]
-    got, _ = rolled_up(spark, written(1, "/a/b/f", 100), today)
+def test_a_file_renamed_three_times_in_a_day_keeps_its_size(spark, rolled):
+    got, _ = case(rolled, "renamed_3_times")
     # The append writes 150 - 100 = 50 and the delete removes 150 bytes: the size followed f
     # through its three names. Owners follow one rename only: h and i are of no known owner.
     assert_frames_equal(got, spark.createDataFrame(
@@ -148,28 +197,15 @@ def test_a_file_renamed_three_times_in_a_day_keeps_its_size(spark):
          activity("/a/b", UNKNOWN_OWNER, 0, 1, 1, 50, 0, -1, 0, 0, 150, 0)], ACTIVITY_SCHEMA))
 
 
-def test_rm_r_of_a_directory_counts_the_files_the_path_state_holds_under_it(spark):
-    earlier = [create(1, "/a/b/d", inode=INodeType.DIRECTORY, ts=T13),
-               *written(2, "/a/b/d/x", 10), *written(4, "/a/b/d/sub/y", 20),
-               *written(6, "/a/b/d/z", 30),
-               *written(8, "/a/b/dd", 5)]  # beside d, not under it
-    got, _ = rolled_up(spark, earlier, [event(10, EventType.UNLINK, "/a/b/d")])
+def test_rm_r_of_a_directory_counts_the_files_the_path_state_holds_under_it(spark, rolled):
+    got, _ = case(rolled, "rm_r")
     # One UNLINK, 3 files deleted, 10 + 20 + 30 = 60 bytes; net -3.
     assert_frames_equal(got, spark.createDataFrame(
         [activity("/a/b", "alice", 0, 3, 0, 0, 0, -3, 0, 0, 60, 0)], ACTIVITY_SCHEMA))
 
 
-def test_rm_into_the_trash_deletes_once_and_its_expunge_counts_nothing(spark):
-    trash = "/user/alice/.Trash"
-    today = [create(10, "/data/p", inode=INodeType.DIRECTORY),
-             create(11, "/data/p/x"), close(12, "/data/p/x", 100),
-             create(13, "/data/p/y"), close(14, "/data/p/y", 200),
-             # `hdfs dfs -rm -r /data/p` (TrashPolicyDefault.moveToTrash)
-             event(15, EventType.RENAME, "/data/p", dst_path=f"{trash}/Current/data/p"),
-             # the emptier's checkpoint, then its expunge
-             event(16, EventType.RENAME, f"{trash}/Current", dst_path=f"{trash}/261126120000"),
-             event(17, EventType.UNLINK, f"{trash}/261126120000")]
-    got, _ = rolled_up(spark, [], today)
+def test_rm_into_the_trash_deletes_once_and_its_expunge_counts_nothing(spark, rolled):
+    got, _ = case(rolled, "rm_to_trash")
     # 2 files created under /data/p (100 + 200 = 300 bytes, net +2), deleted by the move of
     # /data/p, which counts at its own prefix /data (2 files, 300 bytes, net -2). The
     # checkpoint is no rename and the expunge no delete: /user/alice has nothing to report.
@@ -178,23 +214,19 @@ def test_rm_into_the_trash_deletes_once_and_its_expunge_counts_nothing(spark):
          activity("/data", "alice", 0, 2, 0, 0, 0, -2, 0, 0, 300, 0)], ACTIVITY_SCHEMA))
 
 
-def test_a_mass_delete_through_the_trash_is_flagged_with_its_root(spark):
-    earlier = [create(1, "/data/big", inode=INodeType.DIRECTORY, owner="bob", ts=T13)]
-    for i in range(5):
-        earlier += written(10 + 2 * i, f"/data/big/part-{i}", 1000 * (i + 1), owner="bob")
-    today = [event(30, EventType.RENAME, "/data/big",
-                   dst_path="/user/bob/.Trash/Current/data/big"),
-             event(31, EventType.UNLINK, "/data/small", ts=T14 + 1000)]  # before the lake
-    _, got = rolled_up(spark, earlier, today)
+def test_a_mass_delete_through_the_trash_is_flagged_with_its_root(spark, rolled):
+    _, got = case(rolled, "mass_delete_trash")
     # 5 files >= THRESHOLD 4 by the move, plus 1 unknown file by the UNLINK; bytes
     # 1000 + 2000 + 3000 + 4000 + 5000 = 15,000 >= BYTES_THRESHOLD 10,000 under prefix /data.
-    # The owner of /data/small is unknown: bob's window has the move alone (5 files).
+    # The owner of /data/small is unknown: bob's window has the move alone (5 files). No other
+    # case deletes as many: none has a window.
     w = datetime(2015, 1, 14, 10, 0), datetime(2015, 1, 14, 10, 10)
     expected = spark.createDataFrame([
         (C, "owner", "bob", *w, 0, 30, 30, 1, 5, 15_000, "/data/big", None, 1, DAY14),
         (C, "prefix", "/data", *w, 1, 30, 31, 1, 6, 15_000, "/data/big", None, 2, DAY14),
     ], MASS_DELETE_SCHEMA)
     assert_frames_equal(got, expected)
+    assert rolled[1].where(F.col("cluster") != "mass_delete_trash").count() == 0
 
 
 def test_the_path_state_keeps_live_files_only_with_their_last_size(spark):
