@@ -127,4 +127,9 @@ def test_files_in_an_encryption_zone_on_a_real_kms_are_copied_verified_and_none_
     assert totals["uploads"] >= len(files), totals
     status = sync_command(config, "status")
     assert "parked paths: 0" in status.stdout, status.stdout + sync.log_tail()
+    verify = sync_command(config, "verify", "--prefix", "/ez", "--prefix", "/plain")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert ("/ez: 4 files in HDFS, 0 checksums compared, 0 differ (4 in encryption zones: size "
+            "and mtime compared)") in verify.stdout, verify.stdout
+    assert "/plain: 1 files in HDFS, 1 checksums compared, 0 differ\n" in verify.stdout
     assert "ChecksumMismatch" not in sync.log.read_text(errors="replace")
