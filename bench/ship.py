@@ -1,11 +1,12 @@
 """Shipping cost: the agent's packing design against the hdfs-inotify-example design, same run.
 
-    python -m bench.ship [--ops 300000] [--moto-events 20000] [--out bench-out]
+    python -m bench.ship [--ops 300000] [--rounds 3] [--moto-events 20000] [--out bench-out]
 
 Measures, on a generated edit log (tests/kit/workload.py):
 - the agent alone (no network): events/s of translate (XML parse + op -> events), of the
   pipeline from translated batches (filter + pack + gzip + envelope, NoopSender), and of both
-  together, in CPU seconds of this process (one core; the GIL keeps it on one);
+  together, in CPU seconds of this process (one core; the GIL keeps it on one), the pipeline
+  and the baseline as the best of `--rounds` rounds, each round running both back to back;
 - billed SQS requests per 1,000 events (each 64 KiB chunk of a SendMessageBatch is one
   request) for the agent's messages (its manifests included, one request each) and for the
   baseline: one event per message as JSON,
@@ -231,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="events the agent ships to moto server (0: skip moto)")
     parser.add_argument("--moto-baseline-events", type=int, default=2_000,
                         help="events the baseline ships to moto server (one per message)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="CPU-time rounds of every contender; the best of each counts")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -239,19 +242,31 @@ def main(argv: list[str] | None = None) -> int:
 
     batches, t_translate = cpu(lambda: translate(edits))
     events = sum(len(b.events) for b in batches)
+    # Each round runs every contender once, back to back; each keeps its least CPU time (the
+    # machine is shared: other processes only ever add to a round's time).
+    best: dict[str, float] = {}
+    results: dict[str, Any] = {}
+    for _ in range(args.rounds):
+        for name, kwargs in VARIANTS.items():
+            results[name], seconds = cpu(lambda kw=kwargs: agent_noop(batches, **kw))
+            best[name] = min(best.get(name, seconds), seconds)
+        entries, seconds = cpu(lambda: baseline_entries(batches))
+        best["baseline"] = min(best.get("baseline", seconds), seconds)
     variants: dict[str, dict[str, Any]] = {}
-    for name, kwargs in VARIANTS.items():
-        result, seconds = cpu(lambda kw=kwargs: agent_noop(batches, **kw))
-        variants[name] = {**result, "events_per_cpu_s": round(events / seconds),
+    for name in VARIANTS:
+        result = results[name]
+        variants[name] = {**result, "events_per_cpu_s": round(events / best[name]),
+                          "vs_baseline": round(best["baseline"] / best[name], 2),
                           "events_per_message": round(result["events"] / result["messages"], 1),
                           "billed_per_1000_events": round(1000 * result["billed_requests"]
                                                           / result["events"], 3)}
     _, t_both = cpu(lambda: agent_noop(translate_batches(read_ops(edits), CLUSTER)))
-    entries, t_baseline = cpu(lambda: baseline_entries(batches))
+    t_baseline = best["baseline"]
     baseline_billed = sum(billed(b) for b in entries)
 
     report: dict[str, Any] = {
-        "workload": {"ops": summary.ops, "events": events, "seed": args.seed},
+        "workload": {"ops": summary.ops, "events": events, "seed": args.seed,
+                     "rounds": args.rounds},
         "translate_events_per_cpu_s": round(events / t_translate),
         "translate_and_replay_pipeline_events_per_cpu_s": round(events / t_both),
         "agent": variants,
@@ -275,15 +290,17 @@ def print_table(r: dict[str, Any]) -> None:
     print(f"translate + replay pipeline, end to end:    "
           f"{r['translate_and_replay_pipeline_events_per_cpu_s']:,} events per CPU second")
     print()
-    print(f"{'pipeline from translated batches':<44}{'ev/CPU s':>10}{'messages':>10}"
-          f"{'manifests':>10}{'ev/msg':>8}{'billed':>8}{'per 1k ev':>10}")
+    print(f"{'pipeline from translated batches':<44}{'ev/CPU s':>10}{'x base':>8}"
+          f"{'messages':>10}{'manifests':>10}{'ev/msg':>8}{'billed':>8}{'per 1k ev':>10}")
     rows = [(name, v) for name, v in r["agent"].items()]
     rows.append(("hdfs-inotify-example (1 event/msg, 10/batch)", r["baseline"]))
     for name, v in rows:
-        print(f"{name:<44}{v['events_per_cpu_s']:>10,}{v['messages']:>10,}"
-              f"{v.get('manifests', 0):>10,}"
+        print(f"{name:<44}{v['events_per_cpu_s']:>10,}{v.get('vs_baseline', 1.0):>8}"
+              f"{v['messages']:>10,}{v.get('manifests', 0):>10,}"
               f"{v['events_per_message']:>8}{v['billed_requests']:>8,}"
               f"{v['billed_per_1000_events']:>10}")
+    print(f"(best of {w['rounds']} CPU-time rounds each; x base: the baseline's best CPU time "
+          "over the row's)")
     moto = r.get("moto_server")
     if moto:
         print()

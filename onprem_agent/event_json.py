@@ -1,17 +1,26 @@
-"""Canonical event JSON, byte for byte what `HdfsEvent.to_json()` writes, about twice as fast.
+"""An event checked against the contract and written as its canonical JSON, in one step.
 
-The agent serialises every event once, and at 100k events/s the contract's generic path (a
-28-key dict through json.dumps) is the largest cost after the XML parser. Canonical JSON has a
-fixed key order and events of one shape (the same fields null) differ only in values, so each
-shape gets a %-template with its keys and nulls written in, and only the non-null values are
-encoded: ints with %d, strings (and StrEnum members) with the json module's own C
-string encoder. Shapes with acls or xattrs (rare) take the contract's path. A unit test pins
-the output to `to_json()` on real and generated events.
+`checked_event_json(event)` raises EventFormatError exactly when `hdfs_events.validation.
+check_event` does (it is the consumer's check too) and otherwise returns byte for byte what
+`HdfsEvent.to_json()` writes. The agent does this for every event, and the two done
+separately (check_event's generic walk over every rule, then a generic serialiser) were most of
+the packing cost: ~6 us and ~5.5 us an event against ~15 us for the seed design's whole
+per-event work (profiled on bench.ship's workload, docs/agent.md "Packing").
 
-Each shape's formatter is one generated lambda, `lambda v: T % (E(v[4]), v[1], ...)`: a generic
-loop over (encoder, value) pairs cost as much again as the formatting itself (measured with
-pyinstrument: ~220k -> ~310k events per CPU second). The generated source is built only from
-the contract's field indices and fixed encoder names, never from event data.
+Events of one shape (the same fields null) differ only in their values, so each shape gets one
+generated function that reads the slots it needs, tests a *sufficient* condition for every rule
+of check_event (a cheap, stricter form: an ASCII path of at most 255 characters cannot break a
+component, depth, length or index-key limit, see `_path_rule`), and formats the values into a
+%-template with the keys and nulls written in: ints with %d, strings with the json module's
+own C string encoder. Whatever the cheap form cannot clear (a non-ASCII or long path, a name
+with a ".." component, acls, xattrs, a value of an unexpected type) goes to check_event itself,
+then `to_json()`: the verdict and the bytes stay exact, only slower. A unit test pins both, on
+real, generated and adversarial events (tests/unit/agent/test_event_json.py).
+
+The generated source holds only slot names, the contract's numeric limits and fixed helper
+names, never event data. The condition's parts are generated from the contract's own tables
+(`validation.INT_FIELD_RANGES`, `REQUIRED_BY_TYPE`, `NAME_FIELDS`), so a new limit there
+reaches this check.
 """
 
 from __future__ import annotations
@@ -19,29 +28,100 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 from json.encoder import encode_basestring  # the C encoder json.dumps(ensure_ascii=False) uses
-from operator import attrgetter
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, get_args, get_type_hints
 
-from hdfs_events.event import FIELDS, HdfsEvent
+from hdfs_events.event import FIELDS, REQUIRED, EventType, HdfsEvent
+from hdfs_events.ids import CLUSTER_NAME
+from hdfs_events.validation import (
+    INT_FIELD_RANGES,
+    MAX_COMPONENT_BYTES,
+    MAX_NAME_CHARS,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_PATH_CHARS,
+    MAX_PATH_DEPTH,
+    NAME_FIELDS,
+    REQUIRED_BY_TYPE,
+    check_event,
+)
 
-_values = attrgetter(*FIELDS)
-_Plan = Callable[[tuple[Any, ...]], str]
-_plans: dict[tuple[type, ...], _Plan | None] = {}
+_Plan = Callable[[HdfsEvent], str]
 _MAX_PLANS = 4096  # shapes are few (one or two per event type); bounds a pathological stream
-_NAMES = {"E": encode_basestring, "B": {True: "true", False: "false"}}
+_MAX_CLUSTERS = 1024
+# Cluster names check_event accepted: an agent ships one, so the regex runs once, not per event.
+_clusters: set[str] = set()
+
+# An ASCII path of at most this many characters keeps every limit of check_path: each
+# component and the parent directory are shorter, so a component fits MAX_COMPONENT_BYTES,
+# the depth MAX_PATH_DEPTH, the characters MAX_PATH_CHARS, and "<cluster>#<parent>" (a cluster
+# name is at most 63 characters) MAX_PARTITION_KEY_BYTES. Longer paths take check_path itself.
+_SHORT_PATH = MAX_COMPONENT_BYTES
+assert min(MAX_PATH_CHARS, MAX_PATH_DEPTH, MAX_PARTITION_KEY_BYTES - 64) >= _SHORT_PATH
 
 
-def event_json(event: HdfsEvent) -> str:
-    values = _values(event)
-    shape = tuple(map(type, values))
-    plan = _plans.get(shape, _plans)
-    if plan is _plans:
+def _path_rule(a: str) -> str:
+    """check_path's rules, cheaply and strictly: absolute, no NUL, no empty, "." or ".."
+    component (a path without "/." has none of the latter; with one, it is looked at closer),
+    short and ASCII (see _SHORT_PATH). "/" itself ends in "/" and takes check_path."""
+    return (f'(type({a}) is str and len({a}) <= {_SHORT_PATH} and {a}.isascii() '
+            f'and {a}[:1] == "/" and {a}[-1:] != "/" and "//" not in {a} '
+            f'and "\\0" not in {a} and ("/." not in {a} or ("/./" not in {a} '
+            f'and "/../" not in {a} and {a}[-2:] != "/." and {a}[-3:] != "/..")))')
+
+
+def _text_rule(max_chars: int) -> Callable[[str], str]:
+    # ASCII: valid UTF-8 (no lone surrogate), and characters are bytes.
+    return lambda a: f"(type({a}) is str and len({a}) <= {max_chars} and {a}.isascii())"
+
+
+_STRING_RULES: dict[str, Callable[[str], str]] = {
+    "path": _path_rule, "dst_path": _path_rule,
+    "symlink_target": _text_rule(MAX_PATH_CHARS),
+    **{name: _text_rule(MAX_NAME_CHARS) for name in NAME_FIELDS},
+}
+
+
+def _kinds() -> dict[str, type]:
+    """Each field's declared type without None: int, bool, str, an enum, or tuple (acls...)."""
+    kinds: dict[str, type] = {}
+    for name, hint in get_type_hints(HdfsEvent).items():
+        args = [a for a in get_args(hint) if a is not NoneType] if isinstance(
+            hint, UnionType) else [hint]
+        (kind,) = args
+        kinds[name] = getattr(kind, "__origin__", kind)
+    return kinds
+
+
+_KINDS = _kinds()
+
+
+def checked_event_json(event: HdfsEvent) -> str:
+    """The canonical JSON of `event`; EventFormatError (from check_event) if the contract
+    refuses it."""
+    shape = _shape(event)
+    plan = _plans.get(shape)
+    if plan is None:
         plan = _plan(shape)
         if len(_plans) < _MAX_PLANS:
             _plans[shape] = plan
-    if plan is None:
-        return event.to_json()
-    return plan(values)  # type: ignore[operator]
+    return plan(event)
+
+
+def _checked_to_json(event: HdfsEvent) -> str:
+    """What the generated plans cannot clear: the contract's own check, then its serialiser."""
+    check_event(event)
+    if len(_clusters) < _MAX_CLUSTERS and CLUSTER_NAME.fullmatch(event.cluster):
+        _clusters.add(event.cluster)
+    return event.to_json()
+
+
+# Which fields are null: one generated expression reading every slot (a tuple of 26 bools costs
+# a third of tuple(map(type, attrgetter(...)(event)))).
+_shape: Callable[[HdfsEvent], tuple[bool, ...]] = eval(
+    f"lambda e: ({', '.join(f'e.{name} is None' for name in FIELDS)},)")
+_plans: dict[tuple[bool, ...], _Plan] = {}
+_NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "false"},
+                          "C": _clusters, "SLOW": _checked_to_json, "GAP": EventType.GAP}
 
 
 def _plain_enum(typ: type) -> bool:
@@ -50,30 +130,59 @@ def _plain_enum(typ: type) -> bool:
         encode_basestring(m) == f'"{m.value}"' and "%" not in m.value for m in typ)
 
 
-def _plan(shape: tuple[type, ...]) -> _Plan | None:
+def _plan(shape: tuple[bool, ...]) -> _Plan:
+    present = {name for name, null in zip(FIELDS, shape, strict=True) if not null}
+    if not present.issuperset(REQUIRED) or any(_KINDS[n] is tuple for n in present):
+        return _checked_to_json  # acls or xattrs (rare), or an event without its txid...
+    scope: dict[str, Any] = dict(_NAMES)
     parts: list[str] = []
     args: list[str] = []
-    for i, (name, typ) in enumerate(zip(FIELDS, shape, strict=True)):
-        if typ is type(None):
+    rules: list[str] = []
+    for i, name in enumerate(FIELDS):
+        a = f"a{i}"
+        kind = _KINDS[name]
+        if name not in present:
             parts.append(f'"{name}":null')
-        elif typ is bool:
+            continue
+        if kind is bool:
             parts.append(f'"{name}":\0')
-            args.append(f"B[v[{i}]]")
-        elif typ is int:  # exactly int (bool is handled above): %d is int.__repr__
+            args.append(f"B[{a}]")
+            rules.append(f"type({a}) is bool")
+        elif kind is int:  # exactly int (a bool is not): %d is int.__repr__
             parts.append(f'"{name}":\1')
-            args.append(f"v[{i}]")
-        elif issubclass(typ, str) and _plain_enum(typ):
+            args.append(a)
+            low, high = INT_FIELD_RANGES[name]
+            rules.append(f"type({a}) is int and {low} <= {a} <= {high}")
+        elif issubclass(kind, Enum):
+            if not _plain_enum(kind):
+                return _checked_to_json
             parts.append(f'"{name}":"\0"')  # %s of a StrEnum member is its value
-            args.append(f"v[{i}]")
-        elif issubclass(typ, str):
+            args.append(a)
+            scope[kind.__name__] = kind
+            rules.append(f"type({a}) is {kind.__name__}")
+        else:  # str
             parts.append(f'"{name}":\0')
-            args.append(f"E(v[{i}])")
-        else:
-            return None  # tuples (acls, xattrs): the contract's own path
-    template = ("{" + ",".join(parts).replace("%", "%%").replace("\0", "%s")
-                .replace("\1", "%d") + "}")
-    if not args:
-        return None
-    # The code holds only tuple indices and the names of _NAMES; the template, which holds the
-    # field names, goes in as a value.
-    return eval(f"lambda v: T % ({', '.join(args)},)", {**_NAMES, "T": template})
+            args.append(f"E({a})")
+            rule = _STRING_RULES.get(name)
+            rules.append(rule(a) if rule is not None else f"type({a}) is str")
+    rules.append(f"a{FIELDS.index('cluster')} in C")
+    # Types that need a field this shape lacks fail check_event: they take the slow path.
+    a_type, a_txid = f"a{FIELDS.index('type')}", f"a{FIELDS.index('txid')}"
+    missing = sorted(t.name for t, needs in REQUIRED_BY_TYPE.items()
+                     if not set(needs) <= present)
+    if "gap_end_txid" in present:
+        rules.append(f"({a_type} is not GAP or a{FIELDS.index('gap_end_txid')} > {a_txid})")
+    else:
+        missing.append(EventType.GAP.name)
+    if missing:
+        scope["MISSING"] = frozenset(EventType[m] for m in missing)
+        rules.append(f"{a_type} not in MISSING")
+    scope["T"] = ("{" + ",".join(parts).replace("%", "%%").replace("\0", "%s")
+                  .replace("\1", "%d") + "}")
+    loads = "; ".join(f"a{i} = e.{name}" for i, name in enumerate(FIELDS) if name in present)
+    # Every rule runs before the values are formatted: E() of a non-str would raise TypeError.
+    source = (f"def plan(e):\n    {loads}\n    if ({' and '.join(rules)}):\n"
+              f"        return T % ({', '.join(args)},)\n    return SLOW(e)\n")
+    exec(source, scope)
+    plan: _Plan = scope["plan"]
+    return plan

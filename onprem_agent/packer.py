@@ -33,8 +33,7 @@ from hdfs_events.envelope import WireMessage, encode_message
 from hdfs_events.event import EventFormatError, HdfsEvent
 from hdfs_events.ids import group_key, sqs_safe_id
 from hdfs_events.manifest import Manifest
-from hdfs_events.validation import check_event
-from onprem_agent.event_json import event_json
+from onprem_agent.event_json import checked_event_json
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +80,12 @@ class PackerStats:
 class EventPacker:
     def __init__(self, cluster: str, *, group_by: str = "prefix:2",
                  max_message_bytes: int = 65_536, linger_s: float = 0.2, compress: bool = True,
-                 compression_level: int = 6,
-                 event_json: Callable[[HdfsEvent], str] = event_json) -> None:
+                 compression_level: int = 6) -> None:
         group_key("/", group_by)  # refuses an unknown strategy now, not on the first event
         self.cluster, self.group_by = cluster, group_by
         self.max_bytes, self.linger_s = max_message_bytes, linger_s
         self.compress, self.level = compress, compression_level
-        self._event_json = event_json
+        self._fill_bytes = max_message_bytes * _FILL
         self._ratio = _FIRST_RATIO[compress]
         # Insertion order is opening order, so deadlines ascend along the dict: expiry checks
         # stop at the first open message that is still young.
@@ -119,16 +117,15 @@ class EventPacker:
 
     def add(self, event: HdfsEvent, now: float) -> list[PackedMessage]:
         """Adds one event; returns the messages this sealed (usually none)."""
-        gid = self.group_id(event)
+        gid = self._group_ids.get(self._group_key(event.path)) or self.group_id(event)
         try:
-            check_event(event)
+            text = checked_event_json(event)
         except EventFormatError as exc:
             return self._alone(gid, event, str(exc))
-        text = self._event_json(event)
         size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
         sealed: list[PackedMessage] = []
         message = self._open.get(gid)
-        if message is not None and (message.raw + size) * self._ratio > self.max_bytes * _FILL:
+        if message is not None and (message.raw + size) * self._ratio > self._fill_bytes:
             sealed = self._seal(gid, final=False)
             message = self._open.get(gid)  # a re-split may have left events open
         if message is None:
@@ -239,9 +236,5 @@ def prefix_group_key(path: str, depth: int) -> str:
     the agent computes it for every event (a unit test pins the two together)."""
     if not path.startswith("/"):
         return group_key(path, f"prefix:{depth}")  # not an HDFS path; kept identical anyway
-    end = 0
-    for _ in range(depth):
-        end = path.find("/", end + 1)
-        if end < 0:
-            return path or "/"
-    return path[:end] or "/"
+    # One split in C, at most depth + 1 times: the text before the (depth + 1)-th "/".
+    return "/".join(path.split("/", depth + 1)[:depth + 1])

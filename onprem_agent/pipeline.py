@@ -158,10 +158,14 @@ class Pipeline:
     def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
         keeps = None if self._filter.keeps_everything else self._filter.keeps
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
-        lock, acks = self._lock, self._acks
+        lock, acks, add, enqueue = self._lock, self._acks, packer.add, sender.enqueue
+        stopped, gap = stop.is_set, EventType.GAP
         floor = self.resume_after
+        # Whether a txid without events waits to be registered (see _register_deferred): most
+        # batches have events, and checking this flag costs less than the call.
+        deferred = False
         for batch in batches:
-            if stop.is_set():
+            if stopped():
                 return
             if self._background_error is not None:
                 raise self._background_error
@@ -176,16 +180,18 @@ class Pipeline:
                 # matters to the checkpoint, so it is registered lazily: with the next batch
                 # that has events, or by the flusher (a source that blocks after it).
                 self._deferred_txid = txid
+                deferred = True
                 self._batches += 1
                 self._last_txid = txid
                 continue
             sender.wait_for_capacity(stop)
             kept = events if keeps is None else [e for e in events if keeps(e)]
             with lock:
-                if events and events[0].type is EventType.GAP:
+                if events and events[0].type is gap:
                     self._gap_txid = txid
-                if not piece:
+                if deferred and not piece:
                     self._register_deferred()
+                    deferred = False
                 tracker.register(txid, len(kept), more=batch.more)
                 self._events_read += len(events)
                 self._events_filtered += len(events) - len(kept)
@@ -194,8 +200,10 @@ class Pipeline:
                 if kept:
                     now = clock()
                     for event in kept:
-                        for message in packer.add(event, now):
-                            sender.enqueue(message)
+                        sealed = add(event, now)
+                        if sealed:  # one event in hundreds seals a message
+                            for message in sealed:
+                                enqueue(message)
                 if acks:
                     self._apply_acks()
 

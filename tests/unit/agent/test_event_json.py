@@ -1,44 +1,116 @@
-"""The agent's fast canonical JSON is byte for byte the contract's."""
+"""The agent's one-step check and JSON: check_event's verdict and to_json's bytes, exactly."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType, XAttr
+from hdfs_events.envelope import decode_message
+from hdfs_events.event import EventFormatError, EventType, HdfsEvent, INodeType, MetadataType, XAttr
+from hdfs_events.validation import INT_FIELD_RANGES, check_event
 from onprem_agent.editlog import read_ops
-from onprem_agent.event_json import event_json
+from onprem_agent.event_json import checked_event_json
+from onprem_agent.packer import EventPacker
 from onprem_agent.translate import translate_ops
 from tests.kit.workload import write_edit_log
 
 
-def test_matches_to_json_on_the_real_edit_log(edits_sample: Path) -> None:
+def verdict(event: HdfsEvent) -> str:
+    """What the agent must do with `event`: the contract's reason, or the canonical JSON."""
+    try:
+        check_event(event)
+    except EventFormatError as exc:
+        return f"refused: {exc}"
+    return event.to_json()
+
+
+def checked(event: HdfsEvent) -> str:
+    try:
+        return checked_event_json(event)
+    except EventFormatError as exc:
+        return f"refused: {exc}"
+
+
+def test_matches_the_contract_on_the_real_edit_log(edits_sample: Path) -> None:
     events = list(translate_ops(read_ops(edits_sample), "c1"))
-    assert [event_json(e) for e in events] == [e.to_json() for e in events]
+    assert [checked(e) for e in events] == [verdict(e) for e in events]
 
 
-def test_matches_to_json_on_a_generated_workload(tmp_path: Path) -> None:
+def test_every_message_packed_from_a_generated_workload_passes_the_consumers_checks(
+        tmp_path: Path) -> None:
     path = tmp_path / "edits.xml"
     write_edit_log(path, ops=5000, seed=11)
     events = list(translate_ops(read_ops(path), "c1"))
-    assert [event_json(e) for e in events] == [e.to_json() for e in events]
+    assert [checked(e) for e in events] == [verdict(e) for e in events]
+    packer = EventPacker("c1", max_message_bytes=8192, linger_s=10)
+    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.flush()
+    assert packer.stats.rejected == 0
+    decoded = [e for m in out for e in decode_message(m.wire.body, m.wire.attributes)]
+    assert sorted(decoded, key=lambda e: e.key) == events
 
 
-text = st.text(max_size=20)
-maybe_int = st.none() | st.integers(-(2**63), 2**63 - 1)
+# Values at and around every limit the contract sets, and the characters its path rules are
+# about: the generated checks must refuse what check_event refuses, and nothing else.
+def edge_ints(name: str) -> st.SearchStrategy[int]:
+    low, high = INT_FIELD_RANGES[name]
+    return st.sampled_from([low - 1, low, low + 1, 7, high - 1, high, high + 1, 2**63,
+                            -(2**63) - 1])
 
 
+def maybe(name: str) -> st.SearchStrategy[int | None]:
+    return st.none() | edge_ints(name)
+
+
+component = st.sampled_from(["a", "b", ".", "..", ".h", "..x", "x.", "", "é", "日本", "\0",
+                             "\ud800", "a:b", "%s", '"q"', "\\", "\n", "d" * 200, "e" * 255,
+                             "f" * 256, "ü" * 128])
+path = (st.lists(component, max_size=12).map(lambda parts: "/" + "/".join(parts))
+        | st.sampled_from(["/", "", "a/b", "/a/", "//", "/a//b", "/" + "/x" * 130,
+                           "/" + "/".join(["y" * 250] * 9)]))
+name = st.none() | st.sampled_from(["hdfs", "", "é", "\ud800", "n" * 256, "n" * 257, "ü" * 256])
+
+
+@settings(max_examples=600, deadline=None)
 @given(st.builds(
-    HdfsEvent, cluster=st.just("c1"), txid=st.integers(0, 2**62), index=st.integers(0, 9),
-    type=st.sampled_from(EventType), path=text, dst_path=st.none() | text,
-    timestamp=maybe_int, inode_type=st.none() | st.sampled_from(INodeType), ctime=maybe_int,
-    owner=st.none() | text, perms=st.none() | st.just("0644"), overwrite=st.none() | st.booleans(),
-    size=maybe_int, metadata_type=st.none() | st.sampled_from(MetadataType),
-    acls=st.none() | st.lists(text, max_size=3).map(tuple),
-    xattrs=st.none() | st.lists(st.builds(XAttr, namespace=st.just("USER"), name=text,
-                                          value=st.none() | text), max_size=2).map(tuple),
+    HdfsEvent,
+    cluster=st.sampled_from(["c1", "c1", "bad name", "x" * 64]),
+    txid=edge_ints("txid"), index=edge_ints("index"),
+    type=st.sampled_from(EventType), path=path, dst_path=st.none() | path,
+    timestamp=maybe("timestamp"), inode_type=st.none() | st.sampled_from(INodeType),
+    ctime=maybe("ctime"), replication=maybe("replication"), owner=name, group=name,
+    perms=st.none() | st.just("0644"),
+    symlink_target=st.none() | st.sampled_from(["/t", "t" * 8000, "t" * 8001, "\ud800"]),
+    overwrite=st.none() | st.booleans(), block_size=maybe("block_size"),
+    size=maybe("size"), new_block=st.none() | st.booleans(),
+    metadata_type=st.none() | st.sampled_from(MetadataType),
+    mtime=maybe("mtime"), atime=maybe("atime"),
+    acls=st.none() | st.lists(st.sampled_from(["user:a:rw-", "x" * 513]), max_size=33).map(tuple),
+    xattrs=st.none() | st.lists(st.builds(XAttr, namespace=st.just("USER"), name=st.text(max_size=3),
+                                          value=st.none() | st.just("0x31")),
+                                max_size=2).map(tuple),
+    gap_end_txid=maybe("gap_end_txid"),
 ))
-def test_matches_to_json_on_any_event(event: HdfsEvent) -> None:
-    assert event_json(event) == event.to_json()
+@example(HdfsEvent(cluster="c1", txid=5, index=0, type=EventType.GAP, path="/", gap_end_txid=5))
+@example(HdfsEvent(cluster="c1", txid=1, index=0, type=EventType.CREATE, path="/a/.."))
+@example(HdfsEvent(cluster="c1", txid=1, index=0, type=EventType.RENAME, path="/a"))
+def test_refuses_exactly_what_the_contract_refuses_and_writes_its_json(event: HdfsEvent) -> None:
+    assert checked(event) == verdict(event)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("txid", True), ("size", 1.5), ("path", b"/a"), ("owner", 7), ("overwrite", 1),
+    ("type", "CLOSE"),
+])
+def test_a_value_of_another_type_gets_the_contracts_own_json(field: str, value: object) -> None:
+    event = HdfsEvent(**{"cluster": "c1", "txid": 3, "index": 0, "type": EventType.CLOSE,
+                         "path": "/a/b", "size": 4, "overwrite": False, field: value})
+    try:
+        expected = verdict(event)
+    except TypeError:  # json cannot write bytes: neither may the agent
+        with pytest.raises(TypeError):
+            checked_event_json(event)
+        return
+    assert checked(event) == expected
