@@ -1,0 +1,140 @@
+"""A hot directory (issue 32): 10,000 creates/s into one directory are written without going over
+DynamoDB's 1,000 WCU/s per partition key, because its children's keys are sharded; a rename or
+delete of it takes every child along; `index ls` pages through it in name order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from hdfs_events import names
+from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.index_item import INDEX_SHARDS
+from hdfs_events.index_reader import IndexReader
+from lambdas.ingest import index_view
+from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_table import DynamoIndexStore
+from lambdas.ingest.sequencer import CHUNK_EVENTS
+from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
+from tests.kit.ingest_aws import TABLE, create_resources
+from tests.kit.memory_stores import MemoryIndexStore, PartitionLimit
+from tests.kit.replay import in_order_state
+
+CREATES_PER_S = 10_000
+SMOKE_CREATES = CREATES_PER_S  # a second of them
+
+
+def hot_directory(files: int, txid: int = 10) -> list[HdfsEvent]:
+    return [mkdir(1, "/data"), mkdir(2, "/data/hot"),
+            *(mkfile(txid + i, f"/data/hot/f{i:06d}") for i in range(files))]
+
+
+def throttled_writes(events: list[HdfsEvent], limit: PartitionLimit,
+                     store: MemoryIndexStore) -> int:
+    """Applies the events a chunk at a time as the sequencer does, the simulated clock at the
+    time the chunk's events arrived (CREATES_PER_S)."""
+    index = NamespaceIndex(store, ["/data"])
+    for start in range(0, len(events), CHUNK_EVENTS):
+        limit.now_s = start / CREATES_PER_S
+        assert index.apply_until_walk(events[start:start + CHUNK_EVENTS]).taken == min(
+            CHUNK_EVENTS, len(events) - start)
+    return limit.throttled
+
+
+def test_a_directory_receiving_10k_creates_a_second_is_written_without_throttling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    events = hot_directory(SMOKE_CREATES)
+    sharded = MemoryIndexStore(on_write=(limit := PartitionLimit(1000)))
+    assert throttled_writes(events, limit, sharded) == 0
+    assert sharded.live("prod") == in_order_state(events, "/data")
+    hot = names.index_partition("prod", "/data/hot")
+    assert len(sharded.partitions.get(hot, {})) == 0  # sharded from the first chunk on
+    assert len([p for p in sharded.partitions if p.startswith(hot + "//")]) == INDEX_SHARDS
+
+    # The same events with sharding off: the model of the limit bites.
+    monkeypatch.setattr(index_view, "SHARD_AFTER_WRITES", 10**9)
+    unsharded = MemoryIndexStore(on_write=(baseline := PartitionLimit(1000)))
+    assert throttled_writes(events, baseline, unsharded) > SMOKE_CREATES // 2
+    assert unsharded.live("prod") == sharded.live("prod")
+
+
+def test_a_quiet_directory_keeps_its_one_partition() -> None:
+    events = hot_directory(index_view.SHARD_AFTER_WRITES)
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"]), events)
+    assert set(store.partitions) == {"prod#/", "prod#/data", "prod#/data/hot"}
+
+
+def test_children_written_before_the_directory_was_sharded_stay_readable() -> None:
+    """Some children in the directory's own partition, later ones (and later changes of the
+    early ones) in its shards: every read merges them, the later write kept."""
+    early = hot_directory(50)
+    late = [*(mkfile(1000 + i, f"/data/hot/g{i:04d}") for i in range(300)),
+            *(ev(2000 + i, EventType.CLOSE, f"/data/hot/f{i:06d}", size=i) for i in range(20)),
+            *(ev(3000 + i, EventType.UNLINK, f"/data/hot/f{i:06d}") for i in range(20, 30))]
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"]), early)
+    apply_in_order(NamespaceIndex(store, ["/data"]), late)
+    assert store.get_many("prod", ["/data/hot"])["/data/hot"].shards == INDEX_SHARDS
+    assert store.live("prod") == in_order_state([*early, *late], "/data")
+    [children] = store.children_many("prod", [("/data/hot", None)], limit=10**6)
+    expected = sorted(p for p in in_order_state([*early, *late], "/data")
+                      if p.startswith("/data/hot/"))
+    assert [c.path for c in children if c.alive] == expected
+
+
+@pytest.mark.parametrize("subtree_budget", [500, 2])  # 2: the walks go on from the table
+def test_a_rename_and_a_delete_of_a_sharded_directory_take_every_child(
+        subtree_budget: int) -> None:
+    before = [*hot_directory(400), mkdir(900, "/data/hot/sub"),
+              *(mkfile(901 + i, f"/data/hot/sub/s{i}") for i in range(3))]
+    renamed = [ev(1000, EventType.RENAME, "/data/hot", dst_path="/data/moved")]
+    deleted = [ev(1001, EventType.UNLINK, "/data/moved")]
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"], subtree_budget=subtree_budget), before)
+    assert store.get_many("prod", ["/data/hot"])["/data/hot"].shards == INDEX_SHARDS
+    apply_in_order(NamespaceIndex(store, ["/data"], subtree_budget=subtree_budget), renamed)
+    moved = store.live("prod")
+    assert moved == in_order_state([*before, *renamed], "/data")
+    assert len([p for p in moved if p.startswith("/data/moved/")]) == 404
+    apply_in_order(NamespaceIndex(store, ["/data"], subtree_budget=subtree_budget), deleted)
+    assert store.live("prod") == in_order_state([*before, *renamed, *deleted], "/data") == {
+        "/data": moved["/data"]}
+
+
+@pytest.fixture
+def ddb() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_resources(boto3.client("s3"), client, boto3.client("sqs"))
+        yield client
+
+
+def test_index_ls_pages_a_sharded_directory_in_name_order(ddb: Any) -> None:
+    later = [ev(5000, EventType.UNLINK, "/data/hot/f000007"),
+             ev(5001, EventType.CLOSE, "/data/hot/f000008", size=8)]
+    events = [*hot_directory(250), *later]
+    apply_in_order(NamespaceIndex(DynamoIndexStore(TABLE), ["/data"]), events[:-2])
+    apply_in_order(NamespaceIndex(DynamoIndexStore(TABLE), ["/data"]), later)
+    reader = IndexReader(TABLE, "prod", ddb)
+    assert reader.stat("/data/hot").type == "DIRECTORY"
+    assert ddb.get_item(TableName=TABLE, Key={
+        names.INDEX_PK: {"S": "prod#/data"}, names.INDEX_SK: {"S": "hot"}})["Item"]["shards"]
+    pages, after = [], None
+    while True:
+        page, after = reader.ls_page("/data/hot", after=after, limit=100)
+        pages.append(page)
+        if after is None:
+            break
+    listed = [e.path for page in pages for e in page]
+    expected = sorted(p for p in in_order_state(events, "/data") if p.startswith("/data/hot/"))
+    assert listed == expected and len(listed) == 249
+    assert [len(p) for p in pages] == [99, 100, 50]  # the first page's delete marker left out
+    assert reader.stat("/data/hot/f000008").size == 8
+    assert reader.stat("/data/hot/f000007").deleted
+    assert [e.path for e in reader.ls("/data/hot")] == expected
+    assert live(ddb) == in_order_state(events, "/data")
