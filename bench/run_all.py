@@ -360,9 +360,10 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
                higher_is_better=False, note="counted at the server, steady workload"),
         Figure(f"sync append {append['appended_bytes'] // 1024} KiB to "
                f"{append['base_bytes'] / 2**20:.1f} MiB: bytes sent", "bytes",
-               append["recopy"]["bytes_sent"], append["part_copy"]["bytes_sent"],
-               "UploadPartCopy + part", size, higher_is_better=False,
-               note=f"re-copy {append['recopy']['requests']} requests, part copy "
+               append["sync"]["bytes_sent"], append["part_copy"]["bytes_sent"],
+               "UploadPartCopy + part by hand", size, higher_is_better=False,
+               note=f"{'new bytes only' if append['sync']['as_append'] else 're-copy'}, "
+                    f"{append['sync']['requests']} requests; by hand "
                     f"{append['part_copy']['requests']}"),
     ]
 

@@ -303,10 +303,10 @@ class S3Replica:
         """The object's bytes copied inside S3, then the file's bytes after them from HDFS,
         verified (module doc). False, having sent nothing, when the object cannot be the file's
         first bytes (missing, not smaller, under S3's 5 MiB part minimum, no full-object
-        CRC32C) or the file is small; False, the upload aborted, when the CRC32Cs show the
-        object's bytes are not the file's first ones: the caller uploads the file instead."""
-        if (checksum.algorithm != "COMPOSITE-CRC32C" or in_zone(entry)
-                or entry.size <= self.settings.multipart_threshold):
+        CRC32C); False, the upload aborted, when the CRC32Cs show the object's bytes are not
+        the file's first ones: the caller uploads the file instead. Below multipart_threshold
+        too: 4 requests more than one PutObject cost less than re-sending 5 MiB or more."""
+        if checksum.algorithm != "COMPOSITE-CRC32C" or in_zone(entry):
             return False  # in an encryption zone `checksum` is of ciphertext: no proof
         have = self.head(path)
         if (have is None or have.crc32c is None
