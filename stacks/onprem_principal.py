@@ -153,7 +153,7 @@ def sync_destination_statements(cluster: str,
     DeleteObject; AbortMultipartUpload; ListObjectsV2 (s3:ListBucket, prefix condition);
     ListMultipartUploads at start, to abort what a killed run left open
     (s3:ListBucketMultipartUploads: IAM has no s3:prefix condition key for it, so it is on the
-    bucket alone)."""
+    bucket alone); the KMS keys of cdk.json `sync_kms_keys` for SSE-KMS objects."""
     statements = []
     for n, (bucket, prefix) in enumerate(settings.sync_destinations_of(cluster)):
         bucket_arn = f"arn:{Aws.PARTITION}:s3:::{bucket}"
@@ -169,6 +169,15 @@ def sync_destination_statements(cluster: str,
                                 actions=["s3:ListBucketMultipartUploads"],
                                 resources=[bucket_arn]),
         ]
+    keys = settings.sync_kms_keys_of(cluster)
+    if keys:
+        # SSE-KMS under [sync] kms_key_id: S3 asks KMS as the caller, GenerateDataKey for each
+        # PutObject and multipart upload, Decrypt to complete a multipart upload and for
+        # CopyObject's read. Through S3 only; the key policy must delegate to IAM.
+        statements.append(iam.PolicyStatement(
+            sid="UseReplicaKeys", actions=["kms:GenerateDataKey", "kms:Decrypt"],
+            resources=keys,
+            conditions={"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}}))
     return statements
 
 

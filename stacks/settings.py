@@ -22,6 +22,8 @@ CONTEXT_ENV = "env"
 CONTEXT_ENVIRONMENTS = "environments"
 SOURCE = "cdk.json"
 _ENV_NAME = re.compile(r"[a-z][a-z0-9-]{0,15}")
+# A key's ARN, as [sync] kms_key_id takes it: IAM names a key by its ARN, never by an alias.
+_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 # The worker types a Glue 4.0+ Spark ETL (glueetl) job accepts (Glue API, CreateJob WorkerType;
 # G.12X, G.16X and R.* only in some Regions). G.025X is for streaming jobs only, Z.2X for Ray.
 _SPARK_ETL_WORKER_TYPES = ("G.1X", "G.2X", "G.4X", "G.8X", "G.12X", "G.16X", "R.1X", "R.2X",
@@ -89,6 +91,9 @@ class DeploySettings:
     # `hdfs-events-agent sync` destinations, the customer's buckets: "<cluster>=s3://bucket/
     # prefix/". The cluster's principal may write, read and delete under exactly that prefix.
     sync_destinations: tuple[str, ...] = ()
+    # The KMS keys `sync` writes those objects under ([sync] kms_key_id): "<cluster>=<key ARN>".
+    # The principal may make S3 use each (GenerateDataKey, Decrypt through S3 only).
+    sync_kms_keys: tuple[str, ...] = ()
 
     # --- storage -----------------------------------------------------------------------------
     lake_kms: bool = False
@@ -139,6 +144,10 @@ class DeploySettings:
         """(bucket, prefix) of each sync destination of `cluster`; the prefix ends in "/"."""
         return [parse_sync_destination(url) for entry in self.sync_destinations
                 for name, _, url in [entry.partition("=")] if name == cluster]
+
+    def sync_kms_keys_of(self, cluster: str) -> list[str]:
+        return [arn for entry in self.sync_kms_keys
+                for name, _, arn in [entry.partition("=")] if name == cluster]
 
     def extra_senders_of(self, cluster: str) -> list[str]:
         return [sender for entry in self.extra_senders
@@ -256,6 +265,11 @@ def _validate(where: str, s: DeploySettings) -> None:
             parse_sync_destination(url)
         except ValueError as exc:
             raise SettingsError(f"{where}.sync_destinations: {exc}") from exc
+    for entry in s.sync_kms_keys:
+        cluster, _, arn = entry.partition("=")
+        check(cluster in s.clusters and bool(_KMS_KEY_ARN.fullmatch(arn)), "sync_kms_keys",
+              f"{entry!r} is not '<cluster>=arn:aws:kms:<region>:<account>:key/<id>' of a "
+              "cluster in 'clusters'")
     check(s.sync_bytes_pending_alarm >= 1, "sync_bytes_pending_alarm", "must be >= 1 (bytes)")
     check(s.index_drift_alarm >= 0, "index_drift_alarm", "must be >= 0 (entries)")
     check(s.denied_access_alarm >= 0, "denied_access_alarm",
