@@ -10,12 +10,13 @@ per-event work (profiled on bench.ship's workload, docs/agent.md "Packing").
 Events of one shape (the same fields null) differ only in their values, so each shape gets one
 generated function that reads the slots it needs, tests a *sufficient* condition for every rule
 of check_event (a cheap, stricter form: an ASCII path of at most 255 characters cannot break a
-component, depth, length or index-key limit, see `_path_rule`), and formats the values into a
-%-template with the keys and nulls written in: ints with %d, strings with the json module's
-own C string encoder. Whatever the cheap form cannot clear (a non-ASCII or long path, a name
-with a ".." component, acls, xattrs, a value of an unexpected type) goes to check_event itself,
-then `to_json()`: the verdict and the bytes stay exact, only slower. A unit test pins both, on
-real, generated and adversarial events (tests/unit/agent/test_event_json.py).
+component, depth, length or index-key limit, see `_path_rule`), and writes the values into an
+f-string holding the keys and nulls: ints as int.__repr__ writes them (what json writes),
+strings through the json module's own C string encoder. Whatever the cheap form cannot
+clear (a non-ASCII or long path, a name with a ".." component, acls, xattrs, a value of an
+unexpected type) goes to check_event itself, then `to_json()`: the verdict and the bytes stay
+exact, only slower. A unit test pins both, on real, generated and adversarial events
+(tests/unit/agent/test_event_json.py).
 
 The generated source holds only slot names, the contract's numeric limits and fixed helper
 names, never event data. The condition's parts are generated from the contract's own tables
@@ -127,7 +128,7 @@ _NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "fa
 def _plain_enum(typ: type) -> bool:
     """A str enum whose every value JSON-encodes to itself in quotes (EventType, ...)."""
     return issubclass(typ, Enum) and all(
-        encode_basestring(m) == f'"{m.value}"' and "%" not in m.value for m in typ)
+        encode_basestring(m) == f'"{m.value}"' == f'"{m}"' and "{" not in m.value for m in typ)
 
 
 def _plan(shape: tuple[bool, ...]) -> _Plan:
@@ -151,15 +152,15 @@ def _plan(shape: tuple[bool, ...]) -> _Plan:
         if kind is bool:
             parts.append(f'"{name}":\0')
             args.append(f"B[{a}]")
-        elif kind is int:  # exactly int (a bool is not): %d is int.__repr__
-            parts.append(f'"{name}":\1')
+        elif kind is int:  # exactly int (TYPES: a bool is not): format() is int.__repr__
+            parts.append(f'"{name}":\0')
             args.append(a)
             low, high = INT_FIELD_RANGES[name]
             rules.append(f"{low} <= {a} <= {high}")
         elif issubclass(kind, Enum):
             if not _plain_enum(kind):
                 return _checked_to_json
-            parts.append(f'"{name}":"\0"')  # %s of a StrEnum member is its value
+            parts.append(f'"{name}":"\0"')  # format() of a StrEnum member is its value
             args.append(a)
         else:  # str
             parts.append(f'"{name}":\0')
@@ -179,12 +180,17 @@ def _plan(shape: tuple[bool, ...]) -> _Plan:
     if missing:
         scope["MISSING"] = frozenset(EventType[m] for m in missing)
         rules.append(f"{a_type} not in MISSING")
-    scope["T"] = ("{" + ",".join(parts).replace("%", "%%").replace("\0", "%s")
-                  .replace("\1", "%d") + "}")
+    # An f-string: compiled to one BUILD_STRING, where %-formatting a ~540-character template
+    # parsed it again for every event (the largest single cost, by py-spy on bench.ship).
+    literal = ("{" + ",".join(parts) + "}").replace("{", "{{").replace("}", "}}")
+    if "'" in literal or "\\" in literal:
+        return _checked_to_json  # no field name holds either; kept out of the source anyway
+    first, *rest = literal.split("\0")
+    text = first + "".join(f"{{{arg}}}{piece}" for arg, piece in zip(args, rest, strict=True))
     loads = "; ".join(f"a{i} = e.{name}" for i, name in enumerate(FIELDS) if name in present)
     # Every rule runs before the values are formatted: E() of a non-str would raise TypeError.
     source = (f"def plan(e):\n    {loads}\n    if ({' and '.join(rules)}):\n"
-              f"        return T % ({', '.join(args)},)\n    return SLOW(e)\n")
+              f"        return f'{text}'\n    return SLOW(e)\n")
     exec(source, scope)
     plan: _Plan = scope["plan"]
     return plan
