@@ -253,6 +253,22 @@ def _index_backlog(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _hot_directory(r: dict[str, Any], size: str) -> list[Figure]:
+    now, was = r["current"], r["baseline"]
+    name = "one partition per directory (sharding off)"
+    return [
+        Figure(f"hot directory: throttled writes, {r['creates']:,} creates at {r['rate']:,}/s",
+               "writes", now["throttled_writes"], was["throttled_writes"], name, size,
+               higher_is_better=False,
+               note=f"{r['partition_wcu_per_s']:,} WCU/s per partition key, simulated clock"),
+        Figure("hot directory: hottest partition key", "WCU/s",
+               now["hottest_partition_wcu_per_s"], was["hottest_partition_wcu_per_s"], name,
+               size, higher_is_better=False),
+        Figure("hot directory: Queries of one `index ls`", "calls", now["ls_queries"],
+               was["ls_queries"], name, size, higher_is_better=False),
+    ]
+
+
 def _compact(r: dict[str, Any], size: str) -> list[Figure]:
     res = r["results"]
     rows = [Figure("compaction (Spark local[2])", "rows/s", res["spark"]["rows_per_s"],
@@ -432,6 +448,11 @@ BENCHES: tuple[Bench, ...] = (
     Bench("index_backlog", "bench.index_backlog", "index_backlog.json", _index_backlog,
           quick=("--events", "200000"), quick_size="200k events (default 1M)",
           smoke=("--events", "3000"), full_size="1M events"),
+    # The per-partition write limit modelled on a simulated clock; moto in-process.
+    Bench("hot_directory", "bench.hot_directory", "hot_directory.json", _hot_directory,
+          quick=("--creates", "20000"), quick_size="20k creates into one directory at 10k/s "
+          "(default 100k)", smoke=("--creates", "1200"),
+          full_size="100k creates into one directory at 10k/s"),
     Bench("compact", "bench.compact", "compact.json", _compact,
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
           smoke=("--events", "3000", "--no-local1"), full_size="10M events + 5% duplicates",
