@@ -5,9 +5,15 @@ from __future__ import annotations
 from hdfs_events import names
 from hdfs_events.index_item import (
     DELETE_MARKER_TTL_SECONDS,
+    INDEX_SHARDS,
     IndexItem,
+    child_partitions,
+    from_wire,
     item_key,
+    newest_by_name,
+    shard_of,
     to_wire,
+    wire_keys,
 )
 from hdfs_events.index_reader import entry_from_item
 
@@ -42,3 +48,37 @@ def test_a_delete_marker_expires_and_says_where_a_rename_took_it() -> None:
 def test_only_an_entrys_own_attributes_are_stored() -> None:
     item = IndexItem("prod", "/data/x", {"type": "FILE", "overwrite": True}).to_item(now_s=0)
     assert "overwrite" not in item and item["type"] == "FILE"
+
+
+def test_a_sharded_child_is_keyed_by_its_parent_and_a_stable_shard_of_its_name() -> None:
+    key = item_key("prod", "/data/hot/f1", in_shard=True)
+    assert key == {names.INDEX_PK: f"prod#/data/hot//{shard_of('f1')}", names.INDEX_SK: "f1"}
+    assert shard_of("f1") == 597_745_380 % INDEX_SHARDS  # CRC32 of b"f1": not salted per process
+    assert {k[names.INDEX_PK]["S"] for k in wire_keys("prod", "/data/hot/f1")} == {
+        "prod#/data/hot", key[names.INDEX_PK]}
+    partitions = child_partitions("prod", "/data/hot", INDEX_SHARDS)
+    assert len(set(partitions)) == 1 + INDEX_SHARDS and key[names.INDEX_PK] in partitions
+    assert all(p.startswith("prod#") for p in partitions)  # the LeadingKeys grant: <cluster>#*
+    assert child_partitions("prod", "/data/hot", 0) == ["prod#/data/hot"]
+
+
+def test_no_directory_s_own_partition_is_spelt_as_another_s_shard() -> None:
+    """`//` never occurs in a normalised path; a name may hold `#` and digits."""
+    assert item_key("prod", "/a#1/f")[names.INDEX_PK] == "prod#/a#1"
+    assert item_key("prod", "/a/f", in_shard=True)[names.INDEX_PK].startswith("prod#/a//")
+
+
+def test_where_an_item_is_stored_and_its_directory_s_shards_read_back() -> None:
+    item = IndexItem("prod", "/data/hot", {"type": "DIRECTORY"}, 3, 0, shards=INDEX_SHARDS)
+    child = IndexItem("prod", "/data/hot/f", {"type": "FILE"}, 4, 1, in_shard=True)
+    assert IndexItem.from_item(from_wire(to_wire(item.to_item(now_s=0)))) == item
+    assert IndexItem.from_item(from_wire(to_wire(child.to_item(now_s=0)))) == child
+    assert "shards" not in IndexItem("prod", "/d", {}, 1).to_item(now_s=0)
+
+
+def test_partitions_merge_by_name_the_later_write_kept() -> None:
+    base = [("a", (1, 0)), ("c", (9, 0))]
+    shard1 = [("b", (2, 0)), ("c", (5, 0))]
+    shard2 = [("c", (9, 1)), ("d", (3, 0))]
+    merged = newest_by_name([base, shard1, shard2], lambda x: x[0], lambda x: x[1])
+    assert list(merged) == [("a", (1, 0)), ("b", (2, 0)), ("c", (9, 1)), ("d", (3, 0))]
