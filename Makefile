@@ -19,10 +19,11 @@ install: $(STAMP)
 HADOOP_STAMP := .hadoop/.installed
 hadoop: $(HADOOP_STAMP)
 
-$(HADOOP_STAMP): tests/kit/hadoop/pom.xml $(wildcard tests/kit/hadoop/src/main/java/hdfsevents/kit/*.java)
+$(HADOOP_STAMP): tests/kit/hadoop/pom.xml tests/kit/hadoop/kms/pom.xml $(wildcard tests/kit/hadoop/src/main/java/hdfsevents/kit/*.java)
 	@command -v mvn >/dev/null || { echo "make: mvn not found: install Maven 3.8+ (apt-get install maven)"; exit 1; }
 	rm -rf .hadoop/lib .hadoop/distcp .hadoop/kms
 	mvn -q -B -f tests/kit/hadoop/pom.xml package dependency:copy-dependencies
+	mvn -q -B -f tests/kit/hadoop/kms/pom.xml package
 	touch $@
 
 $(STAMP): pyproject.toml constraints.txt

@@ -4,5 +4,6 @@
 behind a nameservice, or a Kerberos-secured pair with its own KDC (realm.py: MiniKdc), in a
 JVM process of its own (host.py), writes the
 client configuration a Hadoop client needs into a conf dir, and drives client workloads
-through the FileSystem API (ops.py), as Hadoop's own tests do.
+through the FileSystem API (ops.py), as Hadoop's own tests do. `KeyServer` (kms.py) runs Hadoop's
+KMS beside it, for encryption zones.
 """

@@ -7,9 +7,9 @@
 
 It runs Hadoop's own MiniKMS (hadoop-kms's test jar), as TestEncryptionZonesWithKMS starts it:
 a JavaKeyStoreProvider in the conf dir, simple authentication, every ACL open. In a process and
-JVM of its own (`python -m tests.kit.hadoop.kms BASE_DIR`) on `.hadoop/kms` (pom.xml, execution
-kms-server): the KMS is built on the unshaded hadoop-common, which must not share a JVM with the
-NameNode's shaded jars. The NameNode and every client reach it over HTTP, as they would a KMS
+JVM of its own (`python -m tests.kit.hadoop.kms BASE_DIR`) on `.hadoop/kms` (kms/pom.xml): the
+KMS is built on the unshaded hadoop-common, which must not share a JVM with the NameNode's
+shaded jars. The NameNode and every client reach it over HTTP, as they would a KMS
 beside a real cluster. Start-up takes ~15 s on 2 busy cores (Jersey scans its classes).
 """
 
