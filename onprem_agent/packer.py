@@ -25,9 +25,11 @@ and counted in `PackerStats.rejected`.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 
 from hdfs_events.envelope import WireMessage, encode_message
 from hdfs_events.event import EventFormatError, HdfsEvent
@@ -46,6 +48,7 @@ _FILL = 0.96
 _FIRST_RATIO = {True: 0.3, False: 1.0}
 _ENVELOPE_OVERHEAD = 40  # {"v":1,"events":[]} plus the encoding attribute
 _GROUP_CACHE_LIMIT = 100_000
+_txid = attrgetter("txid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,15 +219,9 @@ class EventPacker:
 
     @staticmethod
     def _packed(wire: WireMessage, events: list[HdfsEvent]) -> PackedMessage:
-        parts: list[tuple[int, int]] = []
-        txid, count = events[0].txid, 0
-        for event in events:
-            if event.txid != txid:
-                parts.append((txid, count))
-                txid, count = event.txid, 0
-            count += 1
-        parts.append((txid, count))
-        return PackedMessage(wire=wire, parts=tuple(parts))
+        # A message's txids ascend, so counting them in C keeps them in order (dicts keep
+        # insertion order): a Python loop over the events cost ~3 % of packing.
+        return PackedMessage(wire=wire, parts=tuple(Counter(map(_txid, events)).items()))
 
 
 def _raw_size(texts: list[str]) -> int:

@@ -47,6 +47,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from hdfs_events.event import EventType
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
@@ -59,6 +60,7 @@ from onprem_agent.sender import PermanentSendError, Sender
 from onprem_agent.source import TxBatch
 
 log = logging.getLogger(__name__)
+_first = itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +271,7 @@ class Pipeline:
             tracker.acknowledge(message.parts)
             parts = message.parts
             manifests.acknowledged(message.wire.dedup_id, parts[0][0], parts[-1][0],
-                                   txids=[txid for txid, _ in parts])
+                                   txids=list(map(_first, parts)))
             self._events_sent += message.wire.event_count
             self._messages += 1
 
