@@ -8,9 +8,10 @@ to do that with the fewest bytes moved:
 - FileDiff chains are merged per path before acting: CREATE + CLOSE + RENAME of a temporary file
   is one copy to the final key; a delete cancels the pending copy; APPEND waits for its CLOSE;
   TRUNCATE re-copies; METADATA updates the object's metadata without moving data.
-- A copy whose path was only appended to in the window (no CREATE, TRUNCATE or rename onto it
-  since the window started) is marked an append: its object may still hold the file's bytes
-  before the APPEND, so only the new bytes need to cross (replica.py checks it by CRC32C).
+- A CLOSE of a file the window did not create, truncate or rename onto is marked an append:
+  the file was opened by an APPEND (in this window or an earlier one: a CREATE there deleted
+  the key), so its object may still hold the file's first bytes and only the new ones need to
+  cross (replica.py proves it by CRC32C). A pending copy is not (it may follow a TRUNCATE).
 - Renames are kept as a path function, origin (the path at the window's start, where the S3 key
   is) -> current path, composed in event order. A directory's children are unknown to a pure
   planner, so the executor lists the S3 keys under each touched origin ("what was already
@@ -124,7 +125,7 @@ class WindowPlan:
     dirty: frozenset[str] = frozenset()  # current paths: copy from HDFS
     meta: frozenset[str] = frozenset()  # current paths: metadata changed
     relist: frozenset[str] = frozenset()  # current roots: walk HDFS and reconcile
-    appended: frozenset[str] = frozenset()  # current paths: only APPENDs since window start
+    appended: frozenset[str] = frozenset()  # current paths: closed, not rewritten in the window
     scope: Scope | None = None
     first_txid: int | None = None
     last_txid: int | None = None
@@ -145,7 +146,8 @@ class _Builder:
     meta: set[str] = field(default_factory=set)
     relist: set[str] = field(default_factory=set)
     appended: set[str] = field(default_factory=set)
-    # Paths whose object holds no prefix of their file any more (a TRUNCATE, a rename onto them)
+    # Paths whose object may hold no prefix of their file (a TRUNCATE, a rename onto them,
+    # a pending copy)
     reshaped: set[str] = field(default_factory=set)
     listed_through: int | None = None  # renames up to here may have crossed a listing
 
@@ -219,14 +221,13 @@ class _Builder:
             if t is EventType.TRUNCATE:
                 self.appended.discard(e.path)
                 self.reshaped.add(e.path)
+            elif e.path not in self.fresh and not any(under(e.path, r) for r in self.reshaped):
+                self.appended.add(e.path)
         elif t is EventType.METADATA:
             self.meta.add(e.path)
         elif t is EventType.UNLINK:
             self.kill(e.path)
-        elif t is EventType.APPEND and e.path not in self.fresh and not any(
-                under(e.path, r) for r in self.reshaped):
-            # The file is open again; its CLOSE (in this window or a later one) copies it.
-            self.appended.add(e.path)
+        # APPEND: the file is open again; its CLOSE (in this window or a later one) copies it.
 
 
 def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
@@ -240,6 +241,7 @@ def plan_window(events: Iterable[HdfsEvent], scope: Scope, *,
     renames up to it relist their destination (see above)."""
     b = _Builder(scope, listed_through=listed_through)
     b.dirty.update(pending_copies)
+    b.reshaped.update(pending_copies)
     b.relist.update(pending_relists)
     first = last = None
     count = 0

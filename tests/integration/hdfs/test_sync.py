@@ -343,6 +343,14 @@ def test_an_append_sends_only_the_new_bytes(hdfs, hadoop, bucket):
     assert sync.wire.sent > 5 * MIB + 256 * 1024 + len(added)
     assert_s3_equals_hdfs(hdfs, "/sync6", "mirror/")
 
+    # A writer holding the file open across windows: the APPEND in one, the CLOSE in the next.
+    hdfs.run([["append", path, text("late", 10_000)]])
+    sync.window((EventType.APPEND, path))
+    sync.wire.reset()
+    sync.window((EventType.CLOSE, path))
+    assert 10_000 <= sync.wire.sent < 10_000 + 4096, sync.wire.requests
+    assert_s3_equals_hdfs(hdfs, "/sync6", "mirror/")
+
 
 def test_a_corrupted_part_of_an_append_is_never_accepted(hdfs, hadoop, bucket):
     sync, path, _ = appended_file(hdfs, hadoop, "/sync7")

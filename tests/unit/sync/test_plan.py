@@ -444,3 +444,27 @@ def test_an_append_renamed_away_in_its_window_is_copied_whole():
     hdfs.rename("/c/a", "/c/b")
     steps = s3.run_window(plan_window(hdfs.events[start:], COVERED), hdfs, COVERED)
     assert steps.copies == ("/c/b",) and steps.appends == ()
+
+
+def test_a_close_windows_after_its_append_is_an_append_and_a_pending_copy_is_not():
+    hdfs, s3 = ModelHdfs(), ModelS3()
+    for name in ("a", "b"):
+        hdfs.create(f"/c/{name}", overwrite=False)
+    s3.run_window(plan_window(hdfs.events, COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.append("/c/a", close=False)  # a writer holding the file open over windows
+    s3.run_window(s3.plan(hdfs.events[start:], COVERED), hdfs, COVERED)
+    start = len(hdfs.events)
+    hdfs.close("/c/a")
+    steps = s3.run_window(s3.plan(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.appends == ("/c/a",)
+
+    hdfs.truncate("/c/b")
+    hdfs.append("/c/b", close=False)  # the truncate's copy finds /c/b open: pending
+    s3.run_window(s3.plan(hdfs.events[start + 1:], COVERED), hdfs, COVERED)
+    assert s3.gone == {"/c/b"}
+    start = len(hdfs.events)
+    hdfs.close("/c/b")
+    steps = s3.run_window(s3.plan(hdfs.events[start:], COVERED), hdfs, COVERED)
+    assert steps.copies == ("/c/b",) and steps.appends == ()
+    assert s3.objects == hdfs.closed_files(COVERED)
