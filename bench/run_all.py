@@ -465,7 +465,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("rollups", "bench.rollups", "rollups.json", _rollups,
           quick=("--events-per-day", "20000"),
           quick_size="1 new day of 20k events, 1 vs 30 days of history (default 50k a day)",
-          smoke=("--events-per-day", "200", "--history", "2", "--rounds", "1", "--no-full"),
+          smoke=("--events-per-day", "200", "--history", "1", "--rounds", "1", "--no-full"),
           full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600),
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
