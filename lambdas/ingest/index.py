@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.index_item import INDEX_SHARDS
 from lambdas.ingest.index_rules import apply_event
 from lambdas.ingest.index_view import IndexStore, IndexView, Refused
 from lambdas.ingest.settings import is_under
@@ -182,7 +183,8 @@ def unstorable(event: HdfsEvent) -> str | None:
         if len(name.encode()) > MAX_NAME_BYTES:
             return (f"name of {path[:80]!r}... is {len(name.encode())} bytes; a DynamoDB sort "
                     f"key holds at most {MAX_NAME_BYTES}")
-        partition = names.index_partition(event.cluster, parent)
+        # The longest key it may get: its parent's last shard, should the parent get hot.
+        partition = names.index_shard_partition(event.cluster, parent, INDEX_SHARDS - 1)
         if len(partition.encode()) > MAX_PARTITION_BYTES:
             return (f"parent directory of {path[:80]!r}... makes a {len(partition.encode())}-"
                     f"byte partition key; DynamoDB takes at most {MAX_PARTITION_BYTES}")
