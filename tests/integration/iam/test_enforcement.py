@@ -197,6 +197,9 @@ def test_the_agent_reads_and_writes_only_its_own_clusters_items(cloud: IamCloud)
 
     assert children(names.index_partition("demo", "/data"))["Items"] == []
     _denied(lambda: children(names.index_partition("prod", "/data")))
+    # A hot directory's shard partitions (verify reads them) fall under the same grant.
+    assert children(names.index_shard_partition("demo", "/data", 15))["Items"] == []
+    _denied(lambda: children(names.index_shard_partition("prod", "/data", 15)))
 
 
 def test_the_agent_publishes_metrics_only_in_its_namespace(cloud: IamCloud) -> None:
