@@ -116,17 +116,22 @@ class IndexReader:
                 include_deleted: bool = False) -> tuple[list[IndexEntry], str | None]:
         """Up to `limit` children after the name `after`, by name, and the page token for the
         next page (None: none). Every partition of the directory (index_item.child_partitions)
-        is sorted by name, so the last name returned is each one's position: the token is it."""
+        is sorted by name, so the last name returned is each one's position: the token is it.
+        A sharded directory's partitions are read ~2 x limit / partitions names each (names
+        spread evenly by hash); the page ends where the first of them that holds more ends."""
         path = _normal(path)
         ops = self._in_progress(path)
         own = self._newest([path]).get(path) if path != "/" else None
         shards = int(own[index_item.SHARDS]["N"]) if own and index_item.SHARDS in own else 0
-        # Each partition's first `limit` names after `after` hold the merged first `limit`.
-        streams = [self._partition(pk, after, limit)
-                   for pk in index_item.child_partitions(self.cluster, path, shards)]
-        merged = list(itertools.islice(index_item.newest_by_name(streams, _name, _version),
-                                       limit))
-        token = _name(merged[-1]) if len(merged) == limit else None
+        each = limit if shards == 0 else max(1, -(-2 * limit // (shards + 1)))
+        reads = [self._partition(pk, after, each)
+                 for pk in index_item.child_partitions(self.cluster, path, shards)]
+        cut = min((_name(r[-1]) for r in reads if len(r) >= each), default=None)
+        merged = list(itertools.islice(index_item.newest_by_name(
+            ([raw for raw in r if cut is None or _name(raw) <= cut] for r in reads),
+            _name, _version), limit))
+        more = cut is not None or len(merged) == limit
+        token = _name(merged[-1]) if more and merged else None
         entries = [entry_from_item(raw) for raw in merged]
         return ([_with_progress(e, ops) if ops else e
                  for e in entries if include_deleted or not e.deleted], token)
