@@ -263,8 +263,9 @@ def test_attribute_owners_from_the_owner_state_equals_it_from_every_earlier_fact
         (_event(15, EventType.UNLINK, "/w/b"), DAY14))
     earlier, today = history.where(F.col("dt") == DAY13), history.where(F.col("dt") == DAY14)
 
-    state = path_state(earlier)
-    out = today.transform(attribute_owners(today, state))
+    # Read back as the job reads it: a leaf of the plan. Cached: collected twice.
+    state = path_state(earlier).localCheckpoint()
+    out = today.transform(attribute_owners(today, state)).cache()
 
     assert_frames_equal(out, today.transform(attribute_owners(history)))
     assert sorted((r["txid"], r["owner"]) for r in out.collect()) == [
