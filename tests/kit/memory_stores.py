@@ -56,8 +56,9 @@ class MemoryIndexStore:
         self.calls["get"] += 1
         found: dict[str, Entry] = {}
         for path in paths:
-            for in_shard in (False, True):
-                pk, name = self.key(Entry(cluster, path, in_shard=in_shard))
+            parent, name = names.split_path(path)
+            for pk in (names.index_partition(cluster, parent),
+                       names.index_shard_partition(cluster, parent, index_item.shard_of(name))):
                 entry = self.partitions.get(pk, {}).get(name)
                 if entry is not None and (path not in found or found[path].version < entry.version):
                     found[path] = entry
