@@ -187,7 +187,7 @@ class Pipeline:
                 self._last_txid = txid
                 continue
             sender.wait_for_capacity(stop)
-            kept = events if keeps is None else [e for e in events if keeps(e)]
+            kept = events if keeps is None else tuple(filter(keeps, events))
             with lock:
                 if events and events[0].type is gap:
                     self._gap_txid = txid
