@@ -24,9 +24,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
+
+if TYPE_CHECKING:
+    from demo.localcloud import Assembly
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_EDITS = REPO / "onprem_agent/examples/edits/editsStored-layout-61.xml"
@@ -95,10 +98,12 @@ class Chain:
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def deploy(cls, endpoint: str, work: Path, cluster: str = "demo") -> Chain:
+    def deploy(cls, endpoint: str, work: Path, cluster: str = "demo",
+               assembly: Assembly | None = None) -> Chain:
+        """`assembly`: the `local` environment already synthesized (None: synthesized here)."""
         from demo.localcloud import deploy_to_moto, synth
 
-        assembly = synth("local")
+        assembly = assembly or synth("local")
         outputs = deploy_to_moto(endpoint, "local", assembly=assembly)
         chain = cls(endpoint=endpoint, outputs=outputs, work=work, cluster=cluster,
                     templates=assembly.templates())

@@ -20,6 +20,7 @@ from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
+from tests.infra.synth import synthesized
 from tests.kit.workload import write_edit_log
 
 KILLS = 3
@@ -46,7 +47,8 @@ class ChainRun:
 def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
     work = tmp_path_factory.mktemp("e2e")
     with local_aws() as endpoint:
-        chain = Chain.deploy(endpoint, work)
+        # The session's one synth of `local` (tests/infra and the deployed tests read it too).
+        chain = Chain.deploy(endpoint, work, assembly=synthesized()["local"])
         generated = work / "edits-generated.xml"
         write_edit_log(generated, ops=36_000, seed=11, start_txid=89, mass_delete=300)
         edits = [SAMPLE_EDITS, generated]
