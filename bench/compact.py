@@ -2,7 +2,7 @@
 baseline doing the same dedup + sort + Parquet write, on the same input, in the same run.
 
     python -m bench.compact [--events 10000000] [--duplicates 0.05] [--out bench-out/compact.json]
-                            [--no-local1]
+                            [--no-local1] [--event-log DIR]
 
 Input (generated once by Spark itself, cached under bench-out/): `events` distinct contract
 events over ~28 hours, with the live agent's GAP and SNAPSHOT records at ~0.4%, plus a
@@ -23,6 +23,9 @@ Each contender runs in a fresh subprocess, one after the other:
 - `baseline`: pyarrow.json.read_json per object with the explicit schema, concat, sort by key,
   keep the first of each key, write_dataset partitioned by cluster/dt (zstd). pyarrow uses its
   own thread pool inside the one process; it validates no keys or enum values.
+With `--event-log DIR`, each Spark contender writes Spark's event log under DIR/<contender>/
+and the bench prints its stages' executor CPU seconds (from the log's task metrics): on a shared
+machine, where wall seconds depend on the neighbours, CPU per stage is what compares two builds.
 Both must produce exactly the distinct events. Speed: input rows (duplicates included) per wall
 second. Memory: peak RSS of the Python process, and of Spark's JVM (VmHWM), of each child.
 """
@@ -196,13 +199,49 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
 
 # --- contenders ----------------------------------------------------------------------------------
 
-def run_spark(lake: Path, out: Path, master: str, one_cpu: bool) -> dict:
+def run_spark(lake: Path, out: Path, master: str, one_cpu: bool,
+              event_log: Path | None = None) -> dict:
     from glue_jobs.storage import LocalStore
 
     if one_cpu:  # before the JVM starts: it inherits the affinity
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     shutil.rmtree(out, ignore_errors=True)
-    return timed_compaction(_spark(master=master), LocalStore(lake), LocalStore(out))
+    conf = {} if event_log is None else {"spark.eventLog.enabled": "true",
+                                         "spark.eventLog.dir": event_log.resolve().as_uri()}
+    return timed_compaction(_spark(master=master, conf=conf), LocalStore(lake), LocalStore(out))
+
+
+def stage_breakdown(log: Path) -> list[dict]:
+    """Per stage of a Spark event log: its call site, tasks, executor CPU and run seconds, and
+    the rows and bytes it wrote to a shuffle, summed from its tasks' metrics."""
+    names: dict[int, str] = {}
+    stages: dict[int, dict] = {}
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        if event["Event"] == "SparkListenerStageCompleted":
+            info = event["Stage Info"]
+            names[info["Stage ID"]] = info["Stage Name"]
+        elif event["Event"] == "SparkListenerTaskEnd" and event.get("Task Metrics"):
+            m = event["Task Metrics"]
+            shuffle = m.get("Shuffle Write Metrics", {})
+            s = stages.setdefault(event["Stage ID"], {"tasks": 0, "cpu_s": 0.0, "run_s": 0.0,
+                                                      "shuffle_mb": 0.0, "shuffle_rows": 0})
+            s["tasks"] += 1
+            s["cpu_s"] += m.get("Executor CPU Time", 0) / 1e9
+            s["run_s"] += m.get("Executor Run Time", 0) / 1e3
+            s["shuffle_mb"] += shuffle.get("Shuffle Bytes Written", 0) / 1_048_576
+            s["shuffle_rows"] += shuffle.get("Shuffle Records Written", 0)
+    return [{"stage": i, "name": names.get(i, "?"), **s} for i, s in sorted(stages.items())]
+
+
+def _print_stages(name: str, stages: list[dict]) -> None:
+    total = sum(s["cpu_s"] for s in stages) or 1.0
+    print(f"{name}: executor CPU by stage (event log), {total:.1f} s in all")
+    print(f"{'stage':>5} {'tasks':>5} {'CPU s':>7} {'share':>6} {'shuffle MB':>10} "
+          f"{'shuffle rows':>12}  call site")
+    for s in stages:
+        print(f"{s['stage']:>5} {s['tasks']:>5} {s['cpu_s']:>7.1f} {s['cpu_s'] / total:>6.1%} "
+              f"{s['shuffle_mb']:>10.1f} {s['shuffle_rows']:>12,}  {s['name'][:60]}")
 
 
 def timed_compaction(spark: Any, source: Any, target: Any) -> dict:
@@ -308,11 +347,18 @@ def child(name: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def contender(name: str, lake: Path) -> dict:
+def contender(name: str, lake: Path, *, event_log: Path | None = None) -> dict:
     out = OUT_DIR / f"compact-out-{name}"
+    logged: list[str] = []
+    if event_log is not None and name in SPARK_CONTENDERS:
+        shutil.rmtree(event_log / name, ignore_errors=True)
+        (event_log / name).mkdir(parents=True)  # Spark writes into it, never creates it
+        logged = ["--event-log", str(event_log / name)]
     steal = _steal_seconds()
-    result = child(name, "--lake", str(lake), "--to", str(out))
+    result = child(name, "--lake", str(lake), "--to", str(out), *logged)
     result["steal_s"] = _steal_seconds() - steal
+    if logged:
+        result["stages"] = stage_breakdown(next((event_log / name).iterdir()))
     shutil.rmtree(out, ignore_errors=True)
     return result
 
@@ -333,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT_DIR / "compact.json")
     parser.add_argument("--no-local1", action="store_true",
                         help="skip the spark_local1 contender (its figure too)")
+    parser.add_argument("--event-log", type=Path, metavar="DIR",
+                        help="write the Spark contenders' event logs under DIR and print their "
+                             "executor CPU by stage")
     parser.add_argument("--child", choices=("generate", "baseline", "ceiling", *SPARK_CONTENDERS),
                         help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
@@ -349,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_baseline(args.lake, args.to)))
         return 0
     if args.child:
-        print(json.dumps(run_spark(args.lake, args.to, *SPARK_CONTENDERS[args.child])))
+        print(json.dumps(run_spark(args.lake, args.to, *SPARK_CONTENDERS[args.child],
+                                   args.event_log)))
         return 0
 
     OUT_DIR.mkdir(exist_ok=True)
@@ -357,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     objects = len(glob.glob(str(lake / "raw" / "**" / "*.jsonl.gz"), recursive=True))
     names = [n for n in ("baseline", *SPARK_CONTENDERS) if not (args.no_local1 and
                                                                n == "spark_local1")]
-    results = {name: contender(name, lake) for name in names}
+    results = {name: contender(name, lake, event_log=args.event_log) for name in names}
     ceiling = child("ceiling", "--events", str(args.events))
     for name, r in results.items():
         if r["rows_out"] != args.events:
@@ -379,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"spark local[2] / baseline rows/s: {ratio:.2f}; local[2] / local[1]: {unpinned} "
           f"(a CPU-bound Spark query: {ceiling['scaling']:.2f}); local[2] / local[1] on one "
           f"CPU: {one_cpu:.2f}")
+    for name, r in results.items():
+        if "stages" in r:
+            _print_stages(name, r["stages"])
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     args.out.write_text(json.dumps({
         "events": args.events, "duplicates": args.duplicates, "objects": objects,
