@@ -9,7 +9,8 @@ takes at most 1,000 WCU/s (DynamoDB's per-partition limit), so a directory the c
 receive many child writes at once records `shards` (INDEX_SHARDS) on its own item, and its
 children written after go to "<cluster>#<parent dir>//<k>", k = shard_of(name). A child
 written before stays where it was until it is written again, so a path may have an item in
-both places: the one of the later (last_txid, last_index) is the entry (`newest_by_name`).
+both places: the one of the later (last_txid, last_index) is the entry (`newest_by_name`), and
+the writer deletes the other copy with its next write of the path (a delete marker expires).
 A point read asks both keys (`wire_keys`, one BatchGetItem); a listing of a sharded directory
 queries its own partition and every shard and merges them by name (`child_partitions`).
 

@@ -31,6 +31,10 @@ class Entry:
     # changes: its children stay where they were written until written again.
     shards: int = 0
     in_shard: bool = False  # where the table holds it (set on writing, from its parent's shards)
+    # The table holds an older copy of this path in the other place (its parent's own partition
+    # or its shard). Read: seen there too. Written: that copy is deleted with the write, since a
+    # delete marker hides an older live copy only until DynamoDB's TTL removes the marker.
+    twin: bool = False
 
     @property
     def stored(self) -> bool:
@@ -48,18 +52,18 @@ class Entry:
     def changed(self, attrs: Mapping[str, Any], version: Version) -> Entry:
         """Alive with `attrs` from `version` on (a new inode's, or updated ones)."""
         return Entry(self.cluster, self.path, dict(attrs), version, False, None, self.walk,
-                     self.shards, self.in_shard)
+                     self.shards, self.in_shard, self.twin)
 
     def ended(self, version: Version, moved_to: str | None = None) -> Entry:
         """A delete marker, keeping the attributes: a chunk applied again after a crash
         carries them on from here (the marker is the source's final state in its chunk)."""
         return Entry(self.cluster, self.path, self.attrs, version, True, moved_to, self.walk,
-                     self.shards, self.in_shard)
+                     self.shards, self.in_shard, self.twin)
 
     def marked(self, walk: Mapping[str, Any] | None) -> Entry:
         return Entry(self.cluster, self.path, self.attrs, self.version, self.deleted,
-                     self.moved_to, walk, self.shards, self.in_shard)
+                     self.moved_to, walk, self.shards, self.in_shard, self.twin)
 
-    def placed(self, *, shards: int, in_shard: bool) -> Entry:
+    def placed(self, *, shards: int, in_shard: bool, twin: bool = False) -> Entry:
         return Entry(self.cluster, self.path, self.attrs, self.version, self.deleted,
-                     self.moved_to, self.walk, shards, in_shard)
+                     self.moved_to, self.walk, shards, in_shard, twin)

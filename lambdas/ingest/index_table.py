@@ -6,6 +6,7 @@ format is the contract's (hdfs_events/index_item.py): the `index` CLI reads what
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from hdfs_events.index_item import (
     from_wire,
     newest_by_name,
     to_wire,
+    wire_key,
     wire_keys,
 )
 from lambdas.ingest.clients import client
@@ -81,6 +83,21 @@ def entry_version(entry: Entry) -> tuple[int, int]:
     return entry.version
 
 
+def newer_of(held: Entry | None, entry: Entry) -> Entry:
+    """One path's items in both places: the later write is the entry, marked as having a twin."""
+    if held is None:
+        return entry
+    newer = entry if held.version < entry.version else held
+    return newer.placed(shards=newer.shards, in_shard=newer.in_shard, twin=True)
+
+
+def with_twins(streams: Sequence[Sequence[Entry]], merged: list[Entry]) -> list[Entry]:
+    """The merged entries, those whose name more than one partition holds marked twin."""
+    seen = Counter(entry_name(e) for stream in streams for e in stream)
+    return [e.placed(shards=e.shards, in_shard=e.in_shard, twin=True)
+            if seen[entry_name(e)] > 1 else e for e in merged]
+
+
 def shard_counts(store: Any, cluster: str, parents: Sequence[tuple[str, str | None]],
                  shards: Sequence[int | None] | None) -> list[int]:
     """Each parent's shard count: as the caller holds it, or read from its item (one
@@ -111,16 +128,20 @@ class DynamoIndexStore:
         found: dict[str, Entry] = {}
         for raw in batch_get(self.ddb, self.table, keys, pool=self._pool):
             entry = item_to_entry(from_wire(raw))
-            if (held := found.get(entry.path)) is None or held.version < entry.version:
-                found[entry.path] = entry  # in both places: the later write is the entry
+            found[entry.path] = newer_of(found.get(entry.path), entry)
         return found
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
         now_s = int(self.clock())
-        items = {(e.cluster, e.path): (e, to_wire(entry_to_item(e, now_s=now_s)))
-                 for e in entries}  # one write per key: BatchWriteItem refuses duplicates
-        batches = [list(items.values())[i:i + BATCH_WRITE_LIMIT]
-                   for i in range(0, len(items), BATCH_WRITE_LIMIT)]
+        items = {(e.cluster, e.path): e for e in entries}  # BatchWriteItem refuses a key twice
+        requests = []
+        for e in items.values():
+            requests.append((e, {"PutRequest": {"Item": to_wire(entry_to_item(e, now_s=now_s))}}))
+            if e.twin:
+                requests.append((e, {"DeleteRequest": {"Key": wire_key(
+                    e.cluster, e.path, in_shard=not e.in_shard)}}))
+        batches = [requests[i:i + BATCH_WRITE_LIMIT]
+                   for i in range(0, len(requests), BATCH_WRITE_LIMIT)]
         futures = [self._pool.submit(self._write_batch, b) for b in batches]
         wait(futures)  # every write has finished (or failed) before anything is raised
         errors = [exc for f in futures if (exc := f.exception()) is not None]
@@ -129,7 +150,7 @@ class DynamoIndexStore:
         return [r for f in futures for r in f.result()]
 
     def _write_batch(self, batch: list[tuple[Entry, dict[str, Any]]]) -> list[Refused]:
-        request = {self.table: [{"PutRequest": {"Item": wire}} for _, wire in batch]}
+        request = {self.table: [r for _, r in batch]}
         try:
             for attempt in range(8):
                 response = self.ddb.batch_write_item(RequestItems=request)
@@ -145,9 +166,12 @@ class DynamoIndexStore:
 
     def _write_one_by_one(self, batch: list[tuple[Entry, dict[str, Any]]]) -> list[Refused]:
         refused = []
-        for entry, wire in batch:
+        for entry, r in batch:
             try:
-                self.ddb.put_item(TableName=self.table, Item=wire)
+                if "PutRequest" in r:
+                    self.ddb.put_item(TableName=self.table, Item=r["PutRequest"]["Item"])
+                else:
+                    self.ddb.delete_item(TableName=self.table, Key=r["DeleteRequest"]["Key"])
             except ClientError as exc:
                 if _error_code(exc) != "ValidationException":
                     raise
@@ -176,9 +200,9 @@ class DynamoIndexStore:
             # Past the last name read of a partition that holds more, the merge is not sure.
             cut = min((r.entries[-1].path.rsplit("/", 1)[1] for r in reads if r.more),
                       default=None)
-            merged = list(newest_by_name(
-                ([e for e in r.entries if cut is None or entry_name(e) <= cut] for r in reads),
-                entry_name, entry_version))
+            streams = [[e for e in r.entries if cut is None or entry_name(e) <= cut]
+                       for r in reads]
+            merged = with_twins(streams, list(newest_by_name(streams, entry_name, entry_version)))
             if len(merged) >= limit or cut is None:
                 return merged[:limit]
             for r in reads:

@@ -189,6 +189,8 @@ class IndexView:
             refused = self.store.put_many(writes) if writes else []
             held = stored.result() if stored is not None else {}
         self.reads += len(unsure)
+        for path, entry in held.items():
+            self._base[path] = entry  # where the table holds it: _placed removes a twin
         late = self._placed([e for e in unsure if e.path in held])
         if late:
             refused += self.store.put_many(late)
@@ -208,10 +210,14 @@ class IndexView:
             held = own.get(parent) or self._base.get(parent)
             if (count > SHARD_AFTER_WRITES and held is not None and held.alive
                     and held.shards == 0 and held.type in (DIRECTORY, None)):
-                own[parent] = held.placed(shards=INDEX_SHARDS, in_shard=held.in_shard)
+                own[parent] = held.placed(shards=INDEX_SHARDS, in_shard=held.in_shard,
+                                          twin=held.twin)
         placed = []
         for entry in own.values():
             parent = own.get(parent_of(entry.path)) or self._base.get(parent_of(entry.path))
             sharded = parent is not None and parent.shards > 0
-            placed.append(entry.placed(shards=entry.shards, in_shard=sharded))
+            base = self._base.get(entry.path)
+            # A copy left in the other place would outlive this write's delete marker.
+            twin = base is not None and (base.twin or (base.stored and base.in_shard != sharded))
+            placed.append(entry.placed(shards=entry.shards, in_shard=sharded, twin=twin))
         return placed

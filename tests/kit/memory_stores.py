@@ -4,7 +4,6 @@ limits and per-partition write limit; the sequencer's lease conditions."""
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
@@ -12,7 +11,13 @@ from hdfs_events import index_item, names
 from hdfs_events.manifest import Manifest
 from lambdas.ingest.index import MAX_NAME_BYTES
 from lambdas.ingest.index_model import Entry
-from lambdas.ingest.index_table import entry_name, entry_version, shard_counts
+from lambdas.ingest.index_table import (
+    entry_name,
+    entry_version,
+    newer_of,
+    shard_counts,
+    with_twins,
+)
 from lambdas.ingest.index_view import Refused
 from lambdas.ingest.sequencer import (
     Arrival,
@@ -60,8 +65,8 @@ class MemoryIndexStore:
             for pk in (names.index_partition(cluster, parent),
                        names.index_shard_partition(cluster, parent, index_item.shard_of(name))):
                 entry = self.partitions.get(pk, {}).get(name)
-                if entry is not None and (path not in found or found[path].version < entry.version):
-                    found[path] = entry
+                if entry is not None:
+                    found[path] = newer_of(found.get(path), entry)
         return found
 
     def put_many(self, entries: Sequence[Entry]) -> list[Refused]:
@@ -72,10 +77,18 @@ class MemoryIndexStore:
             if len(name.encode()) > MAX_NAME_BYTES:
                 refused.append(Refused(entry, "sort key over 1024 bytes"))
                 continue
-            self.partitions.setdefault(pk, {})[name] = entry
+            self.partitions.setdefault(pk, {})[name] = entry.placed(
+                shards=entry.shards, in_shard=entry.in_shard)  # stored: no twin left
             self.puts += 1
             if self.on_write is not None:
                 self.on_write(pk)
+            if entry.twin:  # the copy in the other place goes with this write
+                other = index_item.item_key(entry.cluster, entry.path,
+                                            in_shard=not entry.in_shard)[names.INDEX_PK]
+                self.partitions.get(other, {}).pop(name, None)
+                self.puts += 1
+                if self.on_write is not None:
+                    self.on_write(other)
         return refused
 
     def children_many(self, cluster: str, parents: Sequence[tuple[str, str | None]], *,
@@ -90,8 +103,9 @@ class MemoryIndexStore:
                 part = self.partitions.get(pk, {})
                 streams.append([part[name] for name in sorted(part)
                                 if after is None or name > after])
-            merged = index_item.newest_by_name(streams, entry_name, entry_version)
-            out.append(list(itertools.islice(merged, limit)))
+            merged = with_twins(streams, list(index_item.newest_by_name(
+                streams, entry_name, entry_version)))
+            out.append(merged[:limit])
         return out
 
     def entries(self) -> list[Entry]:
@@ -104,6 +118,12 @@ class MemoryIndexStore:
                 if held is None or held.version < e.version:
                     newest[(e.cluster, e.path)] = e
         return list(newest.values())
+
+    def expire_delete_markers(self) -> None:
+        """What DynamoDB's TTL does DELETE_MARKER_TTL_SECONDS after a delete: the markers go."""
+        for part in self.partitions.values():
+            for name in [n for n, e in part.items() if e.deleted]:
+                del part[name]
 
     def live(self, cluster: str) -> dict[str, dict]:
         """What a user sees: path -> attributes of every live entry."""

@@ -88,6 +88,29 @@ def test_children_written_before_the_directory_was_sharded_stay_readable() -> No
 
 
 @pytest.mark.parametrize("subtree_budget", [500, 2])  # 2: the walks go on from the table
+def test_no_older_copy_outlives_the_delete_marker_that_hides_it(subtree_budget: int) -> None:
+    """A child written before its directory was sharded, written again after (its shard), then
+    deleted: the marker hides the copy in the directory's own partition only until DynamoDB's
+    TTL removes the marker (30 days), so the write that leaves a copy behind removes it."""
+    early = hot_directory(50)
+    late = [*(mkfile(1000 + i, f"/data/hot/g{i:04d}") for i in range(300)),
+            *(ev(2000 + i, EventType.CLOSE, f"/data/hot/f{i:06d}", size=i) for i in range(20)),
+            *(ev(3000 + i, EventType.UNLINK, f"/data/hot/f{i:06d}") for i in range(10, 30))]
+    gone = [ev(4000, EventType.RENAME, "/data/hot", dst_path="/data/moved"),
+            ev(4001, EventType.UNLINK, "/data/moved/g0001")]
+    store = MemoryIndexStore()
+    for events in (early, late, gone):
+        apply_in_order(NamespaceIndex(store, ["/data"], subtree_budget=subtree_budget), events)
+    store.expire_delete_markers()
+    assert store.live("prod") == in_order_state([*early, *late, *gone], "/data")
+    names_by_path: dict[str, int] = {}
+    for part in store.partitions.values():
+        for entry in part.values():
+            names_by_path[entry.path] = names_by_path.get(entry.path, 0) + 1
+    assert [p for p, n in names_by_path.items() if n > 1] == []
+
+
+@pytest.mark.parametrize("subtree_budget", [500, 2])  # 2: the walks go on from the table
 def test_a_rename_and_a_delete_of_a_sharded_directory_take_every_child(
         subtree_budget: int) -> None:
     before = [*hot_directory(400), mkdir(900, "/data/hot/sub"),
