@@ -37,7 +37,8 @@ CONSTRAINTS = REPO / "constraints.txt"
 POWERTOOLS_DISTRIBUTION = "aws-lambda-powertools"
 # Exactly the calls lambdas/ingest makes on the index table (tests/infra check the two agree):
 # entries are read and written in batches (BatchGetItem, BatchWriteItem; deletes leave a marker
-# with a TTL, never DeleteItem; PutItem one by one when a batch is refused as invalid), children
+# with a TTL, never DeleteItem, and a sharded entry's older copy goes by a BatchWriteItem
+# DeleteRequest; PutItem one by one when a batch is refused as invalid), children
 # listed by Query; arrivals and manifests are PutItem, the sequencer's lease and position one
 # item moved by conditional UpdateItem.
 INDEX_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:Query",

@@ -161,3 +161,19 @@ def test_index_ls_pages_a_sharded_directory_in_name_order(ddb: Any) -> None:
     assert reader.stat("/data/hot/f000007").deleted
     assert [e.path for e in reader.ls("/data/hot")] == expected
     assert live(ddb) == in_order_state(events, "/data")
+
+
+def test_the_table_holds_no_path_twice_once_its_copies_were_written_again(ddb: Any) -> None:
+    """DynamoDB's side of the twin rule: each early child written again after the sharding
+    (updated, deleted, or moved by the rename's walk) keeps one item, not two."""
+    early = hot_directory(50)
+    late = [*(mkfile(1000 + i, f"/data/hot/g{i:04d}") for i in range(150)),
+            *(ev(2000 + i, EventType.CLOSE, f"/data/hot/f{i:06d}", size=i) for i in range(20)),
+            *(ev(3000 + i, EventType.UNLINK, f"/data/hot/f{i:06d}") for i in range(20, 30))]
+    moved = [ev(4000, EventType.RENAME, "/data/hot", dst_path="/data/moved")]
+    for events in (early, late, moved):
+        apply_in_order(NamespaceIndex(DynamoIndexStore(TABLE), ["/data"]), events)
+    items = [item for page in ddb.get_paginator("scan").paginate(TableName=TABLE)
+             for item in page["Items"] if "path" in item]
+    paths = [item["path"]["S"] for item in items]
+    assert len(paths) > 200 and len(paths) == len(set(paths))
