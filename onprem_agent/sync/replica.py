@@ -278,10 +278,7 @@ class S3Replica:
             self._check_stored(key, r, whole.value, read_back=in_zone(entry))
             self._count(uploads=1, bytes=len(body))
             return
-        self._count(requests=1)
-        upload_id = self.s3.create_multipart_upload(
-            Bucket=self.bucket, Key=key, Metadata=meta, ChecksumAlgorithm="CRC32C",
-            ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
+        upload_id = self._start_upload(key, entry)
         try:
             parts = self._upload_parts(path, key, upload_id, hdfs, throttle, whole, own)
             self._check_read(path, entry, checksum, sum(size for _, size in parts), whole, own,
@@ -326,20 +323,9 @@ class S3Replica:
                 new.update(buf, 0, n)
                 yield buf, n
 
-        self._count(requests=1)
-        upload_id = self.s3.create_multipart_upload(
-            Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
-            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
+        upload_id = self._start_upload(key, entry)
         try:
-            parts = []
-            for number, (start, end) in enumerate(ranges, 1):
-                self._count(requests=1)
-                r = self.s3.upload_part_copy(
-                    Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
-                    CopySource=source, CopySourceRange=f"bytes={start}-{end}")["CopyPartResult"]
-                parts.append({"PartNumber": number, "ETag": r["ETag"],
-                              **({"ChecksumCRC32C": r["ChecksumCRC32C"]}
-                                 if r.get("ChecksumCRC32C") else {})})
+            parts = self._copy_parts(key, upload_id, source, ranges)
             sent = upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
                                 self.settings.part_size, count=lambda: self._count(requests=1),
                                 first_part=len(parts) + 1)
@@ -441,21 +427,11 @@ class S3Replica:
         with the full-object CRC32C, which S3 checks against the parts it copied."""
         key, source = self.key(dst), {"Bucket": self.bucket, "Key": self.key(src)}
         part_size = max(self.copy_part_size, MIN_PART, -(-entry.size // MAX_PARTS))
-        self._count(requests=1)
-        upload_id = self.s3.create_multipart_upload(
-            Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
-            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
+        upload_id = self._start_upload(key, entry)
         try:
-            parts = []
-            for number, start in enumerate(range(0, entry.size, part_size), 1):
-                end = min(start + part_size, entry.size) - 1
-                self._count(requests=1)
-                r = self.s3.upload_part_copy(
-                    Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
-                    CopySource=source, CopySourceRange=f"bytes={start}-{end}")["CopyPartResult"]
-                parts.append({"PartNumber": number, "ETag": r["ETag"],
-                              **({"ChecksumCRC32C": r["ChecksumCRC32C"]}
-                                 if r.get("ChecksumCRC32C") else {})})
+            parts = self._copy_parts(key, upload_id, source, [
+                (start, min(start + part_size, entry.size) - 1)
+                for start in range(0, entry.size, part_size)])
             self._count(requests=1)
             done = self.s3.complete_multipart_upload(
                 Bucket=self.bucket, Key=key, UploadId=upload_id, ChecksumCRC32C=crc_b64(crc),
@@ -465,6 +441,27 @@ class S3Replica:
             self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
             raise
         self._check_stored(key, done, crc)
+
+    def _start_upload(self, key: str, entry: NamespaceEntry) -> str:
+        """A multipart upload whose parts S3 checks against one full-object CRC32C."""
+        self._count(requests=1)
+        return self.s3.create_multipart_upload(
+            Bucket=self.bucket, Key=key, Metadata=self.metadata(entry),
+            ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT", **self._sse)["UploadId"]
+
+    def _copy_parts(self, key: str, upload_id: str, source: dict[str, str],
+                    ranges: Iterable[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Parts 1.. of the upload copied inside S3 (UploadPartCopy), one per inclusive range."""
+        parts = []
+        for number, (start, end) in enumerate(ranges, 1):
+            self._count(requests=1)
+            r = self.s3.upload_part_copy(
+                Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                CopySource=source, CopySourceRange=f"bytes={start}-{end}")["CopyPartResult"]
+            parts.append({"PartNumber": number, "ETag": r["ETag"],
+                          **({"ChecksumCRC32C": r["ChecksumCRC32C"]}
+                             if r.get("ChecksumCRC32C") else {})})
+        return parts
 
     def delete(self, path: str) -> None:
         self._count(requests=1, deletes=1)
