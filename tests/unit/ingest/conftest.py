@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -35,6 +36,15 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         handler.consumer.cache_clear()
         yield Aws(s3=s3, ddb=ddb, sqs=sqs, queue_url=url)
         handler.consumer.cache_clear()
+
+
+@pytest.fixture
+def ddb() -> Iterator[Any]:
+    """A client to look at the table; the stores make their own, as in the Lambda."""
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        create_resources(boto3.client("s3"), client, boto3.client("sqs"))
+        yield client
 
 
 class _CurrentStdout:

@@ -6,19 +6,16 @@ others written."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hdfs_events.event import EventType, HdfsEvent, MetadataType
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
 from tests.kit.dynamodb_faults import FailWrites
 from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
-from tests.kit.ingest_aws import TABLE, create_resources
+from tests.kit.ingest_aws import TABLE
 from tests.kit.replay import in_order_state
 
 FILES = 60
@@ -37,14 +34,6 @@ class CallCounter:
         if model.name == "BatchGetItem":
             self.sizes.append(-sum(len(v["Keys"]) for v in params["RequestItems"].values()))
 
-
-@pytest.fixture
-def ddb() -> Iterator[Any]:
-    """A client to look at the table; the stores make their own, as in the Lambda."""
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_resources(boto3.client("s3"), client, boto3.client("sqs"))
-        yield client
 
 
 def a_directory_of_files() -> list[HdfsEvent]:

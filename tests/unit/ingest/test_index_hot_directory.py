@@ -4,12 +4,9 @@ delete of it takes every child along; `index ls` pages through it in name order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
@@ -20,7 +17,7 @@ from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
 from lambdas.ingest.sequencer import CHUNK_EVENTS
 from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
-from tests.kit.ingest_aws import TABLE, create_resources
+from tests.kit.ingest_aws import TABLE
 from tests.kit.memory_stores import MemoryIndexStore, PartitionLimit
 from tests.kit.replay import in_order_state
 
@@ -128,13 +125,6 @@ def test_a_rename_and_a_delete_of_a_sharded_directory_take_every_child(
     assert store.live("prod") == in_order_state([*before, *renamed, *deleted], "/data") == {
         "/data": moved["/data"]}
 
-
-@pytest.fixture
-def ddb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb")
-        create_resources(boto3.client("s3"), client, boto3.client("sqs"))
-        yield client
 
 
 def test_index_ls_pages_a_sharded_directory_in_name_order(ddb: Any) -> None:
