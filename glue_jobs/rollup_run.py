@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -56,7 +55,6 @@ class RollupFrames:
     mass_deletes: DataFrame
     gaps: DataFrame
     plan: rollup_days.DayPlan
-    events: DataFrame  # persisted: the attributed events all three outputs read
     owner_state: DataFrame | None  # after plan.write_state, when the plan writes one
 
 
@@ -88,15 +86,12 @@ def roll_up(spark: SparkSession, source: LakeStore, catalog: PartitionCatalog,
     frames = rollup_frames(spark, catalog, settings, marked.days if marked else frozenset(),
                            states=states, state_root=source.root_uri, attribution=attribution)
     plan = frames.plan
-    try:
-        # Before any write: a state after a day rolled up again misses that day's new facts.
-        dropped = (rollup_days.drop_owner_states(source, from_day=plan.drop_states_from)
-                   if plan.drop_states_from else ())
-        report = _write(frames, target) if plan.days else RollupReport()
-        if frames.owner_state is not None:
-            dropped += _write_owner_state(frames.owner_state, source, plan.write_state)
-    finally:
-        frames.events.unpersist()
+    # Before any write: a state after a day rolled up again misses that day's new facts.
+    dropped = (rollup_days.drop_owner_states(source, from_day=plan.drop_states_from)
+               if plan.drop_states_from else ())
+    report = _write(frames, target) if plan.days else RollupReport()
+    if frames.owner_state is not None:
+        dropped += _write_owner_state(frames.owner_state, source, plan.write_state)
     # Marks of days no longer in the catalog have nothing to roll up: cleared as well.
     return replace(report, owner_states_dropped=dropped,
                    marks_cleared=rollup_days.clear(source, marked) if marked else 0)
@@ -146,12 +141,11 @@ def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSetti
         .transform(rollups.path_history)
     known = recent.unionByName(earlier)
     measures = file_sizes.replayed(known, rollups.state_files(state), s.trash_pattern)
-    # Filled once: the three outputs read it (AQE would otherwise run two branches over one
-    # unfilled cache at once).
-    events = _filled(recent.transform(rollups.hadoop_events)
-                     .transform(rollups.attribute_owners(known, state))
-                     .transform(rollups.with_prefix(s.prefix_depth))
-                     .transform(file_sizes.measure_events(measures)))
+    # Computed once: the three outputs read it (rollups.materialised).
+    events = rollups.materialised(recent.transform(rollups.hadoop_events)
+                                  .transform(rollups.attribute_owners(known, state))
+                                  .transform(rollups.with_prefix(s.prefix_depth))
+                                  .transform(file_sizes.measure_events(measures)))
     after = plan.write_state
     # The attribution partitions are the events' own (cluster, dt): those of the days read.
     read = set(plan.read_days)
@@ -165,17 +159,10 @@ def rollup_frames(spark: SparkSession, catalog: PartitionCatalog, s: RollupSetti
         .where(F.col("dt").isin(*plan.mass_delete_days)),
         gaps=recent.where(F.col("dt").isin(*plan.days)).transform(rollups.daily_gaps),
         plan=plan,
-        events=events,
         owner_state=rollups.path_state(
             recent.where(F.col("dt") <= after).transform(rollups.path_history)
             .unionByName(earlier), state, s.trash_pattern) if after else None,
     )
-
-
-def _filled(df: DataFrame) -> DataFrame:
-    df = df.persist(StorageLevel.MEMORY_AND_DISK)
-    df.count()
-    return df
 
 
 def write_by_day(df: DataFrame, uri: str) -> None:
