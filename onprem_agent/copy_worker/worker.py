@@ -151,6 +151,13 @@ class CopyWorker:
             check_allowed(request, self._settings)
         except Rejected as exc:
             return self._reject(request, exc.reason, message, attempt=None)
+        if receive_count > self._settings.max_attempts and self._failed_for_good(request):
+            # A queue whose redrive maxReceiveCount is above max_attempts hands the final
+            # failure's message back: the failure recorded stands, with its reason.
+            log.warning("copy %s: received %d times after its final failure; message deleted, "
+                        "the failure recorded stands", request.request_id, receive_count)
+            self._delete(message)
+            return "duplicate:failed"
         try:
             attempt = self._transfers.begin(request, worker=self._worker_id,
                                             message_id=message["MessageId"])
@@ -284,6 +291,11 @@ class CopyWorker:
                 reason=reason, source=request.source.uri, destination=request.destination,
                 attempts=attempt, duration_ms=duration_ms), self._topics(request))
         return "failed:final" if final else "failed:retry"
+
+    def _failed_for_good(self, request: CopyRequest) -> bool:
+        item = self._transfers.get(request.request_id) or {}
+        return (item.get("fingerprint") == request.fingerprint and bool(item.get("final"))
+                and item.get("state") == TransferState.FAILED.value)
 
     def _topics(self, request: CopyRequest | None) -> list[str]:
         topics = [self._settings.notify_topic_arn] if self._settings.notify_topic_arn else []

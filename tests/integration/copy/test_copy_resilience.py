@@ -146,6 +146,26 @@ def test_copy_that_keeps_failing_ends_in_the_dead_letter_queue(world: CopyWorld)
     assert json.loads(dead["Body"])["request_id"] == "doomed-1"
 
 
+def test_a_final_failure_received_again_keeps_its_reason_and_is_not_copied_again(
+        world: CopyWorld) -> None:
+    """max_attempts (1) below the queue's maxReceiveCount (3): SQS hands the final failure's
+    message back instead of moving it to the DLQ; the worker deletes it and the item keeps
+    DistCp's reason (it was overwritten by "received 2 times" before)."""
+    world.put_dataset("exports/long/", FILES)
+    world.hdfs.run([["write", DEST, "a file where the directory should be"]])
+    world.send(request("doomed-2"))
+
+    world.run_until(lambda: world.queue_depth(world.queue_url) == 0, timeout_s=120,
+                    max_attempts=1)
+
+    item = world.item("doomed-2")
+    assert item["state"] == "failed" and item["final"] is True and item["attempts"] == 1
+    assert "InvalidInputException: Cannot copy" in item["reason"], item["reason"]
+    assert len(world.invocations()) == 1 and world.queue_depth(world.dlq_url) == 0
+    [outcome] = world.outcomes()
+    assert outcome["state"] == "failed"
+
+
 def test_distcp_over_its_time_limit_is_stopped_and_retried(world: CopyWorld) -> None:
     world.put_dataset("exports/long/", FILES)
     world.send(request("hang-1"))
