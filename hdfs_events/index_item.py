@@ -80,6 +80,23 @@ def child_partitions(cluster: str, directory: str, shards: int) -> list[str]:
             *(names.index_shard_partition(cluster, directory, k) for k in range(shards))]
 
 
+def partition_page(limit: int, shards: int) -> int:
+    """Names to read from each partition of a directory for a merged page of `limit`: all of
+    them from an unsharded one; ~2 x limit / partitions from a sharded one's (names spread
+    evenly by hash), the merge reading on only when it runs short."""
+    return limit if shards == 0 else max(1, -(-2 * limit // (shards + 1)))
+
+
+def wire_name(raw: Mapping[str, Any]) -> str:
+    """An item's name (its sort key), from DynamoDB's wire format."""
+    return str(raw[names.INDEX_SK]["S"])
+
+
+def wire_version(raw: Mapping[str, Any]) -> tuple[int, int]:
+    """An item's (last_txid, last_index), from DynamoDB's wire format."""
+    return (int(raw.get(LAST_TXID, {}).get("N", 0)), int(raw.get(LAST_INDEX, {}).get("N", 0)))
+
+
 T = TypeVar("T")
 
 

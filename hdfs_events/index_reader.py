@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 
 from hdfs_events import index_item, names
-from hdfs_events.index_item import IndexItem
+from hdfs_events.index_item import IndexItem, wire_name, wire_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +57,6 @@ def _ancestors(path: str) -> list[str]:
     return ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def _name(raw: dict[str, Any]) -> str:
-    return str(raw[names.INDEX_SK]["S"])
-
-
-def _version(raw: dict[str, Any]) -> tuple[int, int]:
-    return int(raw[index_item.LAST_TXID]["N"]), int(raw[index_item.LAST_INDEX]["N"])
-
-
 LS_PAGE = 1000  # entries per `ls` page (a Query page's 1 MB holds ~4,600 index items)
 
 
@@ -84,7 +76,7 @@ class IndexReader:
                 response = self.ddb.batch_get_item(RequestItems=request)
                 for raw in response.get("Responses", {}).get(self.table, []):
                     path = raw[index_item.PATH]["S"]
-                    if path not in found or _version(found[path]) < _version(raw):
+                    if path not in found or wire_version(found[path]) < wire_version(raw):
                         found[path] = raw
                 request = response.get("UnprocessedKeys") or {}
         return found
@@ -117,21 +109,21 @@ class IndexReader:
         """Up to `limit` children after the name `after`, by name, and the page token for the
         next page (None: none). Every partition of the directory (index_item.child_partitions)
         is sorted by name, so the last name returned is each one's position: the token is it.
-        A sharded directory's partitions are read ~2 x limit / partitions names each (names
-        spread evenly by hash); the page ends where the first of them that holds more ends."""
+        Each partition is read index_item.partition_page names at a time; the page ends where
+        the first of them that holds more ends."""
         path = _normal(path)
         ops = self._in_progress(path)
         own = self._newest([path]).get(path) if path != "/" else None
         shards = int(own[index_item.SHARDS]["N"]) if own and index_item.SHARDS in own else 0
-        each = limit if shards == 0 else max(1, -(-2 * limit // (shards + 1)))
+        each = index_item.partition_page(limit, shards)
         reads = [self._partition(pk, after, each)
                  for pk in index_item.child_partitions(self.cluster, path, shards)]
-        cut = min((_name(r[-1]) for r in reads if len(r) >= each), default=None)
+        cut = min((wire_name(r[-1]) for r in reads if len(r) >= each), default=None)
         merged = list(itertools.islice(index_item.newest_by_name(
-            ([raw for raw in r if cut is None or _name(raw) <= cut] for r in reads),
-            _name, _version), limit))
+            ([raw for raw in r if cut is None or wire_name(raw) <= cut] for r in reads),
+            wire_name, wire_version), limit))
         more = cut is not None or len(merged) == limit
-        token = _name(merged[-1]) if more and merged else None
+        token = wire_name(merged[-1]) if more and merged else None
         entries = [entry_from_item(raw) for raw in merged]
         return ([_with_progress(e, ops) if ops else e
                  for e in entries if include_deleted or not e.deleted], token)

@@ -279,7 +279,8 @@ class DynamoIndexReader:
         shards = self._sharded.get((cluster, parent), 0)
         streams = [self._partition(pk)
                    for pk in index_item.child_partitions(cluster, parent, shards)]
-        for item in index_item.newest_by_name(streams, _item_name, _item_version):
+        for item in index_item.newest_by_name(streams, index_item.wire_name,
+                                                index_item.wire_version):
             entry = self._seen(cluster, _indexed(parent, item))
             if entry is not None:
                 yield entry
@@ -303,20 +304,11 @@ class DynamoIndexReader:
         got = [item for key in index_item.wire_keys(cluster, path)
                if (item := self._client.get_item(TableName=self.table, ConsistentRead=True,
                                                  Key=key).get("Item")) is not None]
-        return max(got, key=_item_version, default=None)
+        return max(got, key=index_item.wire_version, default=None)
 
     def entry(self, cluster: str, path: str) -> IndexedEntry | None:
         item = self._item(cluster, path)
         return self._seen(cluster, _indexed(names.split_path(path)[0], item)) if item else None
-
-
-def _item_name(item: dict[str, Any]) -> str:
-    return str(item[names.INDEX_SK]["S"])
-
-
-def _item_version(item: dict[str, Any]) -> tuple[int, int]:
-    return (int(item.get("last_txid", {}).get("N", 0)),
-            int(item.get("last_index", {}).get("N", 0)))
 
 
 def _indexed(parent: str, item: dict[str, Any]) -> IndexedEntry | None:

@@ -21,6 +21,7 @@ from hdfs_events.index_item import (
     child_partitions,
     from_wire,
     newest_by_name,
+    partition_page,
     to_wire,
     wire_key,
     wire_keys,
@@ -196,7 +197,7 @@ class DynamoIndexStore:
         counts = shard_counts(self, cluster, parents, shards)
         tasks = []  # (parent's position, partition, after, page)
         for i, ((parent, after), n) in enumerate(zip(parents, counts, strict=True)):
-            page = limit if n == 0 else max(1, -(-2 * limit // (n + 1)))
+            page = partition_page(limit, n)
             tasks += [(i, pk, after, page) for pk in child_partitions(cluster, parent, n)]
         got = list(self._pool.map(lambda t: self._query(t[1], t[2], t[3]), tasks))
         reads: list[list[_PartitionRead]] = [[] for _ in parents]
