@@ -289,8 +289,7 @@ class S3Replica:
                 ChecksumCRC32C=crc_b64(whole.value), ChecksumType="FULL_OBJECT",
                 MultipartUpload={"Parts": [p for p, _ in parts]})
         except BaseException:
-            self._count(requests=1)
-            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            self._abort(key, upload_id)
             raise
         self._check_stored(key, r, whole.value, read_back=in_zone(entry))
         self._count(uploads=1, bytes=sum(size for _, size in parts))
@@ -316,19 +315,11 @@ class S3Replica:
             return False
         key, source = self.key(path), {"Bucket": self.bucket, "Key": self.key(path)}
         new = JavaCrc("CRC32C")
-
-        def chunks() -> Iterator[tuple[Any, int]]:
-            for buf, n in hdfs.read(path, start=prefix):
-                throttle.take(n)
-                new.update(buf, 0, n)
-                yield buf, n
-
         upload_id = self._start_upload(key, entry)
         try:
             parts = self._copy_parts(key, upload_id, source, ranges)
-            sent = upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
-                                self.settings.part_size, count=lambda: self._count(requests=1),
-                                first_part=len(parts) + 1)
+            sent = self._upload_parts(path, key, upload_id, hdfs, throttle, new, None,
+                                      start=prefix, first_part=len(parts) + 1)
             added = sum(size for _, size in sent)
             if prefix + added != entry.size:
                 raise ChecksumMismatch(f"{path}: read {added} bytes after byte {prefix}; HDFS "
@@ -341,12 +332,10 @@ class S3Replica:
                     ChecksumCRC32C=crc_b64(checksum.value), ChecksumType="FULL_OBJECT",
                     MultipartUpload={"Parts": [*parts, *(p for p, _ in sent)]})
         except BaseException:
-            self._count(requests=1)
-            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            self._abort(key, upload_id)
             raise
         if not is_prefix:
-            self._count(requests=1)
-            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            self._abort(key, upload_id)
             log.info("%s: the object's %d bytes are not the file's first ones (CRC32C); "
                      "uploading the whole file", path, prefix)
             return False
@@ -355,10 +344,12 @@ class S3Replica:
         return True
 
     def _upload_parts(self, path: str, key: str, upload_id: str, hdfs: HdfsFiles,
-                      throttle: Throttle, whole: JavaCrc, own: JavaCrc | None
-                      ) -> list[tuple[dict[str, Any], int]]:
+                      throttle: Throttle, whole: JavaCrc, own: JavaCrc | None, *,
+                      start: int = 0, first_part: int = 1) -> list[tuple[dict[str, Any], int]]:
+        """The file's bytes from `start` on as parts `first_part`.., CRC32C'd into `whole`
+        (and `own`, HDFS's own CRC kind when it is not CRC32C) as they stream."""
         def chunks() -> Iterator[tuple[Any, int]]:
-            for buf, n in hdfs.read(path):
+            for buf, n in hdfs.read(path, start=start):
                 throttle.take(n)
                 whole.update(buf, 0, n)
                 if own is not None:
@@ -366,7 +357,12 @@ class S3Replica:
                 yield buf, n
 
         return upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
-                            self.settings.part_size, count=lambda: self._count(requests=1))
+                            self.settings.part_size, count=lambda: self._count(requests=1),
+                            first_part=first_part)
+
+    def _abort(self, key: str, upload_id: str) -> None:
+        self._count(requests=1)
+        self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
 
     def _check_read(self, path: str, entry: NamespaceEntry, checksum: FileChecksum, size: int,
                     whole: JavaCrc, own: JavaCrc | None, hdfs: HdfsFiles) -> None:
@@ -437,8 +433,7 @@ class S3Replica:
                 Bucket=self.bucket, Key=key, UploadId=upload_id, ChecksumCRC32C=crc_b64(crc),
                 ChecksumType="FULL_OBJECT", MultipartUpload={"Parts": parts})
         except BaseException:
-            self._count(requests=1)
-            self.s3.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            self._abort(key, upload_id)
             raise
         self._check_stored(key, done, crc)
 

@@ -44,8 +44,8 @@ class ZoneFilesDouble:
     def checksum(self, path):
         return FileChecksum("COMPOSITE-CRC32C", crc32c.crc32c(self.stored))
 
-    def read(self, path, chunk=1024 * 1024):
-        for i in range(0, len(self.data), chunk):
+    def read(self, path, chunk=1024 * 1024, *, start=0):
+        for i in range(start, len(self.data), chunk):
             part = self.data[i:i + chunk]
             yield self.jvm.JArray(self.jvm.JByte)(part), len(part)
         for new in self.rewrites:  # an overwrite of the same length, while the sync read

@@ -58,9 +58,9 @@ class HdfsFilesDouble:
         return self.checksums.get(path) or FileChecksum("COMPOSITE-CRC32C",
                                                         crc32c.crc32c(self.files[path]))
 
-    def read(self, path, chunk=4):
+    def read(self, path, chunk=4, *, start=0):
         data = self.files[path]
-        for i in range(0, len(data), chunk):
+        for i in range(start, len(data), chunk):
             part = data[i:i + chunk]
             yield self.jvm.JArray(self.jvm.JByte)(part), len(part)
 
@@ -180,9 +180,9 @@ def test_the_lag_in_bytes_is_what_gathered_and_running_windows_still_have_to_cop
     seen = []  # what a heartbeat reads while each file is being read
     read = hdfs.read
 
-    def reading(path, chunk=4):
+    def reading(path, chunk=4, *, start=0):
         seen.append((path, windows.bytes_pending()))
-        yield from read(path, chunk)
+        yield from read(path, chunk, start=start)
 
     hdfs.read = reading
     windows.flush()
@@ -206,13 +206,13 @@ def test_a_rename_over_copy_objects_limit_is_a_multipart_copy_inside_s3(jvm, aws
     # S3's limit is 5 GiB; here 1 MiB, so 12 MiB is "over" it and copied in 5 MiB parts.
     r.replica = S3Replica(SETTINGS, copy_object_limit=2**20, copy_part_size=5 * 2**20)
     read = hdfs.read
-    hdfs.read = lambda path, chunk=2**20: read(path, chunk)
+    hdfs.read = lambda path, chunk=2**20, start=0: read(path, chunk, start=start)
     r.apply_window([closed(5, "/c/big")], 5)
 
     calls: list[str] = []
     r.replica.s3.meta.events.register("before-call.s3.*",
                                       lambda model, **_: calls.append(model.name))
-    hdfs.read = lambda path, chunk=2**20: pytest.fail(f"{path} read from HDFS again")
+    hdfs.read = lambda path, chunk=2**20, start=0: pytest.fail(f"{path} read from HDFS again")
     hdfs.files["/c/moved"] = hdfs.files.pop("/c/big")
     r.apply_window([HdfsEvent("prod", 6, 0, EventType.RENAME, "/c/big", dst_path="/c/moved")], 6)
 
