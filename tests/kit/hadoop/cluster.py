@@ -60,10 +60,11 @@ class HdfsCluster:
     @classmethod
     def start(cls, base_dir: Path, *, kind: str = "single", conf: dict[str, str] | None = None,
               datanodes: int = 1, ticket_lifetime_s: int | None = None,
-              image: Path | None = None) -> HdfsCluster:
+              image: Path | None = None, heap: str = "1g") -> HdfsCluster:
         """kind: "single", "ha" or "secure"; ticket_lifetime_s: the KDC's ticket lifetime
         (secure only; default one day); image: a prepared name directory to start on instead
-        of formatting one (single only; namespace_image.py)."""
+        of formatting one (single only; namespace_image.py); heap: the NameNode JVM's -Xmx (a
+        NameNode holds its whole namespace: ~6g for 10M files)."""
         jars()  # a clear error before spawning when `make hadoop` has not run
         base_dir.mkdir(parents=True, exist_ok=True)
         authkey = secrets.token_bytes(16)
@@ -72,7 +73,8 @@ class HdfsCluster:
         listener = Listener(address, family="AF_UNIX", authkey=authkey)
         log = (base_dir / "host.log").open("ab")
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.kit.hadoop.host", address, str(base_dir.resolve())],
+            [sys.executable, "-m", "tests.kit.hadoop.host", address, str(base_dir.resolve()),
+             heap],
             stdin=subprocess.PIPE,
             stdout=log, stderr=log, cwd=Path(__file__).resolve().parents[3])
         assert process.stdin is not None

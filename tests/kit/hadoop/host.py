@@ -1,4 +1,4 @@
-"""The JVM process that holds a real HDFS: `python -m tests.kit.hadoop.host ADDRESS BASE_DIR`.
+"""The JVM process that holds a real HDFS: `python -m tests.kit.hadoop.host ADDRESS BASE_DIR [HEAP]`.
 
 It connects back to the test process's listener at ADDRESS (authkey on stdin, never on the
 command line), then serves calls `(method, args, kwargs)` one at a time until `stop`. Hadoop
@@ -208,13 +208,14 @@ class Host:
 
 def main() -> None:
     address, base_dir = sys.argv[1], sys.argv[2]
+    heap = sys.argv[3] if len(sys.argv) > 3 else "1g"
     authkey = bytes.fromhex(sys.stdin.readline().strip())
     log4j = (Path(__file__).parent / "log4j.properties").as_uri()
     # log4j.properties puts the NameNode's audit log under the base dir (${hdfs.kit.base_dir}).
     # HDFS_KIT_JAVA_OPTIONS: what a test session adds (tests/conftest.py: C1 only); `make
     # bench` runs its NameNodes without it.
     extra = os.environ.get("HDFS_KIT_JAVA_OPTIONS", "").split()
-    jpype.startJVM("-Xmx1g", f"-Dlog4j.configuration={log4j}",
+    jpype.startJVM(f"-Xmx{heap}", f"-Dlog4j.configuration={log4j}",
                    f"-Dhdfs.kit.base_dir={base_dir}", *JAVA17_OPENS, *extra, classpath=jars(),
                    convertStrings=True)
     host = Host()

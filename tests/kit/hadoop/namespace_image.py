@@ -1,7 +1,7 @@
 """A NameNode name directory holding a large namespace, built with Hadoop's own tools, cached.
 
-    image = namespace_image(1_000_000)      # .hadoop/namespaces/lake-v1-1000000/, built once
-    with HdfsCluster.start(tmp, image=image.name_dir, datanodes=0, heap="2g") as hdfs: ...
+    image = namespace_image(1_000_000)      # .hadoop/namespaces/lake-v1.2-1000000/, built once
+    with HdfsCluster.start(tmp, image=image.name_dir, datanodes=0, heap=image.heap) as hdfs: ...
     image.summary                            # files, dirs, bytes per subtree (namespace_shape)
 
 How: namespace_shape.walk streams the tree as the XML Hadoop's Offline Image Viewer writes
@@ -9,15 +9,22 @@ How: namespace_shape.walk streams the tree as the XML Hadoop's Offline Image Vie
 it into an fsimage; VERSION, seen_txid and the image's MD5 file complete the name directory. No
 RPC per file, no edit log to replay: the NameNode loads it as it loads any checkpoint.
 
+From PARALLEL_INODE_THRESHOLD inodes up, a NameNode then saves the image again
+(`saveNamespace` with `dfs.image.parallel.load` on, SAVE_CONF) and the cache keeps that one: a
+NameNode writes INODE and INODE_DIR in sub-sections, which the reconstructor never does, and
+the image job reads one sub-section per task. Below the threshold the NameNode writes one part
+per section too, so a smaller image stays as reconstructed (no NameNode start to build it).
+
 The files have blocks that no DataNode holds: start with `datanodes=0` (HdfsCluster leaves safe
 mode then, as an operator would with `hdfs dfsadmin -safemode leave`). Listing, inotify and
 writes of new empty files work; reading a generated file's data does not.
 
-Cache: `.hadoop/namespaces/<shape>-v<SHAPE_VERSION>-<files>/` (git-ignored with .hadoop; `make
-clean` drops it): `current/` (the name directory's files), `summary.json` (namespace_shape's
-counts), `build.json` (how long each step took). A directory without build.json is a build that
-did not finish, and is rebuilt. The NameNode writes into its name directory, so a cluster gets
-hard links of these files in its own base dir (cluster.py), never the cache itself.
+Cache: `.hadoop/namespaces/<shape>-v<SHAPE_VERSION>.<IMAGE_VERSION>-<files>/` (git-ignored with
+.hadoop; `make clean` drops it): `current/` (the name directory's files), `summary.json`
+(namespace_shape's counts), `build.json` (how long each step took, the tools' peak RSS). A
+directory without build.json is a build that did not finish, and is rebuilt. The NameNode
+writes into its name directory, so a cluster gets hard links of these files in its own base dir
+(cluster.py), never the cache itself.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -48,6 +56,15 @@ from tests.kit.hadoop.namespace_shape import (
 
 CACHE = REPO / ".hadoop" / "namespaces"
 SHAPE = "lake"
+# Bump when the build makes a different image of the same shape (2: saved by a NameNode).
+IMAGE_VERSION = 2
+# Hadoop 3.3.4's dfs.image.parallel.inode.threshold default: fewer inodes, no sub-sections.
+PARALLEL_INODE_THRESHOLD = 1_000_000
+# What an operator turns on for parallel image loading; target.sections and the threshold are
+# Hadoop's defaults (12; 1,000,000), written out because the saver reads them.
+SAVE_CONF = {"dfs.image.parallel.load": "true", "dfs.image.parallel.target.sections": "12",
+             "dfs.image.parallel.inode.threshold": str(PARALLEL_INODE_THRESHOLD),
+             "dfs.image.parallel.threads": "4"}
 LAYOUT_VERSION = -66  # NameNodeLayoutVersion.CURRENT_LAYOUT_VERSION of Hadoop 3.3.x
 NAMESPACE_ID = 7_000_001
 CLUSTER_ID = "CID-hdfs-events-large-namespace"
@@ -62,10 +79,22 @@ class NamespaceImage:
     summary: Summary
     build: dict[str, Any]  # seconds per step of the build that made it; "cached": reused
 
+    @property
+    def image(self) -> Path:
+        """The fsimage file (its txid: 1 as reconstructed, the NameNode's when it saved it)."""
+        return max((self.name_dir / "current").glob("fsimage_" + "[0-9]" * 19))
+
+    @property
+    def heap(self) -> str:
+        """A NameNode heap that holds this namespace: ~500 bytes per file (its inode, ~1.2
+        blocks and their map entries) and room to save, 1g at least."""
+        return f"{max(1, -(-self.files * 600 // 2**30))}g"
+
 
 def namespace_image(files: int, *, cache: Path = CACHE, heap: str = "2g") -> NamespaceImage:
-    """The cached name directory of namespace_shape.walk(files), built when missing."""
-    root = cache / f"{SHAPE}-v{SHAPE_VERSION}-{files}"
+    """The cached name directory of namespace_shape.walk(files), built when missing. heap: the
+    reconstructor's -Xmx (it streams: 2g holds 10M files)."""
+    root = cache / f"{SHAPE}-v{SHAPE_VERSION}.{IMAGE_VERSION}-{files}"
     done = root / "build.json"
     if done.exists():
         return NamespaceImage(root, files, _read_summary(root / "summary.json"),
@@ -81,7 +110,7 @@ def namespace_image(files: int, *, cache: Path = CACHE, heap: str = "2g") -> Nam
         counted = write_image_xml(files, out, work)
     xml_s = time.perf_counter() - started
     image = current / f"fsimage_{IMAGE_TXID:019d}"
-    reconstruct(xml, image, heap=heap)
+    reconstruct_rss_mb = reconstruct(xml, image, heap=heap)
     reconstruct_s = time.perf_counter() - started - xml_s
     _write_md5(image)
     (current / "seen_txid").write_text(f"{IMAGE_TXID}\n")
@@ -90,12 +119,52 @@ def namespace_image(files: int, *, cache: Path = CACHE, heap: str = "2g") -> Nam
         f"storageType=NAME_NODE\nblockpoolID=BP-{NAMESPACE_ID}-127.0.0.1-0\n"
         f"layoutVersion={LAYOUT_VERSION}\n")
     shutil.rmtree(work)
+    build: dict[str, Any] = {"xml_s": round(xml_s, 1), "reconstruct_s": round(reconstruct_s, 1),
+                             "reconstruct_peak_rss_mb": reconstruct_rss_mb}
+    inodes = counted.files + counted.dirs
+    made = NamespaceImage(root, files, counted, build)
+    if inodes >= PARALLEL_INODE_THRESHOLD:
+        build.update(save_by_namenode(made))
     (root / "summary.json").write_text(json.dumps(asdict(counted), indent=1) + "\n")
-    build = {"xml_s": round(xml_s, 1), "reconstruct_s": round(reconstruct_s, 1),
-             "seconds": round(time.perf_counter() - started, 1),
-             "image_bytes": image.stat().st_size, "inodes": counted.files + counted.dirs}
+    build.update(seconds=round(time.perf_counter() - started, 1),
+                 image_bytes=made.image.stat().st_size, inodes=inodes)
     done.write_text(json.dumps(build) + "\n")
     return NamespaceImage(root, files, counted, {**build, "cached": False})
+
+
+def save_by_namenode(made: NamespaceImage) -> dict[str, Any]:
+    """`made`'s current/ replaced by the image a NameNode started on it saves with SAVE_CONF
+    (safe mode, saveNamespace), with its MD5 file, VERSION and a seen_txid naming it. Returns
+    the NameNode's start and save seconds and its process's peak RSS."""
+    from tests.kit.hadoop.cluster import HdfsCluster  # cluster's host imports this module
+
+    work = made.name_dir / "namenode"
+    shutil.rmtree(work, ignore_errors=True)
+    started = time.perf_counter()
+    with HdfsCluster.start(work, image=made.name_dir, datanodes=0, conf=SAVE_CONF,
+                           heap=made.heap) as hdfs:
+        start_s = hdfs.started_s
+        hdfs.checkpoint()
+        save_s = time.perf_counter() - started - start_s
+        rss_mb = _peak_rss_mb(hdfs.pid)
+    saved = max((work / "dfs" / "name-0-1" / "current").glob("fsimage_" + "[0-9]" * 19))
+    current = made.name_dir / "current"
+    for old in current.glob("fsimage_*"):
+        old.unlink()
+    for name in (saved.name, saved.name + ".md5"):
+        shutil.move(saved.with_name(name), current / name)
+    (current / "seen_txid").write_text(f"{int(saved.name.split('_')[1])}\n")
+    shutil.rmtree(work)
+    return {"namenode_start_s": round(start_s, 1), "namenode_save_s": round(save_s, 1),
+            "namenode_peak_rss_mb": rss_mb, "namenode_heap": made.heap}
+
+
+def _peak_rss_mb(pid: int) -> int:
+    """VmHWM of a running process (Linux): its peak resident set so far."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    raise RuntimeError(f"/proc/{pid}/status has no VmHWM")
 
 
 def write_image_xml(files: int, out: IO[str], work: Path) -> Summary:
@@ -182,17 +251,25 @@ def _append(spool: Path, out: IO[str]) -> None:
     spool.unlink()
 
 
-def reconstruct(xml: Path, image: Path, *, heap: str) -> None:
+def reconstruct(xml: Path, image: Path, *, heap: str) -> int:
     """Hadoop's Offline Image Reconstructor (`hdfs oiv -p ReverseXML`), in a JVM of its own:
-    its main() ends in System.exit."""
+    its main() ends in System.exit. Returns its peak RSS in MiB."""
     jars()
-    done = subprocess.run(
-        [java(), f"-Xmx{heap}", "-cp", str(LIB / "*"),
-         "org.apache.hadoop.hdfs.tools.offlineImageViewer.OfflineImageViewerPB",
-         "-p", "ReverseXML", "-i", str(xml), "-o", str(image)],
-        capture_output=True, text=True, timeout=3600, check=False)
-    if done.returncode != 0 or not image.exists():
-        raise RuntimeError(f"ReverseXML exited {done.returncode}: {done.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            [java(), f"-Xmx{heap}", "-cp", str(LIB / "*"),
+             "org.apache.hadoop.hdfs.tools.offlineImageViewer.OfflineImageViewerPB",
+             "-p", "ReverseXML", "-i", str(xml), "-o", str(image)],
+            stdout=subprocess.DEVNULL, stderr=err)
+        # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN: the largest of any child)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read()
+    if process.returncode != 0 or not image.exists():
+        raise RuntimeError(f"ReverseXML exited {process.returncode}: {stderr[-3000:]}")
+    rss_mb = round(usage.ru_maxrss / 1024)
+    return rss_mb
 
 
 # `hdfs oiv -p Delimited`'s columns (PBImageDelimitedTextWriter, Hadoop 3.3.4).
