@@ -18,16 +18,26 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import date, timedelta
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog
 from glue_jobs.fsimage_format import ImageFormatError
-from glue_jobs.inventory_image import image_object, read_layout, s3_client
+from glue_jobs.image_index import (
+    IndexRefused,
+    IndexReport,
+    IndexSettings,
+    dynamodb_client,
+    marker_body,
+    write_index,
+)
+from glue_jobs.inventory_image import ImageObject, image_object, read_layout, s3_client
 from glue_jobs.inventory_run import InventorySettings, take_inventory
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import LakeStore, store_for
+from hdfs_events.names import fsimage_indexed_key
 
 JOB_NAME = "namespace_inventory"
 SPEC = (
@@ -45,6 +55,13 @@ SPEC = (
     Arg("catalog_database", "Glue database of the table; empty: a JSON catalog in the target",
         ""),
     Arg("catalog_table", "Glue table of the namespace inventory", INVENTORY_TABLE),
+    # A first start from the image (docs/fsimage.md): the index written from the same rows.
+    Arg("index_table", "the namespace index table to write from the image (first start only: "
+        "refused when the cluster has a position); empty: no index", ""),
+    Arg("index_prefixes", "comma-separated HDFS prefixes the index covers (the consumer's "
+        "INDEX_PREFIXES)", "/"),
+    Arg("index_threads", "BatchWriteItem calls in flight per write task", "4"),
+    Arg("index_partitions", "index write tasks; 0: Spark's default parallelism", "0"),
 )
 
 _CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -68,6 +85,25 @@ def settings_from(args: dict[str, str]) -> InventorySettings:
                              retain=retain, compression=args["compression"])
 
 
+def index_settings_from(args: dict[str, str]) -> IndexSettings | None:
+    if not args["index_table"]:
+        return None
+    prefixes = tuple(dict.fromkeys(p.strip().rstrip("/") or "/"
+                                   for p in args["index_prefixes"].split(",") if p.strip()))
+    bad = [p for p in prefixes if not p.startswith("/")]
+    if not prefixes or bad:
+        raise SystemExit(f"{JOB_NAME}: --index_prefixes must be absolute HDFS paths, comma-"
+                         f"separated, got {args['index_prefixes']!r}")
+    try:
+        threads, partitions = int(args["index_threads"]), int(args["index_partitions"])
+    except ValueError as exc:
+        raise SystemExit(f"{JOB_NAME}: bad numeric argument: {exc}") from None
+    if not 1 <= threads <= 64 or partitions < 0:
+        raise SystemExit(f"{JOB_NAME}: --index_threads must be 1..64 and --index_partitions "
+                         f">= 0, got {threads} and {partitions}")
+    return IndexSettings(args["index_table"], prefixes, threads, partitions)
+
+
 def inventory_catalog(database: str, table: str, lake: LakeStore) -> PartitionCatalog:
     if database:
         import boto3  # on Glue; local runs use the JSON catalog and need no AWS library
@@ -83,6 +119,7 @@ _TASK_ERROR = re.compile(r"ImageFormatError: (?P<message>[^\n]+)")
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     args = resolve_args(sys.argv[1:] if argv is None else argv, SPEC, prog=JOB_NAME)
     settings = settings_from(args)
+    indexing = index_settings_from(args)
     target = store_for(args["target"])
     catalog = inventory_catalog(args["catalog_database"], args["catalog_table"], target)
     client = s3_client()
@@ -101,8 +138,26 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             if found is None:
                 raise
             raise SystemExit(f"{JOB_NAME}: {image.uri}: {found['message']}") from None
-    print(json.dumps({"job": JOB_NAME, **asdict(report)}))
+        indexed = None
+        if indexing is not None:
+            indexed = _write_index(session, report.location, image, settings.cluster,
+                                   report.image_txid, indexing, client)
+    print(json.dumps({"job": JOB_NAME, **asdict(report),
+                      **({"index": asdict(indexed)} if indexed is not None else {})}))
     return 0
+
+
+def _write_index(spark: SparkSession, location: str, image: ImageObject, cluster: str,
+                 txid: int, indexing: IndexSettings, s3: Any) -> IndexReport:
+    """The index from the rows just written, then the marker beside the image."""
+    try:
+        indexed = write_index(spark.read.parquet(location), cluster, txid, indexing,
+                              ddb=dynamodb_client(indexing.threads))
+    except IndexRefused as exc:
+        raise SystemExit(f"{JOB_NAME}: {image.uri}: {exc}") from None
+    s3.put_object(Bucket=image.bucket, Key=fsimage_indexed_key(cluster, txid),
+                  Body=marker_body(indexed, cluster), ContentType="application/json")
+    return indexed
 
 
 if __name__ == "__main__":

@@ -197,3 +197,10 @@ def fsimage_marker_key(cluster: str, txid: int) -> str:
     """The fetch marker beside the image (JSON: txid, size, crc32c, fetched_at, namenode):
     written after the image, so an image with a marker is whole."""
     return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_fetched.json"
+
+
+def fsimage_indexed_key(cluster: str, txid: int) -> str:
+    """The marker the inventory job writes beside the image once it has written the namespace
+    index from it and put the sequencer's position at txid (JSON: counts and seconds): the
+    agent's first start from the image waits for it, then streams from txid + 1."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_indexed.json"

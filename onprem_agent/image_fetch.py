@@ -12,6 +12,8 @@ getFileInfo of "/".
     bucket = "hdfs-events-prod-lake-..."   # required: the lake bucket (CDK output LakeBucket)
     download_dir = "/var/tmp"              # where the image lands before upload (else $TMPDIR)
     part_size_mb = 64                      # S3: 5 MiB..5 GiB, at most 10,000 parts
+    inventory_job = ""                     # first_start = "fsimage": the Glue job to run
+    index_wait_s = 7200                    #   and how long to wait for its index
 
 Images are gigabytes: the file is streamed from disk in 1 MiB chunks, never held whole, and its
 temporary directory is removed whatever happens.
@@ -53,6 +55,8 @@ class FsImageSettings:
     bucket: str
     download_dir: Path | None = None
     part_size: int = 64 * MIB
+    inventory_job: str = ""  # CDK output InventoryJobName
+    index_wait_s: int = 7200
 
 
 def load_fsimage_settings(config: AgentConfig) -> FsImageSettings:
@@ -60,7 +64,7 @@ def load_fsimage_settings(config: AgentConfig) -> FsImageSettings:
     if not config.section("fsimage"):
         raise ConfigError(f"{config.path.name}: [fsimage]: required for `fetch-image` "
                           "(bucket at least)")
-    s.check_keys(("bucket", "download_dir", "part_size_mb"))
+    s.check_keys(("bucket", "download_dir", "part_size_mb", "inventory_job", "index_wait_s"))
     bucket = s.get("bucket", str, None)
     if not bucket:
         raise s.error("bucket", "required (the lake bucket: CDK output LakeBucket)")
@@ -73,7 +77,9 @@ def load_fsimage_settings(config: AgentConfig) -> FsImageSettings:
             raise s.error("download_dir", f"{download_dir} is not a directory")
     return FsImageSettings(
         bucket=bucket, download_dir=download_dir,
-        part_size=_bounded(s, "part_size_mb", 64, _MIN_PART_MB, _MAX_PART_MB) * MIB)
+        part_size=_bounded(s, "part_size_mb", 64, _MIN_PART_MB, _MAX_PART_MB) * MIB,
+        inventory_job=s.get("inventory_job", str, ""),
+        index_wait_s=_bounded(s, "index_wait_s", 7200, 10, 7 * 86_400))
 
 
 @dataclass(frozen=True, slots=True)

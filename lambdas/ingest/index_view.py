@@ -25,15 +25,9 @@ from typing import Protocol
 
 from hdfs_events import names
 from hdfs_events.index_item import INDEX_SHARDS
+from hdfs_events.snapshot_index import SHARD_AFTER_WRITES
 from lambdas.ingest.index_model import DIRECTORY, Entry
 from lambdas.ingest.subtree import ChildPages
-
-# A directory receiving more child writes than this in one chunk is sharded (index_item.py):
-# the sequencer applies a cluster's chunks one after another, CHUNK_EVENTS (1,000) events each,
-# so 10,000 creates/s is about 10 chunks a second, and below this a directory takes under
-# 10 x 100 writes a second, DynamoDB's 1,000 WCU/s for one partition key. Above it, its next
-# listings cost 1 + INDEX_SHARDS Queries instead of one, which only hot directories pay.
-SHARD_AFTER_WRITES = 100
 
 
 @dataclass(frozen=True, slots=True)

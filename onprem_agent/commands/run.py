@@ -104,9 +104,18 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
 
     def term(keeper: LeaseKeeper | None) -> None:
         sender = NoopSender() if dry_run else SqsSender.from_config(config)
+        checkpoint = open_checkpoint_store(config)
+        if settings.inotify.first_start == "fsimage" and checkpoint.load() is None:
+            from onprem_agent.live.image_start import image_start_for
+
+            # The index is written from the image through T: the stream goes on at T+1 as
+            # after any restart (None: the edits after the image are purged, list instead).
+            txid = image_start_for(config, settings, client).run()
+            if txid is not None:
+                checkpoint.save(txid)
         run_term(config, settings, state, stream_source=client.stream_source(),
                  converter=converter, lister=client.lister(), sender=sender,
-                 checkpoint=open_checkpoint_store(config), stop=stop,
+                 checkpoint=checkpoint, stop=stop,
                  on_gap=gap_reporter(config.cluster, alerts), keeper=keeper,
                  before_reconnect=kerberos.relogin_now if kerberos is not None else None)
 

@@ -17,6 +17,7 @@ file and the key, and an unknown key is an error (a typo must not fall back to a
     poll_timeout_ms = 1000               # bounded poll: worst-case idle latency
     max_batches_per_drain = 1000
     gap_policy = "snapshot"              # or "stop"
+    first_start = "listing"              # or "fsimage": the index written from the image
     snapshot_paths = []                  # else [filter] cover_dirs, else ["/"]
     snapshot_workers = 8
     alert_topic_arn = ""                 # SNS topic for gaps (and `stop`)
@@ -48,6 +49,9 @@ from typing import Any
 from onprem_agent.config import AgentConfig, ConfigError
 
 GAP_POLICIES = ("snapshot", "stop")
+# First start (no checkpoint): list the covered namespace, or write the index from the
+# NameNode's fsimage by the inventory job ([fsimage]; docs/fsimage.md) and stream after it.
+FIRST_STARTS = ("listing", "fsimage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class InotifySettings:
     poll_timeout_ms: int = 1000
     max_batches_per_drain: int = 1000
     gap_policy: str = "snapshot"
+    first_start: str = "listing"
     snapshot_paths: tuple[str, ...] = ("/",)
     snapshot_workers: int = 8
     alert_topic_arn: str | None = None
@@ -184,11 +189,15 @@ def load_live_settings(config: AgentConfig) -> LiveSettings:
                                 relogin_interval_s=k.get("relogin_interval_s", int, 3600, low=1))
 
     i = _Section(config, "inotify")
-    i.check_keys(("poll_timeout_ms", "max_batches_per_drain", "gap_policy", "snapshot_paths",
-                  "snapshot_workers", "alert_topic_arn"))
+    i.check_keys(("poll_timeout_ms", "max_batches_per_drain", "gap_policy", "first_start",
+                  "snapshot_paths", "snapshot_workers", "alert_topic_arn"))
     policy = i.get("gap_policy", str, "snapshot")
     if policy not in GAP_POLICIES:
         raise i.error("gap_policy", f"must be one of {', '.join(GAP_POLICIES)}, got {policy!r}")
+    first_start = i.get("first_start", str, "listing")
+    if first_start not in FIRST_STARTS:
+        raise i.error("first_start", f"must be one of {', '.join(FIRST_STARTS)}, got "
+                      f"{first_start!r}")
     paths = i.strings("snapshot_paths", config.filter.cover_dirs or ("/",))
     for p in paths:
         if not p.startswith("/"):
@@ -198,7 +207,7 @@ def load_live_settings(config: AgentConfig) -> LiveSettings:
     inotify = InotifySettings(
         poll_timeout_ms=_bounded(i, "poll_timeout_ms", 1000, 10, 30_000),
         max_batches_per_drain=_bounded(i, "max_batches_per_drain", 1000, 1, 100_000),
-        gap_policy=policy, snapshot_paths=paths,
+        gap_policy=policy, first_start=first_start, snapshot_paths=paths,
         snapshot_workers=_bounded(i, "snapshot_workers", 8, 1, 64),
         alert_topic_arn=_arn(i, "alert_topic_arn"))
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.snapshot_index import outermost
 from onprem_agent.source import TxBatch
 
 # Records per TxBatch piece: about a listing page, so a piece is cheap to hold and the pipeline
@@ -77,13 +78,6 @@ class NamespaceLister(Protocol):
         """One page of the children of `path` after the child named `after` (None: from the
         first). A directory that is gone: an empty last page."""
         ...
-
-
-def name_order(name: str) -> bytes:
-    """The NameNode's order of names in a directory as a key Python compares: HDFS compares
-    the UTF-8 bytes as signed (DFSUtilClient.compareBytes uses Guava's SignedBytes), so a byte
-    of 0x80 or more sorts before ASCII; flipping the top bit makes that an unsigned order."""
-    return bytes(b ^ 0x80 for b in name.encode("utf-8"))
 
 
 Call = Callable[[Callable[[], _T]], _T]  # how each NameNode call is made (LiveSource retries)
@@ -151,7 +145,7 @@ def walk(lister: NamespaceLister, roots: Iterable[str], *, workers: int = 8,
         if workers > 1 else None
     ahead = _ReadAhead(lister, call, pool, limit=2 * workers)
     try:
-        for root in _outermost(roots):
+        for root in outermost(roots):
             status = call(lambda root=root: lister.status(root))  # type: ignore[misc]
             if status is None:
                 continue
@@ -201,15 +195,6 @@ def _read_ahead(stack: list[_Listing], ahead: _ReadAhead) -> None:
                 listing.dirs_ahead = i
                 return
         listing.dirs_ahead = len(entries)
-
-
-def _outermost(roots: Iterable[str]) -> list[str]:
-    """Drops roots inside other roots, so nothing is listed twice."""
-    out: list[str] = []
-    for root in sorted({r.rstrip("/") or "/" for r in roots}):
-        if not any(root == o or root.startswith(o.rstrip("/") + "/") for o in out):
-            out.append(root)
-    return out
 
 
 def snapshot_record(cluster: str, txid: int, index: int, e: NamespaceEntry, *,

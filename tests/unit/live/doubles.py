@@ -17,7 +17,8 @@ from typing import Any
 import jpype
 
 from hdfs_events.event import INodeType
-from onprem_agent.live.snapshot import ListingPage, NamespaceEntry, name_order
+from hdfs_events.snapshot_index import name_order
+from onprem_agent.live.snapshot import ListingPage, NamespaceEntry
 from onprem_agent.live.stream import StreamSource
 from onprem_agent.verify import IndexedEntry
 from tests.kit import java_events as je

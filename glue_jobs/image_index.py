@@ -1,0 +1,234 @@
+"""The namespace index of a first start, written from a decoded fsimage by the Spark executors
+(docs/fsimage.md, "First start from the image").
+
+The consumer applies a snapshot's records one after another (its one in-order applier, ~19k
+records/s at 5 ms per DynamoDB call). Records of one snapshot commute (hdfs_events/
+snapshot_index.py: blind puts of final states, all at txid T), so here every task writes its
+share at once: the covered inventory rows sorted into the agent's walk order (each path gets the
+(T, i) the listing would give it), the items built by the contract, then partitioned by
+partition key (each key written by one task) and written by BatchWriteItem, a few calls in flight
+per task. Then the driver joins the in-order stream: `<cluster>!position` = applied through T,
+put only where none exists, so the sequencer goes on at T+1 and a consumer that got there first
+is never overtaken. The marker `_indexed.json` beside the image says it is done.
+
+First start only: an index that already has a position refuses the run (gap repair from an
+image is not built). A rerun after a crash writes the same items; a run whose position is
+already T (a crash before the marker) writes the marker only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from glue_jobs.runtime import AWS_RETRIES
+from hdfs_events import names
+from hdfs_events.index_item import to_wire
+from hdfs_events.index_status import POSITION_INDEX, POSITION_TXID, TXID_DONE, applied_through
+from hdfs_events.index_status import position_key as _position_key
+from hdfs_events.snapshot_index import (
+    DIRECTORY,
+    covering_root,
+    is_hot,
+    outermost,
+    snapshot_item,
+    state_from_row,
+    walk_key,
+)
+
+BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
+_UNPROCESSED_ATTEMPTS = 10
+
+
+class IndexRefused(RuntimeError):
+    """The index cannot be written from this image (it is not a first start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    table: str
+    prefixes: tuple[str, ...]  # the consumer's INDEX_PREFIXES for the cluster
+    threads: int = 4  # BatchWriteItem calls in flight per task
+    partitions: int = 0  # write tasks; 0: Spark's default parallelism
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    txid: int
+    entries: int
+    directories: int
+    sharded_directories: int
+    write_tasks: int
+    batch_calls: int
+    unprocessed_retries: int
+    seconds: float
+    already_indexed: bool = False
+
+
+def dynamodb_client(threads: int) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("dynamodb", config=Config(retries=AWS_RETRIES,
+                                                  max_pool_connections=threads))
+
+
+ClientFactory = Callable[[int], Any]  # (threads) -> a DynamoDB client, made on the executor
+
+
+def check_first_start(ddb: Any, table: str, cluster: str, txid: int) -> bool:
+    """True: the index is already applied through exactly `txid` (a rerun after a crash between
+    the position and the marker); False: no position, a first start. Any other position is
+    refused: the consumer has applied ranges of its own there."""
+    item = ddb.get_item(TableName=table, Key=_position_key(cluster),
+                        ConsistentRead=True).get("Item")
+    if item is None or POSITION_TXID not in item:
+        return False
+    at = (int(item[POSITION_TXID]["N"]), int(item.get(POSITION_INDEX, {"N": "0"})["N"]))
+    if at == (txid, TXID_DONE):
+        return True
+    raise IndexRefused(
+        f"the index of cluster {cluster} is already applied up to txid {at[0]}: writing it from "
+        f"the image of txid {txid} is for a first start only (no {names.position_partition(cluster)}"
+        " item); gap repair from an image is not supported")
+
+
+def join_stream(ddb: Any, table: str, cluster: str, txid: int) -> None:
+    """The position put only where none exists: a consumer that started applying ranges first
+    keeps its own (the run then fails, naming it)."""
+    try:
+        ddb.put_item(TableName=table, Item=applied_through(cluster, txid),
+                     ConditionExpression="attribute_not_exists(#pk)",
+                     ExpressionAttributeNames={"#pk": names.INDEX_PK})
+    except ddb.exceptions.ConditionalCheckFailedException:
+        if not check_first_start(ddb, table, cluster, txid):
+            raise IndexRefused(f"{names.position_partition(cluster)} appeared while the index "
+                               "was written, without a txid") from None
+
+
+def covered_rows(prefixes: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
+    """Inventory rows a listing of the prefixes would list ("/" has no entry)."""
+    def transform(rows: DataFrame) -> DataFrame:
+        roots = outermost(prefixes)
+        if "/" in roots:
+            return rows.where(F.col("path") != "/")
+        cond = F.lit(False)
+        for root in roots:
+            cond = cond | (F.col("path") == root) | F.col("path").startswith(root + "/")
+        return rows.where(cond)
+    return transform
+
+
+def parent_of(path: F.Column) -> F.Column:
+    parent = F.regexp_replace(path, "/[^/]*$", "")
+    return F.when(parent == "", F.lit("/")).otherwise(parent)
+
+
+def hot_directories(rows: DataFrame, prefixes: tuple[str, ...]) -> list[str]:
+    """Covered directories with more children than the consumer's sharding threshold (the
+    root of a walk's parent, "/" say, has no entry to record it on)."""
+    roots = outermost(prefixes)
+    counts = rows.groupBy(parent_of(F.col("path")).alias("parent")).count()
+    return [r["parent"] for r in counts.collect()
+            if is_hot(r["count"]) and covering_root(r["parent"], roots) is not None]
+
+
+def index_rows(rows: DataFrame, cluster: str, txid: int, prefixes: tuple[str, ...],
+               hot: Iterable[str], partitions: int) -> Any:
+    """(partition key, wire item) of every covered row, numbered in the agent's walk order,
+    as an RDD partitioned by partition key."""
+    roots = outermost(prefixes)
+    hot_set = frozenset(hot)
+    columns = ["path", "type", "size", "mtime", "atime", "owner", "group", "perms",
+               "replication", "symlink_target"]
+
+    def keyed(row: Row) -> tuple[Any, Row]:
+        root = covering_root(row["path"], roots)
+        assert root is not None
+        return walk_key(row["path"], root), row
+
+    def item(numbered: tuple[tuple[Any, Row], int]) -> tuple[str, dict[str, Any]]:
+        (_, row), index = numbered
+        state = state_from_row(row)
+        parent = names.split_path(state.path)[0]
+        built = snapshot_item(cluster, state, txid, index,
+                              sharded=state.inode_type == DIRECTORY and state.path in hot_set,
+                              parent_sharded=parent in hot_set)
+        wire = to_wire(built.to_item(now_s=0))  # not deleted: no TTL, `now_s` unused
+        return wire[names.INDEX_PK]["S"], wire
+
+    ordered = (rows.select(*columns).rdd.map(keyed)
+               .sortByKey(numPartitions=partitions).zipWithIndex().map(item))
+    # Python's str hash is salted per worker process: a stable hash places each key once.
+    return ordered.partitionBy(partitions, lambda pk: zlib.crc32(pk.encode()))
+
+
+def write_partition(table: str, threads: int, client: ClientFactory
+                    ) -> Callable[[Iterator[tuple[str, dict[str, Any]]]], Iterator[dict[str, int]]]:
+    def write(items: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[dict[str, int]]:
+        ddb = client(threads)
+        counts = {"entries": 0, "directories": 0, "batch_calls": 0, "unprocessed_retries": 0}
+
+        def batches() -> Iterator[list[dict[str, Any]]]:
+            batch: list[dict[str, Any]] = []
+            for _, wire in items:
+                counts["entries"] += 1
+                counts["directories"] += wire["type"].get("S") == DIRECTORY
+                batch.append({"PutRequest": {"Item": wire}})
+                if len(batch) == BATCH_WRITE_LIMIT:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+        def send(batch: list[dict[str, Any]]) -> tuple[int, int]:
+            request = {table: batch}
+            for attempt in range(_UNPROCESSED_ATTEMPTS):
+                request = ddb.batch_write_item(RequestItems=request).get("UnprocessedItems")
+                if not request:
+                    return attempt + 1, attempt
+                time.sleep(min(0.05 * 2 ** attempt, 2.0))  # throttled: back off, send the rest
+            raise RuntimeError(f"DynamoDB left {len(request[table])} index writes unprocessed "
+                               f"after {_UNPROCESSED_ATTEMPTS} attempts")
+
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="index-write") as pool:
+            for calls, retries in pool.map(send, batches()):
+                counts["batch_calls"] += calls
+                counts["unprocessed_retries"] += retries
+        yield counts
+    return write
+
+
+def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSettings, *,
+                ddb: Any, client: ClientFactory = dynamodb_client,
+                clock: Callable[[], float] = time.monotonic) -> IndexReport:
+    """The covered inventory `rows` of the image at `txid` into the index, then the position."""
+    started = clock()
+    if check_first_start(ddb, settings.table, cluster, txid):
+        return IndexReport(txid, 0, 0, 0, 0, 0, 0, clock() - started, already_indexed=True)
+    partitions = settings.partitions or rows.sparkSession.sparkContext.defaultParallelism
+    covered = rows.transform(covered_rows(settings.prefixes)).persist()
+    try:
+        hot = hot_directories(covered, settings.prefixes)
+        counts = (index_rows(covered, cluster, txid, settings.prefixes, hot, partitions)
+                  .mapPartitions(write_partition(settings.table, settings.threads, client))
+                  .collect())
+    finally:
+        covered.unpersist()
+    join_stream(ddb, settings.table, cluster, txid)
+    total = {k: sum(c[k] for c in counts) for k in counts[0]} if counts else {}
+    return IndexReport(txid, total.get("entries", 0), total.get("directories", 0), len(hot),
+                       len(counts), total.get("batch_calls", 0),
+                       total.get("unprocessed_retries", 0), clock() - started)
+
+
+def marker_body(report: IndexReport, cluster: str) -> bytes:
+    return json.dumps({"cluster": cluster, **asdict(report)}, sort_keys=True).encode()
