@@ -173,8 +173,13 @@ def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: 
                                  for c in clusters],
                            left_annotations=[cw.HorizontalAnnotation(
                                value=sync_bytes_pending_alarm, label="alarm")]),
-            cw.GraphWidget(title="Sync bytes replicated", width=6,
-                           left=[_agent(names.METRIC_SYNC_BYTES, c, "Sum") for c in clusters]),
+            # S3 requests botocore sent again (SlowDown, 5xx) beside the bytes: a throttled
+            # prefix shows as retries up and bytes down in the same minutes.
+            cw.GraphWidget(title="Sync bytes replicated (left), S3 requests retried (right)",
+                           width=6,
+                           left=[_agent(names.METRIC_SYNC_BYTES, c, "Sum") for c in clusters],
+                           right=[_agent(names.METRIC_SYNC_S3_RETRIES, c, "Sum")
+                                  for c in clusters]),
             cw.GraphWidget(title="Sync parked paths", width=6,
                            left=[_agent(names.METRIC_SYNC_PARKED, c, "Maximum")
                                  for c in clusters]),

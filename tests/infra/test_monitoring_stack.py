@@ -486,7 +486,11 @@ def test_dashboard_has_a_sync_row_per_cluster(deployed_env: Synthesized) -> None
     assert shown == {names.METRIC_SYNC_LAG_SECONDS: (deployed_env.env, "Maximum"),
                      names.METRIC_SYNC_BYTES_PENDING: (deployed_env.env, "Maximum"),
                      names.METRIC_SYNC_BYTES: (deployed_env.env, "Sum"),
+                     names.METRIC_SYNC_S3_RETRIES: (deployed_env.env, "Sum"),
                      names.METRIC_SYNC_PARKED: (deployed_env.env, "Maximum")}
+    (bytes_widget,) = [w for w in widgets if "retried" in w["properties"]["title"]]
+    axes = {m[1]: m[4].get("yAxis", "left") for m in bytes_widget["properties"]["metrics"]}
+    assert axes == {names.METRIC_SYNC_BYTES: "left", names.METRIC_SYNC_S3_RETRIES: "right"}
     assert len({w["y"] for w in widgets}) == 1  # one row
     (pending,) = [w for w in widgets if "bytes still to copy" in w["properties"]["title"]]
     assert pending["properties"]["annotations"]["horizontal"][0]["value"] == 10 * 2**30
