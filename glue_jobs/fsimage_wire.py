@@ -35,24 +35,46 @@ class WireError(ValueError):
 
 
 def varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """The unsigned varint at pos, and the position after it."""
-    start = pos
+    """The unsigned varint at pos, and the position after it. Unrolled to six bytes (an inode
+    id takes 3-4, a time in milliseconds 6): CPython runs straight-line code faster than a
+    loop, and this is the decode's most called function."""
     try:
         byte = buf[pos]
         if byte < 0x80:
             return byte, pos + 1
-        value, shift = byte & 0x7F, 7
+        value = byte & 0x7F
+        byte = buf[pos + 1]
+        if byte < 0x80:
+            return value | byte << 7, pos + 2
+        value |= (byte & 0x7F) << 7
+        byte = buf[pos + 2]
+        if byte < 0x80:
+            return value | byte << 14, pos + 3
+        value |= (byte & 0x7F) << 14
+        byte = buf[pos + 3]
+        if byte < 0x80:
+            return value | byte << 21, pos + 4
+        value |= (byte & 0x7F) << 21
+        byte = buf[pos + 4]
+        if byte < 0x80:
+            return value | byte << 28, pos + 5
+        value |= (byte & 0x7F) << 28
+        byte = buf[pos + 5]
+        if byte < 0x80:
+            return value | byte << 35, pos + 6
+        value |= (byte & 0x7F) << 35
+        shift, at = 42, pos + 6
         while True:
-            pos += 1
-            byte = buf[pos]
+            byte = buf[at]
             value |= (byte & 0x7F) << shift
             if byte < 0x80:
-                return value, pos + 1
+                return value, at + 1
             shift += 7
+            at += 1
             if shift >= 70:
-                raise WireError(start, "varint longer than 10 bytes")
+                raise WireError(pos, "varint longer than 10 bytes")
     except IndexError:
-        raise WireError(start, "truncated varint") from None
+        raise WireError(pos, "truncated varint") from None
 
 
 def as_int64(value: int) -> int:

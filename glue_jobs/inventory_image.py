@@ -31,14 +31,14 @@ from glue_jobs.fsimage_format import (
     read_summary_tail,
     summary_length,
 )
-from glue_jobs.fsimage_inodes import read_inodes, read_string_table
+from glue_jobs.fsimage_inodes import read_inode_rows, read_string_table
 from glue_jobs.runtime import AWS_RETRIES
 
 # A summary lists each section in ~30 bytes: one GET of the last 4 KiB holds it and its length
 # for an image of a hundred sections; a bigger summary costs a second GET.
 _TAIL_GUESS = 4096
 
-# Spark DDL of what the decode tasks emit.
+# Spark DDL of what the decode tasks emit (INODE: fsimage_inodes.InodeRow, field for field).
 INODE_DDL = ("id bigint, kind string, name string, mtime bigint, atime bigint, owner string, "
              "`group` string, mode int, replication int, preferred_block_size bigint, "
              "blocks int, size bigint, storage_policy_id int, erasure_coding_policy_id int, "
@@ -143,12 +143,9 @@ def inode_rows(layout: ImageLayout, tasks: Accumulator[int] | None = None) -> Ro
                                     base=summary.base(table))
         for part in parts:
             data = _part(client, image, summary, part.section)
-            for n in read_inodes(data, strings, header=part.header,
-                                 base=summary.base(part.section), section=part.section.name):
-                yield (n.id, n.kind.name, n.name, n.mtime, n.atime, n.user, n.group, n.mode,
-                       n.replication, n.preferred_block_size, n.blocks, n.size,
-                       n.storage_policy_id, n.erasure_coding_policy_id, n.under_construction,
-                       n.ns_quota, n.ds_quota, n.symlink_target)
+            yield from read_inode_rows(data, strings, header=part.header,
+                                       base=summary.base(part.section),
+                                       section=part.section.name)
     return decode
 
 
