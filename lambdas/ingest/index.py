@@ -11,8 +11,9 @@ directory listed in one wave lists its subdirectories in the next). Then one wav
 BatchWriteItem calls writes each changed entry once, in its final state. A path first met as
 the target of a CREATE, SNAPSHOT or RENAME is not read (whatever it held is replaced), and a
 directory the chunk created or moved in needs no listing. Listings are bounded per chunk
-(`listing_budget` entries): a walk over more ends the chunk and goes on from the table, a few
-pages at a time, saved and resumed by the sequencer.
+(`listing_budget` entries): a walk over more ends the chunk, having done what the chunk listed,
+and goes on from the table at the directories it did not reach, a level of them a step, saved
+and resumed by the sequencer.
 
 Applied again after a crash (its position was not saved), a chunk finds some entries in their
 final state: the rules leave an entry alone whose version is not older than the event's, and
@@ -26,7 +27,7 @@ subtree) is skipped with its reason and the chunk goes on: content never stalls 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
@@ -37,9 +38,9 @@ from lambdas.ingest.settings import is_under
 from lambdas.ingest.subtree import SubtreeOp, walk_held, walk_step
 
 DEFAULT_SUBTREE_PAGE = 500  # children per directory page a resumed walk reads (Query Limit)
-WALK_WIDTH = 16  # directories a resumed walk step reads at once (parallel Queries)
-# Entries a chunk may list for its walks (~200 B each in memory): a subtree larger than this
-# is walked from the table by the sequencer instead, a step at a time.
+# Entries a chunk may list for its walks, and a resumed walk's step may read (~200 B each in
+# memory): a subtree larger than this is walked from the table by the sequencer, a step at a
+# time, every directory of a level in one step while the level's pages fit in it.
 LISTED_PAGES = 40  # DEFAULT_SUBTREE_PAGE x 40 = 20,000 entries
 # DynamoDB's limits: a partition key holds at most 2,048 bytes, a sort key 1,024, an item
 # 400 KB (names and values together); the other attributes of an entry stay far below this.
@@ -85,7 +86,8 @@ class NamespaceIndex:
     def apply_until_walk(self, events: Sequence[HdfsEvent]) -> Applied:
         """Applies events of one cluster in order: all of them, or up to the first that
         touches a RENAME's source again, or up to and including one whose walk is over the
-        listing budget (returned unfinished, to be resumed)."""
+        listing budget (done over what the chunk listed, returned to be resumed from the
+        directories it did not reach)."""
         if not events:
             return Applied(0)
         view = IndexView(self.store, events[0].cluster)
@@ -126,17 +128,26 @@ class NamespaceIndex:
                 renamed.add(event.path)
             if walk is None:
                 continue
-            if position == cut:
-                done.taken, done.walk = position + 1, walk
-                break
-            writes, whole = walk_held(view, walk)
+            # The cut walk takes what the view holds, listing nothing more: the table walk
+            # goes on from there.
+            writes, frontier = walk_held(
+                view.held_children if position == cut else view.children, walk)
             for entry in writes:
                 view.put(entry)
-            if not whole and first_short is None:
-                first_short = position
+            if position == cut:
+                done.taken = position + 1
+                if frontier:
+                    done.walk = replace(walk, cursor=tuple(
+                        (d[len(walk.src):], None, None) for d in frontier))
+                    break
+            if frontier:
+                first_short = position if first_short is None else first_short
+                continue
             for path in (walk.dst, walk.src):  # done within the chunk: readers need no marker
                 if path is not None and (entry := view.get(path)).walk == walk.marker():
                     view.put(entry.marked(None))
+            if position == cut:
+                break
         return done, first_short
 
     def _blind(self, events: Sequence[HdfsEvent]) -> list[str]:
@@ -158,7 +169,8 @@ class NamespaceIndex:
 
     def resume(self, op: SubtreeOp) -> tuple[SubtreeOp | None, list[SkippedEvent]]:
         """One step of a subtree walk; the walk left (None: done) and any entries refused."""
-        writes, left = walk_step(self.store, op, page=self.subtree_budget, width=WALK_WIDTH)
+        writes, left = walk_step(self.store, op, page=self.subtree_budget,
+                                 budget=self.listing_budget)
         refused = self.store.put_many(writes) if writes else []
         self.writes += len(writes)
         if left is None:  # the roots' markers go once every child is written

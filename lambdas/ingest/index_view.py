@@ -86,7 +86,8 @@ class IndexView:
     def fetch(self, *, listing_budget: int) -> None:
         """Reads the last pass's missing entries (one wave of parallel BatchGetItem pages),
         then lists its missing directories (one wave of parallel Queries); a directory over
-        the budget left is not held (its walk is then handed to the sequencer). Not both in
+        the budget left is not held, those that fit are (the walk over it is then handed to
+        the sequencer, which goes on from the directories not held). Not both in
         one wave: moto, which the tests and the bench run against, breaks on a Query while
         a BatchGetItem of a new partition key runs (it iterates the table's dict of
         partitions as a get adds to it); DynamoDB would take them together."""
@@ -98,9 +99,10 @@ class IndexView:
         shards = [self._base[d].shards if d in self._known else None for d in dirs]
         listings = (self.store.children_many(self.cluster, [(d, None) for d in dirs],
                                              limit=left + 1, shards=shards) if dirs else [])
+        over = False
         for directory, children in zip(dirs, listings, strict=True):
             if self.listed_entries + len(children) > listing_budget:
-                self.listed_entries = listing_budget  # no more listings this chunk
+                over = True
                 continue
             self.listed_entries += len(children)
             self.reads += len(children)
@@ -109,6 +111,8 @@ class IndexView:
                     self._hold(child, known=True)
             self._listed.add(directory)
             self._known.update(self._base_kids[directory])  # the rest: absent
+        if over:
+            self.listed_entries = listing_budget  # no more listings this chunk
 
     def _hold(self, entry: Entry, *, known: bool) -> None:
         self._base[entry.path] = entry
@@ -148,8 +152,14 @@ class IndexView:
     def children(self, directory: str) -> list[Entry] | None:
         """The directory's children as the chunk has them so far; None (and the directory
         noted as missing) when its partition was not listed and it is no new incarnation."""
-        if directory not in self._listed and directory not in self._fresh:
+        held = self.held_children(directory)
+        if held is None:
             self.missing_dirs.add(directory)
+        return held
+
+    def held_children(self, directory: str) -> list[Entry] | None:
+        """As `children`, noting nothing: None when they are not held."""
+        if directory not in self._listed and directory not in self._fresh:
             return None
         paths = self._base_kids.get(directory, set()) | self._changed_kids.get(directory, set())
         return [self._changed.get(p) or self._base[p] for p in sorted(paths)]

@@ -5,10 +5,11 @@ subtree is a walk: move or end each child of a directory, go on into child direc
 walk, two sources of children. Within a chunk the walk reads them from the chunk's view
 (`walk_held`: the table's partitions listed for the chunk, level by level across all its walks
 at once, plus what the chunk itself put there). A subtree larger than a chunk's listing budget
-is walked from the table a few pages at a time (`walk_step`), the chunk's own changes written
-first. That walk's position is a stack of (directory relative to the root, last child
-done); each step reads the top `width` directories' next pages with parallel Queries, so a
-wide tree costs a round trip per level, not per directory. The sequencer saves the walk (as
+takes what the chunk listed, and the directories it did not reach (the frontier) are walked from
+the table (`walk_step`), the chunk's own changes written first. That walk's position is a list
+of (directory relative to the root, last child done, its shard count); each step reads every
+directory of it at once (parallel Queries, a page each), as many as the step's memory budget
+holds, so a tree costs a step per level, not per directory. The sequencer saves the walk (as
 JSON) in its position between steps, and finishes it before applying anything later: the
 events are in order, so every child the walk meets was there before the operation (or was
 ended by this very operation, in a step applied before a crash: done again, the same way).
@@ -18,7 +19,7 @@ Until the walk ends, its root entries carry a marker readers report as "in progr
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -27,11 +28,21 @@ from lambdas.ingest.index_model import DIRECTORY, Entry, Version
 RENAME = "RENAME"
 UNLINK = "UNLINK"
 SNAPSHOT = "SNAPSHOT"  # a listed directory: what it held before the listing goes
-CONTINUATION_VERSION = 3  # 3: in-order entries (no landing frames); a parallel cursor
-Frame = tuple[str, str | None]  # (directory relative to src, last name done)
+# 4: frames carry their directory's shard count; 3 (read: shard counts unknown) is what a
+# walk saved by the consumer before it holds.
+CONTINUATION_VERSION = 4
+# (directory relative to src, last name done, its shard count; None: not known, read first)
+Frame = tuple[str, str | None, int | None]
+# The fewest children a step asks of one directory: a step over a wide level shares its memory
+# budget out, so that at this size it still reads (budget / MIN_DIRECTORY_PAGE) directories.
+MIN_DIRECTORY_PAGE = 10
 
 
 class ChildPages(Protocol):
+    def get_many(self, cluster: str, paths: Iterable[str]) -> dict[str, Entry]:
+        """Stored entries among `paths` (absent ones are left out)."""
+        ...
+
     def children_many(self, cluster: str, parents: Sequence[Frame], *, limit: int,
                       shards: Sequence[int | None] | None = None) -> list[list[Entry]]:
         """For each (parent, after): the parent's children after `after`, by name, at most
@@ -47,7 +58,7 @@ class SubtreeOp:
     version: Version  # the (txid, index) of the event
     src: str
     dst: str | None = None  # where it goes (a RENAME within the indexed prefixes only)
-    cursor: tuple[Frame, ...] = (("", None),)
+    cursor: tuple[Frame, ...] = (("", None, None),)
     step: int = 0  # steps taken so far
 
     def marker(self) -> dict[str, Any]:
@@ -66,7 +77,7 @@ class SubtreeOp:
         """Raises ValueError naming what is wrong."""
         try:
             d = json.loads(text)
-            if d.get("continuation") != CONTINUATION_VERSION:
+            if d.get("continuation") not in (3, CONTINUATION_VERSION):
                 raise ValueError(f"unknown continuation version {d.get('continuation')!r}")
             if d["kind"] not in (RENAME, UNLINK, SNAPSHOT):
                 raise ValueError(f"unknown subtree operation {d['kind']!r}")
@@ -74,28 +85,34 @@ class SubtreeOp:
             return cls(kind=d["kind"], cluster=str(d["cluster"]),
                        version=(int(txid), int(event_index)),
                        src=str(d["src"]), dst=d.get("dst"),
-                       cursor=tuple((str(rel), after) for rel, after in d["cursor"]),
+                       cursor=tuple(_frame(f) for f in d["cursor"]),
                        step=int(d["step"]))
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a subtree continuation: {exc!r}") from exc
 
 
-class HeldChildren(Protocol):
-    def children(self, directory: str) -> list[Entry] | None:
-        """The directory's children as held; None when they are not (not listed yet)."""
-        ...
+def _frame(saved: list[Any]) -> Frame:
+    rel, after, *shards = saved
+    if after is not None and not isinstance(after, str):
+        raise ValueError(f"frame {saved!r}: the last name done must be a string or null")
+    count = shards[0] if shards else None
+    if count is not None and not isinstance(count, int):
+        raise ValueError(f"frame {saved!r}: the shard count must be an integer or null")
+    return str(rel), after, count
 
 
-def walk_held(held: HeldChildren, op: SubtreeOp) -> tuple[list[Entry], bool]:
-    """The whole walk over held children: the entries to write, and whether every directory
-    it met was held (if not, the view notes what to list, and the chunk runs again)."""
+def walk_held(children_of: Callable[[str], list[Entry] | None],
+              op: SubtreeOp) -> tuple[list[Entry], list[str]]:
+    """The walk over held children: the entries to write, and the frontier, the directories
+    it met whose children are not held (empty: the walk is whole)."""
     writes: list[Entry] = []
-    whole = True
+    frontier: list[str] = []
     stack = [op.src]
     while stack:
-        children = held.children(stack.pop())
+        directory = stack.pop()
+        children = children_of(directory)
         if children is None:
-            whole = False  # go on: every directory missing at this depth is listed at once
+            frontier.append(directory)  # go on: the view lists a level's missing ones at once
             continue
         for child in children:
             if not child.stored or not walk_takes(op, child):
@@ -104,25 +121,35 @@ def walk_held(held: HeldChildren, op: SubtreeOp) -> tuple[list[Entry], bool]:
         for child in children:
             if child.stored and walk_descends(op, child):
                 stack.append(child.path)
-    return writes, whole
+    return writes, frontier
 
 
-def walk_step(pages: ChildPages, op: SubtreeOp, *, page: int,
-              width: int) -> tuple[list[Entry], SubtreeOp | None]:
-    """One step: the entries to write and the walk left (None: every directory is done)."""
+def walk_step(pages: ChildPages, op: SubtreeOp, *,
+              page: int, budget: int) -> tuple[list[Entry], SubtreeOp | None]:
+    """One step: the entries to write and the walk left (None: every directory is done).
+
+    Every directory of the cursor is read at once, up to `budget` children in all: a wide
+    level shares the budget out (MIN_DIRECTORY_PAGE at least each), a lone directory gets
+    `page`; a directory that fills its page goes on in the next step."""
     frames = list(op.cursor)
+    width = min(len(frames), max(1, budget // MIN_DIRECTORY_PAGE))
     taken, left = frames[-width:], frames[:-width]
-    parents = [(op.src + rel if rel else op.src, after) for rel, after in taken]
+    limit = min(page, max(1, budget // width))  # MIN_DIRECTORY_PAGE at least, as budgets go
+    parents = [(op.src + rel if rel else op.src, after) for rel, after, _ in taken]
+    unknown = [p for (p, _), (_, _, n) in zip(parents, taken, strict=True) if n is None]
+    found = pages.get_many(op.cluster, unknown) if unknown else {}
+    shards = [n if n is not None else (found[p].shards if p in found else 0)
+              for (p, _), (_, _, n) in zip(parents, taken, strict=True)]
     writes: list[Entry] = []
-    for (rel, _), children in zip(taken, pages.children_many(op.cluster, parents, limit=page),
-                                  strict=True):
-        if len(children) == page:  # a full page: the partition may hold more
-            left.append((rel, children[-1].path.rsplit("/", 1)[1]))
+    listings = pages.children_many(op.cluster, parents, limit=limit, shards=shards)
+    for (rel, _, _), n, children in zip(taken, shards, listings, strict=True):
+        if len(children) == limit:  # a full page: the partition may hold more
+            left.append((rel, children[-1].path.rsplit("/", 1)[1], n))
         for child in children:
             if walk_takes(op, child):
                 writes += taken_by(op, child)
             if walk_descends(op, child):
-                left.append((child.path[len(op.src):], None))
+                left.append((child.path[len(op.src):], None, child.shards))
     return writes, (replace(op, cursor=tuple(left), step=op.step + 1) if left else None)
 
 

@@ -118,7 +118,11 @@ def test_a_walk_over_the_listing_budget_goes_on_from_the_table() -> None:
     applied = index.apply_until_walk([mkfile(100, "/data/a/x"), unlink(101, "/data/a"),
                                       mkfile(102, "/data/y")])
     assert applied.taken == 2 and applied.walk is not None and applied.walk.src == "/data/a"
-    assert store.live("prod")["/data/a/x"]  # written before the walk reads the table
+    # What the chunk listed (/data/a) is done with it: the table walk starts beneath.
+    assert applied.walk.cursor == (("/d0", None, None),)
+    live = store.live("prod")
+    assert not {"/data/a/x", "/data/a/f0", "/data/a/d0"} & live.keys()
+    assert "/data/a/d0/f0" in live  # the table walk's
     walk = applied.walk
     while walk is not None:
         walk, _ = index.resume(walk)

@@ -4,6 +4,8 @@ later applied before the walk ends."""
 
 from __future__ import annotations
 
+import pytest
+
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.index_reader import IndexReader
 from lambdas.ingest import handler
@@ -147,5 +149,17 @@ def test_index_entry_round_trips_through_a_dynamodb_item(aws) -> None:
 
 def test_continuation_round_trips_through_json() -> None:
     op = SubtreeOp(kind="RENAME", cluster="prod", version=(5, 1), src="/data/a",
-                   dst="/data/b", cursor=(("", "x"), ("/x", None)), step=2)
+                   dst="/data/b", cursor=(("", "x", 16), ("/x", None, None)), step=2)
     assert SubtreeOp.from_json(op.to_json()) == op
+
+
+def test_a_walk_saved_before_frames_held_shard_counts_reads_them() -> None:
+    saved = ('{"continuation":3,"kind":"UNLINK","cluster":"prod","version":[5,0],'
+             '"src":"/data/a","dst":null,"cursor":[["","x"],["/y",null]],"step":1}')
+    assert SubtreeOp.from_json(saved).cursor == (("", "x", None), ("/y", None, None))
+
+
+def test_a_continuation_with_a_bad_shard_count_is_refused_naming_it() -> None:
+    op = SubtreeOp(kind="UNLINK", cluster="prod", version=(5, 0), src="/data/a")
+    with pytest.raises(ValueError, match="shard count must be an integer"):
+        SubtreeOp.from_json(op.to_json().replace('null]]', '"16"]]'))
