@@ -30,6 +30,7 @@ _INDEXED = re.compile(r"txid=(\d+)/_indexed\.json$")
 # Glue's JobRunState values: a run in these is (or will be) writing the index.
 _LIVE = ("STARTING", "RUNNING", "WAITING", "STOPPING")
 _FAILED = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "EXPIRED")
+_LOG_EVERY_S = 60  # a progress line while the run's state stays the same
 
 
 class ImageStartError(RuntimeError):
@@ -42,7 +43,7 @@ class ImageStartPlan:
     bucket: str
     job_name: str
     wait_s: float
-    poll_s: float = 10.0
+    poll_s: float = 2.0  # a LIST and a GetJobRun: cheap beside a run of minutes
 
 
 def indexed_txids(s3: Any, bucket: str, cluster: str) -> list[int]:
@@ -111,6 +112,7 @@ class ImageStart:
     def _wait(self, txid: int, run_id: str, started: float) -> None:
         plan = self.plan
         key = fsimage_indexed_key(plan.cluster, txid)
+        logged: tuple[str | None, float] = (None, 0.0)  # (state, seconds waited) last logged
         while True:
             listed = self.s3.list_objects_v2(Bucket=plan.bucket, Prefix=key)
             if listed.get("KeyCount", len(listed.get("Contents", ()))):
@@ -129,8 +131,10 @@ class ImageStart:
                     f"{plan.job_name} run {run_id} has not written the index of txid {txid} "
                     f"after {waited:.0f} s ([fsimage] index_wait_s); the next start waits for "
                     "it again")
-            log.info("first start from the fsimage: waiting for %s run %s (%s, %.0f s)",
-                     plan.job_name, run_id, state.get("JobRunState"), waited)
+            if state.get("JobRunState") != logged[0] or waited - logged[1] >= _LOG_EVERY_S:
+                log.info("first start from the fsimage: waiting for %s run %s (%s, %.0f s)",
+                         plan.job_name, run_id, state.get("JobRunState"), waited)
+                logged = (state.get("JobRunState"), waited)
             self._sleep(plan.poll_s)
 
 
