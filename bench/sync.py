@@ -2,7 +2,11 @@
 Hadoop's `distcp -update` of the same tree, in the same run.
 
     .venv/bin/python -m bench.sync [--files 8] [--mb-per-file 8] [--lag-seconds 20]
-                                   [--lag-rate 4] [--append-base-mb 8] [--out bench-out/sync.json]
+                                   [--lag-rate 4] [--append-base-mb 64] [--copy 4x64MB ...]
+                                   [--lag-during-mb 1000] [--out bench-out/sync.json]
+
+The issue's rows (#33): `--copy 4x64MB --copy 1x1GB --copy 10000x4KB --lag-during-mb 1000`
+(minutes each on 2 cores); the smoke runs none of them.
 
 1. A real HDFS starts (tests/kit/hadoop) and a moto server whose S3 requests to the bench
    bucket are counted at the server (method and kind: the bill's classes), for both tools.
@@ -20,6 +24,15 @@ Hadoop's `distcp -update` of the same tree, in the same run.
    Beside it, the baseline a scheduled DistCp gives: `distcp -update` of the same changed tree,
    timed (a change waits at least one such run, plus half the schedule's period on average).
 4. S3 requests per replicated file in the steady phase, beside the incremental DistCp's.
+2b. Each `--copy COUNTxSIZE` row: a tree of its own (random bytes, `hdfs dfs -put -d`), copied
+   first by DistCp, then by a fresh sync process into a prefix of its own (its first start),
+   one at a time. Beside the seconds: each tool's CPU (DistCp's JVM from getrusage of the
+   waited child; the sync's process, its JVM threads included, from /proc/<pid>/stat, with
+   CPU by thread name), less what its 1-byte copy cost, per GB; the moto server's CPU (this
+   process) while each ran; and the HDFS load each caused, from the daemons' own metrics
+   (JMX servlet): NameNode RPCs by method, DataNode read-block and block-checksum ops.
+3b. `--lag-during-mb M`: an M MB file is put into the synced tree and, until its object
+   appears, the writer closes `--lag-rate` small files a second: their lag while it copies.
 5. Append: an `--append-base-mb` file already replicated gets 64 KiB appended. The sync sends
    the new bytes only when the object is at least 5 MiB (docs/sync.md, "Append"), else it
    re-copies the file: its own count of bytes sent, whether it sent them as an append, and the
@@ -33,17 +46,23 @@ from __future__ import annotations
 
 import argparse
 import base64
+import getpass
 import json
 import logging
 import os
+import re
+import resource
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
+import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,9 +189,12 @@ class SteadyWriter:
     """Closes one new file every 1/rate s under TREE/steady while the sync runs, and a poller
     that notes when each file's object appears in S3."""
 
-    def __init__(self, hdfs: Any, rate: float, seconds: float, size: int, prefix: str) -> None:
+    def __init__(self, hdfs: Any, rate: float, seconds: float, size: int, prefix: str,
+                 subdir: str = "steady", until: Callable[[], bool] | None = None) -> None:
+        """until: write on past `seconds` until it holds (a large copy has ended)."""
         self.hdfs, self.rate, self.seconds, self.size = hdfs, rate, seconds, size
-        self.prefix = prefix + TREE.lstrip("/") + "/steady/"
+        self.subdir, self._until = subdir, until
+        self.prefix = prefix + TREE.lstrip("/") + f"/{subdir}/"
         self.closed: dict[str, float] = {}
         self.seen: dict[str, float] = {}
         self._done = threading.Event()
@@ -183,12 +205,13 @@ class SteadyWriter:
         poller.start()
         start, i = time.monotonic(), 0
         body = content(self.size)
-        while time.monotonic() - start < self.seconds:
+        while time.monotonic() - start < self.seconds or (
+                self._until is not None and not self._until()):
             due = start + i / self.rate
             if due > time.monotonic():
                 time.sleep(due - time.monotonic())
             name = f"f-{i:05d}"
-            self.hdfs.run([["write", f"{TREE}/steady/{name}", body]])
+            self.hdfs.run([["write", f"{TREE}/{self.subdir}/{name}", body]])
             self.closed[name] = time.time()
             i += 1
         deadline = time.monotonic() + 120
@@ -234,10 +257,191 @@ def part_copy_append(s3: Any, source_key: str, target_key: str, old_size: int,
             "bytes_sent": len(new_bytes)}
 
 
+# --- copy rows: files of one size, each tool's first copy of them ------------------------------------
+
+_SIZE = re.compile(r"(\d+)x(\d+(?:\.\d+)?)(KB|MB|GB)")
+_UNITS = {"KB": 1000, "MB": 1000**2, "GB": 1000**3}
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRow:
+    """`--copy 4x64MB`: that many files of that size (decimal units, as the issue's rows)."""
+    files: int
+    size: int
+    label: str
+
+    @classmethod
+    def parse(cls, text: str) -> CopyRow:
+        m = _SIZE.fullmatch(text)
+        if m is None:
+            raise argparse.ArgumentTypeError(f"--copy {text!r}: COUNTxSIZE, SIZE in KB, MB or "
+                                             "GB (e.g. 4x64MB, 1x1GB, 10000x4KB)")
+        return cls(int(m[1]), int(float(m[2]) * _UNITS[m[3]]), text)
+
+    @property
+    def tree(self) -> str:
+        return f"/bench/rows/{self.label}"
+
+
+def write_local_tree(directory: Path, files: int, size: int) -> Path:
+    """Random bytes (incompressible), written in 8 MB pieces so a 1 GB file needs no 1 GB
+    string."""
+    directory.mkdir(parents=True)
+    for i in range(files):
+        with (directory / f"part-{i:05d}").open("wb") as f:
+            left = size
+            while left:
+                piece = min(left, 8 * 1000**2)
+                f.write(os.urandom(piece))
+                left -= piece
+    return directory
+
+
+def put_tree(hdfs: Any, local: Path, target: str) -> None:
+    """`hdfs dfs -put -d` (no `._COPYING_` temporary names) of a local directory."""
+    hdfs.run([["mkdirs", str(Path(target).parent)],
+              ["shell", getpass.getuser(), ["-put", "-d", str(local), target]]])
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a live process, every thread (the sync's JVM runs inside it)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds by thread name (JVM threads are named; Python's are "python" or
+    "hdfs-events-ag"), summed over threads of one name."""
+    out: Counter[str] = Counter()
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue  # the thread ended
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        out[re.sub(r"[- ]?\d+$", "", name)] += (int(fields[11]) + int(fields[12])) / tick
+    return {k: round(v, 2) for k, v in out.most_common(12)}
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def own_cpu_s() -> float:
+    """The bench process's CPU: moto server serving both tools (the poller is idle then)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class HdfsLoad:
+    """What a copy asks of HDFS, from the daemons' own metrics (JMX servlet): NameNode RPCs by
+    method, and the DataNode's read-block and block-checksum operations and bytes read."""
+
+    def __init__(self, conf_dir: Path) -> None:
+        site = ET.parse(conf_dir / "hdfs-site.xml").getroot()
+        http = next(p.findtext("value", "") for p in site.iter("property")
+                    if p.findtext("name", "").startswith("dfs.namenode.http-address"))
+        self._namenode = f"http://{http}"
+        info = self._beans(self._namenode, "Hadoop:service=NameNode,name=NameNodeInfo")[0]
+        (node,) = json.loads(info["LiveNodes"]).values()
+        self._datanode = f"http://{node['infoAddr']}"
+
+    @staticmethod
+    def _beans(base: str, query: str) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{base}/jmx?qry={query}", timeout=10) as r:
+            return json.load(r)["beans"]
+
+    def snapshot(self) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for bean in self._beans(self._namenode,
+                                "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*"):
+            for k, v in bean.items():
+                if k.endswith("NumOps") and isinstance(v, int):
+                    out["namenode." + k[:-len("NumOps")]] += v
+        for bean in self._beans(self._datanode, "Hadoop:service=DataNode,name=DataNodeActivity*"):
+            for k in ("ReadBlockOpNumOps", "BlockChecksumOpNumOps", "BytesRead"):
+                out["datanode." + k.removesuffix("NumOps")] += int(bean.get(k, 0))
+        return out
+
+    @staticmethod
+    def summary(delta: Counter[str]) -> dict[str, int]:
+        namenode = {k: v for k, v in delta.items() if k.startswith("namenode.") and v}
+        return {"namenode_rpcs": sum(namenode.values()),
+                **dict(sorted(namenode.items(), key=lambda kv: -kv[1])[:6]),
+                **{k: v for k, v in delta.items() if k.startswith("datanode.")}}
+
+
+def measure_row(row: CopyRow, *, hdfs: Any, hadoop: Path, s3: Any, work: Path,
+                fixed: dict[str, float], load: HdfsLoad, sync_extra: str) -> dict[str, Any]:
+    """One row: DistCp's copy of the row's tree, then the sync's first start on it (a fresh
+    process and destination), each with its CPU, its S3 requests and its HDFS load."""
+    from tests.kit.sync_agent import (
+        start_sync,
+        sync_totals,
+        wait_for_replication,
+        write_sync_config,
+    )
+
+    expected = {f"part-{i:05d}": row.size for i in range(row.files)}
+    out: dict[str, Any] = {"files": row.files, "bytes": row.files * row.size}
+    cpu, hdfs_before = children_cpu_s(), load.snapshot()
+    moto_cpu = own_cpu_s()
+    target = f"rows-distcp/{row.label}/"
+    seconds, _ = timed(lambda: distcp(hadoop, hdfs.uri + row.tree, f"s3a://{BUCKET}/{target}"))
+    out["distcp"] = {"seconds": round(seconds, 3), "cpu_s": round(children_cpu_s() - cpu, 2),
+                     "moto_cpu_s": round(own_cpu_s() - moto_cpu, 2),
+                     "hdfs": HdfsLoad.summary(load.snapshot() - hdfs_before)}
+    if keys_under(s3, target) != expected:
+        raise SystemExit(f"distcp {row.label}: the objects are not the tree")
+    dest = f"s3://{BUCKET}/rows-sync/{row.label}/"
+    config = write_sync_config(work / f"sync-{row.label}", cluster=CLUSTER, uri=hdfs.uri,
+                               conf_dir=hdfs.conf_dir, destination=dest, paths=[row.tree],
+                               sync_extra=sync_extra)
+    hdfs_before, moto_cpu = load.snapshot(), own_cpu_s()
+    start = time.perf_counter()
+    sync = start_sync(config)
+    try:
+        hdfs.run([["mkdirs", f"/markers/{row.label}"]])
+        wait_for_replication(sync, CLUSTER, dest, hdfs.txid(), timeout_s=3600)
+        seconds = time.perf_counter() - start
+        out["sync"] = {"seconds": round(seconds, 3),
+                       "cpu_s": round(process_cpu_s(sync.process.pid), 2),
+                       "moto_cpu_s": round(own_cpu_s() - moto_cpu, 2),
+                       "hdfs": HdfsLoad.summary(load.snapshot() - hdfs_before),
+                       "threads_cpu_s": thread_cpu_s(sync.process.pid),
+                       "own_count": sync_totals(CLUSTER, dest)}
+        if sync.stop() != 0:
+            raise SystemExit(f"sync exited {sync.process.returncode}: {sync.log_tail()}")
+    except BaseException:
+        if sync.process.poll() is None:
+            sync.kill()
+        raise
+    prefix = f"rows-sync/{row.label}{row.tree}/"
+    if (got := keys_under(s3, prefix)) != expected:
+        raise SystemExit(f"sync {row.label}: the objects are not the tree: "
+                         f"{sorted(set(got.items()) ^ set(expected.items()))[:5]}; "
+                         f"{sync.log_tail()}")
+    for tool in ("distcp", "sync"):
+        r = out[tool]
+        rest = r["seconds"] - fixed.get(tool, 0.0)
+        r["mb_per_s"] = round(out["bytes"] / 1e6 / r["seconds"], 2)
+        r["objects_per_s"] = round(row.files / r["seconds"], 2)
+        r["running_mb_per_s"] = round(out["bytes"] / 1e6 / rest, 2) if rest > 0 else None
+        r["running_objects_per_s"] = round(row.files / rest, 2) if rest > 0 else None
+        # CPU once running: less what copying one byte cost (JVM start, clients, job set-up).
+        r["running_cpu_s"] = round(r["cpu_s"] - fixed.get(f"{tool}_cpu", 0.0), 2)
+        r["cpu_s_per_gb"] = round(r["running_cpu_s"] / (out["bytes"] / 1e9), 2)
+    return out
+
+
 # --- the run -----------------------------------------------------------------------------------------
 
 def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_base: int,
-            work: Path, fixed_cost: bool = True) -> dict[str, Any]:
+            work: Path, fixed_cost: bool = True, rows: tuple[CopyRow, ...] = (),
+            lag_during: int = 0) -> dict[str, Any]:
     from tests.kit.hadoop.cluster import HdfsCluster
     from tests.kit.hadoop.edge import write_edge_conf, write_hadoop_launcher
     from tests.kit.sync_agent import (
@@ -267,14 +471,21 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             hdfs.run([["mkdirs", str(Path(APPENDED).parent)],
                       *(["write", f"{TREE}/{name}", body] for name, body in bodies.items())])
             total = sum(len(b) for b in bodies.values())
+            for row in rows:
+                local = write_local_tree(work / "local" / row.label, row.files, row.size)
+                put_tree(hdfs, local, row.tree)
+                subprocess.run(["rm", "-rf", str(local)], check=True)
+            load = HdfsLoad(hdfs.conf_dir) if rows else None
 
             # What each tool costs before its first byte (JVM, clients, listing, job set-up):
             # each copies a tree of one 1-byte file.
             fixed: dict[str, float] = {}
             if fixed_cost:
                 hdfs.run([["write", "/bench/one/byte", "x"]])
+                cpu = children_cpu_s()
                 fixed["distcp"], _ = timed(lambda: distcp(hadoop, hdfs.uri + "/bench/one",
                                                           f"s3a://{BUCKET}/fixed-distcp/"))
+                fixed["distcp_cpu"] = children_cpu_s() - cpu
                 one = write_sync_config(work / "sync-one", cluster=CLUSTER, uri=hdfs.uri,
                                         conf_dir=hdfs.conf_dir,
                                         destination=f"s3://{BUCKET}/fixed-sync/",
@@ -285,11 +496,17 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                 wait_for_replication(first, CLUSTER, f"s3://{BUCKET}/fixed-sync/", hdfs.txid(),
                                     timeout_s=600)
                 fixed["sync"] = time.perf_counter() - start
+                fixed["sync_cpu"] = process_cpu_s(first.process.pid)
                 if first.stop() != 0:
                     raise SystemExit(f"sync exited {first.process.returncode}: "
                                      f"{first.log_tail()}")
 
-            # 2. the initial copy, DistCp then the sync (one at a time: 2 shared cores)
+            # 2. the initial copy, DistCp then the sync (one at a time: 2 shared cores); the
+            # rows of --copy first, each tool's first copy of a tree of its own
+            copied_rows = {row.label: measure_row(row, hdfs=hdfs, hadoop=hadoop, s3=s3,
+                                                  work=work, fixed=fixed, load=load,
+                                                  sync_extra="window_ms = 1000\n")
+                           for row in rows if load is not None}
             before = requests.snapshot()
             distcp_s, _ = timed(lambda: distcp(hadoop, hdfs.uri + TREE, f"s3a://{BUCKET}/distcp/"))
             distcp_requests = requests.snapshot() - before
@@ -326,6 +543,35 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             incremental_requests = requests.snapshot() - before
             if len(keys_under(s3, "distcp/steady/")) != steady:
                 raise SystemExit("distcp -update did not copy the steady files")
+
+            # 3b. lag while a large file copies: the writer goes on until its object is there
+            during: dict[str, Any] | None = None
+            if lag_during:
+                big = f"{TREE}/during-big"
+                local = write_local_tree(work / "local" / "during", 1, lag_during)
+                put_tree(hdfs, local, big)
+                subprocess.run(["rm", "-rf", str(local)], check=True)
+                closed = time.perf_counter()
+                big_key = "sync" + big + "/part-00000"
+                copied: list[float] = []
+
+                def big_copied() -> bool:
+                    if not copied and keys_under(s3, big_key):
+                        copied.append(time.perf_counter() - closed)
+                    return bool(copied)
+
+                writer = SteadyWriter(hdfs, lag_rate, 1.0, 64 * 1024, "sync/", "during",
+                                      until=big_copied)
+                writer.run()
+                hdfs.run([["mkdirs", "/markers/during"]])
+                wait_for_replication(sync, CLUSTER, dest, hdfs.txid(), timeout_s=600)
+                during_lags = writer.lags_ms()
+                during = {"bytes": lag_during, "rate_per_s": lag_rate,
+                          "files": len(writer.closed),
+                          "copy_seconds": round(copied[0], 3) if copied else None,
+                          "lag_ms": {"p50": round(statistics.median(during_lags), 1),
+                                     "p99": round(percentile(during_lags, 99), 1),
+                                     "max": round(max(during_lags), 1)}}
 
             # 5. append: the sync's, then UploadPartCopy + UploadPart by hand on the same bytes
             base, added = content(append_base), content(64 * 1024)
@@ -385,6 +631,8 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             "distcp_update_seconds": round(incremental_s, 3),
             "distcp_update_requests_per_file": per_file(incremental_requests, steady),
         },
+        "rows": copied_rows,
+        "lag_during_large_copy": during,
         "append": {
             "base_bytes": len(base), "appended_bytes": len(added),
             "sync": {"bytes_sent": totals_after.get("bytes", 0) - totals_before.get("bytes", 0),
@@ -402,7 +650,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb-per-file", type=float, default=8)
     parser.add_argument("--lag-seconds", type=float, default=20)
     parser.add_argument("--lag-rate", type=float, default=4, help="files closed per second")
-    parser.add_argument("--append-base-mb", type=float, default=8,
+    parser.add_argument("--copy", type=CopyRow.parse, action="append", default=[],
+                        metavar="COUNTxSIZE",
+                        help="a row of first copies, beside DistCp's (e.g. 4x64MB, 1x1GB, "
+                             "10000x4KB); repeatable")
+    parser.add_argument("--lag-during-mb", type=float, default=0,
+                        help="lag at --lag-rate while a file of this size copies (0: skip)")
+    parser.add_argument("--append-base-mb", type=float, default=64,
                         help="the appended file's size before (UploadPartCopy: >= 5 MiB)")
     parser.add_argument("--no-fixed-cost", action="store_true",
                         help="skip the 1-byte copies that measure each tool's fixed cost")
@@ -411,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         result = measure(args.files, int(args.mb_per_file * 1_000_000), args.lag_seconds,
                          args.lag_rate, int(args.append_base_mb * MIB), Path(tmp),
-                         fixed_cost=not args.no_fixed_cost)
+                         fixed_cost=not args.no_fixed_cost, rows=tuple(args.copy),
+                         lag_during=int(args.lag_during_mb * 1_000_000))
     result["load_average"] = os.getloadavg()
     first, steady, append = result["initial_copy"], result["steady"], result["append"]
     print(f"sync: {args.files} x {args.mb_per_file:g} MB: sync {first['sync']['mb_per_s']} MB/s "
@@ -428,6 +683,21 @@ def main(argv: list[str] | None = None) -> int:
           f"{'new bytes only' if append['sync']['as_append'] else 're-copy'}), by hand "
           f"{append['part_copy']['bytes_sent']} B / {append['part_copy']['requests']}; "
           f"load {result['load_average'][0]:.1f}")
+    for label, row in result["rows"].items():
+        sync, dcp = row["sync"], row["distcp"]
+        print(f"sync: {label}: once running sync {sync['running_mb_per_s']} MB/s "
+              f"{sync['running_objects_per_s']} obj/s, distcp -update -direct "
+              f"{dcp['running_mb_per_s']} MB/s {dcp['running_objects_per_s']} obj/s "
+              f"(with JVM start: {sync['seconds']} vs {dcp['seconds']} s); CPU s per GB once "
+              f"running {sync['cpu_s_per_gb']} vs {dcp['cpu_s_per_gb']} (moto {sync['moto_cpu_s']} vs "
+              f"{dcp['moto_cpu_s']} s); NameNode RPCs {sync['hdfs']['namenode_rpcs']} vs "
+              f"{dcp['hdfs']['namenode_rpcs']}, DataNode block reads "
+              f"{sync['hdfs']['datanode.ReadBlockOp']} vs {dcp['hdfs']['datanode.ReadBlockOp']}")
+    if result["lag_during_large_copy"] is not None:
+        d = result["lag_during_large_copy"]
+        print(f"sync: lag at {d['rate_per_s']:g} files/s while {d['bytes'] / 1e6:g} MB copies "
+              f"({d['copy_seconds']} s): p50 {d['lag_ms']['p50']} ms p99 {d['lag_ms']['p99']} "
+              f"ms max {d['lag_ms']['max']} ms over {d['files']} files")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
