@@ -381,6 +381,21 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
                note=f"{'new bytes only' if append['sync']['as_append'] else 're-copy'}, "
                     f"{append['sync']['requests']} requests; by hand "
                     f"{append['part_copy']['requests']}"),
+        *(Figure(f"sync first copy of {label}, once running",
+                 "MB/s" if row["bytes"] >= row["files"] * 1e6 else "objects/s",
+                 *(row[t]["running_mb_per_s" if row["bytes"] >= row["files"] * 1e6
+                          else "running_objects_per_s"] for t in ("sync", "distcp")),
+                 "distcp -update -direct", size,
+                 note=f"CPU s/GB {row['sync']['cpu_s_per_gb']} vs "
+                      f"{row['distcp']['cpu_s_per_gb']}; NameNode RPCs "
+                      f"{row['sync']['hdfs']['namenode_rpcs']} vs "
+                      f"{row['distcp']['hdfs']['namenode_rpcs']}")
+          for label, row in r.get("rows", {}).items()),
+        *(Figure(f"sync lag p99 at {d['rate_per_s']:g} files/s while "
+                 f"{d['bytes'] / 1e6:g} MB copies", "ms", d["lag_ms"]["p99"], 2000,
+                 "the issue's goal", size, higher_is_better=False,
+                 note=f"the large copy took {d['copy_seconds']} s")
+          for d in [r.get("lag_during_large_copy")] if d),
     ]
 
 
