@@ -67,8 +67,10 @@ def inventory_rows(links: DataFrame, directory_paths: DataFrame, image_txid: int
     parent directory has a path."""
     def apply(inodes: DataFrame) -> DataFrame:
         above = directory_paths.select(F.col("id").alias("parent"), F.col("path").alias("above"))
-        under = (inodes.join(links.select(F.col("child").alias("id"), "parent"), "id")
-                 .join(above, "parent")
+        # The links meet their parents' paths first (narrow rows; the paths are the directories
+        # only), so the inodes' wide rows are shuffled once, by id, not a second time by parent.
+        placed = links.select(F.col("child").alias("id"), "parent").join(above, "parent")
+        under = (inodes.join(placed, "id")
                  .withColumn("path", child_path(F.col("above"), F.col("name"))))
         root = inodes.where(F.col("id") == ROOT_INODE_ID).withColumn("path", F.lit("/"))
         return (under.select(*_row_columns(image_txid))
