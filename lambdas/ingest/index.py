@@ -35,7 +35,7 @@ from hdfs_events.index_item import INDEX_SHARDS
 from lambdas.ingest.index_rules import apply_event
 from lambdas.ingest.index_view import IndexStore, IndexView, Refused
 from lambdas.ingest.settings import is_under
-from lambdas.ingest.subtree import SubtreeOp, walk_held, walk_step
+from lambdas.ingest.subtree import SubtreeOp, frontier_cursor, walk_held, walk_step
 
 DEFAULT_SUBTREE_PAGE = 500  # children per directory page a resumed walk reads (Query Limit)
 # Entries a chunk may list for its walks, and a resumed walk's step may read (~200 B each in
@@ -137,8 +137,7 @@ class NamespaceIndex:
             if position == cut:
                 done.taken = position + 1
                 if frontier:
-                    done.walk = replace(walk, cursor=tuple(
-                        (d[len(walk.src):], None, None) for d in frontier))
+                    done.walk = replace(walk, cursor=frontier_cursor(walk, frontier))
                     break
             if frontier:
                 first_short = position if first_short is None else first_short

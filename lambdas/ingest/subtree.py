@@ -36,6 +36,9 @@ Frame = tuple[str, str | None, int | None]
 # The fewest children a step asks of one directory: a step over a wide level shares its memory
 # budget out, so that at this size it still reads (budget / MIN_DIRECTORY_PAGE) directories.
 MIN_DIRECTORY_PAGE = 10
+# The cursor is saved in the position item, which DynamoDB holds up to 400 KB: a step adds no
+# more frames than this many bytes of them (the rest of a page waits for the next step).
+MAX_CURSOR_BYTES = 200_000
 
 
 class ChildPages(Protocol):
@@ -141,16 +144,61 @@ def walk_step(pages: ChildPages, op: SubtreeOp, *,
     shards = [n if n is not None else (found[p].shards if p in found else 0)
               for (p, _), (_, _, n) in zip(parents, taken, strict=True)]
     writes: list[Entry] = []
+    continued: list[Frame] = []
+    descended: list[Frame] = []
+    room = MAX_CURSOR_BYTES - sum(_frame_bytes(f) for f in left)
     listings = pages.children_many(op.cluster, parents, limit=limit, shards=shards)
-    for (rel, _, _), n, children in zip(taken, shards, listings, strict=True):
-        if len(children) == limit:  # a full page: the partition may hold more
-            left.append((rel, children[-1].path.rsplit("/", 1)[1], n))
+    for (rel, after, n), children in zip(taken, listings, strict=True):
+        done = after
         for child in children:
+            below = (child.path[len(op.src):], None, child.shards)
+            if walk_descends(op, child):
+                # The cursor is full: the rest of the page waits. One descent a step goes
+                # on all the same: it leads to leaves, whose frames end and free room.
+                name = child.path.rsplit("/", 1)[1]
+                if descended and room < _frame_bytes(below) + _frame_bytes((rel, name, n)):
+                    break
+                room -= _frame_bytes(below)
+                descended.append(below)
             if walk_takes(op, child):
                 writes += taken_by(op, child)
-            if walk_descends(op, child):
-                left.append((child.path[len(op.src):], None, child.shards))
+            done = child.path.rsplit("/", 1)[1]
+        else:
+            if len(children) < limit:  # the partition's end
+                continue
+        continued.append((rel, done, n))
+        room -= _frame_bytes(continued[-1])
+    # Deepest last: the next step reads them first, so a full cursor drains through leaves.
+    left += continued + descended
     return writes, (replace(op, cursor=tuple(left), step=op.step + 1) if left else None)
+
+
+def frontier_cursor(op: SubtreeOp, frontier: Sequence[str]) -> tuple[Frame, ...]:
+    """The table walk's cursor from a chunk's frontier. Over MAX_CURSOR_BYTES, directories
+    give way to their parents (listed and taken by the chunk already: taken again, the same
+    way, as after a crash), level by level, until the cursor fits."""
+    dirs = sorted(set(frontier))
+    while (sum(_frame_bytes((d[len(op.src):], None, None)) for d in dirs) > MAX_CURSOR_BYTES
+           and dirs != [op.src]):
+        dirs = sorted({d if d == op.src else d.rsplit("/", 1)[0] or "/" for d in dirs})
+        held = set(dirs)
+        dirs = [d for d in dirs if not any(a in held for a in _ancestors(d, op.src))]
+    return tuple((d[len(op.src):], None, None) for d in dirs)
+
+
+def _ancestors(path: str, root: str) -> list[str]:
+    """`path`'s ancestors from `root` down, `root` included (path itself not)."""
+    out = []
+    cut = path.rfind("/")
+    while cut >= len(root):
+        out.append(path[:cut])
+        cut = path.rfind("/", 0, cut)
+    return out
+
+
+def _frame_bytes(frame: Frame) -> int:
+    rel, after, _ = frame
+    return len(rel.encode()) + len((after or "").encode()) + 16  # JSON quotes, commas, count
 
 
 def walk_takes(op: SubtreeOp, child: Entry) -> bool:

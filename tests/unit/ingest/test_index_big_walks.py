@@ -4,15 +4,18 @@ the chunk listed, and ends in the in-order state, after a crash at any point too
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hdfs_events.event import EventType, HdfsEvent
+from lambdas.ingest import subtree
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_table import DynamoIndexStore
@@ -85,6 +88,29 @@ def test_wide_walks_over_dynamodb_take_sharded_directories_along(ddb: Any) -> No
             steps += 1
     assert steps > 0  # the tree is over the budget: walked from the table
     assert live(ddb) == in_order_state(events, "/data")
+
+
+def test_a_walk_keeps_its_saved_cursor_within_the_position_item(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cursor is saved in the position item (400 KB at most in DynamoDB): a wide tree
+    walked with room for a few frames only still ends, each saved cursor within the room."""
+    monkeypatch.setattr(subtree, "MAX_CURSOR_BYTES", 300)
+    events = big_renames(4, 8, 2, hot_files=0)
+    store = MemoryIndexStore()
+    index = NamespaceIndex(store, ["/data"], subtree_budget=50, listing_budget=40)
+    first_op = next(i for i, e in enumerate(events) if e.type == EventType.RENAME)
+    assert apply_in_order(index, events[:first_op]) == []
+    done, cursors = first_op, []
+    while done < len(events):
+        applied = index.apply_until_walk(events[done:done + 1])
+        done += applied.taken
+        walk = applied.walk
+        while walk is not None:
+            cursors.append(json.loads(walk.to_json())["cursor"])
+            walk, _ = index.resume(walk)
+    assert max(len(c) for c in cursors) > 3  # wide steps
+    assert max(len(json.dumps(c)) for c in cursors) < 300 + 100  # one descent over, at most
+    assert store.live("prod") == in_order_state(events, "/data")
 
 
 class CrashingStore(MemoryIndexStore):
