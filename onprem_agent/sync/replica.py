@@ -33,6 +33,7 @@ from onprem_agent.live.snapshot import NamespaceEntry
 from onprem_agent.sync.appends import MAX_PARTS, MIN_PART, crc32c_combine, prefix_ranges
 from onprem_agent.sync.encryption import in_zone, read_problem, sse_arguments
 from onprem_agent.sync.hdfs_files import FileChecksum, HdfsFiles, JavaCrc
+from onprem_agent.sync.parts import BufferBudget, crc_b64, upload_parts
 from onprem_agent.sync.plan import FileState, under
 from onprem_agent.sync.settings import SyncSettings
 
@@ -49,6 +50,10 @@ COPY_PART_SIZE = 512 * 1024**2
 # attempts gives up within seconds, while S3 asks a prefix that scales up to slow down for
 # minutes; a failed part then fails the file's step (retried whole, replicator.py).
 S3_RETRIES = {"mode": "standard", "max_attempts": 10}
+# Parts of one file uploaded at once: enough to keep a connection busy while the next part is
+# read from HDFS and to let one large file use the bandwidth several workers would (measured
+# in bench.sync, docs/sync.md "Measured"); the buffer budget may allow fewer.
+PARTS_IN_FLIGHT = 4
 _META = {"owner": "hdfs-owner", "group": "hdfs-group", "permissions": "hdfs-permission",
          "replication": "hdfs-replication"}
 # Always written: the sync compares size and mtime to know an object is current.
@@ -101,49 +106,8 @@ class Throttle:
             self._sleep(start - now)
 
 
-def crc_b64(value: int) -> str:
-    return base64.b64encode(value.to_bytes(4, "big")).decode()
-
-
 def crc_int(b64: str) -> int:
     return int.from_bytes(base64.b64decode(b64), "big")
-
-
-def upload_parts(s3: Any, bucket: str, key: str, upload_id: str,
-                 chunks: Iterable[tuple[Any, int]], part_size: int,
-                 count: Callable[[], None] = lambda: None, *, first_part: int = 1
-                 ) -> list[tuple[dict[str, Any], int]]:
-    """The parts of an open multipart upload from (Java byte[] buffer, bytes filled) chunks,
-    each part `part_size` bytes (the last one shorter) sent with its own CRC32C, which S3 checks
-    on arrival, numbered from `first_part`. Returns (the part as CompleteMultipartUpload lists
-    it, its size) in order.
-    `count` is called once per request. The sync and `fetch-image` (onprem_agent/image_fetch.py)
-    upload through it."""
-    part, part_crc = bytearray(), JavaCrc("CRC32C")
-    parts: list[tuple[dict[str, Any], int]] = []
-
-    def send() -> None:
-        number = len(parts) + first_part
-        count()
-        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
-                           Body=bytes(part), ChecksumCRC32C=crc_b64(part_crc.value))
-        parts.append(({"PartNumber": number, "ETag": r["ETag"],
-                       "ChecksumCRC32C": crc_b64(part_crc.value)}, len(part)))
-        part.clear()
-        part_crc.reset()
-
-    for buf, n in chunks:
-        offset = 0
-        while offset < n:
-            take = min(n - offset, part_size - len(part))
-            part_crc.update(buf, offset, take)
-            part += memoryview(buf)[offset:offset + take]
-            offset += take
-            if len(part) == part_size:
-                send()
-    if part or not parts:
-        send()
-    return parts
 
 
 def check_stored(s3: Any, bucket: str, key: str, response: dict[str, Any], crc: int,
@@ -172,11 +136,18 @@ class S3Replica:
                  copy_part_size: int = COPY_PART_SIZE) -> None:
         """copy_object_limit and copy_part_size are S3's rules (above); a test lowers them to
         see the multipart copy on small objects."""
+        # Parts of one file in flight at once, within the buffer budget (parts.py).
+        self.parts_in_flight = max(1, min(PARTS_IN_FLIGHT,
+                                          settings.buffer_bytes // settings.part_size))
+        self.budget = BufferBudget(settings.buffer_bytes)
         if client is None:
             import boto3
             from botocore.config import Config
 
-            client = boto3.client("s3", config=Config(retries=S3_RETRIES))
+            # botocore keeps 10 connections by default; a worker's parts each need one.
+            client = boto3.client("s3", config=Config(
+                retries=S3_RETRIES,
+                max_pool_connections=settings.workers * self.parts_in_flight + 2))
         client.meta.events.register("after-call.s3", self._after_call)
         self.s3, self.bucket, self.prefix = client, settings.bucket, settings.prefix
         self.settings = settings
@@ -263,18 +234,23 @@ class S3Replica:
             own = JavaCrc("CRC32")
         key, meta = self.key(path), self.metadata(entry)
         if entry.size <= self.settings.multipart_threshold:
-            body = bytearray()
-            for buf, n in hdfs.read(path):
-                throttle.take(n)
-                whole.update(buf, 0, n)
-                if own is not None:
-                    own.update(buf, 0, n)
-                body += memoryview(buf)[:n]
-            self._check_read(path, entry, checksum, len(body), whole, own, hdfs)
-            self._count(requests=1)
-            r = self.s3.put_object(Bucket=self.bucket, Key=key, Body=bytes(body), Metadata=meta,
-                                   ChecksumAlgorithm="CRC32C", ChecksumCRC32C=crc_b64(whole.value),
-                                   **self._sse)
+            held = min(entry.size, self.settings.multipart_threshold)
+            self.budget.take(held)
+            try:
+                body = bytearray()
+                for buf, n in hdfs.read(path):
+                    throttle.take(n)
+                    whole.update(buf, 0, n)
+                    if own is not None:
+                        own.update(buf, 0, n)
+                    body += memoryview(buf)[:n]
+                self._check_read(path, entry, checksum, len(body), whole, own, hdfs)
+                self._count(requests=1)
+                r = self.s3.put_object(Bucket=self.bucket, Key=key, Body=bytes(body), Metadata=meta,
+                                       ChecksumAlgorithm="CRC32C",
+                                       ChecksumCRC32C=crc_b64(whole.value), **self._sse)
+            finally:
+                self.budget.give(held)
             self._check_stored(key, r, whole.value, read_back=in_zone(entry))
             self._count(uploads=1, bytes=len(body))
             return
@@ -358,7 +334,8 @@ class S3Replica:
 
         return upload_parts(self.s3, self.bucket, key, upload_id, chunks(),
                             self.settings.part_size, count=lambda: self._count(requests=1),
-                            first_part=first_part)
+                            first_part=first_part, in_flight=self.parts_in_flight,
+                            budget=self.budget)
 
     def _abort(self, key: str, upload_id: str) -> None:
         self._count(requests=1)

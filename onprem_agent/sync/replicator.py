@@ -43,6 +43,7 @@ from onprem_agent.sync.plan import (
     plan_window,
     reconcile,
     resolve,
+    under,
 )
 from onprem_agent.sync.replica import ChecksumMismatch, Counters, S3Replica, Throttle
 from onprem_agent.sync.settings import SyncSettings
@@ -147,6 +148,11 @@ class Replicator:
         self._gone: dict[str, str] = {}
         self._lock = threading.Lock()
         self._txid = status.txid or 0
+        # Copies of long_copy_mb and more, running beside later windows (path -> thread); each
+        # is pending in the state table until it ends, so a restart copies it again.
+        self._beside: dict[str, threading.Thread] = {}
+        self._gone_beside: set[str] = set()  # ended FileGone: pending for the next window
+        self._in_window = False
 
     @property
     def resume_after(self) -> int | None:
@@ -159,20 +165,43 @@ class Replicator:
 
     # -- windows and listings -------------------------------------------------------------------
     def apply_window(self, events: Sequence[HdfsEvent], last_txid: int) -> Steps:
+        relists = [p for p, k in self._pending.items() if k == PENDING_RELIST]
+        self.await_copies_under([*(e.path for e in events),
+                                 *(e.dst_path for e in events if e.dst_path), *relists])
+        with self._lock:
+            beside = set(self._beside)
         plan = plan_window(
             events, self.scope,
-            pending_copies=[p for p, k in self._pending.items() if k == PENDING_COPY],
+            pending_copies=[p for p, k in self._pending.items()
+                            if k == PENDING_COPY and p not in beside],
             pending_relists=[p for p, k in self._pending.items() if k == PENDING_RELIST],
             listed_through=self._listed_through)
         steps = resolve(plan, self.replica.paths_under(plan.touched) if plan.touched else set())
-        self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
-                  window_bytes=bytes_to_copy(events, self.scope))
+        self._in_window = True
+        try:
+            self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
+                      window_bytes=bytes_to_copy(events, self.scope))
+        finally:
+            self._in_window = False
         self.stats.windows += 1
         return steps
+
+    def await_copies_under(self, paths: Iterable[str] | None = None) -> None:
+        """Waits for the copies running beside the windows at or under any of `paths` (all of
+        them: None). The per-path lock across windows: a later window's step on such a path
+        (a rename moving its object, a delete, a new copy) runs after the copy, as if the copy
+        had been its own earlier window."""
+        roots = None if paths is None else list(paths)
+        with self._lock:
+            running = [(p, t) for p, t in self._beside.items()
+                       if roots is None or any(under(p, r) for r in roots)]
+        for _, thread in running:
+            thread.join()
 
     def apply_listing(self, batch: TxBatch) -> Steps:
         """A SNAPSHOT batch (the covered namespace at txid T): copy what differs, delete what
         HDFS no longer has; pending paths are superseded by the listing."""
+        self.await_copies_under()  # a listing supersedes every pending copy
         # Read once the listing has ended: every rename that may have moved a file across it
         # (from a directory not yet listed into one already listed) has a txid up to here.
         self._listed_through = self._current_txid()
@@ -202,9 +231,13 @@ class Replicator:
             # A relist is a listing too: a rename out of its root before the walk got there
             # (a txid up to here, in a later window) finds no key to move (plan.py).
             self._listed_through = self._current_txid()
-        previous, self._pending = self._pending, dict(self._gone)
-        if previous != self._pending:
-            self.state.set_pending(self._pending, previous)
+        with self._lock:
+            previous = self._pending
+            self._pending = {**{p: PENDING_COPY for p in (*self._beside, *self._gone_beside)},
+                             **self._gone}
+            self._gone_beside.clear()
+            if previous != self._pending:
+                self.state.set_pending(self._pending, previous)
         done = self.replica.counters
         totals = {name: getattr(done, name) - getattr(before, name) for name in Counters.__slots__}
         self.state.save_txid(txid, totals, listed_through=self._listed_through)
@@ -243,7 +276,8 @@ class Replicator:
                 f.result()
 
     # -- one step, retried -------------------------------------------------------------------------
-    def _attempt(self, path: str, fn: Callable[[], None]) -> None:
+    def _attempt(self, path: str, fn: Callable[[], None]) -> bool:
+        """True when the step ran; False when it is pending (FileGone) or parked."""
         attempts = self.settings.max_attempts
         for attempt in range(1, attempts + 1):
             try:
@@ -251,24 +285,25 @@ class Replicator:
             except FileGone:
                 with self._lock:
                     self._gone[path] = PENDING_COPY
-                return
+                return False
             except self._transient as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 if attempt == attempts:
                     self._park(path, reason, attempt)
-                    return
+                    return False
                 log.warning("sync %s: attempt %d of %d failed: %s", path, attempt, attempts,
                             reason)
                 self._sleep(min(self._backoff * 2 ** (attempt - 1), 30.0))
                 continue
             except Exception as exc:  # a poison path: retrying cannot help
                 self._park(path, f"{type(exc).__name__}: {exc}", attempt)
-                return
+                return False
             if path in self.stats.parked:
                 self.state.unpark(path)
                 with self._lock:
                     self.stats.parked.discard(path)
-            return
+            return True
+        return False
 
     def _park(self, path: str, reason: str, attempts: int) -> None:
         log.error("sync %s: parked after %d attempt(s): %s", path, attempts, reason)
@@ -297,10 +332,15 @@ class Replicator:
             raise FileGone(f"{path}: open for write now")
         return entry
 
-    def _copy(self, path: str, *, appended: bool = False) -> None:
+    def _copy(self, path: str, *, appended: bool = False, beside: bool = True) -> None:
         """`appended`: the window only appended to the file (plan.py), so its object may hold
-        the file's first bytes and only the rest need to be sent."""
+        the file's first bytes and only the rest need to be sent. `beside`: a window's copy of
+        long_copy_mb or more runs beside the next windows (a listing's never does)."""
         entry = self._closed_file(path)
+        long_copy = self.settings.long_copy_bytes
+        if beside and self._in_window and long_copy and entry.size >= long_copy:
+            self._copy_beside(path, appended)
+            return
         checksum = self.hdfs.checksum(path)
         if checksum.algorithm not in SUPPORTED_CHECKSUMS:
             raise PoisonPath(f"HDFS file checksum {checksum.algorithm}: set "
@@ -308,6 +348,30 @@ class Replicator:
         if appended and self.replica.append(path, entry, self.hdfs, checksum, self.throttle):
             return
         self.replica.upload(path, entry, self.hdfs, checksum, self.throttle)
+
+    def _copy_beside(self, path: str, appended: bool) -> None:
+        """Starts the copy on a thread of its own and records the path pending (a restart
+        copies it again); the window goes on without it."""
+        def copy() -> None:
+            done = self._attempt(path, lambda: self._copy(path, appended=appended,
+                                                          beside=False))
+            with self._lock:
+                del self._beside[path]
+                if not done and path not in self.stats.parked:
+                    self._gone_beside.add(path)  # FileGone: the next window's pending copy
+                else:
+                    previous = self._pending
+                    self._pending = {p: k for p, k in previous.items() if p != path}
+                    if previous != self._pending:
+                        self.state.set_pending(self._pending, previous)
+
+        thread = threading.Thread(target=copy, name="sync-beside", daemon=True)
+        with self._lock:
+            self._beside[path] = thread
+            previous = self._pending
+            self._pending = {**previous, path: PENDING_COPY}
+            self.state.set_pending(self._pending, previous)
+        thread.start()
 
     def _server_copy(self, src: str, dst: str) -> None:
         if not self.replica.server_copy(src, dst, self._closed_file(dst)):

@@ -10,7 +10,11 @@
     part_size_mb = 8                     # multipart part size (S3: 5 MiB minimum, 10,000 parts)
     multipart_threshold_mb = 8           # smaller files: one PutObject
     bandwidth_mb_s = 0                   # read+write cap over all workers; 0 = none
+    buffer_mb = 256                      # request bodies held in memory at once, all workers
+                                         # together (>= part_size_mb, multipart_threshold_mb)
     window_ms = 1000                     # how long events gather before their steps run
+    long_copy_mb = 64                    # a window's copy of a file this big or more runs
+                                         # beside the next windows (0: never)
     max_window_events = 10000
     max_attempts = 5                     # per step, for AWS/HDFS I/O failures and checksum
                                          # mismatches; then the path is parked
@@ -49,6 +53,8 @@ class SyncSettings:
     part_size: int = 8 * MIB
     multipart_threshold: int = 8 * MIB
     bandwidth_bytes_s: int = 0
+    buffer_bytes: int = 256 * MIB
+    long_copy_bytes: int = 64 * MIB
     window_ms: int = 1000
     max_window_events: int = 10_000
     max_attempts: int = 5
@@ -63,7 +69,8 @@ class SyncSettings:
 def load_sync_settings(config: AgentConfig) -> SyncSettings:
     s = _Section(config, "sync")
     s.check_keys(("destination", "table", "paths", "ignore_patterns", "preserve", "workers",
-                  "part_size_mb", "multipart_threshold_mb", "bandwidth_mb_s", "window_ms",
+                  "part_size_mb", "multipart_threshold_mb", "bandwidth_mb_s", "buffer_mb",
+                  "long_copy_mb", "window_ms",
                   "max_window_events", "max_attempts", "alert_topic_arn", "kms_key_id"))
     destination = s.get("destination", str, None)
     if destination is None:
@@ -84,6 +91,12 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
         if p not in PRESERVABLE:
             raise s.error("preserve", f"{p!r} is not one of {', '.join(PRESERVABLE)}")
     part_mb = _bounded(s, "part_size_mb", 8, _MIN_PART_MB, _MAX_PART_MB)
+    threshold_mb = _bounded(s, "multipart_threshold_mb", 8, 0, _MAX_PART_MB)
+    buffer_mb = _bounded(s, "buffer_mb", 256, 1, 1024 * 1024)
+    if buffer_mb < max(part_mb, threshold_mb):
+        # One part, or one file below the threshold (a single PutObject), is held whole.
+        raise s.error("buffer_mb", f"must be at least part_size_mb ({part_mb}) and "
+                      f"multipart_threshold_mb ({threshold_mb}), got {buffer_mb}")
     kms_key_id = s.get("kms_key_id", str, None)
     if kms_key_id is not None and not _KMS_KEY_ARN.fullmatch(kms_key_id):
         raise s.error("kms_key_id", "must be a KMS key ARN (arn:aws:kms:<region>:<account>:"
@@ -95,8 +108,10 @@ def load_sync_settings(config: AgentConfig) -> SyncSettings:
         ignore_patterns=s.strings("ignore_patterns", tuple(dict.fromkeys(
             (*config.filter.ignore_patterns, UPLOAD_IN_PROGRESS)))),
         preserve=preserve, workers=_bounded(s, "workers", 4, 1, 64), part_size=part_mb * MIB,
-        multipart_threshold=_bounded(s, "multipart_threshold_mb", 8, 0, _MAX_PART_MB) * MIB,
+        multipart_threshold=threshold_mb * MIB,
         bandwidth_bytes_s=_bounded(s, "bandwidth_mb_s", 0, 0, 100_000) * MIB,
+        buffer_bytes=buffer_mb * MIB,
+        long_copy_bytes=_bounded(s, "long_copy_mb", 64, 0, 5 * 1024 * 1024) * MIB,
         window_ms=_bounded(s, "window_ms", 1000, 0, 600_000),
         max_window_events=_bounded(s, "max_window_events", 10_000, 1, 1_000_000),
         max_attempts=_bounded(s, "max_attempts", 5, 1, 20),

@@ -240,3 +240,37 @@ def test_a_window_that_relists_moves_listed_through_to_where_its_relists_ended(j
     assert state.status().listed_through == 40
     out = HdfsEvent("prod", 30, 0, EventType.RENAME, "/c/d/a", dst_path="/c/b")
     assert r.apply_window([out], 30).relists == ("/c/b", "/c/d")
+
+
+def test_a_long_copy_runs_beside_the_next_windows_and_a_rename_of_it_waits_for_it(jvm, aws):
+    import dataclasses
+    import threading
+
+    settings = dataclasses.replace(SETTINGS, long_copy_bytes=16)
+    hdfs = HdfsFilesDouble(jvm, {"/c/big": b"b" * 32, "/c/small": b"s" * 8})
+    state = SyncState(SYNC_TABLE, "prod", settings.destination)
+    r = Replicator(settings, hdfs=hdfs, lister=None, replica=S3Replica(settings), state=state,
+                   current_txid=lambda: 0, on_park=lambda p, why: None, sleep=lambda s: None)
+    gate = threading.Event()
+
+    def slow(path, chunk=4, *, start=0):
+        data = hdfs.files[path]  # an open stream reads on after a rename, as HDFS's does
+        if path == "/c/big":
+            assert gate.wait(30)
+        for i in range(start, len(data), chunk):
+            yield jvm.JArray(jvm.JByte)(data[i:i + chunk]), len(data[i:i + chunk])
+
+    hdfs.read = slow
+    r.apply_window([closed(5, "/c/big")], 5)  # returns while /c/big is still being read
+    assert state.status().txid == 5 and state.status().pending == {"/c/big": "copy"}
+    r.apply_window([closed(6, "/c/small")], 6)
+    keys = {o["Key"] for o in aws.list_objects_v2(Bucket="replica").get("Contents", [])}
+    assert keys == {"m/c/small"}
+
+    threading.Timer(0.2, gate.set).start()
+    hdfs.files["/c/moved"] = hdfs.files.pop("/c/big")
+    r.apply_window([HdfsEvent("prod", 7, 0, EventType.RENAME, "/c/big", dst_path="/c/moved")], 7)
+    keys = {o["Key"] for o in aws.list_objects_v2(Bucket="replica").get("Contents", [])}
+    assert keys == {"m/c/small", "m/c/moved"}  # the copy ended, then the rename moved it
+    assert aws.get_object(Bucket="replica", Key="m/c/moved")["Body"].read() == b"b" * 32
+    assert state.status().pending == {} and r.replica.counters.server_copies == 1

@@ -39,6 +39,10 @@ def test_paths_and_patterns_default_to_the_filter_and_the_prefix_ends_with_a_sla
     ({"destination": "s3://r/p", "table": "t", "paths": ["data"]},
      "[sync] paths: 'data' is not an absolute HDFS path"),
     ({"destination": "s3://r/p", "table": "t", "windows_ms": 1}, "[sync] windows_ms: unknown key"),
+    ({"destination": "s3://r/p", "table": "t", "part_size_mb": 64, "buffer_mb": 32},
+     "[sync] buffer_mb: must be at least part_size_mb (64) and multipart_threshold_mb (8), "
+     "got 32"),
+    ({"destination": "s3://r/p", "table": "t", "buffer_mb": 0}, "[sync] buffer_mb: must be >= 1"),
 ])
 def test_mistakes_name_the_file_and_the_key(sync, message):
     with pytest.raises(ConfigError, match=r"^agent\.toml: " + _re(message)):
