@@ -3,10 +3,16 @@ design measured in the same run.
 
     python -m bench.index_apply [--ops 60000] [--latency-ms 5] [--baseline-ref REF]
                                 [--no-baseline]
+    python -m bench.index_apply --workload big-renames [--groups 20 --dirs 50 --files 22]
 
-Workload: tests.kit.workload's edit log (jobs writing part files under `_temporary`, renaming
-them into place, deleting `_temporary` at depth 4-5, appends, retention deletes of
-partitions, chmod/chown/touch), translated as the agent does, every path indexed (`/`).
+Workload `jobs` (bench-out/index_apply.json): tests.kit.workload's edit log (jobs writing part
+files under `_temporary`, renaming them into place, deleting `_temporary` at depth 4-5,
+appends, retention deletes of partitions, chmod/chown/touch), translated as the agent does,
+every path indexed (`/`). Workload `big-renames` (bench-out/index_walks.json, issue 32 item 4):
+tests.kit.big_renames, a tree of groups x dirs x files files (23,170 entries by default, over
+the 20,000 a chunk lists) and a hot directory, renamed three times, a subtree of it deleted and
+created again, a rename chain across chunks; its previous design is the walk of 16 directories
+a step (WALK_BASELINE_REF).
 The events are applied in order as the sequencer applies a range: the index's own chunks
 (`sequencer.CHUNK_EVENTS`), one position UpdateItem per chunk and per walk step, every walk
 finished before the next chunk.
@@ -15,10 +21,13 @@ DynamoDB is moto in-process behind the real boto3 client; a `before-send` hook o
 sleeps `--latency-ms` per request (5 ms: DynamoDB's usual round trip), in the calling thread,
 so requests issued together wait together, as they would on the wire. Counted on the wire:
 requests by operation, write units (each item written, 1 per started KB of its size as
-DynamoDB computes it: names plus values), and round trips waited (a request starting while no
-other is in flight starts one). Moto's own CPU time comes on top of the sleep, on this
-process's one GIL, so the measured events/s is a floor; "at 5 ms/trip" is the indexed events
-over the round trips waited times the latency, the rate DynamoDB itself would allow.
+DynamoDB computes it: names plus values), round trips waited (a request starting while no
+other is in flight starts one), and latency rounds: each round trip counted as deep as the
+most requests one connection of the client's pool sent one after another in it (a wave of
+2,000 Queries on 16 connections waits 125 latencies, not one). Moto's own CPU time comes on
+top of the sleep, on this process's one GIL, so the measured events/s is a floor; "at 5
+ms/trip" is the indexed events over the round trips waited times the latency, the rate
+DynamoDB itself would allow with every wave's requests in flight at once.
 
 The previous design runs from git, in the same run: `git archive <baseline-ref>` of lambdas/,
 hdfs_events/, onprem_agent/ and bench/ into a temporary directory, this very file copied in,
@@ -35,6 +44,7 @@ import argparse
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -48,8 +58,11 @@ from typing import Any
 OUT = Path("bench-out/index_apply.json")
 TABLE = "bench-index"
 CLUSTER = "bench"
+OUT_WALKS = Path("bench-out/index_walks.json")
 # The last commit of the converge-in-any-order index (issue 18 replaced it).
 BASELINE_REF = "bcab644"
+# The last commit of the table walk of 16 directories a step (issue 32 item 4 replaced it).
+WALK_BASELINE_REF = "6c5fac6"
 ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",
               "symlink_target")
 
@@ -62,7 +75,9 @@ class Wire:
         self.calls: Counter[str] = Counter()
         self.write_units = 0
         self.trips = 0
+        self.rounds = 0
         self._in_flight = 0
+        self._wave: Counter[int] = Counter()  # requests per thread in this round trip
         self._lock = threading.Lock()
         client.meta.events.register("before-parameter-build.dynamodb", self._count)
         client.meta.events.register_first("before-send.dynamodb", self._send)
@@ -85,8 +100,15 @@ class Wire:
         with self._lock:
             if self._in_flight == 0:
                 self.trips += 1
+                self.rounds += max(self._wave.values(), default=0)
+                self._wave.clear()
             self._in_flight += 1
+            self._wave[threading.get_ident()] += 1
         time.sleep(self.latency_s)
+
+    def latency_rounds(self) -> int:
+        with self._lock:
+            return self.rounds + max(self._wave.values(), default=0)
 
     def _done(self, **_: Any) -> None:
         with self._lock:
@@ -112,6 +134,7 @@ def _size(value: dict) -> int:
 
 
 def workload(ops: int) -> list[Any]:
+    """The `jobs` workload's events."""
     from onprem_agent.editlog import read_ops
     from onprem_agent.translate import translate_ops
     from tests.kit.workload import write_edit_log
@@ -120,7 +143,12 @@ def workload(ops: int) -> list[Any]:
     return list(translate_ops(read_ops(io.BytesIO(buf.getvalue().encode())), CLUSTER))
 
 
-def worker(ops: int, latency_ms: float) -> dict[str, Any]:
+def big_renames(groups: int, dirs: int, files: int) -> list[Any]:
+    from tests.kit.big_renames import big_renames as events
+    return events(groups, dirs, files, cluster=CLUSTER, root="/data")
+
+
+def worker(events: list[Any], latency_ms: float) -> dict[str, Any]:
     """Drives this tree's index (the current one, or the baseline's copy) in order."""
     import boto3
     from moto import mock_aws
@@ -133,7 +161,6 @@ def worker(ops: int, latency_ms: float) -> dict[str, Any]:
     except ImportError:  # the baseline's tree, from before lambdas/ingest/dal.py was split
         from lambdas.ingest.dal import CLIENT_CONFIG, DynamoIndexStore  # type: ignore
 
-    events = workload(ops)
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="eu-west-1",
                            config=CLIENT_CONFIG.merge(boto3.session.Config(
@@ -183,6 +210,8 @@ def worker(ops: int, latency_ms: float) -> dict[str, Any]:
             "round_trips_per_1000": 1000 * wire.trips / n,
             "write_units_per_1000": 1000 * wire.write_units / n,
             "events_per_s_at_latency": n / (wire.trips * latency_ms / 1000),
+            "latency_rounds_per_1000": 1000 * wire.latency_rounds() / n,
+            "events_per_s_at_latency_rounds": n / (wire.latency_rounds() * latency_ms / 1000),
             "live_entries": len(live), "differences": len(wrong), "first_differences": wrong[:5]}
 
 
@@ -198,10 +227,15 @@ def _live(ddb: Any) -> dict[str, list[Any]]:
     return live
 
 
-def run_tree(root: Path, ops: int, latency_ms: float) -> dict[str, Any]:
+def run_tree(root: Path, workload_args: list[str], latency_ms: float) -> dict[str, Any]:
+    repo = Path(__file__).resolve().parent.parent
+    # tests.kit (the workloads, the replay) comes from this checkout; lambdas from `root`.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, (str(root), str(repo), os.environ.get("PYTHONPATH"))))}
     out = subprocess.run(
-        [sys.executable, "-m", "bench.index_apply", "--worker", "--ops", str(ops),
-         "--latency-ms", str(latency_ms)], cwd=root, capture_output=True, text=True, check=False)
+        [sys.executable, "-m", "bench.index_apply", "--worker", *workload_args,
+         "--latency-ms", str(latency_ms)], cwd=root, capture_output=True, text=True,
+        check=False, env=env)
     if out.returncode != 0:
         raise SystemExit(f"bench.index_apply worker in {root} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -218,35 +252,49 @@ def baseline_tree(ref: str, into: Path) -> Path:
 
 def row(name: str, r: dict[str, Any]) -> str:
     return (f"{name:<34} {r['events_per_s']:>10,.0f} {r['events_per_s_at_latency']:>12,.0f} "
-            f"{r['round_trips_per_1000']:>9.1f} {r['requests_per_1000']:>9.1f} "
-            f"{r['write_units_per_1000']:>9.1f}")
+            f"{r['round_trips_per_1000']:>9.1f} {r.get('latency_rounds_per_1000', 0):>10.1f} "
+            f"{r['requests_per_1000']:>9.1f} {r['write_units_per_1000']:>9.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ops", type=int, default=60_000, help="edit log records (workload size)")
+    parser.add_argument("--workload", choices=("jobs", "big-renames"), default="jobs")
+    parser.add_argument("--ops", type=int, default=60_000, help="jobs: edit log records")
+    parser.add_argument("--groups", type=int, default=20, help="big-renames: top directories")
+    parser.add_argument("--dirs", type=int, default=50, help="big-renames: directories a group")
+    parser.add_argument("--files", type=int, default=22, help="big-renames: files a directory")
     parser.add_argument("--latency-ms", type=float, default=5.0)
-    parser.add_argument("--baseline-ref", default=BASELINE_REF)
+    parser.add_argument("--baseline-ref", help=f"jobs: {BASELINE_REF}; big-renames: "
+                        f"{WALK_BASELINE_REF}")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    walks = args.workload == "big-renames"
+    sizes = (["--groups", str(args.groups), "--dirs", str(args.dirs), "--files",
+              str(args.files)] if walks else ["--ops", str(args.ops)])
     if args.worker:
-        print(json.dumps(worker(args.ops, args.latency_ms)))
+        events = (big_renames(args.groups, args.dirs, args.files) if walks
+                  else workload(args.ops))
+        print(json.dumps(worker(events, args.latency_ms)))
         return 0
+    baseline_ref = args.baseline_ref or (WALK_BASELINE_REF if walks else BASELINE_REF)
     repo = Path(__file__).resolve().parent.parent
-    results = {"current": run_tree(repo, args.ops, args.latency_ms)}
+    workload_args = ["--workload", args.workload, *sizes]
+    results = {"current": run_tree(repo, workload_args, args.latency_ms)}
     if not args.no_baseline:
         with tempfile.TemporaryDirectory() as tmp:
-            results["previous"] = run_tree(baseline_tree(args.baseline_ref, Path(tmp)),
-                                           args.ops, args.latency_ms)
+            results["previous"] = run_tree(baseline_tree(baseline_ref, Path(tmp)),
+                                           workload_args, args.latency_ms)
     print(f"{'applying ranges, ' + str(args.latency_ms) + ' ms/request':<34} {'events/s':>10} "
-          f"{'at latency':>12} {'trips/1k':>9} {'reqs/1k':>9} {'WCU/1k':>9}")
+          f"{'at latency':>12} {'trips/1k':>9} {'rounds/1k':>10} {'reqs/1k':>9} {'WCU/1k':>9}")
     print(row("in order, batched (this tree)", results["current"]))
     if "previous" in results:
-        print(row(f"previous design ({args.baseline_ref})", results["previous"]))
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"ops": args.ops, "latency_ms": args.latency_ms, **results},
-                              indent=2))
+        print(row(f"previous design ({baseline_ref})", results["previous"]))
+    out = OUT_WALKS if walks else OUT
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"workload": args.workload, "sizes": sizes,
+                               "ops": args.ops, "latency_ms": args.latency_ms,
+                               "baseline_ref": baseline_ref, **results}, indent=2))
     for name, r in results.items():
         print(f"{name}: {r['live_entries']} live entries, {r['differences']} differing from the "
               f"in-order replay {r['first_differences']}")

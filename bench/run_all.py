@@ -241,6 +241,19 @@ def _index_apply(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _index_walks(r: dict[str, Any], size: str) -> list[Figure]:
+    now, was = r["current"], r.get("previous", {})
+    name = f"walk of 16 directories a step ({r['baseline_ref']})"
+    return [
+        Figure("index: round trips per 1,000 events, trees over the listing budget renamed",
+               "trips", now["round_trips_per_1000"], was.get("round_trips_per_1000"), name,
+               size, higher_is_better=False,
+               note=f"latency rounds at 16 connections {now['latency_rounds_per_1000']:.1f} vs "
+                    f"{was.get('latency_rounds_per_1000', 0):.1f}; {now['differences']} "
+                    "entries differ from the in-order replay"),
+    ]
+
+
 def _index_backlog(r: dict[str, Any], size: str) -> list[Figure]:
     return [
         Figure("index catching up on a backlog, in-memory stores", "events/CPU s",
@@ -399,6 +412,23 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _inventory_scale(r: dict[str, Any], size: str) -> list[Figure]:
+    rows = []
+    for run in r["runs"]:
+        job, oiv = run["job"], run["oiv"]
+        note = "" if job["rows"] == oiv["rows"] else "ROW COUNTS DIFFER; "
+        rows.append(Figure(f"fsimage -> inventory table, Spark local[2], {job['rows']:,} rows",
+                           "rows/s", round(job["rows"] / job["wall_s"]),
+                           round(oiv["rows"] / oiv["wall_s"]), "oiv -p Delimited", size,
+                           note=f"{note}CPU {job['cpu_s']:.0f} s vs oiv {oiv['cpu_s']:.0f} s; "
+                                f"NameNode start {run['namenode']['start_s']:.0f} s"))
+    x = r["extrapolated"]
+    rows.append(Figure(f"fsimage -> inventory at {x['rows']:,} rows (fitted line)", "s",
+                       x["job"], x["oiv"], "oiv -p Delimited, fitted", size,
+                       higher_is_better=False, note=f"NameNode start {x['namenode']:,} s"))
+    return rows
+
+
 def _fsimage_read(r: dict[str, Any], size: str) -> list[Figure]:
     ours, oiv = r["results"]["ours"], r["results"]["oiv"]
     note = "" if r.get("same_rows") else f"{r['rows_differ']} ROWS DIFFER; "
@@ -458,6 +488,13 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "8000"),
           quick_size="8k-op edit log, 5 ms/request, previous design from git (default 60k)",
           smoke=("--ops", "300", "--latency-ms", "1")),
+    Bench("index_walks", "bench.index_apply", "index_walks.json", _index_walks,
+          quick=("--workload", "big-renames"),
+          quick_size="a 23,170-entry tree renamed 3 times, 5 ms/request, previous walk from git",
+          smoke=("--workload", "big-renames", "--groups", "2", "--dirs", "5", "--files", "2",
+                 "--latency-ms", "1"),
+          full=("--workload", "big-renames"), full_size="a 23,170-entry tree renamed 3 times",
+          timeout_s=3600),
     # The index's own logic, no AWS: the scale claim tests/unit/ingest/test_index_backlog.py
     # makes at 20k events.
     Bench("index_backlog", "bench.index_backlog", "index_backlog.json", _index_backlog,
@@ -501,6 +538,12 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
           smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
           full_size="kit image of 1M files, best of 3"),
+    # The image job at scale: kit images (built once per size, cached), one NameNode start, one
+    # Spark session and one oiv JVM per size.
+    Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
+          quick=("--sizes", "1000000"), quick_size="kit image of 1M files",
+          smoke=("--sizes", "2000"), full=("--sizes", "1000000,3000000,10000000"),
+          full_size="kit images of 1M, 3M, 10M files", timeout_s=7200),
     # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
     Bench("first_start", "bench.first_start", "first_start.json", _first_start,
           quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",
