@@ -412,23 +412,6 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
-def _inventory_scale(r: dict[str, Any], size: str) -> list[Figure]:
-    rows = []
-    for run in r["runs"]:
-        job, oiv = run["job"], run["oiv"]
-        note = "" if job["rows"] == oiv["rows"] else "ROW COUNTS DIFFER; "
-        rows.append(Figure(f"fsimage -> inventory table, Spark local[2], {job['rows']:,} rows",
-                           "rows/s", round(job["rows"] / job["wall_s"]),
-                           round(oiv["rows"] / oiv["wall_s"]), "oiv -p Delimited", size,
-                           note=f"{note}CPU {job['cpu_s']:.0f} s vs oiv {oiv['cpu_s']:.0f} s; "
-                                f"NameNode start {run['namenode']['start_s']:.0f} s"))
-    x = r["extrapolated"]
-    rows.append(Figure(f"fsimage -> inventory at {x['rows']:,} rows (fitted line)", "s",
-                       x["job"], x["oiv"], "oiv -p Delimited, fitted", size,
-                       higher_is_better=False, note=f"NameNode start {x['namenode']:,} s"))
-    return rows
-
-
 def _fsimage_read(r: dict[str, Any], size: str) -> list[Figure]:
     ours, oiv = r["results"]["ours"], r["results"]["oiv"]
     note = "" if r.get("same_rows") else f"{r['rows_differ']} ROWS DIFFER; "
@@ -538,12 +521,6 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
           smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
           full_size="kit image of 1M files, best of 3"),
-    # The image job at scale: kit images (built once per size, cached), one NameNode start, one
-    # Spark session and one oiv JVM per size.
-    Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
-          quick=("--sizes", "1000000"), quick_size="kit image of 1M files",
-          smoke=("--sizes", "2000"), full=("--sizes", "1000000,3000000,10000000"),
-          full_size="kit images of 1M, 3M, 10M files", timeout_s=7200),
     # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
     Bench("first_start", "bench.first_start", "first_start.json", _first_start,
           quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",
