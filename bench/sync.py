@@ -366,9 +366,14 @@ class HdfsLoad:
                 out["datanode." + k.removesuffix("NumOps")] += int(bean.get(k, 0))
         return out
 
+    # The DataNode's own calls to the NameNode, whoever copies.
+    DATANODE_RPCS = ("namenode.SendHeartbeat", "namenode.BlockReport",
+                     "namenode.BlockReceivedAndDeleted", "namenode.CacheReport")
+
     @staticmethod
     def summary(delta: Counter[str]) -> dict[str, int]:
-        namenode = {k: v for k, v in delta.items() if k.startswith("namenode.") and v}
+        namenode = {k: v for k, v in delta.items()
+                    if k.startswith("namenode.") and v and k not in HdfsLoad.DATANODE_RPCS}
         return {"namenode_rpcs": sum(namenode.values()),
                 **dict(sorted(namenode.items(), key=lambda kv: -kv[1])[:6]),
                 **{k: v for k, v in delta.items() if k.startswith("datanode.")}}
