@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from hdfs_events import names
-from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_item import INDEX_SHARDS
 from lambdas.ingest.index_rules import apply_event
 from lambdas.ingest.index_view import IndexStore, IndexView, Refused
@@ -151,7 +151,9 @@ class NamespaceIndex:
 
     def _blind(self, events: Sequence[HdfsEvent]) -> list[str]:
         """Paths first met as the target of a CREATE, SNAPSHOT or RENAME: replaced whatever
-        they held, so not read."""
+        they held, so not read. But for a directory's SNAPSHOT: its walk ends the children
+        it held, and finds those in shards only by the shard count its item holds (written
+        unread, the count would be lost before a walk from the table reads it)."""
         first: dict[str, bool] = {}  # path -> blind
         for e in events:
             if not self.relevant(e):
@@ -163,7 +165,8 @@ class NamespaceIndex:
             else:
                 if e.type != EventType.UNLINK:
                     _parents_read(first, e.path)
-                first.setdefault(e.path, e.type in WRITE_ORDER)
+                first.setdefault(e.path, e.type in WRITE_ORDER and not (
+                    e.type == EventType.SNAPSHOT and e.inode_type == INodeType.DIRECTORY))
         return [p for p, blind in first.items() if blind and self.indexed(p)]
 
     def resume(self, op: SubtreeOp) -> tuple[SubtreeOp | None, list[SkippedEvent]]:

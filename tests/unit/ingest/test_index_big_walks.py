@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import subtree
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_table import DynamoIndexStore
 from lambdas.ingest.index_view import Refused
 from tests.kit.big_renames import big_renames
-from tests.kit.index_builders import apply_in_order, live
+from tests.kit.index_builders import apply_in_order, ev, live
 from tests.kit.ingest_aws import TABLE
 from tests.kit.memory_stores import MemoryIndexStore
 from tests.kit.replay import in_order_state
@@ -111,6 +111,28 @@ def test_a_walk_keeps_its_saved_cursor_within_the_position_item(
     assert max(len(c) for c in cursors) > 3  # wide steps
     assert max(len(json.dumps(c)) for c in cursors) < 300 + 100  # one descent over, at most
     assert store.live("prod") == in_order_state(events, "/data")
+
+
+@pytest.mark.parametrize("budget", [20_000, 10])
+def test_a_directory_snapshot_ends_the_children_of_its_shards(budget: int) -> None:
+    """A sharded directory listed again (a gap's SNAPSHOT): what it held and the listing
+    does not name ends, in the chunk or from the table (budget 10: its count must survive
+    the chunk's write of the directory's item for the table walk to read the shards)."""
+    events = big_renames(0, 0, 0, hot_files=150)
+    before = events[:next(i for i, e in enumerate(events) if e.type == EventType.RENAME)]
+    store = MemoryIndexStore()
+    assert apply_in_order(NamespaceIndex(store, ["/data"]), before) == []
+    assert any(p.startswith("prod#/data/t/hot//") for p in store.partitions)
+    listed = {"inode_type": INodeType.DIRECTORY, "owner": "etl", "group": "etl",
+              "perms": "0755"}
+    snapshot = [ev(9000, EventType.SNAPSHOT, "/data/t/hot", **listed),
+                ev(9001, EventType.SNAPSHOT, "/data/t/hot/h0007",
+                   **{**listed, "inode_type": INodeType.FILE})]
+    index = NamespaceIndex(store, ["/data"], listing_budget=budget, subtree_budget=10)
+    assert apply_in_order(index, snapshot) == []
+    live = store.live("prod")
+    assert [p for p in live if p.startswith("/data/t/hot/")] == ["/data/t/hot/h0007"]
+    assert live == in_order_state([*before, *snapshot], "/data")
 
 
 class CrashingStore(MemoryIndexStore):
