@@ -32,12 +32,17 @@ from pyspark.sql import functions as F
 from glue_jobs.runtime import AWS_RETRIES
 from hdfs_events import names
 from hdfs_events.index_item import to_wire
-from hdfs_events.index_status import POSITION_INDEX, POSITION_TXID, TXID_DONE, applied_through
-from hdfs_events.index_status import position_key as _position_key
+from hdfs_events.sequencer_position import (
+    POSITION_INDEX,
+    POSITION_TXID,
+    TXID_DONE,
+    applied_through,
+    position_key,
+)
 from hdfs_events.snapshot_index import (
     DIRECTORY,
+    SHARD_AFTER_WRITES,
     covering_root,
-    is_hot,
     outermost,
     snapshot_item,
     state_from_row,
@@ -56,7 +61,7 @@ class IndexRefused(RuntimeError):
 class IndexSettings:
     table: str
     prefixes: tuple[str, ...]  # the consumer's INDEX_PREFIXES for the cluster
-    threads: int = 4  # BatchWriteItem calls in flight per task
+    threads: int = 8  # BatchWriteItem calls in flight per task: I/O, not CPU
     partitions: int = 0  # write tasks; 0: Spark's default parallelism
 
 
@@ -88,7 +93,7 @@ def check_first_start(ddb: Any, table: str, cluster: str, txid: int) -> bool:
     """True: the index is already applied through exactly `txid` (a rerun after a crash between
     the position and the marker); False: no position, a first start. Any other position is
     refused: the consumer has applied ranges of its own there."""
-    item = ddb.get_item(TableName=table, Key=_position_key(cluster),
+    item = ddb.get_item(TableName=table, Key=position_key(cluster),
                         ConsistentRead=True).get("Item")
     if item is None or POSITION_TXID not in item:
         return False
@@ -137,8 +142,9 @@ def hot_directories(rows: DataFrame, prefixes: tuple[str, ...]) -> list[str]:
     root of a walk's parent, "/" say, has no entry to record it on)."""
     roots = outermost(prefixes)
     counts = rows.groupBy(parent_of(F.col("path")).alias("parent")).count()
-    return [r["parent"] for r in counts.collect()
-            if is_hot(r["count"]) and covering_root(r["parent"], roots) is not None]
+    # Only the hot few reach the driver (a directory per ~20 inodes would be millions).
+    hot = counts.where(F.col("count") > SHARD_AFTER_WRITES).collect()
+    return [r["parent"] for r in hot if covering_root(r["parent"], roots) is not None]
 
 
 def index_rows(rows: DataFrame, cluster: str, txid: int, prefixes: tuple[str, ...],

@@ -13,11 +13,13 @@ from typing import Any
 
 from hdfs_events import names
 from hdfs_events.manifest import ManifestError, decode_manifest
+from hdfs_events.sequencer_position import (
+    POSITION_INDEX,
+    POSITION_TXID,
+    TXID_DONE,
+    position_key,
+)
 
-TXID_DONE = names.POSITION_TXID_DONE
-# The position item's attributes (names.position_partition): applied through `txid`, and of it
-# up to event `idx` (TXID_DONE: all of it). The consumer's DynamoSequenceStore updates them.
-POSITION_TXID, POSITION_INDEX = "txid", "idx"
 _LOOKAHEAD = 20
 
 
@@ -43,8 +45,8 @@ class IndexStatus:
 
 
 def read_status(client: Any, table: str, cluster: str) -> IndexStatus:
-    position = client.get_item(TableName=table, ConsistentRead=True, Key=_key(
-        names.position_partition(cluster))).get("Item", {})
+    position = client.get_item(TableName=table, ConsistentRead=True,
+                               Key=position_key(cluster)).get("Item", {})
     txid = int(position[POSITION_TXID]["N"]) if POSITION_TXID in position else None
     index = int(position[POSITION_INDEX]["N"]) if POSITION_INDEX in position else None
     walk = json.loads(position["walk"]["S"]) if "walk" in position else None
@@ -77,17 +79,6 @@ def read_status(client: Any, table: str, cluster: str) -> IndexStatus:
         (first.after, first.end), min(r for _, r in same), len(ids),
         tuple(i for i in ids if i not in arrived),
         first.parts - len({m.part for m, _ in same}), None)
-
-
-def position_key(cluster: str) -> dict[str, dict[str, str]]:
-    return _key(names.position_partition(cluster))
-
-
-def applied_through(cluster: str, txid: int) -> dict[str, dict[str, str]]:
-    """The position item (wire format) of an index that holds every change up to and including
-    `txid` and nothing after it: the sequencer goes on with the range that continues at txid+1."""
-    return {**position_key(cluster), POSITION_TXID: {"N": str(txid)},
-            POSITION_INDEX: {"N": str(TXID_DONE)}}
 
 
 def _arrived(client: Any, table: str, cluster: str, ids: list[str]) -> set[str]:

@@ -102,10 +102,6 @@ def snapshot_item(cluster: str, state: PathState, txid: int, index: int, *,
                      shards=INDEX_SHARDS if sharded else 0, in_shard=parent_sharded)
 
 
-def is_hot(children: int) -> bool:
-    return children > SHARD_AFTER_WRITES
-
-
 def state_from_row(row: Mapping[str, Any]) -> PathState:
     """From a namespace inventory row (hdfs_events/inventory_schema.py)."""
     return PathState(

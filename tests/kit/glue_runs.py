@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ class LocalGlueRuns:
                  poll_s: float = 0.5) -> None:
         self.job_name, self.module, self.env, self.poll_s = job_name, module, dict(env), poll_s
         self.finished: list[tuple[str, int, str]] = []
+        self.seconds: dict[str, float] = {}  # run id -> the entry script's wall time
         self._seen: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="glue-runs", daemon=True)
@@ -49,7 +51,9 @@ class LocalGlueRuns:
                 self._seen.add(run["Id"])
                 args = {**defaults, **run.get("Arguments", {})}
                 argv = [a for k, v in args.items() if k.startswith("--") for a in (k, v)]
+                started = time.perf_counter()
                 done = subprocess.run([sys.executable, "-m", self.module, *argv], env=self.env,
-                                      cwd=REPO, capture_output=True, text=True, timeout=900)
+                                      cwd=REPO, capture_output=True, text=True, timeout=4 * 3600)
+                self.seconds[run["Id"]] = time.perf_counter() - started
                 self.finished.append((run["Id"], done.returncode, done.stderr[-3000:]))
 

@@ -13,7 +13,8 @@ from moto import mock_aws
 
 from glue_jobs.image_index import IndexRefused, check_first_start, join_stream
 from hdfs_events import names
-from hdfs_events.index_status import applied_through, read_status
+from hdfs_events.index_status import read_status
+from hdfs_events.sequencer_position import applied_through
 
 TABLE, CLUSTER, T = "index", "prod", 1513
 
