@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install hadoop test demo synth deploy cdk-cli bench lint clean
+.PHONY: install hadoop glue-jar test demo synth deploy cdk-cli bench lint clean
 
 install: $(STAMP)
 
@@ -24,6 +24,17 @@ $(HADOOP_STAMP): tests/kit/hadoop/pom.xml tests/kit/hadoop/kms/pom.xml $(wildcar
 	rm -rf .hadoop/lib .hadoop/distcp .hadoop/kms
 	mvn -q -B -f tests/kit/hadoop/pom.xml package dependency:copy-dependencies
 	mvn -q -B -f tests/kit/hadoop/kms/pom.xml package
+	touch $@
+
+# Our own JVM code for the Glue jobs (glue_jobs/jvm/pom.xml: the compaction's canonical-line
+# parser), compiled against the pyspark wheel's Spark jars: nothing downloaded but Maven's own
+# plugins. ~10 s; the jar goes to glue_jobs/jvm/target (git-ignored).
+GLUE_JAR := glue_jobs/jvm/target/hdfs-events-glue.jar
+glue-jar: $(GLUE_JAR)
+
+$(GLUE_JAR): glue_jobs/jvm/pom.xml $(wildcard glue_jobs/jvm/src/main/java/hdfsevents/glue/*.java) | $(STAMP)
+	@command -v mvn >/dev/null || { echo "make: mvn not found: install Maven 3.8+ (apt-get install maven)"; exit 1; }
+	mvn -q -B -f glue_jobs/jvm/pom.xml package -Dpyspark.jars=$(CURDIR)/$(VENV)/lib/python3.11/site-packages/pyspark/jars
 	touch $@
 
 $(STAMP): pyproject.toml constraints.txt
@@ -73,14 +84,14 @@ $(GLUE_RUNTIME)/.installed: constraints.txt | $(STAMP)
 	touch $@
 
 # The slowest tests are listed last: where the suite's time goes.
-test: $(STAMP) $(HADOOP_STAMP) .make/chromium $(LAMBDA_RUNTIME)/.installed \
+test: $(STAMP) $(HADOOP_STAMP) $(GLUE_JAR) .make/chromium $(LAMBDA_RUNTIME)/.installed \
   $(GLUE_RUNTIME)/.installed
 	$(PY) -m pytest tests --durations=25
 
 demo: $(STAMP) $(HADOOP_STAMP)
 	$(PY) -m demo
 
-synth: $(STAMP)
+synth: $(STAMP) $(GLUE_JAR)
 	$(PY) app.py --env $(ENV) --outdir cdk.out
 
 # The CDK CLI, pinned to major 2 in package.json (aws-cdk@3 rejects this aws-cdk-lib's assembly).
@@ -90,7 +101,7 @@ node_modules/.installed: package.json package-lock.json
 
 cdk-cli: node_modules/.installed
 
-deploy: $(STAMP) node_modules/.installed
+deploy: $(STAMP) $(GLUE_JAR) node_modules/.installed
 	npx cdk deploy -c env=$(ENV) --all
 
 # make bench BENCH_ARGS="--only compact --size full": one bench at its own default size
@@ -102,4 +113,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf cdk.out demo-out bench-out .pytest_cache .make .hadoop
+	rm -rf cdk.out demo-out bench-out .pytest_cache .make .hadoop glue_jobs/jvm/target

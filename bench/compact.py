@@ -64,12 +64,15 @@ def _spark(memory: str = "4g", master: str = "local[2]", conf: Mapping[str, str]
     """The benches' session; `conf` adds settings (bench.compact_s3a: S3A's)."""
     from pyspark.sql import SparkSession
 
+    from glue_jobs.runtime import job_conf
+
     builder = (SparkSession.builder.master(master).appName("bench-compact")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", memory)
                .config("spark.sql.shuffle.partitions", "16")
                .config("spark.sql.session.timeZone", "UTC"))
-    for key, value in (conf or {}).items():
+    jars = ",".join(filter(None, [job_conf()["spark.jars"], (conf or {}).get("spark.jars")]))
+    for key, value in ((conf or {}) | {"spark.jars": jars}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

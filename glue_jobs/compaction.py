@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from glue_jobs.contract_sql import canonical, contract_holds
+from glue_jobs.contract_sql import contract_holds, parse_canonical_line
 from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS
 from hdfs_events.validation import line_problem
@@ -87,23 +87,30 @@ def object_problems(binary_files: DataFrame) -> DataFrame:
 def classify_lines(lines: DataFrame) -> DataFrame:
     """(object, raw_cluster, raw_dt, value) -> the same plus `event` (the parsed struct) and
     `_clean`: the line is canonical JSON keeping every rule of the contract (contract_sql) and
-    belongs to its partition's cluster, decided in Spark SQL alone. Blank lines carry nothing
-    and are dropped.
+    belongs to its partition's cluster, decided in the JVM alone. Blank lines carry nothing and
+    are dropped.
 
-    Keeps `value` only on lines that are not clean (the only ones that can be bad), so a cached
-    frame does not hold every line twice. The job caches this frame: with_reasons reads it in
-    two branches.
+    A canonical line is parsed by parse_canonical_line in the pass that proves it canonical;
+    only the others go through Spark's from_json (a CASE branch: evaluated for them alone),
+    whose struct with_reasons' checks read. Keeps `value` only on lines that are not clean (the
+    only ones that can be bad), so a cached frame does not hold every line twice. The job
+    caches this frame: with_reasons reads it in two branches.
     """
     e = F.col("event")
-    parsed = (
+    parsed = F.col("_parsed")
+    canonical = parsed["not_canonical"].isNull()
+    classified = (
         lines.where(F.trim("value") != "")
-        .withColumn("event", F.from_json("value", RAW_LINE_SCHEMA, {
-            "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}))
-        .withColumn("_clean", F.coalesce(canonical(e, F.col("value")) & contract_holds(e)
+        .withColumn("_parsed", parse_canonical_line(F.col("value")))
+        .withColumn("event", F.when(canonical, parsed["event"]).otherwise(
+            F.from_json("value", RAW_LINE_SCHEMA, {
+                "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD})))
+        .withColumn("_clean", F.coalesce(canonical & contract_holds(e)
                                          & (e["cluster"] == F.col("raw_cluster")),
                                          F.lit(False)))
+        .drop("_parsed")
     )
-    return parsed.withColumn("value", F.when(~F.col("_clean"), F.col("value")))
+    return classified.withColumn("value", F.when(~F.col("_clean"), F.col("value")))
 
 
 def with_reasons(classified: DataFrame, *, all_clean: bool = False) -> DataFrame:

@@ -2,11 +2,12 @@
 (hdfs_events.validation.line_problem) runs only on the lines that may fail it.
 
 A line is *clean* when both hold:
-- it is canonical: the struct Spark parsed, written back as JSON, is the line byte for byte.
-  That rules out everything SQL cannot see in a parsed struct: duplicate keys, whitespace,
-  escapes (a lone surrogate), numbers or booleans in string fields, missing or unknown keys,
-  non-JSON tokens, nesting (the schema's JSON is 3 deep), and bytes that are not UTF-8 (Spark's
-  JSON writer only writes UTF-8);
+- it is canonical: exactly what the contract's writer (HdfsEvent.to_json) produces for the
+  values read from it, proved byte for byte by our JVM expression (parse_canonical_line, built
+  from glue_jobs/jvm) in the same pass that parses it. That rules out everything SQL cannot see
+  in a parsed struct: duplicate, missing, reordered or unknown keys, whitespace, escapes Python
+  does not write (a lone surrogate, an escaped letter), numbers or booleans in string fields,
+  number forms (1.0, -0, 1e0), non-JSON tokens, nesting, and bytes that are not UTF-8;
 - every rule line_problem applies holds, each written here from the same definitions
   (validation's tables and hdfs_events.event's enums; no number is repeated).
 
@@ -18,10 +19,14 @@ cases through both and asserts the same decision.
 
 from __future__ import annotations
 
+from py4j.java_gateway import JavaClass
+from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from glue_jobs.schema import CORRUPT_RECORD, EVENT_SCHEMA
+from glue_jobs.runtime import JobJarMissing
+from glue_jobs.schema import CORRUPT_RECORD, RAW_LINE_SCHEMA
 from hdfs_events.event import REQUIRED, XATTR_NAMESPACES, EventType
 from hdfs_events.ids import CLUSTER_NAME
 from hdfs_events.validation import (
@@ -42,15 +47,29 @@ from hdfs_events.validation import (
     REQUIRED_BY_TYPE,
 )
 
-# Spark's JSON writer drops null fields by default; canonical JSON writes every one.
-_WRITE_NULLS = {"ignoreNullFields": "false"}
+_EXPRESSION = "hdfsevents.glue.ParseCanonicalLine"
+# The event's fields as from_json reads them, every one nullable: a canonical line may hold null
+# where the contract requires a value (contract_holds refuses it).
+_LINE_FIELDS = T.StructType([f for f in RAW_LINE_SCHEMA.fields if f.name != CORRUPT_RECORD])
 
 
-def canonical(event: Column, line: Column) -> Column:
-    """The line is exactly the JSON of the struct Spark parsed from it (false when unparsable)."""
-    written = F.to_json(F.struct(*[event[f.name].alias(f.name) for f in EVENT_SCHEMA.fields]),
-                        _WRITE_NULLS)
-    return event[CORRUPT_RECORD].isNull() & (written == line)
+def parse_canonical_line(line: Column) -> Column:
+    """struct<event, not_canonical>: for a canonical line, the event parsed with the contract's
+    fields, then a null CORRUPT_RECORD (RAW_LINE_SCHEMA, the type from_json reads it as) and a null
+    not_canonical; for any other line a null event and where and why it is not canonical.
+
+    One pass over the line's bytes in the JVM, where from_json, to_json of the result and a
+    comparison of the two texts took three (glue_jobs/jvm/pom.xml says why a jar of our own)."""
+    jvm = SparkContext._active_spark_context._jvm  # type: ignore[union-attr]
+    expression = jvm
+    for part in _EXPRESSION.split("."):
+        expression = getattr(expression, part)
+    if not isinstance(expression, JavaClass):
+        raise JobJarMissing(
+            f"{_EXPRESSION} is not on Spark's classpath: build glue_jobs/jvm with `make glue-jar` "
+            "and start the session with glue_jobs.runtime.job_conf (on Glue the job's "
+            "--extra-jars carries it)")
+    return Column(expression.column(line._jc, _LINE_FIELDS.json(), CORRUPT_RECORD))
 
 
 def contract_holds(e: Column) -> Column:

@@ -110,9 +110,34 @@ def s3a_conf(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     return conf | {f"spark.hadoop.{k}": v for k, v in hadoop.items()}
 
 
+# Our own JVM code (glue_jobs/jvm: the compaction's parse_canonical_line), built by
+# `make glue-jar`; GLUE_JOB_JAR names another copy. On Glue the job's --extra-jars carries it.
+JOB_JAR = Path(__file__).resolve().parent / "jvm" / "target" / "hdfs-events-glue.jar"
+
+
+class JobJarMissing(RuntimeError):
+    pass
+
+
+def job_jar(env: Mapping[str, str] = os.environ) -> str:
+    where = Path(env.get("GLUE_JOB_JAR") or JOB_JAR)
+    if not where.is_file():
+        raise JobJarMissing(f"the jobs' jar {where} is not built: run `make glue-jar` (Maven and "
+                            "Java 17), or set GLUE_JOB_JAR to a copy of it")
+    return str(where)
+
+
+def job_conf(*, s3a: bool = False, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Spark settings of a local job session: our jar on spark.jars, and with `s3a` S3A's
+    settings and jars (s3a_conf)."""
+    conf = s3a_conf(env) if s3a else {}
+    jars = [job_jar(env), *filter(None, conf.get("spark.jars", "").split(","))]
+    return conf | {"spark.jars": ",".join(jars)}
+
+
 def local_session(app_name: str, *, s3a: bool = False) -> SparkSession:
-    """A local session sized for this machine; SPARK_MASTER overrides local[2]. With `s3a`,
-    Spark can open s3a:// URIs (s3a_conf)."""
+    """A local session sized for this machine; SPARK_MASTER overrides local[2]. It loads our
+    jar, and with `s3a` Spark can open s3a:// URIs (job_conf)."""
     builder = (
         SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
         .appName(app_name)
@@ -120,7 +145,7 @@ def local_session(app_name: str, *, s3a: bool = False) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", os.environ.get("SPARK_SHUFFLE_PARTITIONS", "8"))
     )
-    for key, value in (s3a_conf() if s3a else {}).items():
+    for key, value in job_conf(s3a=s3a).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

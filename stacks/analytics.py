@@ -15,7 +15,7 @@ from constructs import Construct
 from hdfs_events import names
 from stacks import lake_catalog as catalog
 from stacks import nag
-from stacks.assets import glue_library_zip, glue_script
+from stacks.assets import glue_job_jar, glue_library_zip, glue_script
 from stacks.settings import DeploySettings
 from stacks.storage import ATHENA_RESULTS_PREFIX, StorageStack, removal_policy
 
@@ -156,6 +156,8 @@ class AnalyticsStack(Stack):
             self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
             script=glue.Code.from_asset(str(glue_script("compact"))),
+            # Our JVM parser of raw lines (glue_jobs/contract_sql.parse_canonical_line).
+            extra_jars=[glue.Code.from_asset(str(glue_job_jar()))],
             default_arguments={
                 # Lake roots: the job derives raw/, curated/ and quarantine/glue/ from them.
                 "--source": lake_uri,

@@ -27,6 +27,8 @@ GLUE_SCRIPTS = {
     "attribute_events": REPO / "glue_jobs" / "attribute_events.py",
     "namespace_inventory": REPO / "glue_jobs" / "namespace_inventory.py",
 }
+# Our JVM code for the compaction (glue_jobs/jvm), built by `make glue-jar`, for --extra-jars.
+GLUE_JOB_JAR = REPO / "glue_jobs" / "jvm" / "target" / "hdfs-events-glue.jar"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "tests")
 
@@ -74,6 +76,14 @@ def glue_library_zip() -> Path:
                 info.external_attr = 0o644 << 16
                 zf.writestr(info, path.read_bytes())
     return target
+
+
+def glue_job_jar() -> Path:
+    """The jobs' jar; the synth stops with a clear message if it is not built."""
+    if not GLUE_JOB_JAR.is_file():
+        raise MissingAssetError(f"{GLUE_JOB_JAR.relative_to(REPO)} is not built: run `make "
+                                "glue-jar` (the compaction job ships it as --extra-jars)")
+    return GLUE_JOB_JAR
 
 
 def glue_script(job: str) -> Path:

@@ -56,7 +56,8 @@ SPARK_TEST_CONF = Path(__file__).parent / "spark_conf"  # spark-defaults.conf: w
 
 @pytest.fixture(scope="session", autouse=True)
 def spark_jvm_opens_s3a() -> Iterator[None]:
-    """Every Spark JVM this test process launches carries the S3A jars.
+    """Every Spark JVM this test process launches carries the S3A jars and the jobs' own jar
+    (glue_jobs.runtime.job_jar).
 
     PySpark launches one JVM per process and reuses it for every later SparkSession, and jars
     join the driver's classpath only at launch: a module whose session needs no S3A (a local
@@ -64,15 +65,20 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
     comes first must not matter: a subset run, or modules spread over pytest-xdist workers
     (tried: the e2e modules share one chain per session, so they must stay in one worker).
     """
-    from glue_jobs.runtime import S3AJarsMissing, s3a_jars
+    from glue_jobs.runtime import JobJarMissing, S3AJarsMissing, job_jar, s3a_jars
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
         env.setenv("SPARK_CONF_DIR", str(SPARK_TEST_CONF))
-        # Without `make hadoop` there are no jars: the S3A tests say so themselves.
+        # Without `make hadoop` or `make glue-jar` a jar is missing: the tests that need it say so.
+        jars: list[str] = []
+        with contextlib.suppress(JobJarMissing):
+            jars.append(job_jar())
         with contextlib.suppress(S3AJarsMissing):
+            jars += s3a_jars()
+        if jars:
             env.setenv("PYSPARK_SUBMIT_ARGS",
-                       f"{SPARK_TEST_JVM} --jars {','.join(s3a_jars())} pyspark-shell")
+                       f"{SPARK_TEST_JVM} --jars {','.join(jars)} pyspark-shell")
         yield
 
 

@@ -13,7 +13,7 @@ from glue_jobs import layout
 from glue_jobs.attribution_days import ATTRIBUTION_PREFIX, ATTRIBUTION_TABLE
 from hdfs_events.event import FIELDS
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
-from stacks.assets import GLUE_SCRIPTS
+from stacks.assets import GLUE_JOB_JAR, GLUE_SCRIPTS
 from stacks.lake_catalog import NAMED_QUERIES
 from tests.infra.conftest import Synthesized
 from tests.kit.athena_tables import glue_tables, projected_partitions, trino_syntax_errors
@@ -52,6 +52,21 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
         inventory = jobs[f"hdfs-events-{s.env}-namespace-inventory"]["DefaultArguments"]
         assert inventory["--catalog_table"] == "namespace_inventory"
         assert "--image" not in inventory and "--cluster" not in inventory
+
+
+def test_compaction_job_loads_the_jobs_jar_as_extra_jars(dev: Synthesized) -> None:
+    """The compaction parses raw lines with our JVM expression (glue_jobs/jvm): the job ships
+    the jar `make glue-jar` built, byte for byte, and only that job needs it."""
+    jobs = _jobs(dev)
+    with_jars = {name for name, job in jobs.items() if "--extra-jars" in job["DefaultArguments"]}
+    assert with_jars == {"hdfs-events-dev-compact-events"}
+    manifest = json.loads((dev.directory / "HdfsEvents-dev-Analytics.assets.json").read_text())
+    shipped = {a["source"]["path"]: dev.directory / a["source"]["path"]
+               for a in manifest["files"].values()}
+    (jar,) = [p for p in shipped.values() if p.suffix == ".jar"]
+    assert jar.read_bytes() == GLUE_JOB_JAR.read_bytes()
+    extra = json.dumps(jobs["hdfs-events-dev-compact-events"]["DefaultArguments"]["--extra-jars"])
+    assert extra.endswith('.jar"]]}')
 
 
 def test_scripts_are_the_entry_scripts_of_glue_jobs(dev: Synthesized) -> None:

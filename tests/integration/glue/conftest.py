@@ -32,7 +32,7 @@ def lake_endpoint(moto_server: str) -> Iterator[str]:
 def spark(lake_endpoint: str) -> Iterator[object]:
     from pyspark.sql import SparkSession
 
-    from glue_jobs.runtime import s3a_conf
+    from glue_jobs.runtime import job_conf
 
     builder = (
         SparkSession.builder.master("local[2]")
@@ -43,7 +43,7 @@ def spark(lake_endpoint: str) -> Iterator[object]:
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
     )
-    for key, value in s3a_conf().items():  # what a local job run configures, from the env
+    for key, value in job_conf(s3a=True).items():  # what a local job run configures
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

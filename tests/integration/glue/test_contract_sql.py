@@ -13,13 +13,18 @@ Python path), plus text-level breakage (duplicate keys, NaN, nesting, escapes, l
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from glue_jobs.compaction import NOT_UTF8, classify_lines, with_reasons
-from glue_jobs.contract_sql import canonical, contract_holds
-from glue_jobs.schema import ADDED_FIELDS, RAW_LINE_SCHEMA
+from glue_jobs.contract_sql import contract_holds, parse_canonical_line
+from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS, REQUIRED, EventType, HdfsEvent, INodeType, MetadataType, XAttr
 from hdfs_events.validation import (
     INT_FIELD_RANGES,
@@ -183,9 +188,10 @@ def test_canonical_lines_breaking_a_rule_are_caught_by_sql_alone(spark, sample_e
     clean, so the Python check does not run on good data."""
     events = [*sample_events, *_agent_and_metadata_events()]
     lines = [x for x in dict.fromkeys(corpus(events)) if _utf8(x)]
+    parsed = parse_canonical_line(F.col("value"))
     frame = _frame(spark, lines).withColumn(
-        "event", F.from_json("value", RAW_LINE_SCHEMA)).select(
-        "value", canonical(F.col("event"), F.col("value")).alias("canonical"),
+        "event", F.coalesce(parsed["event"], F.from_json("value", RAW_LINE_SCHEMA))).select(
+        "value", parsed["not_canonical"].isNull().alias("canonical"),
         contract_holds(F.col("event")).alias("holds"))
     judged = {r["value"]: (r["canonical"], r["holds"]) for r in frame.collect()}
 
@@ -197,3 +203,154 @@ def test_canonical_lines_breaking_a_rule_are_caught_by_sql_alone(spark, sample_e
             canonical_rejected += 1
     assert canonical_rejected > 500
     assert all(judged[e.to_json()] == (True, True) for e in events)
+
+
+# --- the JVM parser against the Python contract, on generated lines -----------------------------
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_LONG = st.integers(-(2**63), 2**63 - 1)
+
+
+@st.composite
+def _event_docs(draw: st.DrawFn) -> dict[str, Any]:
+    """A contract event's dict, valid or near it: text with control characters, non-ASCII and
+    quotes; integers over a Java long's whole range."""
+    typ = draw(st.sampled_from(list(EventType)))
+    event = HdfsEvent(
+        "c1", draw(st.integers(0, 2**63 - 1)), draw(st.integers(0, 3)), typ,
+        "/" + draw(_TEXT).replace("/", "_"), timestamp=draw(st.none() | st.integers(0, 2**41)),
+        inode_type=draw(st.none() | st.sampled_from(list(INodeType))),
+        ctime=draw(st.none() | _LONG), owner=draw(st.none() | _TEXT),
+        perms=draw(st.none() | st.sampled_from(["0644", "1777", "644"])),
+        overwrite=draw(st.none() | st.booleans()),
+        metadata_type=draw(st.none() | st.sampled_from(list(MetadataType))),
+        acls=draw(st.none() | st.lists(st.sampled_from(["user:a:rw-", "group::r-x", "x:y"]),
+                                       max_size=3).map(tuple)),
+        xattrs=draw(st.none() | st.lists(st.builds(XAttr, st.sampled_from(["USER", "RAW", "x"]),
+                                                   _TEXT, st.none() | _TEXT),
+                                         max_size=2).map(tuple)),
+        dst_path=draw(st.none() | st.just("/d/e")),
+        gap_end_txid=draw(st.none() | st.integers(0, 2**63 - 1)))
+    return _doc(event)
+
+
+def _near_canonical(doc: dict[str, Any], how: str, at: int) -> bytes:
+    """The canonical line of `doc`, or one changed the way `how` names (at: which place)."""
+    line = _canonical(doc)
+    keys = list(doc)
+    if how == "space":  # valid JSON, one space more
+        commas = [i for i, c in enumerate(line) if c == ","] or [len(line) - 1]
+        i = commas[at % len(commas)]
+        line = line[:i + 1] + " " + line[i + 1:]
+    elif how == "reordered":
+        i = at % (len(keys) - 1)
+        keys[i], keys[i + 1] = keys[i + 1], keys[i]
+        line = _canonical({k: doc[k] for k in keys})
+    elif how == "float":  # 5 -> 5.0
+        line = line.replace(f'"txid":{doc["txid"]},', f'"txid":{doc["txid"]}.0,')
+    elif how == "ascii_escapes":  # \u00e9 for é, as json.dumps writes by default
+        line = json.dumps(doc, separators=(",", ":"))
+    elif how == "escaped_letter":
+        line = line.replace('"path":"/', '"path":"\\u002f', 1)
+    elif how == "upper_hex":  # \u001F, as Spark's (Jackson's) writer escapes, not Python's
+        line = re.sub(r"\\u00(1[a-f])", lambda m: "\\u00" + m.group(1).upper(), line)
+    elif how == "lone_surrogate":
+        line = line.replace('"path":"/', '"path":"/\\ud800', 1)
+    elif how == "trailing_space":
+        line += " "
+    elif how == "duplicate_key":
+        line = line[:-1] + f',"index":{doc["index"]}}}'
+    elif how == "missing_key":
+        line = _canonical({k: v for k, v in doc.items() if k != keys[at % len(keys)]})
+    elif how == "not_utf8":
+        return line.encode().replace(b'"path":"/', b'"path":"/\xff', 1)
+    return line.encode("utf-8", "surrogatepass")
+
+
+_CHANGES = ("none", "space", "reordered", "float", "ascii_escapes", "escaped_letter",
+            "upper_hex", "lone_surrogate", "trailing_space", "duplicate_key", "missing_key",
+            "not_utf8")
+
+
+def _python_canonical(line: bytes) -> dict[str, Any] | None:
+    """The event of a line the contract's writer produced from values Spark can hold (every
+    key in order, integers within a Java long, each value of its field's JSON type), else None:
+    what parse_canonical_line must decide."""
+    try:
+        doc = json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or list(doc) != list(FIELDS) or _canonical(doc).encode(
+            "utf-8", "surrogatepass") != line:
+        return None
+    return doc if all(_fits(doc[f.name], f.dataType) for f in RAW_LINE_SCHEMA.fields
+                      if f.name in doc) else None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def _fits(value: Any, spark_type: T.DataType) -> bool:
+    if value is None:
+        return True
+    if isinstance(spark_type, T.StringType):
+        return isinstance(value, str) and _utf8(value)
+    if isinstance(spark_type, T.LongType):
+        return type(value) is int and -(2**63) <= value < 2**63
+    if isinstance(spark_type, T.BooleanType):
+        return isinstance(value, bool)
+    if isinstance(spark_type, T.ArrayType):
+        return isinstance(value, list) and all(
+            v is not None and _fits(v, spark_type.elementType) for v in value)
+    assert isinstance(spark_type, T.StructType)
+    return (isinstance(value, dict) and list(value) == spark_type.fieldNames()
+            and all(_fits(value[f.name], f.dataType) for f in spark_type.fields))
+
+
+def _as_python(value: Any) -> Any:
+    if isinstance(value, Row):
+        return {k: _as_python(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_as_python(v) for v in value]
+    return value
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: a Spark job each
+@given(st.lists(st.tuples(_event_docs(), st.sampled_from(_CHANGES), st.integers(0, 50)),
+                min_size=40, max_size=40))
+def test_the_jvm_parser_decides_and_reads_as_the_python_contract(spark, cases) -> None:
+    """On generated events, canonical and changed a little (a space, a reordered key, 1.0 for 1,
+    escaped unicode, a lone surrogate, a bad byte...): parse_canonical_line proves a line
+    canonical exactly when the contract's writer would write it, reads the same values as
+    Python's json, and the job then gives every line line_problem's decision and reason."""
+    lines = [_near_canonical(doc, how, at) for doc, how, at in cases]
+    frame = raw_lines(spark, [("c1", x) for x in lines]).withColumn(
+        "n", F.monotonically_increasing_id())
+    parsed = frame.select("n", parse_canonical_line(F.col("value")).alias("p")).orderBy("n")
+    reasons = [r["reason"] for r in with_reasons(classify_lines(frame)).orderBy("n").collect()]
+
+    dropped_optional = {f"missing key(s) {n}" for n in FIELDS
+                        if n not in REQUIRED and n not in ADDED_FIELDS}
+    for line, row, reason in zip(lines, parsed.collect(), reasons, strict=True):
+        expected_doc = _python_canonical(line)
+        event = row["p"]["event"]
+        assert (row["p"]["not_canonical"] is None) == (expected_doc is not None), (line, row)
+        if expected_doc is not None:
+            got = _as_python(event)
+            assert got.pop(CORRUPT_RECORD) is None
+            assert got == expected_doc, line
+        try:
+            expected = line_problem(line.decode("utf-8", "surrogatepass")) if _utf8(
+                line.decode("utf-8", "surrogatepass")) else NOT_UTF8
+        except UnicodeDecodeError:
+            expected = NOT_UTF8
+        if expected is None:
+            assert reason is None or reason in dropped_optional, (line, reason)
+        elif reason == "line is not a JSON object":
+            assert expected.startswith(("line ", "event must be a JSON object")), (line, expected)
+        else:
+            assert reason == expected, line

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from glue_jobs import activity_rollups, compact_events
-from glue_jobs.runtime import S3AJarsMissing, on_glue, resolve_args, s3a_conf, spark_scheme
+from glue_jobs.runtime import (
+    JobJarMissing,
+    S3AJarsMissing,
+    job_conf,
+    on_glue,
+    resolve_args,
+    s3a_conf,
+    spark_scheme,
+)
 
 
 def test_local_runs_take_glue_style_arguments_with_defaults():
@@ -62,3 +70,18 @@ def test_missing_s3a_jars_are_named_with_the_make_target(tmp_path):
 
 def test_s3_is_opened_through_s3a_locally_and_nothing_else_is_mapped():
     assert [spark_scheme(s) for s in ("s3", "s3a", "file")] == ["s3a", "s3a", "file"]
+
+
+def test_a_local_job_session_loads_the_jobs_jar_before_s3a_jars(tmp_path):
+    for jar in ("hadoop-aws-3.3.4.jar", "aws-java-sdk-bundle-1.12.262.jar", "ours.jar"):
+        (tmp_path / jar).write_bytes(b"")
+    env = {"S3A_JARS_DIR": str(tmp_path), "GLUE_JOB_JAR": str(tmp_path / "ours.jar")}
+    assert job_conf(env=env) == {"spark.jars": str(tmp_path / "ours.jar")}
+    assert job_conf(s3a=True, env=env)["spark.jars"].split(",") == [
+        str(tmp_path / "ours.jar"), str(tmp_path / "hadoop-aws-3.3.4.jar"),
+        str(tmp_path / "aws-java-sdk-bundle-1.12.262.jar")]
+
+
+def test_a_jobs_jar_not_built_is_named_with_the_make_target(tmp_path):
+    with pytest.raises(JobJarMissing, match=r"ours.jar is not built: run `make glue-jar`"):
+        job_conf(env={"GLUE_JOB_JAR": str(tmp_path / "ours.jar")})
