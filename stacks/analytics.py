@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_athena as athena
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -23,6 +24,13 @@ GLUE_QUARANTINE = f"{names.QUARANTINE_PREFIX}glue/"
 # The job states a conditional trigger can watch besides SUCCEEDED (AWS::Glue::Trigger
 # Condition: "Currently, the values supported are SUCCEEDED, STOPPED, TIMEOUT, and FAILED").
 FAILED_STATES = (glue.JobState.FAILED, glue.JobState.TIMEOUT, glue.JobState.STOPPED)
+# names.fsimage_indexed_key of any cluster and txid.
+IMAGE_INDEXED = f"{names.FSIMAGE_PREFIX}cluster=*/txid=*/_indexed.json"
+
+
+def inventory_job_name(settings: DeploySettings) -> str:
+    """A plain name: the on-prem principals (Ingest stack) may start its runs."""
+    return f"{settings.prefix}-namespace-inventory"
 
 
 class AnalyticsStack(Stack):
@@ -129,7 +137,7 @@ class AnalyticsStack(Stack):
             description="hdfs-events Glue jobs",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
                 "service-role/AWSGlueServiceRole")])
-        self._grant_job_calls(lake, storage.lake_key)
+        self._grant_job_calls(lake, storage.lake_key, storage.index_table)
         self._acknowledge_role_findings(settings)
 
         library = glue.Code.from_asset(str(glue_library_zip()))
@@ -151,7 +159,7 @@ class AnalyticsStack(Stack):
                           "ActivityRollups": f"{settings.prefix}-activity-rollups",
                           "CompactAudit": f"{settings.prefix}-compact-audit",
                           "AttributeEvents": f"{settings.prefix}-attribute-events",
-                          "NamespaceInventory": f"{settings.prefix}-namespace-inventory"}
+                          "NamespaceInventory": inventory_job_name(settings)}
         self.compact_job = glue.PySparkEtlJob(
             self, "CompactEvents", job_name=self.job_names["CompactEvents"],
             description="raw/ JSON lines -> curated/events Parquet, deduplicated",
@@ -211,7 +219,9 @@ class AnalyticsStack(Stack):
             }, **common)
 
         # Run per image, not on the schedule: after `hdfs-events-agent fetch-image`, with
-        # --image and --cluster (docs/fsimage.md).
+        # --image and --cluster (docs/fsimage.md). The agent's first start from the image
+        # starts it and the run writes the index of the consumer's prefixes too (first start
+        # only: refused once the cluster has a sequencer position).
         self.inventory_job = glue.PySparkEtlJob(
             self, "NamespaceInventory", job_name=self.job_names["NamespaceInventory"],
             description="fsimage/ -> curated/namespace_inventory (one row per path)",
@@ -220,6 +230,8 @@ class AnalyticsStack(Stack):
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,
                 "--catalog_table": catalog.INVENTORY_TABLE,
+                "--index_table": storage.index_table.table_name,
+                "--index_prefixes": ",".join(settings.index_prefixes),
             }, **common)
 
         # Every job, for the failure alarms and the dashboard's job rows.
@@ -306,7 +318,8 @@ class AnalyticsStack(Stack):
                     glue.Condition.job(self.compact_audit_job, state)]),
                 actions=[glue.Action.job(self.rollups_job)])
 
-    def _grant_job_calls(self, lake: s3.IBucket, lake_key: kms.IKey | None) -> None:
+    def _grant_job_calls(self, lake: s3.IBucket, lake_key: kms.IKey | None,
+                         index_table: dynamodb.ITable) -> None:
         """Exactly what the jobs call (tests/infra/aws_calls.py lists the calls): Spark and the
         driver's boto3 list and read raw/ and raw-audit/, read fsimage/ (the inventory's
         ranged GETs), read and write curated/ (tables, watermarks, runs they replace) and
@@ -343,6 +356,14 @@ class AnalyticsStack(Stack):
                            self.database.database_arn,
                            self.events_table.table_arn, self.audit_table.table_arn,
                            self.attribution_table.table_arn, self.inventory_table.table_arn]),
+            # glue_jobs/image_index.py: a first start's index from the image, written from the
+            # executors (BatchWriteItem), the sequencer's position checked and put by the driver.
+            iam.PolicyStatement(sid="WriteIndexFromImage", actions=[
+                "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"],
+                resources=[index_table.table_arn]),
+            # ... and the marker beside the image the agent waits for (names.fsimage_indexed_key).
+            iam.PolicyStatement(sid="MarkImageIndexed", actions=["s3:PutObject"],
+                                resources=[lake.arn_for_objects(IMAGE_INDEXED)]),
             # glue_jobs/attribution_log.py: a stream per run of the attribution job, its lines
             # put from the executors.
             iam.PolicyStatement(sid="LogAttributions", actions=[
@@ -369,6 +390,9 @@ class AnalyticsStack(Stack):
         nag.ack_lake_prefixes(self.role, settings, [
             names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE,
             names.FSIMAGE_PREFIX])
+        nag.ack(self.role, f"IAM5[Resource::{nag.lake_arn_as_nag_prints_it(settings)}/"
+                f"{IMAGE_INDEXED}]", "The marker beside each image the job indexed "
+                "(names.fsimage_indexed_key): the cluster and txid are the run's arguments")
         nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
                 "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
                 "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")

@@ -26,6 +26,7 @@ from constructs import Construct
 
 from hdfs_events import names
 from stacks import nag
+from stacks.analytics import inventory_job_name
 from stacks.settings import DeploySettings
 
 PLACEHOLDER_CA = Path(__file__).with_name("roles_anywhere_placeholder_ca.pem")
@@ -123,6 +124,13 @@ def onprem_statements(cluster: str, settings: DeploySettings,
                             resources=[t.lake.bucket_arn],
                             conditions={"StringLike": {"s3:prefix": [
                                 f"{names.fsimage_cluster_prefix(cluster)}*"]}}),
+        # `run` with [inotify] first_start = "fsimage" (onprem_agent/live/image_start.py): the
+        # namespace inventory job's runs for this cluster's image, started once (a restart
+        # finds the run it started by its arguments) and watched until the index is written.
+        iam.PolicyStatement(sid="IndexFromOwnImage",
+                            actions=["glue:StartJobRun", "glue:GetJobRuns", "glue:GetJobRun"],
+                            resources=[f"arn:{Aws.PARTITION}:glue:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+                                       f":job/{inventory_job_name(settings)}"]),
         # PutMetricData has no resource-level permissions (IAM requires Resource "*"); the
         # namespace condition is what scopes it.
         iam.PolicyStatement(sid="PublishAgentMetrics", actions=["cloudwatch:PutMetricData"],

@@ -65,6 +65,7 @@ EXPORTS, REPLICA = Target("exports"), Target("replica")
 AUDIT = Target("audit")
 # The cluster's own fsimage prefix in the lake (names.fsimage_cluster_prefix), `fetch-image`'s.
 FSIMAGE = Target("fsimage")
+INVENTORY_JOB = Target("-namespace-inventory")  # the Glue job, by the name the stack gives it
 METRICS, NO_RESOURCE, ANY = Target("metrics"), Target("none"), Target("any")
 RAW, QUARANTINE = Target("lake", ("raw/",)), Target("lake", ("quarantine/",))
 QUARANTINE_INGEST = Target("lake", ("quarantine/ingest/",))  # the consumer's records
@@ -116,6 +117,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("onprem_agent/opsmetrics.py", "cloudwatch"): METRICS,
     ("onprem_agent/audit/shipper.py", "s3"): AUDIT,
     ("onprem_agent/image_fetch.py", "s3"): FSIMAGE,
+    # first start from the image: the markers listed, the inventory job's runs
+    ("onprem_agent/live/image_start.py", "s3"): FSIMAGE,
+    ("onprem_agent/live/image_start.py", "glue"): INVENTORY_JOB,
     ("onprem_agent/opsmetrics.py", "sns"): ALERT_TOPIC,
     ("onprem_agent/drift_alerts.py", "sqs"): DRIFT_QUEUE,
     ("onprem_agent/copy_worker/worker.py", "sqs"): COPY_QUEUE,
@@ -138,6 +142,10 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("glue_jobs/attribution_log.py", "logs"): Target("AttributionLogs"),
     # the namespace inventory reads the agent's fsimage objects by byte ranges (HEAD, GET)
     ("glue_jobs/inventory_image.py", "s3"): Target("lake", ("fsimage/",)),
+    # a first start's index from the image, and the marker beside the image
+    ("glue_jobs/image_index.py", "dynamodb"): INDEX,
+    ("glue_jobs/namespace_inventory.py", "s3"): Target(
+        "lake", ("fsimage/cluster=*/txid=*/_indexed.json",)),
     # cloud CLI
     ("hdfs_events/commands/copy.py", "dynamodb"): TRANSFERS,
     ("hdfs_events/commands/copy.py", "sqs"): COPY_QUEUE,

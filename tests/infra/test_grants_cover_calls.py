@@ -156,7 +156,8 @@ def _names_target(statement: Statement, resource: str, action: str, target: Targ
             return allowed is None or any(fnmatchcase(prefix, p) for p in _list(allowed))
         start = resource.find(bucket + "/")
         granted = resource[start + len(bucket) + 1:]
-        return start >= 0 and granted.endswith("*") and prefix.startswith(granted[:-1])
+        return start >= 0 and (granted == prefix or granted.endswith("*")
+                               and prefix.startswith(granted[:-1]))
     if kind == "metrics":
         return resource == "*" and statement.get("Condition") == {
             "StringEquals": {"cloudwatch:namespace": names.METRICS_NAMESPACE}}
@@ -308,6 +309,9 @@ ONPREM_GRANTS = [
     ("onprem", "ShipFsImage", "s3:GetObject"),
     ("onprem", "ShipFsImage", "s3:AbortMultipartUpload"),
     ("onprem", "ListOwnFsImages", "s3:ListBucket"),
+    ("onprem", "IndexFromOwnImage", "glue:StartJobRun"),
+    ("onprem", "IndexFromOwnImage", "glue:GetJobRuns"),
+    ("onprem", "IndexFromOwnImage", "glue:GetJobRun"),
     ("onprem", "PublishAgentMetrics", "cloudwatch:PutMetricData"),
     ("onprem", "DecryptExports", "kms:Decrypt"),  # prod only: its lake is KMS-encrypted
     ("onprem", "EncryptAuditLog", "kms:GenerateDataKey"),  # prod only, as DecryptExports

@@ -23,6 +23,8 @@ EXPECTED_ACTIONS = {
     "dynamodb:DescribeTable", "cloudwatch:PutMetricData",
     "s3:PutObject",  # `audit run`: the NameNode's audit log, own cluster's prefix only
     "s3:AbortMultipartUpload",  # `fetch-image`: a failed upload of the fsimage, own prefix
+    # first start from the fsimage: the inventory job's runs, that job only
+    "glue:StartJobRun", "glue:GetJobRuns", "glue:GetJobRun",
 }
 
 
