@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
+from bench.spark_stages import print_stages, stage_breakdown
 
 REPO = Path(__file__).resolve().parent.parent
 START_MS = 1_700_000_000_000
@@ -212,39 +213,6 @@ def run_spark(lake: Path, out: Path, master: str, one_cpu: bool,
     conf = {} if event_log is None else {"spark.eventLog.enabled": "true",
                                          "spark.eventLog.dir": event_log.resolve().as_uri()}
     return timed_compaction(_spark(master=master, conf=conf), LocalStore(lake), LocalStore(out))
-
-
-def stage_breakdown(log: Path) -> list[dict]:
-    """Per stage of a Spark event log: its call site, tasks, executor CPU and run seconds, and
-    the rows and bytes it wrote to a shuffle, summed from its tasks' metrics."""
-    names: dict[int, str] = {}
-    stages: dict[int, dict] = {}
-    for line in log.read_text().splitlines():
-        event = json.loads(line)
-        if event["Event"] == "SparkListenerStageCompleted":
-            info = event["Stage Info"]
-            names[info["Stage ID"]] = info["Stage Name"]
-        elif event["Event"] == "SparkListenerTaskEnd" and event.get("Task Metrics"):
-            m = event["Task Metrics"]
-            shuffle = m.get("Shuffle Write Metrics", {})
-            s = stages.setdefault(event["Stage ID"], {"tasks": 0, "cpu_s": 0.0, "run_s": 0.0,
-                                                      "shuffle_mb": 0.0, "shuffle_rows": 0})
-            s["tasks"] += 1
-            s["cpu_s"] += m.get("Executor CPU Time", 0) / 1e9
-            s["run_s"] += m.get("Executor Run Time", 0) / 1e3
-            s["shuffle_mb"] += shuffle.get("Shuffle Bytes Written", 0) / 1_048_576
-            s["shuffle_rows"] += shuffle.get("Shuffle Records Written", 0)
-    return [{"stage": i, "name": names.get(i, "?"), **s} for i, s in sorted(stages.items())]
-
-
-def _print_stages(name: str, stages: list[dict]) -> None:
-    total = sum(s["cpu_s"] for s in stages) or 1.0
-    print(f"{name}: executor CPU by stage (event log), {total:.1f} s in all")
-    print(f"{'stage':>5} {'tasks':>5} {'CPU s':>7} {'share':>6} {'shuffle MB':>10} "
-          f"{'shuffle rows':>12}  call site")
-    for s in stages:
-        print(f"{s['stage']:>5} {s['tasks']:>5} {s['cpu_s']:>7.1f} {s['cpu_s'] / total:>6.1%} "
-              f"{s['shuffle_mb']:>10.1f} {s['shuffle_rows']:>12,}  {s['name'][:60]}")
 
 
 def timed_compaction(spark: Any, source: Any, target: Any) -> dict:
@@ -434,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
           f"CPU: {one_cpu:.2f}")
     for name, r in results.items():
         if "stages" in r:
-            _print_stages(name, r["stages"])
+            print_stages(name, r["stages"])
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     args.out.write_text(json.dumps({
         "events": args.events, "duplicates": args.duplicates, "objects": objects,

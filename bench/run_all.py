@@ -412,6 +412,23 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     ]
 
 
+def _inventory_scale(r: dict[str, Any], size: str) -> list[Figure]:
+    rows = []
+    for run in r["runs"]:
+        job, oiv = run["job"], run["oiv"]
+        note = "" if job["rows"] == oiv["rows"] else "ROW COUNTS DIFFER; "
+        rows.append(Figure(f"fsimage -> inventory table, Spark local[2], {job['rows']:,} rows",
+                           "rows/s", round(job["rows"] / job["wall_s"]),
+                           round(oiv["rows"] / oiv["wall_s"]), "oiv -p Delimited", size,
+                           note=f"{note}CPU {job['cpu_s']:.0f} s vs oiv {oiv['cpu_s']:.0f} s; "
+                                f"NameNode start {run['namenode']['start_s']:.0f} s"))
+    x = r["extrapolated"]
+    rows.append(Figure(f"fsimage -> inventory at {x['rows']:,} rows (fitted line)", "s",
+                       x["job"], x["oiv"], "oiv -p Delimited, fitted", size,
+                       higher_is_better=False, note=f"NameNode start {x['namenode']:,} s"))
+    return rows
+
+
 def _fsimage_read(r: dict[str, Any], size: str) -> list[Figure]:
     ours, oiv = r["results"]["ours"], r["results"]["oiv"]
     note = "" if r.get("same_rows") else f"{r['rows_differ']} ROWS DIFFER; "
@@ -439,6 +456,22 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
                                f"{base['files']:,} files", size, higher_is_better=False,
                                note=f"goal <= {r['goal_ratio']}x the baseline (better x >= "
                                     f"{1 / r['goal_ratio']:.2f}); {speed}"))
+        image, listed = run["image_start"], run["first_start"]
+        rows.append(Figure(
+            f"fsimage start peak RSS, {run['files']:,} files", "MiB",
+            image["peak_rss_kb"] / 1024, listed["peak_rss_kb"] / 1024,
+            "the listing start, same namespace", size, higher_is_better=False,
+            note=f"{image['seconds']:.0f} s against {listed['seconds']:.0f} s (the inventory job "
+                 f"on local[2] {image['job_seconds']:.0f} s); {image['listing_rpcs']} listing "
+                 f"RPCs; index equal to the listing start's: "
+                 f"{'yes' if image['compared'] and not image['compared']['differ'] else 'n/a'}"))
+        applied = image["apply"]
+        rows.append(Figure(
+            f"SNAPSHOT apply at {applied['latency_ms']:g} ms per DynamoDB call, "
+            f"{run['files']:,} files", "records/s", applied["records_per_s"], None,
+            "goal 50,000 (issue #32)", size,
+            note=f"{applied['write_tasks']} write tasks x {applied['threads_per_task']} calls in "
+                 "flight, on local[2]; the consumer's one in-order applier: bench.index_apply"))
     return rows
 
 
@@ -521,6 +554,12 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
           smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
           full_size="kit image of 1M files, best of 3"),
+    # The image job at scale: kit images (built once per size, cached), one NameNode start, one
+    # Spark session and one oiv JVM per size.
+    Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
+          quick=("--sizes", "1000000"), quick_size="kit image of 1M files",
+          smoke=("--sizes", "2000"), full=("--sizes", "1000000,3000000,10000000"),
+          full_size="kit images of 1M, 3M, 10M files", timeout_s=7200),
     # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
     Bench("first_start", "bench.first_start", "first_start.json", _first_start,
           quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",
