@@ -29,6 +29,19 @@ For each size:
    same in the index with 0 differ; against an empty index every entry is MISSING (the drift
    path at its largest). Compare memory only between sizes verified the same way.
 
+6. The fsimage start on the same NameNode (cluster `bench-image`, `[inotify] first_start =
+   "fsimage"`): the agent fetches the image, starts the inventory job (moto's Glue, run for
+   real on local[2] by tests/kit/glue_runs.py), waits for the index and streams from T+1. Timed
+   until its checkpoint is T; its peak RSS; listStatus calls in the NameNode's audit log while
+   it runs (must be 0); when the listing start was indexed, the two indexes compared entry for
+   entry (every attribute but each snapshot's txid and where an entry is stored; must be 0
+   differ).
+7. The SNAPSHOT apply rate: the image job's index writes (sort into walk order, partition by
+   key, BatchWriteItem with `--index-threads` calls in flight per task) of that inventory at
+   `--latency-ms` per DynamoDB call (LatencyDynamoDB: a double, since moto's own cost per call
+   exceeds 5 ms), goal 50,000 records/s. `--apply-sizes N,...` measures only this, on N
+   synthetic rows (no NameNode), for sizes the machine cannot run whole.
+
 The figures: first start and verify peak RSS at each size against the smallest size (goal:
 flat within 20 %, at most 1.2x). `--code-tree` runs agent, consumer and verify from another copy
 of the code (`git archive <commit> onprem_agent hdfs_events lambdas tests/__init__.py tests/kit`),
@@ -58,8 +71,10 @@ import boto3
 from bench import REPO
 from demo.chain import local_aws
 from hdfs_events import names
-from hdfs_events.index_item import wire_keys
+from hdfs_events.index_item import from_wire, plain, wire_keys
+from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.jars import LIB
 from tests.kit.hadoop.namespace_image import namespace_image
 from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
@@ -67,6 +82,9 @@ from tests.kit.live_agent import AGENT, AgentProcess, write_agent_config
 
 OUT = Path("bench-out/first_start.json")
 CLUSTER = "bench"
+IMAGE_CLUSTER = "bench-image"  # the same NameNode, started from its fsimage
+INVENTORY_JOB = "bench-namespace-inventory"
+APPLY_GOAL = 50_000  # SNAPSHOT records/s applied at 5 ms per DynamoDB call (issue #32)
 GOAL = 1.2  # peak RSS at any size / at the smallest
 DRIFT = re.compile(r"(\d+) (?:entries )?differ\b")
 COUNTS = re.compile(r"(\d+) entries in HDFS, (\d+) in the index")
@@ -186,8 +204,191 @@ def stored_items(drift_lines: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def image_config(directory: Path, hdfs: HdfsCluster, queue_url: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "download").mkdir(exist_ok=True)
+    path = directory / "agent.toml"
+    path.write_text(f'''cluster = "{IMAGE_CLUSTER}"
+[sqs]
+queue_url = "{queue_url}"
+[checkpoint]
+path = "{directory / 'checkpoint.json'}"
+interval_ms = 100
+[hdfs]
+uri = "{hdfs.uri}"
+conf_dir = "{hdfs.conf_dir}"
+classpath = ["{LIB}/*"]
+[inotify]
+first_start = "fsimage"
+[metrics]
+prometheus_port = 0
+heartbeat_interval_s = 0
+[fsimage]
+bucket = "{BUCKET}"
+download_dir = "{directory / 'download'}"
+inventory_job = "{INVENTORY_JOB}"
+''', encoding="utf-8")
+    return path
+
+
+def listing_calls(hdfs: HdfsCluster) -> int:
+    """listStatus calls the NameNode's audit log holds (every file of its rotation)."""
+    return sum(f.read_text(errors="replace").count("cmd=listStatus")
+               for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
+
+
+def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, code_tree: Path,
+                timeout_s: float) -> dict[str, Any]:
+    """`run` with first_start = "fsimage": fetch, the inventory job on local[2] (moto's Glue
+    run for real, tests/kit/glue_runs.py), the index written, until the checkpoint is T."""
+    boto3.client("glue").create_job(
+        Name=INVENTORY_JOB, Role="arn:aws:iam::123456789012:role/glue",
+        Command={"Name": "glueetl", "ScriptLocation": "s3://assets/namespace_inventory.py"},
+        DefaultArguments={"--target": f"s3://{BUCKET}", "--index_table": TABLE,
+                          "--index_prefixes": "/"})
+    before = listing_calls(hdfs)
+    env = {**os.environ, "SPARK_MASTER": "local[2]"}
+    with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
+        agent = AgentProcess.start(image_config(work, hdfs, queue_url))
+        watch = PeakWatch(agent.process.pid)
+        started = time.perf_counter()
+        try:
+            agent.wait_for(lambda: agent.checkpoint() is not None or any(
+                code for _, code, _ in runs.finished), lambda: str(runs.finished),
+                timeout_s=timeout_s, poll_s=0.5)
+        except BaseException:
+            agent.kill()
+            raise
+        seconds = time.perf_counter() - started
+        agent.process.send_signal(signal.SIGTERM)
+        code = reap(agent.process, 120)
+        hwm = watch.stop()
+    failed = [(run, rc, err) for run, rc, err in runs.finished if rc != 0]
+    if failed or code != 0:
+        raise RuntimeError(f"image start: job runs {failed}, agent exit {code}: "
+                           f"{agent.log_tail()}")
+    txid = agent.checkpoint()
+    assert txid is not None
+    marker = json.loads(boto3.client("s3").get_object(
+        Bucket=BUCKET, Key=names.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
+    return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "txid": txid,
+            "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
+            "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker}
+
+
+def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
+    """The listing start's index (CLUSTER) against the image start's (IMAGE_CLUSTER), entry for
+    entry: every attribute but each snapshot's own txid and where an entry is stored."""
+    clusters: dict[str, dict[str, dict[str, Any]]] = {CLUSTER: {}, IMAGE_CLUSTER: {}}
+    for page in boto3.client("dynamodb").get_paginator("scan").paginate(TableName=TABLE):
+        for raw in page["Items"]:
+            item = plain(from_wire(raw))
+            if item.get("cluster") in clusters:
+                clusters[item["cluster"]][item["path"]] = {
+                    k: v for k, v in item.items()
+                    if k not in (names.INDEX_PK, "cluster", "last_txid", names.TTL_ATTRIBUTE)}
+    listed, imaged = clusters[CLUSTER], clusters[IMAGE_CLUSTER]
+    differ = sorted(p for p in listed.keys() | imaged.keys()
+                    if listed.get(p) != imaged.get(p))
+    return {"entries": len(listed), "image_entries": len(imaged), "differ": len(differ),
+            "first_differ": differ[:5]}
+
+
+class LatencyDynamoDB:
+    """A DynamoDB double for the write path's rate (named as one): every call waits the
+    latency and succeeds, nothing stored. The rate it gives is the job's own (its sort, key
+    partitioning and calls in flight) at DynamoDB's latency, not moto's: moto in-process costs
+    more than 5 ms per 25-item BatchWriteItem itself (bench/index_apply.py's hook adds the
+    latency to moto's own time, right for one sequential applier, not for many writers)."""
+
+    class exceptions:
+        ConditionalCheckFailedException = RuntimeError
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(self.latency_s)
+        return {}
+
+    def get_item(self, **_: Any) -> dict[str, Any]:
+        time.sleep(self.latency_s)
+        return {}
+
+    def put_item(self, **_: Any) -> dict[str, Any]:
+        time.sleep(self.latency_s)
+        return {}
+
+
+def latency_client(threads: int) -> LatencyDynamoDB:
+    """The executors' client (glue_jobs.image_index.ClientFactory): pickled by reference."""
+    return LatencyDynamoDB(float(os.environ["BENCH_DDB_LATENCY_MS"]) / 1000)
+
+
+def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
+                        ) -> dict[str, Any]:
+    """The image job's index writes of the inventory rows at `latency_ms` per DynamoDB call,
+    on local[2]: records/s (the sort into walk order and the partitioning included). Given a
+    number instead of an inventory, that many synthetic rows (`synthetic_inventory`)."""
+    from glue_jobs.image_index import IndexSettings, write_index
+    from glue_jobs.runtime import local_session
+
+    os.environ["BENCH_DDB_LATENCY_MS"] = str(latency_ms)
+    spark = local_session("bench-snapshot-apply", s3a=isinstance(inventory, str))
+    try:
+        rows = (spark.read.parquet(inventory) if isinstance(inventory, str)
+                else synthetic_inventory(spark, inventory)).cache()
+        count = rows.count()
+        started = time.perf_counter()
+        report = write_index(rows, "rate", 1, IndexSettings(TABLE, ("/",), threads=threads),
+                             ddb=LatencyDynamoDB(latency_ms / 1000), client=latency_client)
+        seconds = time.perf_counter() - started
+    finally:
+        spark.stop()
+    return {"rows": count, "entries": report.entries, "seconds": round(seconds, 2),
+            "records_per_s": round(report.entries / seconds), "latency_ms": latency_ms,
+            "threads_per_task": threads, "batch_calls": report.batch_calls,
+            "write_tasks": report.write_tasks}
+
+
+def synthetic_inventory(spark: Any, files: int) -> Any:
+    """Inventory rows of `files` files, 50 to a directory under /data (and those directories),
+    built in Spark: the apply rate at sizes whose NameNode, listing and image job this machine
+    cannot run in a bench's time."""
+    from pyspark.sql import functions as F
+
+    ids = spark.range(files)
+    directory = F.concat(F.lit("/data/d"), F.format_string("%07d", (F.col("id") / 50).cast("long")))
+    common = {"owner": F.lit("etl"), "group": F.lit("hadoop"), "mtime": F.lit(1_700_000_000_000),
+              "symlink_target": F.lit(None).cast("string")}
+    files_ = ids.select(F.concat(directory, F.lit("/f"), F.col("id").cast("string")).alias("path"),
+                        F.lit("FILE").alias("type"), (F.col("id") % 4096).alias("size"),
+                        F.lit("0644").alias("perms"), F.lit(1_700_000_000_000).alias("atime"),
+                        F.lit(3).alias("replication"), *(v.alias(k) for k, v in common.items()))
+    dirs = (ids.where(F.col("id") % 50 == 0)
+            .select(directory.alias("path"), F.lit("DIRECTORY").alias("type"),
+                    F.lit(0).cast("long").alias("size"), F.lit("0755").alias("perms"),
+                    F.lit(0).cast("long").alias("atime"), F.lit(0).alias("replication"),
+                    *(v.alias(k) for k, v in common.items())))
+    top = spark.createDataFrame([("/data", "DIRECTORY", 0, "0755", 0, 0, "etl", "hadoop",
+                                  1_700_000_000_000, None)], files_.schema)
+    return files_.unionByName(dirs).unionByName(top)
+
+
+def inventory_location(cluster: str) -> str:
+    """The run prefix the inventory job published for the cluster (its JSON catalog)."""
+    from glue_jobs.catalog import JsonFileCatalog
+    from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
+    from glue_jobs.storage import store_for
+
+    catalog = JsonFileCatalog(store_for(f"s3://{BUCKET}"), INVENTORY_LOCAL_CATALOG_KEY,
+                              INVENTORY_TABLE)
+    (location,) = [v for k, v in catalog.locations().items() if k[0] == cluster]
+    return location.replace("s3://", "s3a://", 1)
+
+
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
-            index_max_files: int) -> dict[str, Any]:
+            index_max_files: int, latency_ms: float = 5.0, threads: int = 8) -> dict[str, Any]:
     image = namespace_image(files)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
                            timeout=60).read()
@@ -205,7 +406,18 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
             index = consume(queue, code_tree, work / f"consumer-{files}.log")
             index["records_per_s"] = round(inodes / index["seconds"])
         checked = verify(config, timeout_s)
+        image = image_start(hdfs, work / f"agent-image-{files}", queue, code_tree, timeout_s)
+        if image["listing_rpcs"]:
+            raise RuntimeError(f"the image start made {image['listing_rpcs']} listStatus calls")
+        compared = None
+        if index is not None:
+            compared = compare_indexes(txid, image["txid"])
+            if compared["differ"] or compared["entries"] != inodes - 1:
+                raise RuntimeError(f"at {files:,} files the image start's index differs from "
+                                   f"the listing start's: {compared}")
+        image["compared"] = compared
         namenode_s = round(hdfs.started_s, 1)
+    image["apply"] = snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads)
     # Every inode but the root is an entry: what the generator made, counted without listing.
     # Without the consumer's pass the index is empty and every entry is MISSING.
     expected = inodes - 1
@@ -223,7 +435,7 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                            + "; ".join(checked["drift_lines"]))
     return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
             "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
-            "first_start": start, "index": index, "verify": checked}
+            "first_start": start, "index": index, "verify": checked, "image_start": image}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,11 +452,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="sizes up to this are indexed by the consumer through moto before "
                              "verify (~500 index entries/s at 100k on a loaded machine); larger "
                              "ones are verified against the empty index")
+    parser.add_argument("--latency-ms", type=float, default=5.0,
+                        help="DynamoDB's latency per call for the SNAPSHOT apply rate")
+    parser.add_argument("--index-threads", type=int, default=8,
+                        help="BatchWriteItem calls in flight per write task of the image job")
+    parser.add_argument("--apply-sizes", default="",
+                        help="only the SNAPSHOT apply rate, on this many synthetic rows each "
+                             "(comma-separated): no NameNode, agent or image job")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--work", type=Path, default=None,
                         help="keep the NameNodes, agent configs and consumer logs here (default: "
                              "a temporary directory, removed at the end)")
     args = parser.parse_args(argv)
+    if args.apply_sizes:
+        for files in (int(n) for n in args.apply_sizes.split(",")):
+            a = snapshot_apply_rate(files, args.latency_ms, args.index_threads)
+            print(f"{files:>9,} synthetic rows: SNAPSHOT apply at {a['latency_ms']:g} ms per "
+                  f"DynamoDB call: {a['records_per_s']:,} records/s "
+                  f"({a['records_per_s'] / APPLY_GOAL:.2f}x the goal {APPLY_GOAL:,}; "
+                  f"{a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
+                  f"{a['entries']:,} records in {a['seconds']:.1f} s, load "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     code_tree = args.code_tree.resolve()
     # The agent's console script imports the code from PYTHONPATH before the editable install.
@@ -258,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         endpoint = stack.enter_context(local_aws())
         for files in sizes:
             runs.append(measure(files, work, endpoint, code_tree, args.timeout,
-                                args.index_max_files))
+                                args.index_max_files, args.latency_ms, args.index_threads))
             print_row(runs[-1], runs[0])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
@@ -278,6 +507,20 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
           + f"; verify {v['seconds']:.1f} s, peak RSS "
           f"{v['peak_rss_kb'] / 1024:.0f} MiB ({v['peak_rss_kb'] / base['verify']['peak_rss_kb']:.2f}x)"
           f", {v['differ']} differ", flush=True)
+    i, c, a = run["image_start"], run["image_start"]["compared"], run["image_start"]["apply"]
+    written = i["indexed"]
+    print(f"{'':>9} fsimage start {i['seconds']:.1f} s (the inventory job on local[2] "
+          f"{i['job_seconds']:.1f} s, {written['entries']:,} entries written in "
+          f"{written['seconds']:.1f} s by {written['write_tasks']} tasks, "
+          f"{written['sharded_directories']} directories sharded), peak RSS "
+          f"{i['peak_rss_kb'] / 1024:.0f} MiB against the listing start's "
+          f"{s['peak_rss_kb'] / 1024:.0f} MiB, {i['listing_rpcs']} listing RPCs; index "
+          + (f"equal to the listing start's entry for entry ({c['entries']:,})" if c and
+             not c["differ"] else "not compared (left empty)"), flush=True)
+    print(f"{'':>9} SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call: "
+          f"{a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
+          f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
+          f"{a['entries']:,} records in {a['seconds']:.1f} s)", flush=True)
 
 
 def _commit(tree: Path) -> str:
