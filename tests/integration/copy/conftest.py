@@ -1,5 +1,5 @@
 """The copy worker's world for integration tests: moto server (S3, SQS + DLQ, DynamoDB, SNS,
-CloudWatch), a real HDFS (one NameNode + DataNode per test module, tests/kit/hadoop), and an edge
+CloudWatch), a real HDFS (one NameNode + DataNode for the package, tests/kit/hadoop), and an edge
 node's `hadoop` first on PATH whose `distcp` and `fs` run Hadoop's own DistCp (S3A source, local
 job runner) and FsShell against that cluster (tests/kit/hadoop/edge.py)."""
 
@@ -201,9 +201,11 @@ class EdgeNode:
     log: Path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def edge_node(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EdgeNode]:
-    """One real HDFS per test module (start-up ~6-8 s) and the `hadoop` an edge node has for it:
+    """One real HDFS for the copy tests (start-up ~6-8 s, 10-15 s on a loaded machine; no test
+    restarts or reconfigures it, and `world` empties /data before each) and the `hadoop` an
+    edge node has for it:
     the cluster's client conf plus S3A's settings for moto server (credentials from the AWS
     environment variables the session sets)."""
     base = tmp_path_factory.mktemp("copy-hdfs")
