@@ -137,7 +137,7 @@ def test_first_start_from_the_fsimage_equals_the_listing_start(hdfs, moto_endpoi
         try:
             agent.wait_for(lambda: agent.checkpoint() is not None or bool(runs.finished and
                                                                           runs.finished[0][1]),
-                           lambda: f"{runs.finished} {agent.log_tail()}", timeout_s=240)
+                           lambda: f"{runs.finished} {agent.log_tail()}", timeout_s=600)
         except BaseException:
             agent.kill()
             raise
