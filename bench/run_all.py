@@ -456,6 +456,22 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
                                f"{base['files']:,} files", size, higher_is_better=False,
                                note=f"goal <= {r['goal_ratio']}x the baseline (better x >= "
                                     f"{1 / r['goal_ratio']:.2f}); {speed}"))
+        image, listed = run["image_start"], run["first_start"]
+        rows.append(Figure(
+            f"fsimage start peak RSS, {run['files']:,} files", "MiB",
+            image["peak_rss_kb"] / 1024, listed["peak_rss_kb"] / 1024,
+            "the listing start, same namespace", size, higher_is_better=False,
+            note=f"{image['seconds']:.0f} s against {listed['seconds']:.0f} s (the inventory job "
+                 f"on local[2] {image['job_seconds']:.0f} s); {image['listing_rpcs']} listing "
+                 f"RPCs; index equal to the listing start's: "
+                 f"{'yes' if image['compared'] and not image['compared']['differ'] else 'n/a'}"))
+        applied = image["apply"]
+        rows.append(Figure(
+            f"SNAPSHOT apply at {applied['latency_ms']:g} ms per DynamoDB call, "
+            f"{run['files']:,} files", "records/s", applied["records_per_s"], None,
+            "goal 50,000 (issue #32)", size,
+            note=f"{applied['write_tasks']} write tasks x {applied['threads_per_task']} calls in "
+                 "flight, on local[2]; the consumer's one in-order applier: bench.index_apply"))
     return rows
 
 
