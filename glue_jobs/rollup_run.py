@@ -98,15 +98,19 @@ def roll_up(spark: SparkSession, source: LakeStore, catalog: PartitionCatalog,
 
 
 def _write(frames: RollupFrames, target: LakeStore) -> RollupReport:
+    # Written, then counted for the report: computed once (each action plans and runs the
+    # whole lineage again; the mass deletes' is two aggregations over the attributed events).
     write_by_day(frames.activity, target.root_uri + ACTIVITY_PREFIX)
-    write_by_day(frames.mass_deletes, target.root_uri + MASS_DELETE_PREFIX)
-    write_by_day(frames.gaps, target.root_uri + GAPS_PREFIX)
-    gaps, lost = frames.gaps.agg(F.sum("gaps"), F.sum("lost_txids")).first() or (None, None)
+    mass_deletes = rollups.materialised(frames.mass_deletes)
+    gaps_daily = rollups.materialised(frames.gaps)
+    write_by_day(mass_deletes, target.root_uri + MASS_DELETE_PREFIX)
+    write_by_day(gaps_daily, target.root_uri + GAPS_PREFIX)
+    gaps, lost = gaps_daily.agg(F.sum("gaps"), F.sum("lost_txids")).first() or (None, None)
     return RollupReport(days=frames.plan.days, mass_delete_days=frames.plan.mass_delete_days,
                         history_days=len(frames.plan.history_days),
                         owner_state=frames.plan.owner_state,
                         owner_state_written=frames.plan.write_state,
-                        mass_delete_windows=frames.mass_deletes.count(), gaps=int(gaps or 0),
+                        mass_delete_windows=mass_deletes.count(), gaps=int(gaps or 0),
                         lost_txids=int(lost or 0))
 
 

@@ -197,7 +197,8 @@ def path_state(history: DataFrame, state: DataFrame | None = None,
     Attributing and measuring later events against it gives what doing so against every earlier
     fact gives, as long as those events' txids follow (a NameNode's txids follow its clock, and
     a day is its events' NameNode date)."""
-    streams = [materialised(facts) for facts in _fact_streams(history, state, None)]
+    direct, uploaded, moved = _fact_streams(history, state, None)
+    streams = [direct, uploaded, materialised(moved)]  # the first two are leaves already
 
     def latest(facts: DataFrame, kind: int, column: str) -> DataFrame:
         top = F.max(F.when(F.col(column).isNotNull(), F.struct("txid", "index", column)))
