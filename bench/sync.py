@@ -442,6 +442,25 @@ def measure_row(row: CopyRow, *, hdfs: Any, hadoop: Path, s3: Any, work: Path,
     return out
 
 
+def wait_for_no_pending(sync: Any, destination: str, timeout_s: float = 600) -> None:
+    """Until the sync holds no pending path: a copy of long_copy_mb or more runs beside later
+    windows (docs/sync.md), so the replicated txid passes before its object is there."""
+    from hdfs_events import names
+    from tests.kit.sync_agent import SYNC_TABLE
+
+    ddb = boto3.client("dynamodb")
+
+    def none_pending() -> bool:
+        return not ddb.query(
+            TableName=SYNC_TABLE, ConsistentRead=True, Limit=1,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :p)",
+            ExpressionAttributeNames={"#pk": names.SYNC_PK, "#sk": names.SYNC_SK},
+            ExpressionAttributeValues={":pk": {"S": CLUSTER},
+                                       ":p": {"S": f"{destination}|pending|"}})["Items"]
+
+    sync.wait_for(none_pending, lambda: "a copy beside the windows never ended", timeout_s)
+
+
 # --- the run -----------------------------------------------------------------------------------------
 
 def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_base: int,
@@ -570,6 +589,7 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                 writer.run()
                 hdfs.run([["mkdirs", "/markers/during"]])
                 wait_for_replication(sync, CLUSTER, dest, hdfs.txid(), timeout_s=600)
+                wait_for_no_pending(sync, dest)
                 during_lags = writer.lags_ms()
                 during = {"bytes": lag_during, "rate_per_s": lag_rate,
                           "files": len(writer.closed),
@@ -582,9 +602,13 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             base, added = content(append_base), content(64 * 1024)
             hdfs.run([["write", APPENDED, base], ["mkdirs", "/markers/base"]])
             wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
+            wait_for_no_pending(sync, dest)
             totals_before, before = sync_totals(CLUSTER, dest), requests.snapshot()
             hdfs.run([["append", APPENDED, added]])
             hdfs.run([["mkdirs", "/markers/appended"]])
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
+            wait_for_no_pending(sync, dest)
+            hdfs.run([["mkdirs", "/markers/appended-counted"]])  # a window saves the totals
             wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             append_requests = requests.snapshot() - before
             totals_after = sync_totals(CLUSTER, dest)

@@ -153,6 +153,7 @@ class Replicator:
         self._beside: dict[str, threading.Thread] = {}
         self._gone_beside: set[str] = set()  # ended FileGone: pending for the next window
         self._in_window = False
+        self._counted = Counters()  # the replica's counters when the last window ended
 
     @property
     def resume_after(self) -> int | None:
@@ -219,9 +220,10 @@ class Replicator:
              oldest_ms: int | None, window_bytes: int) -> None:
         self._txid = txid
         self.stats.oldest_unapplied_ms = oldest_ms
-        before = Counters()
-        before.add(self.replica.counters)
-        self.stats.copied_before_window = before.bytes
+        # Totals since the last window's end, not this one's start: a copy beside the windows
+        # may end between two windows.
+        before = self._counted
+        self.stats.copied_before_window = self.replica.counters.bytes
         self.stats.window_bytes = window_bytes
         if steps.count:
             self.state.window_started(first_txid, txid, steps.count)
@@ -240,6 +242,8 @@ class Replicator:
                 self.state.set_pending(self._pending, previous)
         done = self.replica.counters
         totals = {name: getattr(done, name) - getattr(before, name) for name in Counters.__slots__}
+        self._counted = Counters()
+        self._counted.add(done)
         self.state.save_txid(txid, totals, listed_through=self._listed_through)
         if steps.count:
             self.state.window_done()
