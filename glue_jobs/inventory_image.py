@@ -182,10 +182,5 @@ def reference_rows(layout: ImageLayout) -> Rows:
 
 
 def reference_parts(summary: ImageSummary) -> list[Part]:
-    """INODE_REFERENCE's one part; none when the section is absent or empty (no snapshot ever
-    held a renamed inode): the references are then an empty local relation, and Spark's
-    optimizer drops the join with them (PropagateEmptyRelation) instead of shuffling every
-    directory's child to resolve none."""
-    if not summary.has("INODE_REFERENCE") or summary.section("INODE_REFERENCE").length == 0:
-        return []
-    return [Part(summary.section("INODE_REFERENCE"), False)]
+    return ([Part(summary.section("INODE_REFERENCE"), False)]
+            if summary.has("INODE_REFERENCE") else [])
