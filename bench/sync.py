@@ -603,6 +603,8 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             hdfs.run([["write", APPENDED, base], ["mkdirs", "/markers/base"]])
             wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             wait_for_no_pending(sync, dest)
+            hdfs.run([["mkdirs", "/markers/base-counted"]])  # a window saves the base's totals
+            wait_for_replication(sync, CLUSTER, dest, hdfs.txid())
             totals_before, before = sync_totals(CLUSTER, dest), requests.snapshot()
             hdfs.run([["append", APPENDED, added]])
             hdfs.run([["mkdirs", "/markers/appended"]])
