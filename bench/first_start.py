@@ -406,18 +406,18 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
             index = consume(queue, code_tree, work / f"consumer-{files}.log")
             index["records_per_s"] = round(inodes / index["seconds"])
         checked = verify(config, timeout_s)
-        image = image_start(hdfs, work / f"agent-image-{files}", queue, code_tree, timeout_s)
-        if image["listing_rpcs"]:
-            raise RuntimeError(f"the image start made {image['listing_rpcs']} listStatus calls")
+        imaged = image_start(hdfs, work / f"agent-image-{files}", queue, code_tree, timeout_s)
+        if imaged["listing_rpcs"]:
+            raise RuntimeError(f"the image start made {imaged['listing_rpcs']} listStatus calls")
         compared = None
         if index is not None:
-            compared = compare_indexes(txid, image["txid"])
+            compared = compare_indexes(txid, imaged["txid"])
             if compared["differ"] or compared["entries"] != inodes - 1:
                 raise RuntimeError(f"at {files:,} files the image start's index differs from "
                                    f"the listing start's: {compared}")
-        image["compared"] = compared
+        imaged["compared"] = compared
         namenode_s = round(hdfs.started_s, 1)
-    image["apply"] = snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads)
+    imaged["apply"] = snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads)
     # Every inode but the root is an entry: what the generator made, counted without listing.
     # Without the consumer's pass the index is empty and every entry is MISSING.
     expected = inodes - 1
@@ -435,7 +435,7 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                            + "; ".join(checked["drift_lines"]))
     return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
             "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
-            "first_start": start, "index": index, "verify": checked, "image_start": image}
+            "first_start": start, "index": index, "verify": checked, "image_start": imaged}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
