@@ -15,7 +15,7 @@ from typing import Any
 
 # Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", the special
 # ones the template sets).
-GLUE_OWN_ARGUMENT = re.compile(r"--(job-language|extra-py-files|enable-.*)")
+GLUE_OWN_ARGUMENT = re.compile(r"--(job-language|extra-py-files|extra-jars|enable-.*)")
 
 
 def pseudo_parameters(account: str, region: str) -> dict[str, str]:

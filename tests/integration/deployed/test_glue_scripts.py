@@ -50,6 +50,7 @@ class GlueJob:
     name: str
     script: Path  # the entry script as the assembly ships it
     extra_py_files: Path
+    extra_jars: Path | None  # Glue puts them on the JVM's classpath
     arguments: list[str]  # what the script gets in sys.argv
 
 
@@ -72,9 +73,11 @@ def deploy_catalog(assembly: Assembly) -> dict[str, GlueJob]:
     for props in resources(template, "AWS::Glue::Job").values():
         assert props["GlueVersion"] == "5.1"
         name = resolve(props["Name"], refs)
+        jars = props["DefaultArguments"].get("--extra-jars")
         jobs[name] = GlueJob(
             name, asset(resolve(props["Command"]["ScriptLocation"], refs)),
-            asset(resolve(props["DefaultArguments"]["--extra-py-files"], refs)), arguments[name])
+            asset(resolve(props["DefaultArguments"]["--extra-py-files"], refs)),
+            None if jars is None else asset(resolve(jars, refs)), arguments[name])
     return jobs
 
 
@@ -124,6 +127,8 @@ def test_deployed_entry_scripts_run_on_glue_modules_and_their_zip_only(
         "SPARK_HOME": str(glue_site / "pyspark"), "PYSPARK_PYTHON": str(worker),
         "PYSPARK_SUBMIT_ARGS": f"--py-files {compact.extra_py_files} pyspark-shell",
         "S3A_JARS_DIR": str(S3A_JARS), "SPARK_SHUFFLE_PARTITIONS": "2",
+        # The compaction's --extra-jars asset, which Glue loads; locally the session adds it.
+        "GLUE_JOB_JAR": str(compact.extra_jars),
     }
     proc = subprocess.run(
         [sys._base_executable, "-I", "-S", str(RUN_AS_GLUE), str(compact.extra_py_files),
