@@ -156,7 +156,7 @@ def sync_destination_statements(cluster: str,
                                 settings: DeploySettings) -> list[iam.PolicyStatement]:
     """`hdfs-events-agent sync` into the customer's bucket (cdk.json `sync_destinations`):
     objects under exactly the prefix, and listings of that prefix only. The calls it makes
-    (onprem_agent/sync/replica.py): PutObject, CreateMultipartUpload, UploadPart,
+    (onprem_agent/sync/replica.py, parts.py): PutObject, CreateMultipartUpload, UploadPart,
     CompleteMultipartUpload (s3:PutObject); HeadObject, CopyObject's read side (s3:GetObject);
     DeleteObject; AbortMultipartUpload; ListObjectsV2 (s3:ListBucket, prefix condition);
     ListMultipartUploads at start, to abort what a killed run left open

@@ -114,6 +114,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("onprem_agent/verify.py", "dynamodb"): INDEX,
     ("onprem_agent/sync/state.py", "dynamodb"): SYNC,
     ("onprem_agent/sync/replica.py", "s3"): REPLICA,
+    # the multipart parts of the sync (and of fetch-image, whose FSIMAGE grant has UploadPart too)
+    ("onprem_agent/sync/parts.py", "s3"): REPLICA,
     ("onprem_agent/opsmetrics.py", "cloudwatch"): METRICS,
     ("onprem_agent/audit/shipper.py", "s3"): AUDIT,
     ("onprem_agent/image_fetch.py", "s3"): FSIMAGE,

@@ -25,7 +25,8 @@ def pseudo_parameters(account: str, region: str) -> dict[str, str]:
 
 def resolve(value: Any, refs: Mapping[str, str]) -> Any:
     """`value` with the intrinsic functions the Analytics template's Glue resources use (Ref,
-    Fn::Join, Fn::Sub) evaluated against `refs`; any other refuses, naming it."""
+    Fn::Join, Fn::Sub, Fn::ImportValue of a name) evaluated against `refs`; any other
+    refuses, naming it."""
     if isinstance(value, dict) and len(value) == 1:
         ((function, arg),) = value.items()
         if function == "Ref":
@@ -34,6 +35,8 @@ def resolve(value: Any, refs: Mapping[str, str]) -> Any:
             return arg[0].join(str(resolve(part, refs)) for part in arg[1])
         if function == "Fn::Sub":
             return re.sub(r"\$\{([^}]+)\}", lambda m: refs[m.group(1)], arg)
+        if function == "Fn::ImportValue" and isinstance(arg, str):
+            return refs[import_ref(arg)]
         if function.startswith("Fn::"):
             raise KeyError(f"cannot resolve {function} in a Glue resource")
     if isinstance(value, dict):
@@ -41,6 +44,21 @@ def resolve(value: Any, refs: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [resolve(v, refs) for v in value]
     return value
+
+
+def import_ref(export: str) -> str:
+    """The key under which `refs` holds the value another stack exports as `export`."""
+    return f"Fn::ImportValue:{export}"
+
+
+def exported_names(template: Mapping[str, Any]) -> dict[str, str]:
+    """`refs` entries for what `template` exports by a Ref of one of its resources: the
+    resource's logical id stands in for the physical name CloudFormation would give it (the
+    caller deploys none of that stack's resources, it only needs every argument resolved)."""
+    return {import_ref(o["Export"]["Name"]): o["Value"]["Ref"]
+            for o in template.get("Outputs", {}).values()
+            if "Export" in o and isinstance(o["Export"]["Name"], str)
+            and isinstance(o["Value"], dict) and set(o["Value"]) == {"Ref"}}
 
 
 def resources(template: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:

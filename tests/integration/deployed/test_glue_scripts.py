@@ -29,6 +29,7 @@ from lambdas.ingest.lake import lake_objects
 from tests.infra.synth import REPO, synthesized
 from tests.kit.glue_template import (
     create_catalog,
+    exported_names,
     job_arguments,
     pseudo_parameters,
     resolve,
@@ -60,8 +61,10 @@ def deploy_catalog(assembly: Assembly) -> dict[str, GlueJob]:
     analytics = next(s for s in assembly.stacks if s.name.endswith("-Analytics"))
     template = analytics.template
     sts = boto3.client("sts")
-    refs = create_catalog(boto3.client("glue"), template, pseudo_parameters(
-        sts.get_caller_identity()["Account"], sts.meta.region_name))
+    imports = {k: v for s in assembly.stacks if s is not analytics
+               for k, v in exported_names(s.template).items()}
+    refs = create_catalog(boto3.client("glue"), template, {**pseudo_parameters(
+        sts.get_caller_identity()["Account"], sts.meta.region_name), **imports})
     files = analytics.asset_manifest["files"]
 
     def asset(uri: str) -> Path:

@@ -82,8 +82,12 @@ def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
     skips them); returns each job's script arguments from the template."""
     cloud, assembly = deployed
     (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
+    # the other stacks' exports, as moto's CloudFormation deployed them (the index table's name)
+    exports = {glue_template.import_ref(e["Name"]): e["Value"]
+               for page in cloud.client("cloudformation").get_paginator("list_exports").paginate()
+               for e in page["Exports"]}
     refs = create_catalog(cloud.client("glue"), analytics, pseudo_parameters(
-        cloud.admin.arn.split(":")[4], REGION), tables={"events", "attribution"})
+        cloud.admin.arn.split(":")[4], REGION) | exports, tables={"events", "attribution"})
     by_name = glue_template.job_arguments(analytics, refs)
     # compact-audit's and attribute-events' grants (raw-audit/, the audit and attribution
     # tables) are checked against their calls by tests/infra/test_grants_cover_calls.py; this
