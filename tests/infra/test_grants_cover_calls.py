@@ -156,8 +156,8 @@ def _names_target(statement: Statement, resource: str, action: str, target: Targ
             return allowed is None or any(fnmatchcase(prefix, p) for p in _list(allowed))
         start = resource.find(bucket + "/")
         granted = resource[start + len(bucket) + 1:]
-        return start >= 0 and (granted == prefix or granted.endswith("*")
-                               and prefix.startswith(granted[:-1]))
+        return start >= 0 and (granted == prefix or (granted.endswith("*")
+                                                     and prefix.startswith(granted[:-1])))
     if kind == "metrics":
         return resource == "*" and statement.get("Condition") == {
             "StringEquals": {"cloudwatch:namespace": names.METRICS_NAMESPACE}}
