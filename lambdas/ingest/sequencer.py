@@ -14,10 +14,10 @@ besides (redelivery, applying resumed mid-range).
 The position advances after every chunk of events, so an invocation that runs out of time
 resumes mid-range; its lease expires with the invocation's deadline, so a crashed one holds the
 index up by that long at most. A directory RENAME or UNLINK walks its subtree before anything
-later is applied, a level of the tree per step within the listing budget (subtree.py); a walk that
-outlives the invocation is saved
-in the position (a "subtree in progress" marker stays on its roots) and finished first by the
-next one, which it asks for with a continue request on the event queue.
+later is applied, a level of the tree per step within the listing budget (subtree.py); a walk
+that outlives the invocation is saved in the position (a "subtree in progress" marker stays on
+its roots) and finished first by the next one, which it asks for with a continue request on the
+event queue.
 
 Who applies ranges: every invocation that stored an arrival or a manifest, at its end. One that finds
 the lease held leaves the work to the holder, which looks again after releasing it: either the
