@@ -62,7 +62,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,19 +127,25 @@ def reap(process: subprocess.Popen[bytes], timeout_s: float) -> int:
         raise TimeoutError(f"pid {process.pid} still running after {timeout_s:.0f} s") from None
 
 
-def first_start(config: Path, txid: int, timeout_s: float) -> dict[str, Any]:
-    agent = AgentProcess.start(config)
+def run_until(agent: AgentProcess, wait: Callable[[], object]) -> tuple[float, int, int]:
+    """The agent's run until `wait` returns, then SIGTERM: (seconds, exit code, peak RSS KiB)."""
     watch = PeakWatch(agent.process.pid)
     started = time.perf_counter()
     try:
-        agent.wait_for_checkpoint(txid, timeout_s=timeout_s)
+        wait()
     except BaseException:
         agent.kill()
         raise
     seconds = time.perf_counter() - started
     agent.process.send_signal(signal.SIGTERM)
     code = reap(agent.process, 120)
-    hwm = watch.stop()
+    return seconds, code, watch.stop()
+
+
+def first_start(config: Path, txid: int, timeout_s: float) -> dict[str, Any]:
+    agent = AgentProcess.start(config)
+    seconds, code, hwm = run_until(
+        agent, lambda: agent.wait_for_checkpoint(txid, timeout_s=timeout_s))
     if code != 0:
         raise RuntimeError(f"the agent exited {code} on SIGTERM: {agent.log_tail()}")
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "exit": code}
@@ -250,19 +256,9 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, code_tree: Path,
     env = {**os.environ, "SPARK_MASTER": "local[2]"}
     with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
         agent = AgentProcess.start(image_config(work, hdfs, queue_url))
-        watch = PeakWatch(agent.process.pid)
-        started = time.perf_counter()
-        try:
-            agent.wait_for(lambda: agent.checkpoint() is not None or any(
-                code for _, code, _ in runs.finished), lambda: str(runs.finished),
-                timeout_s=timeout_s, poll_s=0.5)
-        except BaseException:
-            agent.kill()
-            raise
-        seconds = time.perf_counter() - started
-        agent.process.send_signal(signal.SIGTERM)
-        code = reap(agent.process, 120)
-        hwm = watch.stop()
+        seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
+            lambda: agent.checkpoint() is not None or any(code for _, code, _ in runs.finished),
+            lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
     failed = [(run, rc, err) for run, rc, err in runs.finished if rc != 0]
     if failed or code != 0:
         raise RuntimeError(f"image start: job runs {failed}, agent exit {code}: "
