@@ -342,6 +342,7 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
     finally:
         spark.stop()
     return {"rows": count, "entries": report.entries, "seconds": round(seconds, 2),
+            "numbering_seconds": round(report.numbering_seconds, 2),
             "records_per_s": round(report.entries / seconds), "latency_ms": latency_ms,
             "threads_per_task": threads, "batch_calls": report.batch_calls,
             "write_tasks": report.write_tasks}
@@ -467,7 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"DynamoDB call: {a['records_per_s']:,} records/s "
                   f"({a['records_per_s'] / APPLY_GOAL:.2f}x the goal {APPLY_GOAL:,}; "
                   f"{a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
-                  f"{a['entries']:,} records in {a['seconds']:.1f} s, load "
+                  f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order "
+                  f"and numbers {a['numbering_seconds']:.1f} s, load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]

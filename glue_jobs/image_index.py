@@ -4,10 +4,11 @@
 The consumer applies a snapshot's records one after another (its one in-order applier, ~19k
 records/s at 5 ms per DynamoDB call). Records of one snapshot commute (hdfs_events/
 snapshot_index.py: blind puts of final states, all at txid T), so here every task writes its
-share at once: the covered inventory rows sorted into the agent's walk order (each path gets the
-(T, i) the listing would give it), the items built by the contract, then partitioned by
-partition key (each key written by one task) and written by BatchWriteItem, a few calls in flight
-per task. Then the driver joins the in-order stream: `<cluster>!position` = applied through T,
+share at once: the covered inventory rows sorted into the agent's walk order in the JVM (the
+contract's `walk_key` as a Spark column) and numbered there (each path gets the (T, i) the
+listing would give it), partitioned by partition key (each key written by one task), and only
+then seen by Python, once: the items built by the contract and written by BatchWriteItem, a few
+calls in flight per task. Then the driver joins the in-order stream: `<cluster>!position` = applied through T,
 put only where none exists, so the sequencer goes on at T+1 and a consumer that got there first
 is never overtaken. The marker `_indexed.json` beside the image says it is done.
 
@@ -20,18 +21,20 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from glue_jobs.runtime import AWS_RETRIES
 from hdfs_events import names
-from hdfs_events.index_item import to_wire
+from hdfs_events.index_item import INDEX_SHARDS, to_wire
 from hdfs_events.sequencer_position import (
     POSITION_INDEX,
     POSITION_TXID,
@@ -42,15 +45,21 @@ from hdfs_events.sequencer_position import (
 from hdfs_events.snapshot_index import (
     DIRECTORY,
     SHARD_AFTER_WRITES,
+    WALK_KEY_BYTES,
+    WALK_KEY_CHARS,
+    WALK_ROOT_DIGITS,
     covering_root,
     outermost,
     snapshot_item,
     state_from_row,
-    walk_key,
 )
 
 BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
 _UNPROCESSED_ATTEMPTS = 10
+ROW_COLUMNS = ("path", "type", "size", "mtime", "atime", "owner", "group", "perms",
+               "replication", "symlink_target")  # what state_from_row reads
+# monotonically_increasing_id: the partition's index in the upper 31 bits, the row's below.
+_ROW_BITS = 33
 
 
 class IndexRefused(RuntimeError):
@@ -76,6 +85,7 @@ class IndexReport:
     unprocessed_retries: int
     seconds: float
     already_indexed: bool = False
+    numbering_seconds: float = 0.0  # of `seconds`: the walk order, numbers and hot directories
 
 
 def dynamodb_client(threads: int) -> Any:
@@ -147,45 +157,83 @@ def hot_directories(rows: DataFrame, prefixes: tuple[str, ...]) -> list[str]:
     return [r["parent"] for r in hot if covering_root(r["parent"], roots) is not None]
 
 
-def index_rows(rows: DataFrame, cluster: str, txid: int, prefixes: tuple[str, ...],
-               hot: Iterable[str], partitions: int) -> Any:
-    """(partition key, wire item) of every covered row, numbered in the agent's walk order,
-    as an RDD partitioned by partition key."""
+def walk_key_column(prefixes: tuple[str, ...]) -> Column:
+    """snapshot_index.walk_key of each covered path, computed by the JVM: the root's position,
+    then each UTF-8 byte of the path translated to its walk character (ISO-8859-1 reads one
+    character per byte)."""
     roots = outermost(prefixes)
+    path = F.col("path")
+    root: Column = F.lit(None).cast("string")
+    for i, r in reversed(list(enumerate(roots))):
+        cond = F.lit(True) if r == "/" else (path == r) | path.startswith(r + "/")
+        root = F.when(cond, F.lit(f"{i:0{WALK_ROOT_DIGITS}d}")).otherwise(root)
+    chars = F.translate(F.decode(F.encode(path, "UTF-8"), "ISO-8859-1"),
+                        WALK_KEY_BYTES, WALK_KEY_CHARS)
+    return F.concat(root, chars)
+
+
+@contextmanager
+def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...]) -> Iterator[DataFrame]:
+    """The covered rows with `index`, each row's position in the agent's walk (0..n-1).
+
+    Sorted into range partitions, each numbered from its offset (the sizes of the partitions
+    before it, counted on the cached sort, as zipWithIndex does): no single-partition window.
+    The sort stays cached while the caller reads it."""
+    ordered = (rows.orderBy(walk_key_column(prefixes))
+               .select(*ROW_COLUMNS, F.monotonically_increasing_id().alias("_row"))
+               .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        part = F.shiftright(F.col("_row"), _ROW_BITS)
+        sizes = dict(ordered.groupBy(part.alias("part")).count().collect())
+        offsets, at = [], 0
+        for p in range(max(sizes, default=0) + 1):
+            offsets.append(at)
+            at += sizes.get(p, 0)
+        offset = F.element_at(F.array(*(F.lit(o) for o in offsets)), (part + 1).cast("int"))
+        within = F.col("_row").bitwiseAND((1 << _ROW_BITS) - 1)
+        yield ordered.select(*ROW_COLUMNS, (offset + within).alias("index"))
+    finally:
+        ordered.unpersist()
+
+
+def write_groups(numbered: DataFrame, hot: Iterable[str], partitions: int) -> DataFrame:
+    """Repartitioned so that each partition key is written by one task: by parent, and for a
+    hot directory's children by the shard of it (index_item.shard_of: crc32 of the name, as
+    Spark's crc32 is java.util.zip's)."""
+    parent = parent_of(F.col("path"))
+    name = F.regexp_extract(F.col("path"), "([^/]*)$", 1)
+    hot_list = sorted(hot)
+    shard = (F.when(parent.isin(hot_list), F.crc32(F.encode(name, "UTF-8")) % INDEX_SHARDS)
+             if hot_list else F.lit(None).cast("long"))
+    return numbered.repartition(partitions, parent, shard)
+
+
+def wire_items(cluster: str, txid: int, hot: Iterable[str]
+               ) -> Callable[[Iterable[Row]], Iterator[dict[str, Any]]]:
+    """Each numbered row's item, built by the contract, in DynamoDB's wire format."""
     hot_set = frozenset(hot)
-    columns = ["path", "type", "size", "mtime", "atime", "owner", "group", "perms",
-               "replication", "symlink_target"]
 
-    def keyed(row: Row) -> tuple[Any, Row]:
-        root = covering_root(row["path"], roots)
-        assert root is not None
-        return walk_key(row["path"], root), row
-
-    def item(numbered: tuple[tuple[Any, Row], int]) -> tuple[str, dict[str, Any]]:
-        (_, row), index = numbered
-        state = state_from_row(row)
-        parent = names.split_path(state.path)[0]
-        built = snapshot_item(cluster, state, txid, index,
-                              sharded=state.inode_type == DIRECTORY and state.path in hot_set,
-                              parent_sharded=parent in hot_set)
-        wire = to_wire(built.to_item(now_s=0))  # not deleted: no TTL, `now_s` unused
-        return wire[names.INDEX_PK]["S"], wire
-
-    ordered = (rows.select(*columns).rdd.map(keyed)
-               .sortByKey(numPartitions=partitions).zipWithIndex().map(item))
-    # Python's str hash is salted per worker process: a stable hash places each key once.
-    return ordered.partitionBy(partitions, lambda pk: zlib.crc32(pk.encode()))
+    def build(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            *fields, index = row
+            state = state_from_row(dict(zip(ROW_COLUMNS, fields, strict=True)))
+            parent = names.split_path(state.path)[0]
+            built = snapshot_item(cluster, state, txid, index,
+                                  sharded=state.inode_type == DIRECTORY and state.path in hot_set,
+                                  parent_sharded=parent in hot_set)
+            yield to_wire(built.to_item(now_s=0))  # not deleted: no TTL, `now_s` unused
+    return build
 
 
 def write_partition(table: str, threads: int, client: ClientFactory
-                    ) -> Callable[[Iterator[tuple[str, dict[str, Any]]]], Iterator[dict[str, int]]]:
-    def write(items: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[dict[str, int]]:
+                    ) -> Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, int]]]:
+    def write(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, int]]:
         ddb = client(threads)
         counts = {"entries": 0, "directories": 0, "batch_calls": 0, "unprocessed_retries": 0}
 
         def batches() -> Iterator[list[dict[str, Any]]]:
             batch: list[dict[str, Any]] = []
-            for _, wire in items:
+            for wire in items:
                 counts["entries"] += 1
                 counts["directories"] += wire["type"].get("S") == DIRECTORY
                 batch.append({"PutRequest": {"Item": wire}})
@@ -205,10 +253,21 @@ def write_partition(table: str, threads: int, client: ClientFactory
             raise RuntimeError(f"DynamoDB left {len(request[table])} index writes unprocessed "
                                f"after {_UNPROCESSED_ATTEMPTS} attempts")
 
+        def tally(sent: Future[tuple[int, int]]) -> None:
+            calls, retries = sent.result()
+            counts["batch_calls"] += calls
+            counts["unprocessed_retries"] += retries
+
+        # Executor.map would take the whole partition's items into memory before the first
+        # result: at most two calls a thread wait their turn.
+        pending: deque[Future[tuple[int, int]]] = deque()
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="index-write") as pool:
-            for calls, retries in pool.map(send, batches()):
-                counts["batch_calls"] += calls
-                counts["unprocessed_retries"] += retries
+            for batch in batches():
+                if len(pending) >= 2 * threads:
+                    tally(pending.popleft())
+                pending.append(pool.submit(send, batch))
+            while pending:
+                tally(pending.popleft())
         yield counts
     return write
 
@@ -221,19 +280,20 @@ def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSetting
     if check_first_start(ddb, settings.table, cluster, txid):
         return IndexReport(txid, 0, 0, 0, 0, 0, 0, clock() - started, already_indexed=True)
     partitions = settings.partitions or rows.sparkSession.sparkContext.defaultParallelism
-    covered = rows.transform(covered_rows(settings.prefixes)).persist()
-    try:
-        hot = hot_directories(covered, settings.prefixes)
-        counts = (index_rows(covered, cluster, txid, settings.prefixes, hot, partitions)
-                  .mapPartitions(write_partition(settings.table, settings.threads, client))
-                  .collect())
-    finally:
-        covered.unpersist()
+    covered = rows.transform(covered_rows(settings.prefixes))
+    with walk_numbered(covered, settings.prefixes) as numbered:
+        hot = hot_directories(numbered, settings.prefixes)
+        numbering_seconds = clock() - started
+        build = wire_items(cluster, txid, hot)
+        write = write_partition(settings.table, settings.threads, client)
+        counts = (write_groups(numbered, hot, partitions).rdd
+                  .mapPartitions(lambda rows: write(build(rows))).collect())
     join_stream(ddb, settings.table, cluster, txid)
     total = {k: sum(c[k] for c in counts) for k in counts[0]} if counts else {}
     return IndexReport(txid, total.get("entries", 0), total.get("directories", 0), len(hot),
                        len(counts), total.get("batch_calls", 0),
-                       total.get("unprocessed_retries", 0), clock() - started)
+                       total.get("unprocessed_retries", 0), clock() - started,
+                       numbering_seconds=numbering_seconds)
 
 
 def marker_body(report: IndexReport, cluster: str) -> bytes:

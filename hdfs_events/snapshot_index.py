@@ -5,7 +5,9 @@ states (the agent's listing, or a namespace image decoded by glue_jobs/image_ind
 The agent numbers a snapshot's records 0..n-1 in its walk order (onprem_agent/live/snapshot.py):
 the covered roots in sorted order, each a pre-order depth-first walk, a directory's children
 in the NameNode's order. `walk_key` sorts paths into exactly that order, so a writer that sees
-the paths in any order (a Spark job) gives each the (T, index) the listing would have.
+the paths in any order (a Spark job) gives each the (T, index) the listing would have. It is one
+string compared by code point, which Spark's string order is too (UTF-8 bytes, unsigned), so a
+Spark job computes the same key with `translate` over `WALK_KEY_BYTES` and sorts in the JVM.
 
 Records of one snapshot commute: each is a blind put of a path's final state at (T, i), and on a
 first start the index holds nothing older. So they may be written in any order by many writers,
@@ -57,10 +59,30 @@ def covering_root(path: str, roots: list[str]) -> int | None:
     return None
 
 
-def walk_key(path: str, root: int) -> tuple[int, tuple[bytes, ...]]:
-    """Sorts the paths of the walks of `roots` into walk order: a parent's components are a
-    prefix of its child's (a prefix sorts first), siblings in the NameNode's name order."""
-    return root, tuple(name_order(c) for c in path.split("/") if c)
+def _walk_char(byte: int) -> str:
+    """A path byte's character in a walk key. "/" is the lowest, so a parent's key is a prefix
+    of its child's that sorts before its siblings' ("a" < "a/x" < "a-b"); every other byte in
+    name_order's order (top bit flipped), one up below "/"'s flipped 0xAF to leave room.
+    From U+0100 on: Spark's translate drops a character mapped to U+0000, and code points of
+    one UTF-8 length compare as their bytes do."""
+    if byte == ord("/"):
+        return chr(0x100)
+    flipped = byte ^ 0x80
+    return chr(0x100 + flipped + (flipped < 0xAF))
+
+
+# Each UTF-8 byte of a path (read as ISO-8859-1: one character a byte) to its walk character.
+WALK_KEY_BYTES = "".join(chr(b) for b in range(256))
+WALK_KEY_CHARS = "".join(_walk_char(b) for b in range(256))
+_WALK_TABLE = str.maketrans(WALK_KEY_BYTES, WALK_KEY_CHARS)
+WALK_ROOT_DIGITS = 10  # the root's position, zero-padded: compares before the path
+
+
+def walk_key(path: str, root: int) -> str:
+    """Sorts the (normalised) paths of the walks of `roots` into walk order: the root's
+    position in `outermost(roots)`, then the path's components, a parent's a prefix of its
+    child's (a prefix sorts first), siblings in the NameNode's name order."""
+    return f"{root:0{WALK_ROOT_DIGITS}d}" + path.encode().decode("latin-1").translate(_WALK_TABLE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,9 @@ from onprem_agent.live.snapshot import NamespaceEntry, snapshot_record, walk
 from tests.unit.live.doubles import ListingDouble, dir_entry, file_entry
 
 # "a-dir.x" sorts before "a-dir/..." as a whole path, after the "a-dir" subtree in a walk.
-NAMES = ["a", "a-b", "a.b", "a-dir.x", "a0", "b", "é", "z", "Z", "日本", "a b"]
+# "a\x7f" and "a\u0080" straddle the sign bit; "😀" is four UTF-8 bytes.
+NAMES = ["a", "a-b", "a.b", "a-dir.x", "a0", "b", "é", "z", "Z", "日本", "a b", "a\x7f", "a\u0080",
+         "😀"]
 
 
 def namespace() -> list[NamespaceEntry]:
