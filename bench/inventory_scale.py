@@ -84,10 +84,13 @@ def oiv_delimited(image: NamespaceImage, out: Path) -> dict[str, Any]:
 
 
 def session(event_log: Path) -> Any:
-    """The job's local session (glue_jobs.runtime.local_session's settings) with the event log
-    on; the driver is every executor in local mode, given the heap a Glue G.1X worker's
-    executor has (10g of its 16 GB) would be more than this machine spares: 4g."""
+    """The job's local session (glue_jobs.runtime.local_session's settings, the jobs' jar with
+    the image decoder among them) with the event log on; the driver is every executor in local
+    mode, given the heap a Glue G.1X worker's executor has (10g of its 16 GB) would be more than
+    this machine spares: 4g."""
     from pyspark.sql import SparkSession
+
+    from glue_jobs.runtime import job_jar
 
     event_log.mkdir(parents=True, exist_ok=True)
     spark = (SparkSession.builder.master("local[2]").appName("inventory_scale")
@@ -96,6 +99,7 @@ def session(event_log: Path) -> Any:
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "8")
              .config("spark.driver.memory", "4g")
+             .config("spark.jars", job_jar())  # the job's decoder (glue_jobs/jvm)
              .config("spark.eventLog.enabled", "true")
              .config("spark.eventLog.dir", event_log.resolve().as_uri())
              .getOrCreate())

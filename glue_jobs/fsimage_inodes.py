@@ -111,25 +111,19 @@ def read_inodes(data: bytes, strings: StringTable, *, header: bool = True,
                 base: int = 0, section: str = "INODE") -> Iterator[INode]:
     """The INode records of an INODE section or sub-section. header: the part opens with the
     INodeSection message (the whole section and its first sub-section do)."""
-    for row in read_inode_rows(data, strings, header=header, base=base, section=section):
-        yield INode(row[0], INodeKind[row[1]], *row[2:])
-
-
-# What read_inode_rows yields: INode's fields in order, the kind as INodeKind's name.
-InodeRow = tuple[int, str, str, int, int, str | None, str | None, int, int, int, int, int, int,
-                 int | None, bool, int, int, str | None]
-
-
-def read_inode_rows(data: bytes, strings: StringTable, *, header: bool = True,
-                    base: int = 0, section: str = "INODE") -> Iterator[InodeRow]:
-    """read_inodes' records as plain tuples: what a Spark task hands to the JVM, without an
-    object per inode (the decode is most of the image job's Python time)."""
     with SectionReading(section, base):
         messages = delimited(data)
         if header:
             next(messages, None)
         for start, end in messages:
-            yield _inode(data, start, end, strings)
+            row = _inode(data, start, end, strings)
+            yield INode(row[0], INodeKind[row[1]], *row[2:])
+
+
+# What _inode reads: INode's fields in order, the kind as INodeKind's name (a tuple, not an
+# INode, for the fast paths below).
+InodeRow = tuple[int, str, str, int, int, str | None, str | None, int, int, int, int, int, int,
+                 int | None, bool, int, int, str | None]
 
 
 def _inode(buf: bytes, start: int, end: int, strings: StringTable) -> InodeRow:

@@ -1,16 +1,19 @@
 """An fsimage object in S3, read in byte ranges: the driver's small reads (header, summary,
-NS_INFO) and the decode of one part per Spark task.
+NS_INFO, STRING_TABLE, INODE_REFERENCE) and the decode of one part per Spark task.
 
 The driver never holds the image: it GETs the first 8 bytes (the magic), the end (the summary,
-whose length is the last 4 bytes) and NS_INFO. Each INODE and INODE_DIR part (a sub-section, or
-the whole section of an image saved without them) is decoded by the task it is given, which
-GETs its own byte range with boto3 and calls the reader of glue_jobs.fsimage_format /
-fsimage_inodes on it. Every GET names the ETag the driver saw, so an object replaced during the
-run fails the run (412) instead of mixing two images.
+whose length is the last 4 bytes), NS_INFO, and the two small sections every task needs. Each
+INODE and INODE_DIR part (a sub-section, or the whole section of an image saved without them)
+is fetched by the Python task it is given (boto3, its own byte range, decompressed alone) and
+decoded in the JVM task that receives its bytes: hdfsevents.glue.FsImageParts (glue_jobs/jvm,
+the jobs' jar), the job's decoder, with the Python reader's rules and error words. Every GET
+names the ETag the driver saw, so an object replaced during the run fails the run (412)
+instead of mixing two images.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.accumulators import Accumulator
+from pyspark.sql import DataFrame
 
 from glue_jobs.fsimage_format import (
     ImageSummary,
@@ -25,28 +29,26 @@ from glue_jobs.fsimage_format import (
     Section,
     check_magic,
     part_data,
-    read_directory_entries,
     read_name_system,
     read_references,
     read_summary_tail,
     summary_length,
 )
-from glue_jobs.fsimage_inodes import read_inode_rows, read_string_table
 from glue_jobs.runtime import AWS_RETRIES
 
 # A summary lists each section in ~30 bytes: one GET of the last 4 KiB holds it and its length
 # for an image of a hundred sections; a bigger summary costs a second GET.
 _TAIL_GUESS = 4096
 
-# Spark DDL of what the decode tasks emit (INODE: fsimage_inodes.InodeRow, field for field).
+# Spark DDL of the decoded inodes (glue_jobs.fsimage_inodes.INode's fields, the kind by name).
 INODE_DDL = ("id bigint, kind string, name string, mtime bigint, atime bigint, owner string, "
              "`group` string, mode int, replication int, preferred_block_size bigint, "
              "blocks int, size bigint, storage_policy_id int, erasure_coding_policy_id int, "
              "under_construction boolean, ns_quota bigint, ds_quota bigint, "
              "symlink_target string")
-# A directory's child: by inode id (child), or by position in INODE_REFERENCE (reference).
-CHILD_DDL = "parent bigint, child bigint, reference int"
-REFERENCE_DDL = "reference int, referred bigint"
+# One part of a section, fetched by a Python task, decoded by the JVM: header is an INODE
+# part opening with the INodeSection header; base what an error position adds (part_data).
+PART_DDL = "section string, base bigint, header boolean, data binary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,59 +130,60 @@ def directory_parts(summary: ImageSummary) -> list[Part]:
 Rows = Callable[[Iterable[Part]], Iterator[tuple[Any, ...]]]
 
 
-def inode_rows(layout: ImageLayout, tasks: Accumulator[int] | None = None) -> Rows:
-    """The task function over INODE parts: each task also reads STRING_TABLE (users and groups,
-    a few KiB) for itself, so nothing but the summary passes through the driver. `tasks`: 1 is
-    added per task run."""
+def part_bytes(layout: ImageLayout, tasks: Accumulator[int] | None = None) -> Rows:
+    """The task function over parts: one PART_DDL row per part, its bytes GET with the ETag
+    and decompressed alone (each sub-section is a stream of its own). The JVM decodes them
+    (hdfsevents.glue.FsImageParts, glue_jobs/jvm). `tasks`: 1 is added per task run."""
     image, summary = layout.image, layout.summary
-    table = summary.section("STRING_TABLE")
 
-    def decode(parts: Iterable[Part]) -> Iterator[tuple[Any, ...]]:
+    def fetch(parts: Iterable[Part]) -> Iterator[tuple[Any, ...]]:
         if tasks is not None:
             tasks.add(1)
         client = s3_client()
-        strings = read_string_table(_part(client, image, summary, table),
-                                    base=summary.base(table))
         for part in parts:
-            data = _part(client, image, summary, part.section)
-            yield from read_inode_rows(data, strings, header=part.header,
-                                       base=summary.base(part.section),
-                                       section=part.section.name)
-    return decode
+            yield (part.section.name, summary.base(part.section), part.header,
+                   _part(client, image, summary, part.section))
+    return fetch
 
 
-def child_rows(layout: ImageLayout) -> Rows:
-    """The task function over INODE_DIR parts: one row per (directory, child)."""
-    image, summary = layout.image, layout.summary
-
-    def decode(parts: Iterable[Part]) -> Iterator[tuple[Any, ...]]:
-        client = s3_client()
-        for part in parts:
-            data = _part(client, image, summary, part.section)
-            for entry in read_directory_entries(data, base=summary.base(part.section),
-                                                section=part.section.name):
-                for child in entry.children:
-                    yield entry.parent, child, None
-                for position in entry.reference_children:
-                    yield entry.parent, None, position
-    return decode
+def string_table(layout: ImageLayout, client: Any) -> tuple[bytes, int]:
+    """STRING_TABLE's bytes (users and groups, a few KiB) and its base, for the INODE tasks."""
+    table = layout.summary.section("STRING_TABLE")
+    return _part(client, layout.image, layout.summary, table), layout.summary.base(table)
 
 
-def reference_rows(layout: ImageLayout) -> Rows:
-    """The task function over the INODE_REFERENCE section (one part: a reference is named by
-    its position in the whole section)."""
-    image, summary = layout.image, layout.summary
+def referred_ids(layout: ImageLayout, client: Any) -> bytes:
+    """INODE_REFERENCE's referred inode ids in order, as little-endian int64s: a directory's
+    reference child is a position in it. Read by the driver and handed to every INODE_DIR
+    task: a reference is an inode renamed or deleted while a snapshot holds it, a small share
+    of a namespace (8 bytes each)."""
+    summary = layout.summary
+    if not summary.has("INODE_REFERENCE"):
+        return b""
+    section = summary.section("INODE_REFERENCE")
+    refs = read_references(_part(client, layout.image, summary, section),
+                           base=summary.base(section))
+    return struct.pack(f"<{len(refs)}Q", *(ref.referred_id for ref in refs))
 
-    def decode(parts: Iterable[Part]) -> Iterator[tuple[Any, ...]]:
-        client = s3_client()
-        for part in parts:
-            data = _part(client, image, summary, part.section)
-            for position, ref in enumerate(read_references(data,
-                                                           base=summary.base(part.section))):
-                yield position, ref.referred_id
-    return decode
+
+def _jvm(frame: DataFrame) -> Any:
+    return frame.sparkSession._jvm.hdfsevents.glue  # type: ignore[attr-defined]
 
 
-def reference_parts(summary: ImageSummary) -> list[Part]:
-    return ([Part(summary.section("INODE_REFERENCE"), False)]
-            if summary.has("INODE_REFERENCE") else [])
+def decoded_inodes(parts: DataFrame, strings: tuple[bytes, int]) -> DataFrame:
+    """INODE parts (PART_DDL) -> one INODE_DDL row per inode."""
+    jdf = _jvm(parts).FsImageParts.inodes(parts._jdf, strings[0], strings[1], INODE_DDL)
+    return DataFrame(jdf, parts.sparkSession)
+
+
+def decoded_directories(parts: DataFrame, inodes: Any, directories: Any) -> DataFrame:
+    """INODE parts -> (id, name) of every directory; `inodes` and `directories` (the JVM's
+    LongAccumulators) count what the decode read."""
+    jdf = _jvm(parts).FsImageParts.directories(parts._jdf, inodes, directories)
+    return DataFrame(jdf, parts.sparkSession)
+
+
+def decoded_links(parts: DataFrame, referred: bytes) -> DataFrame:
+    """INODE_DIR parts -> (child, parent) of every child listed, a reference child resolved to
+    the inode it refers to through `referred` (referred_ids)."""
+    return DataFrame(_jvm(parts).FsImageParts.links(parts._jdf, referred), parts.sparkSession)

@@ -236,12 +236,12 @@ def test_a_bad_image_date_is_refused_naming_the_argument(lake: RawLake) -> None:
                   lake.uri, "--image_date", "2026-13-01"])
 
 
-def test_paths_are_joined_level_by_level_through_references_leaving_orphans_out(spark) -> None:
+def test_paths_are_joined_in_one_pass_through_references_leaving_orphans_out(spark) -> None:
     """The transforms on a hand-made tree: / -> a (16386) -> b (16387) -> f (16388); a
-    reference child of a (position 0 -> inode 16389, "r"); 16390 "lost" under a directory
-    (16391) that no directory lists, as a snapshot keeps it."""
+    reference child of a, resolved by the INODE_DIR decode (inode 16389, "r"); 16390 "lost"
+    under a directory (16391) that no directory lists, as a snapshot keeps it."""
     from glue_jobs import inventory_paths as paths
-    from glue_jobs.inventory_image import CHILD_DDL, INODE_DDL, REFERENCE_DDL
+    from glue_jobs.inventory_image import INODE_DDL
 
     def inode(i: int, kind: str, name: str) -> tuple[Any, ...]:
         return (i, kind, name, 5, 0, "u", "g", 0o1755, 0, 0, 0, 0, 0, None, False, -1, -1, None)
@@ -250,23 +250,26 @@ def test_paths_are_joined_level_by_level_through_references_leaving_orphans_out(
         inode(16385, "DIRECTORY", ""), inode(16386, "DIRECTORY", "a"),
         inode(16387, "DIRECTORY", "b"), inode(16388, "FILE", "f"), inode(16389, "FILE", "r"),
         inode(16390, "FILE", "lost"), inode(16391, "DIRECTORY", "gone")], INODE_DDL)
-    children = spark.createDataFrame([(16385, 16386, None), (16386, 16387, None),
-                                      (16387, 16388, None), (16386, None, 0),
-                                      (16391, 16390, None)], CHILD_DDL)
-    links = children.transform(paths.parent_links(
-        spark.createDataFrame([(0, 16389)], REFERENCE_DDL)))
-    directories = inodes.transform(paths.directory_links(links))
-    from pyspark.sql import functions as F
-
-    level = paths.root_path(inodes)
-    dir_paths = level.withColumn("level", F.lit(0))
-    for depth in range(1, 4):  # one level more than the tree has: it is empty
-        level = level.transform(paths.directory_level(directories))
-        dir_paths = dir_paths.unionByName(level.withColumn("level", F.lit(depth)))
+    links = spark.createDataFrame([(16386, 16385), (16387, 16386), (16388, 16387),
+                                   (16389, 16386), (16390, 16391)], "child bigint, parent bigint")
+    directories = inodes.where("kind = 'DIRECTORY'").select("id", "name")
+    dir_paths, levels = paths.directory_paths(directories.transform(
+        paths.directory_parents(links)))
     assert sorted(tuple(r) for r in dir_paths.collect()) == [
-        (16385, "/", 0), (16386, "/a", 1), (16387, "/a/b", 2)]
+        (16385, "/"), (16386, "/a"), (16387, "/a/b")]
+    assert levels == 2
     rows = inodes.transform(paths.inventory_rows(links, dir_paths, 42))
     assert sorted((r["path"], r["type"], r["perms"], r["image_txid"]) for r in rows.collect()
                   ) == [("/", "DIRECTORY", "1755", 42), ("/a", "DIRECTORY", "1755", 42),
                         ("/a/b", "DIRECTORY", "1755", 42), ("/a/b/f", "FILE", "1755", 42),
                         ("/a/r", "FILE", "1755", 42)]
+
+
+def test_a_directory_that_is_its_own_ancestor_stops_the_run_naming_it(spark) -> None:
+    from glue_jobs import inventory_paths as paths
+
+    loop = spark.createDataFrame([(16386, 16387, "a"), (16387, 16386, "b")],
+                                 "id bigint, parent bigint, name string")
+    with pytest.raises(Exception, match=r"ImageFormatError: INODE_DIR: directory 1638[67] is "
+                       "its own ancestor"):
+        paths.directory_paths(loop)
