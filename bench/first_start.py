@@ -36,8 +36,9 @@ For each size:
    it runs (must be 0); when the listing start was indexed, the two indexes compared entry for
    entry (every attribute but each snapshot's txid and where an entry is stored; must be 0
    differ).
-7. The SNAPSHOT apply rate: the image job's index writes (sort into walk order, partition by
-   key, BatchWriteItem with `--index-threads` calls in flight per task) of that inventory at
+7. The SNAPSHOT apply rate: the image job's index writes (walk order and numbers in the JVM,
+   partition by key, BatchWriteItem with `--index-threads` calls in flight per task; the
+   numbering's own seconds reported apart) of that inventory at
    `--latency-ms` per DynamoDB call (LatencyDynamoDB: a double, since moto's own cost per call
    exceeds 5 ms), goal 50,000 records/s. `--apply-sizes N,...` measures only this, on N
    synthetic rows (no NameNode), for sizes the machine cannot run whole.
