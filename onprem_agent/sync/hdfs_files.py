@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events.event import INodeType
-from onprem_agent.live.hadoop import HadoopLister
+from onprem_agent.live.hadoop import HadoopLister, entry_from_status
 from onprem_agent.live.snapshot import NamespaceEntry
 
 # The Configuration keys that make getFileChecksum comparable with S3 (see above).
@@ -77,12 +77,21 @@ class HdfsFiles:
     def status(self, path: str) -> NamespaceEntry | None:
         return self._lister.status(path)
 
-    def is_closed(self, path: str) -> bool:
-        """False while a writer holds the file (create or append not yet closed)."""
+    def status_now(self, path: str) -> tuple[NamespaceEntry | None, bool]:
+        """The path's status and whether it is closed (False while a writer holds the file: a
+        create or append not yet closed; True for a directory), in one NameNode RPC:
+        getLocatedFileInfo answers both with its blocks' under-construction flag, where
+        getFileInfo + isFileClosed took two (1,000 files: 4,030 RPCs against DistCp's 3,048,
+        bench.sync)."""
         try:
-            return bool(self._fs.isFileClosed(self._path(path)))
-        except self._not_found as exc:
-            raise FileGone(path) from exc
+            s = self._fs.getClient().getLocatedFileInfo(path, False)
+        except self._not_found:
+            return None, True
+        if s is None:
+            return None, True
+        blocks = s.getLocatedBlocks()  # None for a directory
+        closed = blocks is None or not bool(blocks.isUnderConstruction())
+        return entry_from_status(s.makeQualified(self._fs.getUri(), self._path(path))), closed
 
     def checksum(self, path: str) -> FileChecksum:
         try:

@@ -106,6 +106,18 @@ class Throttle:
             self._sleep(start - now)
 
 
+class Yielding(Throttle):
+    """A long copy's throttle (replicator.py, "Bulk copies"): before each chunk it waits for its
+    turn, then takes from the budget all workers share."""
+
+    def __init__(self, shared: Throttle, wait_turn: Callable[[], None]) -> None:
+        self._shared, self._wait_turn = shared, wait_turn
+
+    def take(self, n: int) -> None:
+        self._wait_turn()
+        self._shared.take(n)
+
+
 def crc_int(b64: str) -> int:
     return int.from_bytes(base64.b64decode(b64), "big")
 
@@ -116,8 +128,9 @@ def check_stored(s3: Any, bucket: str, key: str, response: dict[str, Any], crc: 
     ChecksumMismatch raised. `response` is the write's own (PutObject, CopyObject's result or
     CompleteMultipartUpload)."""
     if response.get("ChecksumCRC32C") is None:
-        # S3 returns the checksum it stored in the response; moto 5.2 does not for
-        # CompleteMultipartUpload, so ask for it (one HEAD).
+        # S3 returns the checksum it stored in the response (and refuses a completion whose
+        # FULL_OBJECT checksum is not the parts'), so S3 never gets this HEAD; a store that
+        # leaves it out (moto 5.2's CompleteMultipartUpload) is asked.
         count()
         response = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     stored = response.get("ChecksumCRC32C")

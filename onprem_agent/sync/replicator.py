@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,13 @@ from onprem_agent.sync.plan import (
     resolve,
     under,
 )
-from onprem_agent.sync.replica import ChecksumMismatch, Counters, S3Replica, Throttle
+from onprem_agent.sync.replica import (
+    ChecksumMismatch,
+    Counters,
+    S3Replica,
+    Throttle,
+    Yielding,
+)
 from onprem_agent.sync.settings import SyncSettings
 from onprem_agent.sync.state import PENDING_COPY, PENDING_RELIST, SyncState
 
@@ -125,6 +132,38 @@ def sync_metrics(cluster: str, figures: WindowFigures) -> list[dict[str, Any]]:
     return data
 
 
+class WindowTurns:
+    """Windows before long copies: a copy beside the windows reads its next chunk only while no
+    window runs, or once the running one has had `share_s` to itself (a long copy is never
+    starved by back-to-back windows). Measured in bench.sync (docs/sync.md "Measured"): with
+    a 1 GB copy reading and sending beside them on 2 cores, every step of a window of small
+    files waited for CPU behind it, its parts and moto's handling of them."""
+
+    def __init__(self, share_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._share, self._clock = share_s, clock
+        self._cond = threading.Condition()
+        self._since: float | None = None
+
+    @contextmanager
+    def window(self) -> Iterator[None]:
+        with self._cond:
+            self._since = self._clock()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._since = None
+                self._cond.notify_all()
+
+    def wait_turn(self) -> None:
+        with self._cond:
+            while self._since is not None:
+                left = self._since + self._share - self._clock()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+
+
 class Replicator:
     def __init__(self, settings: SyncSettings, *, hdfs: HdfsFiles, lister: NamespaceLister,
                  replica: S3Replica, state: SyncState, current_txid: Callable[[], int],
@@ -136,6 +175,7 @@ class Replicator:
         self.replica, self.state = replica, state
         self.scope = Scope.of(settings.paths, settings.ignore_patterns)
         self.throttle = Throttle(settings.bandwidth_bytes_s)
+        self.turns = WindowTurns(settings.window_ms / 1000)
         self.stats = SyncStats()
         self._on_park, self._on_window = on_park, on_window
         self._sleep, self._backoff = sleep, backoff_s
@@ -180,8 +220,9 @@ class Replicator:
         steps = resolve(plan, self.replica.paths_under(plan.touched) if plan.touched else set())
         self._in_window = True
         try:
-            self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
-                      window_bytes=bytes_to_copy(events, self.scope))
+            with self.turns.window():
+                self._run(steps, last_txid, plan.first_txid, oldest_ms=_oldest(events),
+                          window_bytes=bytes_to_copy(events, self.scope))
         finally:
             self._in_window = False
         self.stats.windows += 1
@@ -223,6 +264,7 @@ class Replicator:
         # Totals since the last window's end, not this one's start: a copy beside the windows
         # may end between two windows.
         before = self._counted
+        started, started_at = time.monotonic(), time.time()
         self.stats.copied_before_window = self.replica.counters.bytes
         self.stats.window_bytes = window_bytes
         if steps.count:
@@ -250,7 +292,13 @@ class Replicator:
         self.stats.replicated_txid = txid
         self.stats.oldest_unapplied_ms = None
         self.stats.window_bytes = 0
-        log.info("replicated through txid %d: %s", txid, _describe(steps, totals))
+        # The lag's parts (docs/sync.md "Measured"): how long the window's events waited
+        # before it ran, and how long it ran.
+        waited = None if oldest_ms is None else started_at - oldest_ms / 1000
+        log.info("replicated through txid %d in %.0f ms%s: %s", txid,
+                 (time.monotonic() - started) * 1000,
+                 "" if waited is None else f" (oldest event {waited * 1000:.0f} ms old at start)",
+                 _describe(steps, totals))
         if self._on_window is not None:
             lag_s = None if oldest_ms is None else max(0.0, time.time() - oldest_ms / 1000)
             self._on_window(WindowFigures(txid=txid, lag_s=lag_s, bytes=totals["bytes"],
@@ -325,18 +373,19 @@ class Replicator:
         been renamed away and another put in its place (a new file still open, a directory)
         before the step ran; the rename in a later window then moves the pending step to the
         file's new name. The same file appended again is pending until its CLOSE."""
-        return self._closed(path, self.hdfs.status(path))
+        return self._closed(path, *self.hdfs.status_now(path))
 
-    def _closed(self, path: str, entry: Any) -> Any:
+    def _closed(self, path: str, entry: Any, closed: bool) -> Any:
         if entry is None:
             raise FileGone(path)
         if not self.hdfs.is_file(entry):
             raise FileGone(f"{path}: not a file now")
-        if not self.hdfs.is_closed(path):
+        if not closed:
             raise FileGone(f"{path}: open for write now")
         return entry
 
-    def _copy(self, path: str, *, appended: bool = False, beside: bool = True) -> None:
+    def _copy(self, path: str, *, appended: bool = False, beside: bool = True,
+              throttle: Throttle | None = None) -> None:
         """`appended`: the window only appended to the file (plan.py), so its object may hold
         the file's first bytes and only the rest need to be sent. `beside`: a window's copy of
         long_copy_mb or more runs beside the next windows (a listing's never does)."""
@@ -345,20 +394,23 @@ class Replicator:
         if beside and self._in_window and long_copy and entry.size >= long_copy:
             self._copy_beside(path, appended)
             return
+        throttle = throttle or self.throttle
         checksum = self.hdfs.checksum(path)
         if checksum.algorithm not in SUPPORTED_CHECKSUMS:
             raise PoisonPath(f"HDFS file checksum {checksum.algorithm}: set "
                              "dfs.checksum.combine.mode=COMPOSITE_CRC for the sync's client")
-        if appended and self.replica.append(path, entry, self.hdfs, checksum, self.throttle):
+        if appended and self.replica.append(path, entry, self.hdfs, checksum, throttle):
             return
-        self.replica.upload(path, entry, self.hdfs, checksum, self.throttle)
+        self.replica.upload(path, entry, self.hdfs, checksum, throttle)
 
     def _copy_beside(self, path: str, appended: bool) -> None:
         """Starts the copy on a thread of its own and records the path pending (a restart
         copies it again); the window goes on without it."""
+        yielding = Yielding(self.throttle, self.turns.wait_turn)
+
         def copy() -> None:
             done = self._attempt(path, lambda: self._copy(path, appended=appended,
-                                                          beside=False))
+                                                          beside=False, throttle=yielding))
             with self._lock:
                 del self._beside[path]
                 if not done and path not in self.stats.parked:
@@ -382,10 +434,10 @@ class Replicator:
             self._copy(dst)
 
     def _metadata(self, path: str) -> None:
-        entry = self.hdfs.status(path)
+        entry, closed = self.hdfs.status_now(path)
         if entry is not None and not self.hdfs.is_file(entry):
             return  # a directory (a partition's chmod) or a symlink: no object holds it
-        entry = self._closed(path, entry)
+        entry = self._closed(path, entry, closed)
         if not self.replica.update_metadata(path, entry, self.hdfs.checksum(path)):
             self._copy(path)
 
@@ -425,6 +477,8 @@ class Windows:
         self._listing: list[HdfsEvent] | None = None  # the pieces of a listing so far
         self._last_txid: int | None = None
         self._opened: float | None = None
+        # NameNode times (ms) of the oldest and newest gathered event that has one.
+        self._span: tuple[int, int] | None = None
 
     def bytes_pending(self) -> int:
         """The lag in bytes: what the gathered events will copy and the running window still
@@ -456,21 +510,31 @@ class Windows:
         self._last_txid = batch.txid
         if self._opened is None:
             self._opened = self._clock()
+        for t in (e.timestamp for e in batch.events if e.timestamp is not None):
+            self._span = (t, t) if self._span is None else (min(self._span[0], t),
+                                                            max(self._span[1], t))
         self.flush_if_due()
 
     def flush_if_due(self) -> None:
+        """Due after window_ms here, or once the gathered events themselves span window_ms of
+        NameNode time: the oldest has then waited that long already (events that came while
+        the last window ran are read when it ends, and waiting window_ms more from then made
+        a small file's lag two windows' run times plus window_ms while a long copy loaded the
+        machine; bench.sync). Both clocks are compared only with themselves."""
         if self._last_txid is None:
             return
         assert self._opened is not None
+        window_ms = self._settings.window_ms
         if (len(self._events) >= self._settings.max_window_events
-                or (self._clock() - self._opened) * 1000 >= self._settings.window_ms):
+                or (self._clock() - self._opened) * 1000 >= window_ms
+                or (self._span is not None and self._span[1] - self._span[0] >= window_ms)):
             self.flush()
 
     def flush(self) -> None:
         if self._last_txid is None:
             return
         events, last = self._events, self._last_txid
-        self._events, self._last_txid, self._opened = [], None, None
+        self._events, self._last_txid, self._opened, self._span = [], None, None, None
         self._r.apply_window(events, last)
 
 

@@ -22,6 +22,7 @@ from onprem_agent.sync.replica import S3_RETRIES, S3Replica
 from onprem_agent.sync.replicator import Replicator
 from onprem_agent.sync.settings import SyncSettings
 from onprem_agent.sync.state import SyncState
+from tests.kit.moto_s3_complete import complete_checks_full_object_crc32c
 from tests.kit.s3_wire import S3Wire
 from tests.kit.sync_agent import (
     SYNC_TABLE,
@@ -36,6 +37,14 @@ from tests.kit.sync_agent import (
 
 CLUSTER = "prod"
 BUCKET = "replica"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _complete_as_s3():
+    """CompleteMultipartUpload checks and returns the full-object CRC32C, as S3's does (moto
+    5.2's does neither): the requests counted below are the ones S3 would get."""
+    with complete_checks_full_object_crc32c():
+        yield
 
 
 @pytest.fixture
@@ -322,9 +331,9 @@ def test_an_append_sends_only_the_new_bytes(hdfs, hadoop, bucket):
     # The 64 KiB and the requests' own XML; a re-sent file would be 5.31 MiB.
     assert len(added) <= sync.wire.sent < len(added) + 4096, sync.wire.requests
     assert sync.replica.counters.bytes - before == len(added)
-    # The append's HEAD (size and CRC32C of what S3 holds), the upload and its 2 parts, and
-    # the HEAD for the stored CRC32C that moto leaves out of CompleteMultipartUpload's reply.
-    assert sync.wire.requests == {"HeadObject": 2, "CreateMultipartUpload": 1,
+    # The by-hand 4 (the upload, its 2 parts, its completion, whose reply carries the stored
+    # CRC32C) + 1: the HEAD that tells the object's size (where the new bytes start) and CRC32C.
+    assert sync.wire.requests == {"HeadObject": 1, "CreateMultipartUpload": 1,
                                   "UploadPartCopy": 1, "UploadPart": 1,
                                   "CompleteMultipartUpload": 1}
     assert_s3_equals_hdfs(hdfs, "/sync6", "mirror/")
@@ -356,11 +365,14 @@ def test_a_corrupted_part_of_an_append_is_never_accepted(hdfs, hadoop, bucket):
     sync, path, _ = appended_file(hdfs, hadoop, "/sync7")
     sync.wire.corrupt("UploadPart")  # one bit of the new bytes flipped on the way to S3
     sync.window((EventType.APPEND, path), (EventType.CLOSE, path))
-    # S3's CRC32C of the stored object disagrees with HDFS's: deleted (the object a later
-    # reader could see for the time of one DELETE), then the retry uploads the file whole.
-    assert sync.wire.requests["DeleteObject"] == 1
-    assert sync.wire.requests["UploadPart"] == 3  # the corrupted one, then 5 MiB + the rest
-    assert sync.replica.counters.appends == 0
+    # S3 computes the object's CRC32C from the parts it got, which is not HDFS's, sent with
+    # the completion: refused (BadDigest), no object written, the upload aborted; the retry
+    # appends again and only the good bytes' object is ever readable.
+    assert sync.wire.requests["CompleteMultipartUpload"] == 2
+    assert sync.wire.requests["AbortMultipartUpload"] == 1
+    assert "DeleteObject" not in sync.wire.requests
+    assert sync.wire.requests["UploadPart"] == 2  # the corrupted one, then the same bytes
+    assert sync.replica.counters.appends == 1
     assert_s3_equals_hdfs(hdfs, "/sync7", "mirror/")
     assert sync.state.status().parked == []
 

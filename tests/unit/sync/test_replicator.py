@@ -6,6 +6,9 @@ CRCs are the agent's own (Java CRC32C in the `jvm` fixture's JVM)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import crc32c
 import pytest
 from moto import mock_aws
@@ -19,6 +22,7 @@ from onprem_agent.sync.replicator import (
     Replicator,
     WindowFigures,
     Windows,
+    WindowTurns,
     progress_metrics,
     sync_metrics,
 )
@@ -49,8 +53,8 @@ class HdfsFilesDouble:
     def is_file(self, entry):
         return entry is not None and entry.inode_type is INodeType.FILE
 
-    def is_closed(self, path):
-        return True
+    def status_now(self, path):
+        return self.status(path), True
 
     def checksum(self, path):
         if path not in self.files:
@@ -274,3 +278,53 @@ def test_a_long_copy_runs_beside_the_next_windows_and_a_rename_of_it_waits_for_i
     assert keys == {"m/c/small", "m/c/moved"}  # the copy ended, then the rename moved it
     assert aws.get_object(Bucket="replica", Key="m/c/moved")["Body"].read() == b"b" * 32
     assert state.status().pending == {} and r.replica.counters.server_copies == 1
+
+
+class _Applied:
+    """The replicator as Windows sees it: what it was handed, window by window."""
+
+    resume_after = 1  # not a first start: no listing
+
+    def __init__(self) -> None:
+        self.windows: list[list[str]] = []
+
+    def apply_window(self, events, last_txid) -> None:
+        self.windows.append([e.path for e in events])
+
+
+def test_a_window_is_due_once_its_events_span_window_ms_of_namenode_time():
+    # Events read together after a long window: the oldest has waited window_ms already.
+    applied = _Applied()
+    windows = Windows(applied, SETTINGS, clock=lambda: 0.0)  # no time passes here
+    windows.add(TxBatch(2, (HdfsEvent("prod", 2, 0, EventType.CLOSE, "/c/a", timestamp=5_000),)))
+    windows.add(TxBatch(3, (HdfsEvent("prod", 3, 0, EventType.APPEND, "/c/b"),)))
+    windows.add(TxBatch(4, (HdfsEvent("prod", 4, 0, EventType.CLOSE, "/c/b", timestamp=5_999),)))
+    assert applied.windows == []
+    windows.add(TxBatch(5, (HdfsEvent("prod", 5, 0, EventType.CLOSE, "/c/c", timestamp=6_000),)))
+    assert applied.windows == [["/c/a", "/c/b", "/c/b", "/c/c"]]
+    windows.add(TxBatch(6, (HdfsEvent("prod", 6, 0, EventType.CLOSE, "/c/d", timestamp=6_100),)))
+    assert len(applied.windows) == 1  # a new window, its own span
+
+
+def test_a_long_copy_waits_while_a_window_runs_and_never_longer_than_the_windows_share():
+    turns = WindowTurns(share_s=1.0)
+    ended: list[float] = []
+
+    def chunk() -> None:
+        turns.wait_turn()
+        ended.append(time.monotonic())
+
+    turns.wait_turn()  # no window: at once
+    with turns.window():
+        reader = threading.Thread(target=chunk)
+        reader.start()
+        time.sleep(0.1)
+        closed = time.monotonic()
+    reader.join()
+    assert closed <= ended[0] < closed + 0.8  # when the window ended, before its share
+    opened = time.monotonic()
+    with turns.window():
+        reader = threading.Thread(target=chunk)
+        reader.start()
+        reader.join(5)  # a window longer than its share
+    assert opened + 1.0 <= ended[1] < opened + 3.0
