@@ -79,6 +79,13 @@ class Bench:
     # Benches whose bench-out/ files this one reads in the same run (lake: compact's input;
     # compact_s3a's smoke: compact.json); BENCHES lists them before it.
     reads: tuple[str, ...] = ()
+    # What no other bench may use while this one runs, when benches run side by side (the
+    # smoke in tests/bench runs two at a time): the kit's image cache is built, unlocked, by
+    # the first run of a size, and a second builder of that size deletes the first's files.
+    shares: tuple[str, ...] = ()
+    # About how long its smoke takes alone on a quiet 2-core machine (seconds, 2026-11): the
+    # smoke starts the longest first, so the two it runs at a time end together.
+    smoke_s: int = 5
 
     def args(self, size: str) -> tuple[str, ...]:
         """`python -m` arguments of a run at this size."""
@@ -475,6 +482,8 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
+KIT_IMAGES = "the kit's namespace images (tests/kit/hadoop/namespace_image.py)"
+
 # Every bench, in the order they run (lake reads compact's input). Register a new bench here
 # once: `make bench`, `--size full` and the smoke in `make test` (tests/bench) all pick it up.
 BENCHES: tuple[Bench, ...] = (
@@ -486,7 +495,8 @@ BENCHES: tuple[Bench, ...] = (
           "(default 300k)", smoke=("--lines", "2000", "--rounds", "1")),
     Bench("attribution", "bench.attribution", "attribution.json", _attribution,
           quick=("--events", "50000"), quick_size="50k events, 50 users, 20k paths, best of 2 "
-          "(default 200k)", smoke=("--events", "400", "--paths", "100", "--rounds", "1")),
+          "(default 200k)", smoke=("--events", "400", "--paths", "100", "--rounds", "1"),
+          smoke_s=15),
     Bench("bridge", "bench.bridge", "bridge.json", _bridge,
           quick=("--events", "20000", "--py4j-events", "300"),
           quick_size="20k events, py4j 300 CLOSE (default 50k / 500)",
@@ -520,21 +530,21 @@ BENCHES: tuple[Bench, ...] = (
     Bench("hot_directory", "bench.hot_directory", "hot_directory.json", _hot_directory,
           quick=("--creates", "20000"), quick_size="20k creates into one directory at 10k/s "
           "(default 100k)", smoke=("--creates", "1200"),
-          full_size="100k creates into one directory at 10k/s"),
+          full_size="100k creates into one directory at 10k/s", smoke_s=15),
     Bench("compact", "bench.compact", "compact.json", _compact,
           quick=("--events", "1000000"), quick_size="1M events + 5% duplicates (default 10M)",
           smoke=("--events", "3000", "--no-local1"), full_size="10M events + 5% duplicates",
-          timeout_s=3600),
+          timeout_s=3600, smoke_s=65),
     Bench("compact_s3a", "bench.compact_s3a", "compact_s3a.json", _compact_s3a,
           quick=("--events", "200000"), quick_size="200k events + 5% duplicates",
           smoke=("--events", "3000", "--file-result", "bench-out/compact.json"),
           full=("--events", "1000000"), full_size="1M events + 5% duplicates", timeout_s=3600,
-          reads=("compact",)),
+          reads=("compact",), smoke_s=25),
     Bench("rollups", "bench.rollups", "rollups.json", _rollups,
           quick=("--events-per-day", "20000"),
           quick_size="1 new day of 20k events, 1 vs 30 days of history (default 50k a day)",
           smoke=("--events-per-day", "200", "--history", "1", "--rounds", "1", "--no-full"),
-          full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600),
+          full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600, smoke_s=35),
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
           smoke=("--measure-lake",), full=("--measure-lake",),
@@ -543,37 +553,39 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--rates", "200,1000", "--seconds", "10", "--index-seconds", "6",
                  "--summary-seconds", "3"),
           quick_size="10 s per load, 2 message groups, none indexed, 1 poller",
-          smoke=("--rates", "100", "--seconds", "2", "--index-seconds", "2",
-                 "--summary-seconds", "1")),
+          smoke=("--rates", "100", "--seconds", "1", "--index-seconds", "1",
+                 "--summary-seconds", "1"), smoke_s=35),
     Bench("live", "bench.live", "live.json", _live,
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
-          smoke=("--ops", "500", "--rounds", "1")),
+          smoke=("--ops", "500", "--rounds", "1"), smoke_s=15),
     # The kit's cached image (built on the first run of a size), oiv in a JVM of its own.
     Bench("fsimage_read", "bench.fsimage_read", "fsimage_read.json", _fsimage_read,
           quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
           smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
-          full_size="kit image of 1M files, best of 3"),
+          full_size="kit image of 1M files, best of 3", shares=(KIT_IMAGES,)),
     # The image job at scale: kit images (built once per size, cached), one NameNode start, one
     # Spark session and one oiv JVM per size.
     Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
           quick=("--sizes", "1000000"), quick_size="kit image of 1M files",
           smoke=("--sizes", "2000"), full=("--sizes", "1000000,3000000,10000000"),
-          full_size="kit images of 1M, 3M, 10M files", timeout_s=7200),
+          full_size="kit images of 1M, 3M, 10M files", timeout_s=7200, shares=(KIT_IMAGES,),
+          smoke_s=30),
     # Image build (first run of a size; cached in .hadoop/namespaces) + one NameNode per size.
     Bench("first_start", "bench.first_start", "first_start.json", _first_start,
           quick=("--sizes", "100000,300000"), quick_size="real NameNode of 100k, 300k files",
           smoke=("--sizes", "2000"), full=("--sizes", "100000,300000,1000000"),
-          full_size="real NameNode of 100k, 300k, 1M files", timeout_s=4 * 3600),
+          full_size="real NameNode of 100k, 300k, 1M files", timeout_s=4 * 3600,
+          shares=(KIT_IMAGES,), smoke_s=90),
     Bench("copy_back", "bench.copy_back", "copy_back.json", _copy_back,
           quick=("--files", "4", "--mb-per-file", "8"),
           quick_size="4 x 8 MB objects, moto S3 -> HDFS (default 8 x 16 MB)",
-          smoke=("--files", "2", "--mb-per-file", "0.25", "--no-fixed-cost")),
+          smoke=("--files", "2", "--mb-per-file", "0.25", "--no-fixed-cost"), smoke_s=15),
     Bench("sync", "bench.sync", "sync.json", _sync,
           quick=("--files", "6", "--mb-per-file", "8", "--lag-seconds", "15"),
           quick_size="6 x 8 MB, 15 s at 4 files/s (default 8 x 8 MB, 20 s)",
           smoke=("--files", "2", "--mb-per-file", "0.25", "--lag-seconds", "2",
-                 "--append-base-mb", "5.25", "--no-fixed-cost")),
+                 "--append-base-mb", "5.25", "--no-fixed-cost"), smoke_s=35),
 )
 
 

@@ -1,9 +1,13 @@
 """Every bench of `make bench` still runs: each at its smoke size, in one temp dir, one test per
-bench (so `--durations` names the slow one), then the run's table, results.json and the cost
-model from their JSON, as `python -m bench.run_all --size smoke` makes them.
+bench, then the run's table, results.json and the cost model from their JSON, as
+`python -m bench.run_all --size smoke` makes them.
 
 A contract change that breaks a bench's input generator or its JSON fails here, not weeks later
-in a `make bench` nobody ran. Nothing is timed: the smoke sizes measure nothing worth reading.
+in a `make bench` nobody ran. Nothing is timed: the smoke sizes measure nothing worth reading,
+so the benches run two at a time (most of a smoke is a JVM starting, a NameNode coming up or a
+paced load waiting on its clock: on 2 cores two of them overlap), each after the benches it
+reads and never beside one it shares a resource with (run_all.Bench.reads, .shares). Each
+test waits for its own bench; its seconds are in the run's table (results.json).
 The benches come from bench.run_all.BENCHES, so a bench registered there is smoked here too.
 """
 
@@ -11,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,32 +25,93 @@ import pytest
 from bench import run_all
 
 BY_NAME = {b.name: b for b in run_all.BENCHES}
+SIDE_BY_SIDE = 2  # the CI machine's cores
 
 
-@dataclass
 class SmokeRun:
-    """The module's one run: each bench at most once, after the benches it reads."""
+    """The module's one run: each bench at most once, SIDE_BY_SIDE at a time, each after the
+    benches it reads and never beside one that shares a resource with it; of those that may
+    start, the longest (Bench.smoke_s) starts first."""
 
-    work: Path
-    started: float = field(default_factory=time.time)
-    load_before: tuple[float, float, float] = field(default_factory=os.getloadavg)
-    runs: dict[str, run_all.BenchRun] = field(default_factory=dict)
+    def __init__(self, work: Path, benches: list[run_all.Bench]) -> None:
+        self.work = work
+        self.started, self.load_before = time.time(), os.getloadavg()
+        self._pending: list[run_all.Bench] = []
+        self._running: set[str] = set()
+        self._done: dict[str, run_all.BenchRun] = {}
+        self._closed = False
+        self._changed = threading.Condition()
+        for bench in benches:
+            self._queue(bench)
+        self._workers = [threading.Thread(target=self._work, name=f"bench-{i}", daemon=True)
+                         for i in range(SIDE_BY_SIDE)]
+        for worker in self._workers:
+            worker.start()
 
     @property
     def out(self) -> Path:
         return self.work / "bench-out"
 
     def run(self, bench: run_all.Bench) -> run_all.BenchRun:
-        for name in bench.reads:  # e.g. `-k lake` alone
-            self.run(BY_NAME[name])
-        if bench.name not in self.runs:
-            self.runs[bench.name] = run_all.run_bench(bench, self.work, "smoke")
-        return self.runs[bench.name]
+        """The bench's run, once it has finished (queued now if nobody asked for it yet)."""
+        with self._changed:
+            self._queue(bench)
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: bench.name in self._done)
+            return self._done[bench.name]
+
+    def close(self) -> None:
+        """Drops the benches not started; waits for the running ones."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        for worker in self._workers:
+            worker.join()
+
+    def _queue(self, bench: run_all.Bench) -> None:
+        known = {b.name for b in self._pending} | self._running | set(self._done)
+        if bench.name not in known:
+            for name in bench.reads:  # e.g. `-k lake` alone
+                self._queue(BY_NAME[name])
+            self._pending.append(bench)
+
+    def _startable(self) -> run_all.Bench | None:
+        busy = {r for name in self._running for r in BY_NAME[name].shares}
+        ready = [b for b in self._pending
+                 if all(r in self._done for r in b.reads) and busy.isdisjoint(b.shares)]
+        return max(ready, key=lambda b: b.smoke_s, default=None)
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._closed or self._startable() is not None)
+                if self._closed:
+                    return
+                bench = self._startable()
+                assert bench is not None
+                self._pending.remove(bench)
+                self._running.add(bench.name)
+            try:
+                run = run_all.run_bench(bench, self.work, "smoke")
+            except Exception as exc:  # a test waits for this run: it must end with one
+                run = run_all.BenchRun(bench.name, "failed", error=f"{type(exc).__name__}: {exc}")
+            with self._changed:
+                self._running.discard(bench.name)
+                self._done[bench.name] = run
+                self._changed.notify_all()
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
-    return SmokeRun(tmp_path_factory.mktemp("bench-smoke"))
+def smoke(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
+    # What this session's selection will ask for, queued at once, so two run from the start:
+    # every bench with the report's test, else the selected benches (and what they read).
+    mine = [item for item in request.session.items if item.module is request.module]
+    selected = (list(run_all.BENCHES) if any(not hasattr(i, "callspec") for i in mine)
+                else [i.callspec.params["bench"] for i in mine])
+    run = SmokeRun(tmp_path_factory.mktemp("bench-smoke"), selected)
+    yield run
+    run.close()
 
 
 @pytest.mark.parametrize("bench", run_all.BENCHES, ids=lambda b: b.name)
