@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats", type=Path, required=True)
     parser.add_argument("--fail-share", type=float, default=0.0)
     parser.add_argument("--idle-polls", type=int, default=3)
+    parser.add_argument("--visibility-timeout", type=int, default=5,
+                        help="seconds a received message stays invisible (a failed one waits "
+                             "this long before SQS delivers it again)")
     args = parser.parse_args(argv)
 
     faults = FirstReceiveFaults(args.fail_share)
@@ -84,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                 latencies.append(done - int(record["attributes"]["SentTimestamp"]))
         return response
 
-    runner = LocalSqsLambdaRunner(args.queue_url, timed_handler)
+    runner = LocalSqsLambdaRunner(args.queue_url, timed_handler,
+                                  visibility_timeout=args.visibility_timeout)
     idle = 0
     while True:
         idle = idle + 1 if runner.poll_once() == 0 else 0
