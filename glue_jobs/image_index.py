@@ -8,9 +8,9 @@ share at once: the covered inventory rows sorted into the agent's walk order in 
 contract's `walk_key` as a Spark column) and numbered there (each path gets the (T, i) the
 listing would give it), partitioned by partition key (each key written by one task), and only
 then seen by Python, once: the items built by the contract and written by BatchWriteItem, a few
-calls in flight per task. Then the driver joins the in-order stream: `<cluster>!position` = applied through T,
-put only where none exists, so the sequencer goes on at T+1 and a consumer that got there first
-is never overtaken. The marker `_indexed.json` beside the image says it is done.
+calls in flight per task. Then the driver joins the in-order stream: `<cluster>!position` =
+applied through T, put only where none exists, so the sequencer goes on at T+1 and a consumer
+that got there first is never overtaken. The marker `_indexed.json` beside the image says it is done.
 
 First start only: an index that already has a position refuses the run (gap repair from an
 image is not built). A rerun after a crash writes the same items; a run whose position is
