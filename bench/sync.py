@@ -373,7 +373,12 @@ class HdfsLoad:
         with urllib.request.urlopen(f"{base}/jmx?qry={query}", timeout=10) as r:
             return json.load(r)["beans"]
 
+    # Hadoop's metrics system refreshes what JMX shows at most once a period (10 s by
+    # default, MetricsSourceAdapter's JMX cache): a copy done within it read 0 block reads.
+    JMX_CACHE_S = 11.0
+
     def snapshot(self) -> Counter[str]:
+        time.sleep(self.JMX_CACHE_S)
         out: Counter[str] = Counter()
         for bean in self._beans(self._namenode,
                                 "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*"):
@@ -411,7 +416,8 @@ def measure_row(row: CopyRow, *, hdfs: Any, hadoop: Path, s3: Any, work: Path,
 
     expected = {f"part-{i:05d}": row.size for i in range(row.files)}
     out: dict[str, Any] = {"files": row.files, "bytes": row.files * row.size}
-    cpu, hdfs_before = children_cpu_s(), load.snapshot()
+    hdfs_before = load.snapshot()
+    cpu = children_cpu_s()
     moto_cpu = own_cpu_s()
     target = f"rows-distcp/{row.label}/"
     seconds, _ = timed(lambda: distcp(hadoop, hdfs.uri + row.tree, f"s3a://{BUCKET}/{target}"))
@@ -424,7 +430,8 @@ def measure_row(row: CopyRow, *, hdfs: Any, hadoop: Path, s3: Any, work: Path,
     config = write_sync_config(work / f"sync-{row.label}", cluster=CLUSTER, uri=hdfs.uri,
                                conf_dir=hdfs.conf_dir, destination=dest, paths=[row.tree],
                                sync_extra=sync_extra)
-    hdfs_before, moto_cpu = load.snapshot(), own_cpu_s()
+    hdfs_before = load.snapshot()
+    moto_cpu = own_cpu_s()
     start = time.perf_counter()
     sync = start_sync(config)
     try:
@@ -727,6 +734,8 @@ def main(argv: list[str] | None = None) -> int:
                          fixed_cost=not args.no_fixed_cost, rows=tuple(args.copy),
                          lag_during=int(args.lag_during_mb * 1_000_000))
     result["load_average"] = os.getloadavg()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
     first, steady, append = result["initial_copy"], result["steady"], result["append"]
     print(f"sync: {args.files} x {args.mb_per_file:g} MB: sync {first['sync']['mb_per_s']} MB/s "
           f"{first['sync']['objects_per_s']} obj/s ({first['sync']['seconds']} s), distcp -update "
@@ -751,14 +760,13 @@ def main(argv: list[str] | None = None) -> int:
               f"running {sync['cpu_s_per_gb']} vs {dcp['cpu_s_per_gb']} (moto {sync['moto_cpu_s']} vs "
               f"{dcp['moto_cpu_s']} s); NameNode RPCs {sync['hdfs']['namenode_rpcs']} vs "
               f"{dcp['hdfs']['namenode_rpcs']}, DataNode block reads "
-              f"{sync['hdfs']['datanode.ReadBlockOp']} vs {dcp['hdfs']['datanode.ReadBlockOp']}")
+              f"{sync['hdfs'].get('datanode.ReadBlockOp', 0)} vs "
+              f"{dcp['hdfs'].get('datanode.ReadBlockOp', 0)}")
     if result["lag_during_large_copy"] is not None:
         d = result["lag_during_large_copy"]
         print(f"sync: lag at {d['rate_per_s']:g} files/s while {d['bytes'] / 1e6:g} MB copies "
               f"({d['copy_seconds']} s): p50 {d['lag_ms']['p50']} ms p99 {d['lag_ms']['p99']} "
               f"ms max {d['lag_ms']['max']} ms over {d['files']} files")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
 
