@@ -226,6 +226,8 @@ class AnalyticsStack(Stack):
             self, "NamespaceInventory", job_name=self.job_names["NamespaceInventory"],
             description="fsimage/ -> curated/namespace_inventory (one row per path)",
             script=glue.Code.from_asset(str(glue_script("namespace_inventory"))),
+            # Our JVM decoder of the image's parts (glue_jobs/jvm: FsImageParts).
+            extra_jars=[glue.Code.from_asset(str(glue_job_jar()))],
             default_arguments={
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,

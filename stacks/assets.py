@@ -27,7 +27,8 @@ GLUE_SCRIPTS = {
     "attribute_events": REPO / "glue_jobs" / "attribute_events.py",
     "namespace_inventory": REPO / "glue_jobs" / "namespace_inventory.py",
 }
-# Our JVM code for the compaction (glue_jobs/jvm), built by `make glue-jar`, for --extra-jars.
+# Our JVM code for the compaction and the inventory (glue_jobs/jvm), built by `make glue-jar`,
+# for --extra-jars.
 GLUE_JOB_JAR = REPO / "glue_jobs" / "jvm" / "target" / "hdfs-events-glue.jar"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "tests")
@@ -82,7 +83,7 @@ def glue_job_jar() -> Path:
     """The jobs' jar; the synth stops with a clear message if it is not built."""
     if not GLUE_JOB_JAR.is_file():
         raise MissingAssetError(f"{GLUE_JOB_JAR.relative_to(REPO)} is not built: run `make "
-                                "glue-jar` (the compaction job ships it as --extra-jars)")
+                                "glue-jar` (the compaction and inventory jobs ship it as --extra-jars)")
     return GLUE_JOB_JAR
 
 

@@ -54,19 +54,23 @@ def test_glue_jobs_run_glue_5_1_with_workers_from_settings(dev: Synthesized,
         assert "--image" not in inventory and "--cluster" not in inventory
 
 
-def test_compaction_job_loads_the_jobs_jar_as_extra_jars(dev: Synthesized) -> None:
-    """The compaction parses raw lines with our JVM expression (glue_jobs/jvm): the job ships
-    the jar `make glue-jar` built, byte for byte, and only that job needs it."""
+def test_compaction_and_inventory_jobs_load_the_jobs_jar_as_extra_jars(dev: Synthesized
+                                                                       ) -> None:
+    """The compaction parses raw lines with our JVM expression, the inventory decodes the
+    image's parts with our JVM decoder (glue_jobs/jvm): both ship the jar `make glue-jar`
+    built, byte for byte, and only those jobs need it."""
     jobs = _jobs(dev)
     with_jars = {name for name, job in jobs.items() if "--extra-jars" in job["DefaultArguments"]}
-    assert with_jars == {"hdfs-events-dev-compact-events"}
+    assert with_jars == {"hdfs-events-dev-compact-events",
+                         "hdfs-events-dev-namespace-inventory"}
     manifest = json.loads((dev.directory / "HdfsEvents-dev-Analytics.assets.json").read_text())
     shipped = {a["source"]["path"]: dev.directory / a["source"]["path"]
                for a in manifest["files"].values()}
     (jar,) = [p for p in shipped.values() if p.suffix == ".jar"]
     assert jar.read_bytes() == GLUE_JOB_JAR.read_bytes()
-    extra = json.dumps(jobs["hdfs-events-dev-compact-events"]["DefaultArguments"]["--extra-jars"])
-    assert extra.endswith('.jar"]]}')
+    for name in with_jars:
+        extra = json.dumps(jobs[name]["DefaultArguments"]["--extra-jars"])
+        assert extra.endswith('.jar"]]}')
 
 
 def test_scripts_are_the_entry_scripts_of_glue_jobs(dev: Synthesized) -> None:
