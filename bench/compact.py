@@ -72,8 +72,9 @@ def _spark(memory: str = "4g", master: str = "local[2]", conf: Mapping[str, str]
                .config("spark.driver.memory", memory)
                .config("spark.sql.shuffle.partitions", "16")
                .config("spark.sql.session.timeZone", "UTC"))
-    jars = ",".join(filter(None, [job_conf()["spark.jars"], (conf or {}).get("spark.jars")]))
-    for key, value in ((conf or {}) | {"spark.jars": jars}).items():
+    jobs = job_conf()  # the JVM settings and jar a job runs with
+    jars = ",".join(filter(None, [jobs["spark.jars"], (conf or {}).get("spark.jars")]))
+    for key, value in (jobs | (conf or {}) | {"spark.jars": jars}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

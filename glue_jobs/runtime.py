@@ -22,6 +22,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from glue_jobs.jvm_settings import JVM_SETTINGS
+
 # The jobs' own boto3 calls: botocore's standard mode retries only failed calls (throttling, 5xx,
 # connection errors) with backoff; 5 attempts in all ride out a burst of throttling.
 AWS_RETRIES = {"mode": "standard", "max_attempts": 5}
@@ -128,11 +130,12 @@ def job_jar(env: Mapping[str, str] = os.environ) -> str:
 
 
 def job_conf(*, s3a: bool = False, env: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Spark settings of a local job session: our jar on spark.jars, and with `s3a` S3A's
-    settings and jars (s3a_conf)."""
+    """Spark settings of a local job session: the JVMs' settings a job has on Glue
+    (JVM_SETTINGS), our jar on spark.jars, and with `s3a` S3A's settings and jars (s3a_conf).
+    The JVM settings hold only for a session that starts its JVM (the first in a process)."""
     conf = s3a_conf(env) if s3a else {}
     jars = [job_jar(env), *filter(None, conf.get("spark.jars", "").split(","))]
-    return conf | {"spark.jars": ",".join(jars)}
+    return JVM_SETTINGS | conf | {"spark.jars": ",".join(jars)}
 
 
 def local_session(app_name: str, *, s3a: bool = False) -> SparkSession:

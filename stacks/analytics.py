@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from glue_jobs.jvm_settings import glue_conf_argument
 from hdfs_events import names
 from stacks import lake_catalog as catalog
 from stacks import nag
@@ -154,6 +155,9 @@ class AnalyticsStack(Stack):
             "enable_metrics": True, "enable_observability_metrics": True,
             "continuous_logging": glue.ContinuousLoggingProps(enabled=True),
         }
+        # Every job's JVMs start with the settings of a local job session (glue_jobs/
+        # jvm_settings.py: the Parallel collector, and why); Glue hands --conf to spark-submit.
+        jvm = {"--conf": glue_conf_argument()}
         # Plain names (not Ref tokens) so the monitoring stack reads them without an export.
         self.job_names = {"CompactEvents": f"{settings.prefix}-compact-events",
                           "ActivityRollups": f"{settings.prefix}-activity-rollups",
@@ -166,7 +170,7 @@ class AnalyticsStack(Stack):
             script=glue.Code.from_asset(str(glue_script("compact"))),
             # Our JVM parser of raw lines (glue_jobs/contract_sql.parse_canonical_line).
             extra_jars=[glue.Code.from_asset(str(glue_job_jar()))],
-            default_arguments={
+            default_arguments=jvm | {
                 # Lake roots: the job derives raw/, curated/ and quarantine/glue/ from them.
                 "--source": lake_uri,
                 "--target": lake_uri,
@@ -180,7 +184,7 @@ class AnalyticsStack(Stack):
             # No --from_dt/--to_dt: each run rolls up the days the compaction runs marked since
             # the last one (glue_jobs/rollup_days.py), so its cost follows the new data, not the
             # lake's age. A range by hand is a job run's own --from_dt/--to_dt.
-            default_arguments={
+            default_arguments=jvm | {
                 "--source": lake_uri,
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,
@@ -196,7 +200,7 @@ class AnalyticsStack(Stack):
             self, "CompactAudit", job_name=self.job_names["CompactAudit"],
             description="raw-audit/ JSON lines -> curated/audit Parquet, one row per audit line",
             script=glue.Code.from_asset(str(glue_script("compact_audit"))),
-            default_arguments={
+            default_arguments=jvm | {
                 "--source": lake_uri,
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,
@@ -208,7 +212,7 @@ class AnalyticsStack(Stack):
             description="curated/events x curated/audit -> curated/attribution (who made each "
             "event)",
             script=glue.Code.from_asset(str(glue_script("attribute_events"))),
-            default_arguments={
+            default_arguments=jvm | {
                 "--source": lake_uri,
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,
@@ -228,7 +232,7 @@ class AnalyticsStack(Stack):
             script=glue.Code.from_asset(str(glue_script("namespace_inventory"))),
             # Our JVM decoder of the image's parts (glue_jobs/jvm: FsImageParts).
             extra_jars=[glue.Code.from_asset(str(glue_job_jar()))],
-            default_arguments={
+            default_arguments=jvm | {
                 "--target": lake_uri,
                 "--catalog_database": self.database.database_name,
                 "--catalog_table": catalog.INVENTORY_TABLE,

@@ -11,6 +11,7 @@ import pytest
 
 from glue_jobs import layout
 from glue_jobs.attribution_days import ATTRIBUTION_PREFIX, ATTRIBUTION_TABLE
+from glue_jobs.jvm_settings import JVM_SETTINGS
 from hdfs_events.event import FIELDS
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from stacks.assets import GLUE_JOB_JAR, GLUE_SCRIPTS
@@ -323,3 +324,15 @@ def test_attribution_lines_go_to_a_log_group_of_their_own_that_only_the_job_writ
             assert json.dumps(st["Resource"]).endswith(':log-group:/aws-glue/*"]]}'), st
     outputs = deployed_env.templates["Analytics"]["Outputs"]
     assert outputs["AttributionLogGroupName"]["Value"] == name
+
+
+def test_every_job_starts_its_jvms_with_the_settings_a_local_job_session_has(
+        dev: Synthesized, prod: Synthesized) -> None:
+    """The collector the jobs were measured with (glue_jobs.runtime.JVM_SETTINGS, in every local
+    job session through job_conf) is the one Glue starts their JVMs with: each job's --conf
+    holds those settings, pair for pair, in spark-submit's form."""
+    for s in (dev, prod):
+        for name, job in _jobs(s).items():
+            conf = job["DefaultArguments"]["--conf"]
+            pairs = dict(pair.split("=", 1) for pair in conf.split(" --conf "))
+            assert pairs == JVM_SETTINGS, name

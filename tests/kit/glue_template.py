@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 # Read by Glue itself, never passed on to the script (AWS Glue "Job parameters", the special
-# ones the template sets).
-GLUE_OWN_ARGUMENT = re.compile(r"--(job-language|extra-py-files|extra-jars|enable-.*)")
+# ones the template sets; --conf: the JVMs' settings, which a local session takes from
+# glue_jobs.runtime.job_conf).
+GLUE_OWN_ARGUMENT = re.compile(r"--(job-language|extra-py-files|extra-jars|conf|enable-.*)")
 
 
 def pseudo_parameters(account: str, region: str) -> dict[str, str]:

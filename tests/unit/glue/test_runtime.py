@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from glue_jobs import activity_rollups, compact_events
+from glue_jobs.jvm_settings import JVM_SETTINGS
 from glue_jobs.runtime import (
     JobJarMissing,
     S3AJarsMissing,
@@ -76,7 +77,7 @@ def test_a_local_job_session_loads_the_jobs_jar_before_s3a_jars(tmp_path):
     for jar in ("hadoop-aws-3.3.4.jar", "aws-java-sdk-bundle-1.12.262.jar", "ours.jar"):
         (tmp_path / jar).write_bytes(b"")
     env = {"S3A_JARS_DIR": str(tmp_path), "GLUE_JOB_JAR": str(tmp_path / "ours.jar")}
-    assert job_conf(env=env) == {"spark.jars": str(tmp_path / "ours.jar")}
+    assert job_conf(env=env) == JVM_SETTINGS | {"spark.jars": str(tmp_path / "ours.jar")}
     assert job_conf(s3a=True, env=env)["spark.jars"].split(",") == [
         str(tmp_path / "ours.jar"), str(tmp_path / "hadoop-aws-3.3.4.jar"),
         str(tmp_path / "aws-java-sdk-bundle-1.12.262.jar")]
