@@ -174,10 +174,16 @@ def test_first_start_from_the_fsimage_equals_the_listing_start(hdfs, moto_endpoi
     entries = index_entries()
     by_listing, by_image = entries[LISTED], entries[IMAGED]
     assert len(by_listing) > 2_000
-    assert by_listing.keys() == by_image.keys()
+    # A path made and renamed away after T leaves a delete marker or nothing, as each agent's
+    # packing happened to split those two events into chunks: to a reader both are "no such
+    # path", so a path only one index holds must be deleted there.
+    only = by_listing.keys() ^ by_image.keys()
+    assert all((by_listing.get(p) or by_image[p])["deleted"] for p in only), sorted(only)
     snapshot_txid = {LISTED: None, IMAGED: image_txid}
     differ, placed = [], []
     for path, want in by_listing.items():
+        if path in only:
+            continue
         got = by_image[path]
         if want["last_txid"] <= listed_at:  # from the snapshot: each start's own T
             if (want.get("shards"), want["in_shard"]) != (got.get("shards"), got["in_shard"]):
