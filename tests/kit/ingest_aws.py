@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events import names
+from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import Sent
 
 BUCKET = "hdfs-events-lake"
@@ -54,12 +55,7 @@ class Aws:
 
 def create_resources(s3: Any, ddb: Any, sqs: Any) -> str:
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    ddb.create_table(
-        TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
-                   {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
-                              {"AttributeName": names.INDEX_SK, "AttributeType": "S"}])
+    create_index_table(ddb, TABLE)
     return sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
 
 

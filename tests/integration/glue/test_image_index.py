@@ -28,6 +28,7 @@ from hdfs_events.snapshot_index import (
     snapshot_item,
     walk_key,
 )
+from tests.kit.index_table import create_index_table
 
 CLUSTER, T = "c1", 4242
 PREFIXES = ("/data/x", "/logs", "/data", "/é")  # "/data/x" inside "/data": listed once
@@ -109,12 +110,7 @@ def many_partitions(spark) -> Iterator[None]:
 def table(lake_endpoint: str) -> Iterator[str]:
     ddb = boto3.client("dynamodb")
     name = "image-index"
-    ddb.create_table(
-        TableName=name, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
-                              {"AttributeName": names.INDEX_SK, "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
-                   {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}])
+    create_index_table(ddb, name)
     yield name
     ddb.delete_table(TableName=name)
 

@@ -19,6 +19,7 @@ from hdfs_events.envelope import decode_message
 from hdfs_events.event import FIELDS, HdfsEvent
 from hdfs_events.manifest import is_manifest
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT
 
@@ -84,13 +85,7 @@ def create_lake_and_index() -> str:
     """The lake bucket and the namespace index table, keyed as the CDK app creates them."""
     boto3.client("s3").create_bucket(
         Bucket=LAKE_BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    boto3.client("dynamodb").create_table(
-        TableName=INDEX_TABLE, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
-                              {"AttributeName": names.INDEX_SK, "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
-                   {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}])
-    return INDEX_TABLE
+    return create_index_table(boto3.client("dynamodb"), INDEX_TABLE)
 
 
 def consume(queue_url: str, index_prefixes: list[str]) -> str:

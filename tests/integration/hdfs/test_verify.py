@@ -14,6 +14,7 @@ from hdfs_events import names
 from onprem_agent.commands.verify import check
 from onprem_agent.live.hadoop import HadoopClient
 from onprem_agent.verify import DynamoIndexReader
+from tests.kit.index_table import create_index_table
 
 CLUSTER = "prod"
 TABLE = "hdfs-events-index"
@@ -22,12 +23,7 @@ TABLE = "hdfs-events-index"
 @pytest.fixture
 def index_table(moto_endpoint: str) -> str:
     ddb = boto3.client("dynamodb")
-    ddb.create_table(
-        TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
-                              {"AttributeName": names.INDEX_SK, "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
-                   {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}])
+    create_index_table(ddb, TABLE)
 
     def put(path: str, type_: str, size: int | None, mtime: int, txid: int,
             deleted: bool = False) -> None:

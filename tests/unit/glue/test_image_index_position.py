@@ -12,9 +12,9 @@ import pytest
 from moto import mock_aws
 
 from glue_jobs.image_index import IndexRefused, check_first_start, join_stream
-from hdfs_events import names
 from hdfs_events.index_status import read_status
 from hdfs_events.sequencer_position import applied_through
+from tests.kit.index_table import create_index_table
 
 TABLE, CLUSTER, T = "index", "prod", 1513
 
@@ -24,12 +24,7 @@ def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": names.INDEX_PK, "AttributeType": "S"},
-                                  {"AttributeName": names.INDEX_SK, "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": names.INDEX_PK, "KeyType": "HASH"},
-                       {"AttributeName": names.INDEX_SK, "KeyType": "RANGE"}])
+        create_index_table(client, TABLE)
         yield client
 
 
