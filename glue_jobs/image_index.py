@@ -6,11 +6,13 @@ records/s at 5 ms per DynamoDB call). Records of one snapshot commute (hdfs_even
 snapshot_index.py: blind puts of final states, all at txid T), so here every task writes its
 share at once: the covered inventory rows sorted into the agent's walk order in the JVM (the
 contract's `walk_key` as a Spark column) and numbered there (each path gets the (T, i) the
-listing would give it), partitioned by partition key (each key written by one task), and only
-then seen by Python, once: the items built by the contract and written by BatchWriteItem, a few
-calls in flight per task. Then the driver joins the in-order stream: `<cluster>!position` =
-applied through T, put only where none exists, so the sequencer goes on at T+1 and a consumer
-that got there first is never overtaken. The marker `_indexed.json` beside the image says it is done.
+listing would give it), partitioned by partition key (each key written by one task), each item
+built there too as DynamoDB wire JSON from the contract's attribute list (glue_jobs/
+index_item_json.py). Python only batches those strings and sends them (BatchWriteItem with the
+body as it is: glue_jobs/wire_batch_write.py), a few calls in flight per task. Then the
+driver joins the in-order stream: `<cluster>!position` = applied through T, put only where none
+exists, so the sequencer goes on at T+1 and a consumer that got there first is never overtaken.
+The marker `_indexed.json` beside the image says it is done.
 
 First start only: an index that already has a position refuses the run (gap repair from an
 image is not built). A rerun after a crash writes the same items; a run whose position is
@@ -29,12 +31,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from glue_jobs.index_item_json import in_hot_parent, name_of, parent_of, put_request_json, shard_of
 from glue_jobs.runtime import AWS_RETRIES
+from glue_jobs.wire_batch_write import WireBody, accept_wire_bodies
 from hdfs_events import names
-from hdfs_events.index_item import INDEX_SHARDS, to_wire
 from hdfs_events.sequencer_position import (
     POSITION_INDEX,
     POSITION_TXID,
@@ -50,14 +53,12 @@ from hdfs_events.snapshot_index import (
     WALK_ROOT_DIGITS,
     covering_root,
     outermost,
-    snapshot_item,
-    state_from_row,
 )
 
 BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
 _UNPROCESSED_ATTEMPTS = 10
 ROW_COLUMNS = ("path", "type", "size", "mtime", "atime", "owner", "group", "perms",
-               "replication", "symlink_target")  # what state_from_row reads
+               "replication", "symlink_target")  # what the items hold (snapshot_wire.py)
 # monotonically_increasing_id: the partition's index in the upper 31 bits, the row's below.
 _ROW_BITS = 33
 
@@ -92,11 +93,13 @@ def dynamodb_client(threads: int) -> Any:
     import boto3
     from botocore.config import Config
 
-    return boto3.client("dynamodb", config=Config(retries=AWS_RETRIES,
-                                                  max_pool_connections=threads))
+    return accept_wire_bodies(boto3.client("dynamodb", config=Config(
+        retries=AWS_RETRIES, max_pool_connections=threads)))
 
 
-ClientFactory = Callable[[int], Any]  # (threads) -> a DynamoDB client, made on the executor
+# (threads) -> a DynamoDB client taking WireBody requests (accept_wire_bodies), made on the
+# executor
+ClientFactory = Callable[[int], Any]
 
 
 def check_first_start(ddb: Any, table: str, cluster: str, txid: int) -> bool:
@@ -140,11 +143,6 @@ def covered_rows(prefixes: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
             cond = cond | (F.col("path") == root) | F.col("path").startswith(root + "/")
         return rows.where(cond)
     return transform
-
-
-def parent_of(path: F.Column) -> F.Column:
-    parent = F.regexp_replace(path, "/[^/]*$", "")
-    return F.when(parent == "", F.lit("/")).otherwise(parent)
 
 
 def hot_directories(rows: DataFrame, prefixes: tuple[str, ...]) -> list[str]:
@@ -198,59 +196,39 @@ def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...]) -> Iterator[DataFr
 
 def write_groups(numbered: DataFrame, hot: Iterable[str], partitions: int) -> DataFrame:
     """Repartitioned so that each partition key is written by one task: by parent, and for a
-    hot directory's children by the shard of it (index_item.shard_of: crc32 of the name, as
-    Spark's crc32 is java.util.zip's)."""
-    parent = parent_of(F.col("path"))
-    name = F.regexp_extract(F.col("path"), "([^/]*)$", 1)
-    hot_list = sorted(hot)
-    shard = (F.when(parent.isin(hot_list), F.crc32(F.encode(name, "UTF-8")) % INDEX_SHARDS)
-             if hot_list else F.lit(None).cast("long"))
-    return numbered.repartition(partitions, parent, shard)
-
-
-def wire_items(cluster: str, txid: int, hot: Iterable[str]
-               ) -> Callable[[Iterable[Row]], Iterator[dict[str, Any]]]:
-    """Each numbered row's item, built by the contract, in DynamoDB's wire format."""
-    hot_set = frozenset(hot)
-
-    def build(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
-        for row in rows:
-            *fields, index = row
-            state = state_from_row(dict(zip(ROW_COLUMNS, fields, strict=True)))
-            parent = names.split_path(state.path)[0]
-            built = snapshot_item(cluster, state, txid, index,
-                                  sharded=state.inode_type == DIRECTORY and state.path in hot_set,
-                                  parent_sharded=parent in hot_set)
-            yield to_wire(built.to_item(now_s=0))  # not deleted: no TTL, `now_s` unused
-    return build
+    hot directory's children by the shard of it (the shard key's k)."""
+    shard = F.when(in_hot_parent(hot), shard_of(name_of(F.col("path"))))
+    return numbered.repartition(partitions, parent_of(F.col("path")), shard)
 
 
 def write_partition(table: str, threads: int, client: ClientFactory
-                    ) -> Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, int]]]:
-    def write(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, int]]:
+                    ) -> Callable[[Iterator[tuple[str, bool]]], Iterator[dict[str, int]]]:
+    """Writes a task's (PutRequest JSON, is a directory) rows, BatchWriteItem calls of 25."""
+    def write(rows: Iterator[tuple[str, bool]]) -> Iterator[dict[str, int]]:
         ddb = client(threads)
         counts = {"entries": 0, "directories": 0, "batch_calls": 0, "unprocessed_retries": 0}
 
-        def batches() -> Iterator[list[dict[str, Any]]]:
-            batch: list[dict[str, Any]] = []
-            for wire in items:
-                counts["entries"] += 1
-                counts["directories"] += wire["type"].get("S") == DIRECTORY
-                batch.append({"PutRequest": {"Item": wire}})
+        def batches() -> Iterator[WireBody]:
+            batch: list[str] = []
+            for put, is_directory in rows:
+                counts["directories"] += is_directory
+                batch.append(put)
                 if len(batch) == BATCH_WRITE_LIMIT:
-                    yield batch
+                    counts["entries"] += len(batch)
+                    yield WireBody.of_puts(table, batch)
                     batch = []
             if batch:
-                yield batch
+                counts["entries"] += len(batch)
+                yield WireBody.of_puts(table, batch)
 
-        def send(batch: list[dict[str, Any]]) -> tuple[int, int]:
-            request = {table: batch}
+        def send(body: WireBody) -> tuple[int, int]:
             for attempt in range(_UNPROCESSED_ATTEMPTS):
-                request = ddb.batch_write_item(RequestItems=request).get("UnprocessedItems")
-                if not request:
+                left = ddb.batch_write_item(RequestItems=body).get("UnprocessedItems")
+                if not left:
                     return attempt + 1, attempt
+                body = WireBody.of_unprocessed(left)
                 time.sleep(min(0.05 * 2 ** attempt, 2.0))  # throttled: back off, send the rest
-            raise RuntimeError(f"DynamoDB left {len(request[table])} index writes unprocessed "
+            raise RuntimeError(f"DynamoDB left {len(left[table])} index writes unprocessed "
                                f"after {_UNPROCESSED_ATTEMPTS} attempts")
 
         def tally(sent: Future[tuple[int, int]]) -> None:
@@ -284,10 +262,11 @@ def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSetting
     with walk_numbered(covered, settings.prefixes) as numbered:
         hot = hot_directories(numbered, settings.prefixes)
         numbering_seconds = clock() - started
-        build = wire_items(cluster, txid, hot)
         write = write_partition(settings.table, settings.threads, client)
-        counts = (write_groups(numbered, hot, partitions).rdd
-                  .mapPartitions(lambda rows: write(build(rows))).collect())
+        counts = (write_groups(numbered, hot, partitions)
+                  .select(put_request_json(cluster, txid, hot),
+                          F.col("type") == DIRECTORY).rdd
+                  .mapPartitions(write).collect())
     join_stream(ddb, settings.table, cluster, txid)
     total = {k: sum(c[k] for c in counts) for k in counts[0]} if counts else {}
     return IndexReport(txid, total.get("entries", 0), total.get("directories", 0), len(hot),

@@ -16,7 +16,7 @@ and a rerun writes the same items (exactly once by key).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,11 +123,3 @@ def snapshot_item(cluster: str, state: PathState, txid: int, index: int, *,
     return IndexItem(cluster, state.path, snapshot_attrs(state), txid, index,
                      shards=INDEX_SHARDS if sharded else 0, in_shard=parent_sharded)
 
-
-def state_from_row(row: Mapping[str, Any]) -> PathState:
-    """From a namespace inventory row (hdfs_events/inventory_schema.py)."""
-    return PathState(
-        path=row["path"], inode_type=row["type"], size=int(row["size"] or 0),
-        mtime=int(row["mtime"] or 0), atime=int(row["atime"] or 0), owner=row["owner"] or "",
-        group=row["group"] or "", perms=row["perms"] or "0000",
-        replication=int(row["replication"] or 0), symlink_target=row["symlink_target"])

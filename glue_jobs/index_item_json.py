@@ -1,0 +1,85 @@
+"""Each numbered inventory row's index item as DynamoDB wire JSON, built by the JVM from the
+contract's attribute list (hdfs_events/snapshot_wire.py), so the image job's Python only
+batches ready strings and sends them: building each item by the contract in Python cost
+~20-27 µs a row, most of the write tasks' time (docs/fsimage.md).
+
+tests/integration/glue/test_index_item_json.py holds every item equal to the contract's
+`to_wire(snapshot_item(...).to_item(now_s=0))`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from hdfs_events.index_item import INDEX_SHARDS
+from hdfs_events.snapshot_index import DIRECTORY
+from hdfs_events.snapshot_wire import SNAPSHOT_WIRE, Own, WireAttribute, partition_spelling
+
+
+def parent_of(path: Column) -> Column:
+    """names.split_path's parent ("/" for a top-level entry)."""
+    parent = F.regexp_replace(path, "/[^/]*$", "")
+    return F.when(parent == "", F.lit("/")).otherwise(parent)
+
+
+def name_of(path: Column) -> Column:
+    """names.split_path's name: the last component."""
+    return F.regexp_extract(path, "([^/]*)$", 1)
+
+
+def shard_of(name: Column) -> Column:
+    """index_item.shard_of: Spark's crc32 is java.util.zip's, which is zlib.crc32."""
+    return F.crc32(F.encode(name, "UTF-8")) % INDEX_SHARDS
+
+
+def in_hot_parent(hot: Iterable[str]) -> Column:
+    """The entry goes to its parent's shard partition (a directory written sharded)."""
+    hot_list = sorted(hot)
+    return parent_of(F.col("path")).isin(hot_list) if hot_list else F.lit(False)
+
+
+def _own_values(cluster: str, txid: int, hot: list[str]) -> dict[Own, Column]:
+    path = F.col("path")
+    parent, name = parent_of(path), name_of(path)
+    prefix, infix = partition_spelling(cluster)
+    own_partition = F.concat(F.lit(prefix), parent)
+    shard_partition = F.concat(own_partition, F.lit(infix), shard_of(name).cast("string"))
+    sharded = (F.col("type") == DIRECTORY) & path.isin(hot) if hot else F.lit(False)
+    return {
+        Own.PARTITION: F.when(in_hot_parent(hot), shard_partition).otherwise(own_partition),
+        Own.NAME: name, Own.CLUSTER: F.lit(cluster), Own.TXID: F.lit(txid),
+        Own.INDEX: F.col("index"), Own.NOT_DELETED: F.lit(False),
+        Own.SHARDS: F.when(sharded, F.lit(INDEX_SHARDS)),
+    }
+
+
+def _wire_value(attribute: WireAttribute, own: dict[Own, Column]) -> Column:
+    """{"<type>": value}, or {"NULL": true} for an inventory value the entry does not keep; an
+    own value that is null (shards) leaves the attribute out, as to_item does."""
+    if isinstance(attribute.source, Own):
+        value = own[attribute.source]
+    else:
+        value = F.col(attribute.source)
+        if attribute.default is not None:
+            value = F.coalesce(value, F.lit(attribute.default))
+        if attribute.kept_for is not None:
+            value = F.when(F.col("type") == attribute.kept_for, value)
+    if attribute.wire_type == "N":
+        value = value.cast("string")  # DynamoDB's numbers travel as strings
+    if isinstance(attribute.source, Own):
+        return F.when(value.isNotNull(), F.struct(value.alias(attribute.wire_type)))
+    return F.struct(value.alias(attribute.wire_type),
+                    F.when(value.isNull(), F.lit(True)).alias("NULL"))
+
+
+def put_request_json(cluster: str, txid: int, hot: Iterable[str]) -> Column:
+    """A BatchWriteItem PutRequest of each numbered row's item (rows with the inventory's
+    columns and `index`), as JSON text: nulls left out, so a value is {"S": ...} or
+    {"NULL": true}, never both."""
+    own = _own_values(cluster, txid, sorted(hot))
+    item = F.struct(*(_wire_value(a, own).alias(a.name) for a in SNAPSHOT_WIRE))
+    return F.concat(F.lit('{"PutRequest":{"Item":'),
+                    F.to_json(item, {"ignoreNullFields": "true"}), F.lit("}}"))
