@@ -1,13 +1,17 @@
-"""The namespace inventory job, run through its entry script against images in the moto server's
-S3: its rows equal read_namespace's (proven equal to `hdfs oiv -p Delimited` in
-tests/integration/hdfs/test_fsimage_reader.py), path for path and field for field.
+"""The namespace inventory job, run through its entry script (what Glue runs: the driver's
+ranged reads, the JVM decoder of the image's parts, the path joins) against images in the moto
+server's S3: its rows equal Hadoop's own `hdfs oiv -p Delimited` on the same image, path for
+path and every column oiv prints.
 
 Two images: the kit's 2,000-file namespace (Hadoop's Offline Image Reconstructor: no
-sub-sections, one part per section) and one a live NameNode saved with parallel load on
-(tests/kit/hadoop/live_image.py: INODE_SUB and INODE_DIR_SUB sub-sections, references,
-a snapshot-only file, a symlink, EC and storage policies, an open file), on which the job must
-run one decode task per part. The live image's table is also compared with the NameNode's own
-listing taken when the image was saved, field for field.
+sub-sections, one part per section), whose table must also equal, to the millisecond, every
+field of the namespace the kit declared it from; and one a live NameNode saved with parallel
+load on (tests/kit/hadoop/live_image.py: INODE_SUB and INODE_DIR_SUB sub-sections, references,
+a snapshot-only file, a symlink, EC and storage policies, an open file, quotas, a sticky
+directory), on which the job must run one decode task per part. The live image's table is also
+compared with the NameNode's own listing taken when the image was saved, field for field.
+The bytes a NameNode does not write on demand (codecs, unknown fields, broken parts) are
+crafted in test_fsimage_jvm_decoder.py.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +27,13 @@ import pytest
 from glue_jobs import namespace_inventory as job
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.fsimage_format import (
+    ImageSummary,
+    check_magic,
+    part_data,
     read_name_system,
-    read_summary,
     read_summary_tail,
-    section_data,
     summary_length,
 )
-from glue_jobs.fsimage_namespace import read_namespace
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
 from glue_jobs.layout import (
     INVENTORY_LOCAL_CATALOG_KEY,
@@ -38,18 +43,29 @@ from glue_jobs.layout import (
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
-from tests.kit.hadoop.live_image import LiveImage, live_image
-from tests.kit.hadoop.namespace_image import namespace_image
+from tests.kit.hadoop.live_image import COLD, ONE_MB, LiveImage, live_image
+from tests.kit.hadoop.namespace_image import (
+    NamespaceImage,
+    as_delimited,
+    declared_rows,
+    delimited_listing,
+    namespace_image,
+)
 
 pytestmark = pytest.mark.slow
 
+KIT_FILES = 2_000
 CLUSTER = "c1"
 
 
 @pytest.fixture(scope="module")
-def kit_image() -> bytes:
-    current = namespace_image(2_000).name_dir / "current"
-    return next(current.glob("fsimage_" + "[0-9]" * 19)).read_bytes()
+def kit() -> NamespaceImage:
+    return namespace_image(KIT_FILES)
+
+
+@pytest.fixture(scope="module")
+def kit_image(kit: NamespaceImage) -> bytes:
+    return kit.image.read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +79,15 @@ def saved_image(saved: LiveImage) -> bytes:
     return saved.image.read_bytes()
 
 
+def summary_of(image: bytes) -> ImageSummary:
+    check_magic(image)
+    return read_summary_tail(image, len(image))
+
+
 def txid_of(image: bytes) -> int:
-    summary = read_summary(image)
-    return read_name_system(section_data(image, summary, summary.section("NS_INFO"))
+    summary = summary_of(image)
+    ns = summary.section("NS_INFO")
+    return read_name_system(part_data(image[ns.offset:ns.offset + ns.length], summary, ns)
                             ).transaction_id
 
 
@@ -98,20 +120,13 @@ def table_rows(spark: Any, location: str) -> dict[str, dict[str, Any]]:
     return by_path
 
 
-def expected_rows(image: bytes) -> dict[str, dict[str, Any]]:
-    """read_namespace's (path, inode) in the table's words: octal perms as the events carry
-    them, the policies' ids, the image's txid on every row."""
-    txid = txid_of(image)
-    return {path: {"path": path, "type": n.kind.name, "size": n.size, "owner": n.user,
-                   "group": n.group, "perms": f"{n.mode & 0o1777:04o}", "mtime": n.mtime,
-                   "atime": n.atime, "replication": n.replication, "blocks": n.blocks,
-                   "preferred_block_size": n.preferred_block_size,
-                   "storage_policy_id": n.storage_policy_id,
-                   "erasure_coding_policy_id": n.erasure_coding_policy_id,
-                   "ns_quota": n.ns_quota, "ds_quota": n.ds_quota,
-                   "symlink_target": n.symlink_target,
-                   "under_construction": n.under_construction, "image_txid": txid}
-            for path, n in read_namespace(image)}
+def oiv_rows(image: Path, work: Path) -> dict[str, dict[str, str]]:
+    """Hadoop's own reader of the image: `hdfs oiv -p Delimited`, by path."""
+    return delimited_listing(image, work / f"{image.name}.tsv")[0]
+
+
+def in_oiv_words(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
+    return {path: as_delimited(row) for path, row in rows.items()}
 
 
 def assert_same_rows(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> None:
@@ -120,36 +135,45 @@ def assert_same_rows(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str
     assert differ == [], f"{len(differ)} of {len(ours)} rows differ, first: {differ[:3]}"
 
 
-def test_the_kit_image_inventory_equals_read_namespace(spark, lake: RawLake, kit_image: bytes,
-                                                        capsys) -> None:
+def test_the_kit_image_inventory_equals_oiv_and_the_declared_namespace(
+        spark, lake: RawLake, kit: NamespaceImage, kit_image: bytes, capsys,
+        tmp_path: Path) -> None:
     uri = upload(lake, kit_image)
     report = run(spark, lake, uri, capsys)
 
-    expected = expected_rows(kit_image)
     head = lake.s3.head_object(Bucket=lake.bucket, Key=uri.split("/", 3)[3])
     image_date = head["LastModified"].astimezone(UTC).strftime("%Y-%m-%d")
     locations = published(spark, lake)
     assert list(locations) == [(CLUSTER, image_date)]
-    assert_same_rows(table_rows(spark, locations[(CLUSTER, image_date)]), expected)
-    assert len(expected) == 2_130 and report["rows"] == len(expected)
+    rows = table_rows(spark, locations[(CLUSTER, image_date)])
+    assert_same_rows(in_oiv_words(rows), oiv_rows(kit.image, tmp_path))
+    # every field to the millisecond, as the kit declared each inode to Hadoop's reconstructor
+    txid = txid_of(kit_image)
+    assert_same_rows(rows, {path: {**row, "image_txid": txid}
+                            for path, row in declared_rows(KIT_FILES).items()})
+    files = [r for r in rows.values() if r["type"] == "FILE"]
+    assert len(files) == KIT_FILES and sum(r["blocks"] for r in files) > 0
+    assert len(rows) == 2_130 and report["rows"] == len(rows)
+    assert report["image_txid"] == txid
     # ReverseXML writes no sub-sections: the whole INODE section is one part, one task
     assert (report["inode_parts"], report["inode_decode_tasks"]) == (1, 1)
 
 
 def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake, saved: LiveImage,
-                                                          saved_image: bytes, capsys) -> None:
-    summary = read_summary(saved_image)
+                                                          saved_image: bytes, capsys,
+                                                          tmp_path: Path) -> None:
+    summary = summary_of(saved_image)
     uri = upload(lake, saved_image)
     report = run(spark, lake, uri, capsys, "--image_date", "2026-11-20")
 
     rows = table_rows(spark, published(spark, lake)[(CLUSTER, "2026-11-20")])
-    assert_same_rows(rows, expected_rows(saved_image))
+    assert_same_rows(in_oiv_words(rows), oiv_rows(saved.image, tmp_path))
     # and equal to what the NameNode itself listed at the image's txid, every field a listing
     # carries (getListing with locations; getQuotaUsage of directories), a second oracle beside
-    # oiv's. Two fields differ by design, each pinned: a striped file's listing says replication
-    # 1 (HdfsFileStatus's fixed figure for striped files) where the image stores none (0, with
-    # its EC policy); a directory's EC policy is a default for files made later (an xattr), not
-    # how anything is stored, so the table has none for it.
+    # oiv's, to the millisecond. Two fields differ by design, each pinned: a striped file's
+    # listing says replication 1 (HdfsFileStatus's fixed figure for striped files) where the
+    # image stores none (0, with its EC policy); a directory's EC policy is a default for files
+    # made later (an xattr), not how anything is stored, so the table has none for it.
     listed = {p: {k: row[k] for k in saved.listing[p]} for p, row in rows.items()}
     assert (listed["/ec/striped.bin"]["replication"],
             saved.listing["/ec/striped.bin"]["replication"]) == (0, 1)
@@ -159,17 +183,27 @@ def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake, 
     listed["/ec"]["erasure_coding_policy_id"] = 1
     assert_same_rows(listed, saved.listing)
     # the cases the workload made are rows, with the typed fields oiv does not print
+    assert rows["/lake/latest"]["type"] == "SYMLINK"
     assert rows["/lake/latest"]["symlink_target"] == "/lake/curated/p1.csv"
-    assert rows["/cold/archive.bin"]["storage_policy_id"] == 2  # COLD
+    assert (rows["/lake/curated/big.bin"]["blocks"], rows["/lake/curated/big.bin"]["size"]) == (
+        3, 2 * ONE_MB + 17)
+    assert rows["/cold/archive.bin"]["storage_policy_id"] == COLD
     assert rows["/ec/striped.bin"]["erasure_coding_policy_id"] == 1  # RS-6-3-1024k
+    assert rows["/lake/curated/p1.csv"]["erasure_coding_policy_id"] is None
     assert rows["/scratch/open.log"]["under_construction"]
     assert rows["/scratch"]["perms"] == "1777"
-    assert "/snap/dir/renamed.txt" in rows and not any("gone" in p for p in rows)
+    assert (rows["/quota"]["ns_quota"], rows["/quota/q"]["ds_quota"]) == (1000, 5 * 1024**3)
+    assert "/snap/dir/renamed.txt" in rows and "/lake/out-of-snapshot.txt" in rows
+    assert not any(p.startswith("/snap/dir/gone") or p.endswith("moved.txt") for p in rows)
+    assert "/lake/raw/2024/feb/part-000.csv" in rows and "/lake/raw/2024/02" not in rows
     parts = len(summary.parts("INODE"))
     assert parts > 1 and len(summary.parts("INODE_DIR")) > 1
+    assert summary.section("INODE_REFERENCE").length > 0
     assert (report["inode_parts"], report["inode_decode_tasks"]) == (parts, parts)
     assert report["directory_parts"] == len(summary.parts("INODE_DIR"))
-    assert report["image_txid"] == txid_of(saved_image)
+    # fsimage_<txid>: the NameNode names the image for the last transaction it holds
+    assert report["image_txid"] == txid_of(saved_image) == int(
+        saved.image.name.removeprefix("fsimage_"))
 
     # a rerun of the same image replaces the partition: a new run, the same rows once, and
     # the run it superseded removed (no grace period here)
@@ -179,14 +213,13 @@ def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake, 
     assert locations[(CLUSTER, "2026-11-20")].rstrip("/").endswith(f"run={again['run_id']}")
     assert again["run_id"] != report["run_id"] and again["runs_removed"] == 1
     assert lake.keys(inventory_run_prefix(CLUSTER, "2026-11-20", report["run_id"])) == []
-    assert_same_rows(table_rows(spark, locations[(CLUSTER, "2026-11-20")]),
-                     expected_rows(saved_image))
+    assert_same_rows(table_rows(spark, locations[(CLUSTER, "2026-11-20")]), rows)
 
 
 def test_a_corrupt_part_stops_the_run_naming_its_section_and_byte(spark, lake: RawLake,
                                                                   saved_image: bytes,
                                                                   capsys) -> None:
-    summary = read_summary(saved_image)
+    summary = summary_of(saved_image)
     part = summary.parts("INODE")[1]
     broken = bytearray(saved_image)
     # the part's first message length, made a varint that runs on: a message past the part
@@ -204,7 +237,7 @@ def test_the_summary_is_read_from_the_tail_in_one_get_or_two(lake: RawLake,
                                                              saved_image: bytes) -> None:
     """The job's driver reads the summary from the object's end; a summary longer than the
     first GET (4 KiB in the job, 16 bytes here) costs a second, exact one."""
-    whole = read_summary(saved_image)
+    whole = summary_of(saved_image)
     for cut in (summary_length(saved_image), summary_length(saved_image) + 100):
         assert read_summary_tail(saved_image[-cut:], len(saved_image)) == whole
     client = s3_client()

@@ -1,7 +1,7 @@
 """An fsimage a live NameNode saved after a workload of every case the image reader handles, with
-sub-sections (dfs.image.parallel.load on): the second image the fsimage reader and the namespace
-inventory job are checked on (tests/integration/hdfs/test_fsimage_reader.py,
-tests/integration/glue/test_namespace_inventory.py).
+sub-sections (dfs.image.parallel.load on): the second image the namespace inventory job is
+checked on, against `hdfs oiv -p Delimited` and the listing below
+(tests/integration/glue/test_namespace_inventory.py).
 
     with live_image(tmp) as live: ...  # live.image: <tmp>/dfs/name*/current/fsimage_<txid>
                                        # live.listing: the NameNode's listing of / at that txid

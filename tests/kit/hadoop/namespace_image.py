@@ -36,12 +36,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from glue_jobs.fsimage_inodes import INode, INodeKind, symbolic_mode
 from tests.kit.hadoop.jars import LIB, REPO, jars, java
 from tests.kit.hadoop.namespace_shape import (
     BLOCK_SIZE,
@@ -49,6 +49,7 @@ from tests.kit.hadoop.namespace_shape import (
     SHAPE_VERSION,
     Dir,
     EndDir,
+    File,
     Subtree,
     Summary,
     walk,
@@ -70,6 +71,8 @@ NAMESPACE_ID = 7_000_001
 CLUSTER_ID = "CID-hdfs-events-large-namespace"
 IMAGE_TXID = 1
 GENSTAMP = 1001  # GenerationStamp.LAST_RESERVED_STAMP + 1
+REPLICATION = 3  # every file's
+ROOT_NS_QUOTA = (1 << 63) - 1  # Long.MAX_VALUE: the root's default, as a formatted NameNode's
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +192,7 @@ def write_image_xml(files: int, out: IO[str], work: Path) -> Summary:
             name = "" if item.path == "/" else item.path.rsplit("/", 1)[1]
             perm = f"{item.owner}:{item.group}:{item.mode:04o}"
             if isinstance(item, Dir):
-                quota = "9223372036854775807" if item.path == "/" else "-1"
+                quota = ROOT_NS_QUOTA if item.path == "/" else -1
                 ins.write(f"<inode><id>{item.inode}</id><type>DIRECTORY</type><name>{name}</name>"
                           f"<mtime>{item.mtime_ms}</mtime><permission>{perm}</permission>"
                           f"<nsquota>{quota}</nsquota><dsquota>-1</dsquota></inode>\n")
@@ -201,7 +204,7 @@ def write_image_xml(files: int, out: IO[str], work: Path) -> Summary:
                               f"<numBytes>{min(item.size - offset, BLOCK_SIZE)}</numBytes>"
                               "</block>")
             ins.write(f"<inode><id>{item.inode}</id><type>FILE</type><name>{name}</name>"
-                      f"<replication>3</replication><mtime>{item.mtime_ms}</mtime>"
+                      f"<replication>{REPLICATION}</replication><mtime>{item.mtime_ms}</mtime>"
                       f"<atime>{item.mtime_ms}</atime>"
                       f"<preferredBlockSize>{BLOCK_SIZE}</preferredBlockSize>"
                       f"<permission>{perm}</permission>"
@@ -230,6 +233,29 @@ def write_image_xml(files: int, out: IO[str], work: Path) -> Summary:
               "<CacheManagerSection><nextDirectiveId>1</nextDirectiveId><numDirectives>0"
               "</numDirectives><numPools>0</numPools></CacheManagerSection>\n</fsimage>\n")
     return counts
+
+
+def declared_rows(files: int) -> dict[str, dict[str, Any]]:
+    """The inventory table's rows (hdfs_events.inventory_schema's columns but image_txid) of
+    walk(files), by path, every field as write_image_xml declares it: what a reader of the
+    kit's image must give, field for field, to the millisecond."""
+    rows = {}
+    for item in walk(files):
+        if isinstance(item, EndDir):
+            continue
+        is_file = isinstance(item, File)
+        size = item.size if is_file else 0
+        rows[item.path] = {
+            "path": item.path, "type": "FILE" if is_file else "DIRECTORY", "size": size,
+            "owner": item.owner, "group": item.group, "perms": f"{item.mode:04o}",
+            "mtime": item.mtime_ms, "atime": item.mtime_ms if is_file else 0,
+            "replication": REPLICATION if is_file else 0, "blocks": -(-size // BLOCK_SIZE),
+            "preferred_block_size": BLOCK_SIZE if is_file else 0, "storage_policy_id": 0,
+            "erasure_coding_policy_id": None,
+            "ns_quota": 0 if is_file else ROOT_NS_QUOTA if item.path == "/" else -1,
+            "ds_quota": 0 if is_file else -1, "symlink_target": None,
+            "under_construction": False}
+    return rows
 
 
 # The built-in policies, as a freshly formatted NameNode's image lists them (ReverseXML
@@ -306,18 +332,30 @@ def delimited_listing(image: Path, out: Path, *, heap: str = "1g"
     return rows, seconds
 
 
-def as_delimited(path: str, node: INode) -> dict[str, str]:
-    """glue_jobs.fsimage_format's row in oiv -p Delimited's words: times to the minute in UTC,
-    the type letter ('-' for a symlink too, as PBImageDelimitedTextWriter prints it) before
-    FsPermission's nine characters."""
+def as_delimited(row: Mapping[str, Any]) -> dict[str, str]:
+    """An inventory table row (hdfs_events.inventory_schema's columns) in oiv -p Delimited's
+    words: times to the minute in UTC, the type letter ('-' for a symlink too, as
+    PBImageDelimitedTextWriter prints it) before FsPermission's nine characters."""
     minute = "%Y-%m-%d %H:%M"
-    values = (path, node.replication,
-              datetime.fromtimestamp(node.mtime / 1000, UTC).strftime(minute),
-              datetime.fromtimestamp(node.atime / 1000, UTC).strftime(minute),
-              node.preferred_block_size, node.blocks, node.size, node.ns_quota, node.ds_quota,
-              ("d" if node.kind is INodeKind.DIRECTORY else "-") + symbolic_mode(node.mode),
-              node.user, node.group)
+    values = (row["path"], row["replication"],
+              datetime.fromtimestamp(row["mtime"] / 1000, UTC).strftime(minute),
+              datetime.fromtimestamp(row["atime"] / 1000, UTC).strftime(minute),
+              row["preferred_block_size"], row["blocks"], row["size"], row["ns_quota"],
+              row["ds_quota"],
+              ("d" if row["type"] == "DIRECTORY" else "-") + symbolic_mode(int(row["perms"], 8)),
+              row["owner"], row["group"])
     return dict(zip(DELIMITED_COLUMNS, map(str, values), strict=True))
+
+
+def symbolic_mode(mode: int) -> str:
+    """The 9 permission characters as FsPermission.toString writes them (t/T for sticky)."""
+    out = []
+    for shift in (6, 3, 0):
+        bits = mode >> shift
+        out += ["r" if bits & 4 else "-", "w" if bits & 2 else "-", "x" if bits & 1 else "-"]
+    if mode & 0o1000:
+        out[-1] = "t" if mode & 1 else "T"
+    return "".join(out)
 
 
 def _write_md5(image: Path) -> None:
