@@ -1,8 +1,10 @@
-"""An HDFS fsimage (Hadoop 3.3's protobuf image) read without Hadoop: the file's layout.
+"""An HDFS fsimage (Hadoop 3.3's protobuf image): the file's layout and the small sections the
+inventory job's driver reads itself.
 
-    summary = read_summary(image)                    # the section table, sub-sections included
-    read_name_system(section_data(image, summary, summary.section("NS_INFO"))).transaction_id
-    for part in summary.parts("INODE"): ...          # one INODE_SUB each, or the whole section
+    check_magic(first_8_bytes)
+    summary = read_summary_tail(last_bytes, image_size)  # the section table, sub-sections included
+    read_name_system(part_data(raw, summary, summary.section("NS_INFO"))).transaction_id
+    for part in summary.parts("INODE"): ...               # one INODE_SUB each, or the whole section
 
 The layout (fsimage.proto, FSImageFormatProtobuf.Saver, FSImageUtil): the magic `HDFSIMG1`,
 sections of varint-length-delimited messages, then a FileSummary (delimited too) whose length
@@ -13,25 +15,18 @@ With dfs.image.parallel.load on, the saver also lists sub-sections (INODE_SUB, I
 is what lets a Spark job read the image in parallel. The first INODE part opens with the
 INodeSection header (lastInodeId, numInodes).
 
-This module: the summary, NS_INFO, and the directory tree's records (INODE_DIR, INODE_REFERENCE).
-The inodes themselves: fsimage_inodes. Paths: fsimage_namespace. Field numbers are those of
-Hadoop 3.3.4's FsImageProto (read from its classes in hadoop-client-minicluster-3.3.4.jar).
+This module: the summary, a part's bytes (decompressed), NS_INFO and INODE_REFERENCE. The
+inodes (INODE, STRING_TABLE) and the directory tree (INODE_DIR) are decoded in the JVM by the
+job's tasks (hdfsevents.glue.FsImageParts, glue_jobs/jvm). Field numbers are those of Hadoop
+3.3.4's FsImageProto (read from its classes in hadoop-client-minicluster-3.3.4.jar).
 Docs: docs/fsimage.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from glue_jobs.fsimage_wire import (
-    LENGTH,
-    WireError,
-    decompress,
-    delimited,
-    fields,
-    repeated_varints,
-)
+from glue_jobs.fsimage_wire import LENGTH, WireError, decompress, delimited, fields
 
 MAGIC = b"HDFSIMG1"
 
@@ -64,8 +59,8 @@ class ImageSummary:
         return any(s.name == name for s in self.sections)
 
     def base(self, section: Section) -> int:
-        """What read_* functions add to a position in section's data to name an image byte:
-        its offset, or 0 when the data is decompressed (positions are then the stream's)."""
+        """What a reader adds to a position in section's data to name an image byte: its
+        offset, or 0 when the data is decompressed (positions are then the stream's)."""
         return section.offset if self.codec is None else 0
 
     def parts(self, name: str) -> list[Section]:
@@ -90,26 +85,6 @@ class NameSystem:
     namespace_id: int
     transaction_id: int
     last_allocated_block_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class DirEntry:
-    parent: int
-    children: tuple[int, ...]
-    reference_children: tuple[int, ...]  # positions in the INODE_REFERENCE section
-
-
-@dataclass(frozen=True, slots=True)
-class INodeReference:
-    referred_id: int
-    name: str | None  # set on a WithName reference: the name a snapshot keeps
-    dst_snapshot_id: int | None
-    last_snapshot_id: int | None
-
-
-def read_summary(image: bytes) -> ImageSummary:
-    check_magic(image)
-    return read_summary_tail(image, len(image))
 
 
 def check_magic(head: bytes) -> None:
@@ -177,21 +152,11 @@ def _section(buf: bytes, start: int, end: int) -> Section:
     return Section(name, offset, length)
 
 
-def section_data(image: bytes, summary: ImageSummary, section: Section) -> bytes:
-    """The section's messages, decompressed when the summary names a codec. Error positions
-    inside it are then relative to the decompressed bytes; without a codec read_* functions
-    report positions from the section's start."""
-    if section.offset + section.length > len(image):
-        raise ImageFormatError(f"{section.name} at byte {section.offset}: truncated, "
-                               f"{section.length} bytes listed, {len(image) - section.offset} "
-                               "in the image")
-    return part_data(image[section.offset:section.offset + section.length], summary, section)
-
-
 def part_data(raw: bytes, summary: ImageSummary, section: Section) -> bytes:
-    """section_data of one section or sub-section whose bytes (`raw`) were read on their own,
-    as a Spark task reads its part's byte range: each sub-section is a compressed stream of its
-    own, so it decompresses alone."""
+    """The messages of one section or sub-section whose bytes (`raw`) were read on their own,
+    as a Spark task reads its part's byte range, decompressed when the summary names a codec:
+    each sub-section is a compressed stream of its own, so it decompresses alone. Error
+    positions inside decompressed bytes are relative to them (ImageSummary.base)."""
     if len(raw) != section.length:
         raise ImageFormatError(f"{section.name} at byte {section.offset}: truncated, "
                                f"{section.length} bytes listed, {len(raw)} read")
@@ -233,40 +198,17 @@ def read_name_system(data: bytes, *, base: int = 0) -> NameSystem:
     return NameSystem(namespace_id, txid, last_block)
 
 
-def read_directory_entries(data: bytes, *, base: int = 0,
-                           section: str = "INODE_DIR") -> Iterator[DirEntry]:
-    """The DirEntry records of an INODE_DIR section or sub-section (no header message)."""
-    with SectionReading(section, base):
-        for start, end in delimited(data):
-            parent = 0
-            children: list[int] = []
-            refs: list[int] = []
-            for number, wire, value, after in fields(data, start, end):
-                if number == 1 and wire != LENGTH:
-                    parent = value
-                elif number == 2:
-                    children += repeated_varints(data, wire, value, after)
-                elif number == 3:
-                    refs += repeated_varints(data, wire, value, after)
-            yield DirEntry(parent, tuple(children), tuple(refs))
-
-
-def read_references(data: bytes, *, base: int = 0) -> list[INodeReference]:
-    """INODE_REFERENCE in order: a DirEntry's reference child is a position in this list."""
+def read_referred_ids(data: bytes, *, base: int = 0) -> list[int]:
+    """INODE_REFERENCE's referred inode ids in order: a directory's reference child (an inode
+    renamed or deleted while a snapshot holds it) is a position in this list. The reference's
+    other fields (the name a snapshot keeps, its snapshot ids) name no path of the current
+    tree, and are skipped."""
     out = []
     with SectionReading("INODE_REFERENCE", base):
         for start, end in delimited(data):
-            referred, name = 0, None
-            dst: int | None = None
-            last: int | None = None
-            for number, wire, value, after in fields(data, start, end):
+            referred = 0
+            for number, wire, value, _ in fields(data, start, end):
                 if number == 1 and wire != LENGTH:
                     referred = value
-                elif number == 2 and wire == LENGTH:
-                    name = bytes(data[value:after]).decode("utf-8", "replace")
-                elif number == 3 and wire != LENGTH:
-                    dst = value
-                elif number == 4 and wire != LENGTH:
-                    last = value
-            out.append(INodeReference(referred, name, dst, last))
+            out.append(referred)
     return out

@@ -1,14 +1,14 @@
-"""Protocol Buffers' wire format, the little of it an HDFS fsimage uses, decoded by hand.
+"""Protocol Buffers' wire format, the little of it an fsimage's summary and small sections use,
+decoded by hand.
 
 Why not Google's `protobuf` runtime: its decoder needs the messages' descriptors, and Hadoop
 ships fsimage.proto only as compiled Java (FsImageProto in the NameNode's jar). Generating a
-Python module means protoc (grpcio-tools) and copies of fsimage.proto, hdfs.proto, acl.proto and
-xattr.proto to keep in step with Hadoop, plus a `protobuf` wheel on every Glue worker (Glue 5
-lists no such module among those it provides; it would ride in --additional-python-modules). The
-image reader needs six small messages of unsigned varints, one fixed64 and byte strings, so the
-wire format is decoded here, exactly as protobuf does: unknown fields are skipped by their wire
-type, a repeated scalar is accepted packed or not, a field seen twice keeps the last value.
-No field the reader uses is signed (sint/zigzag): quotas are uint64 that Java reads as long.
+Python module means protoc (grpcio-tools) and copies of fsimage.proto to keep in step with
+Hadoop, plus a `protobuf` wheel on every Glue worker (Glue 5 lists no such module among those
+it provides), for three small messages of unsigned varints and byte strings. Decoded here as
+protobuf does: unknown fields are skipped by their wire type, a field seen twice keeps the last
+value. The inodes and the directory tree are decoded in the JVM by the same rules
+(hdfsevents.glue.WireReader, glue_jobs/jvm).
 
 Errors carry the position they were found at; the section reader names the section.
 """
@@ -35,51 +35,19 @@ class WireError(ValueError):
 
 
 def varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """The unsigned varint at pos, and the position after it. Unrolled to six bytes (an inode
-    id takes 3-4, a time in milliseconds 6): CPython runs straight-line code faster than a
-    loop, and this is the decode's most called function."""
-    try:
-        byte = buf[pos]
+    """The unsigned varint at pos, and the position after it."""
+    value, shift, at = 0, 0, pos
+    while True:
+        if at >= len(buf):
+            raise WireError(pos, "truncated varint")
+        byte = buf[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
         if byte < 0x80:
-            return byte, pos + 1
-        value = byte & 0x7F
-        byte = buf[pos + 1]
-        if byte < 0x80:
-            return value | byte << 7, pos + 2
-        value |= (byte & 0x7F) << 7
-        byte = buf[pos + 2]
-        if byte < 0x80:
-            return value | byte << 14, pos + 3
-        value |= (byte & 0x7F) << 14
-        byte = buf[pos + 3]
-        if byte < 0x80:
-            return value | byte << 21, pos + 4
-        value |= (byte & 0x7F) << 21
-        byte = buf[pos + 4]
-        if byte < 0x80:
-            return value | byte << 28, pos + 5
-        value |= (byte & 0x7F) << 28
-        byte = buf[pos + 5]
-        if byte < 0x80:
-            return value | byte << 35, pos + 6
-        value |= (byte & 0x7F) << 35
-        shift, at = 42, pos + 6
-        while True:
-            byte = buf[at]
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value, at + 1
-            shift += 7
-            at += 1
-            if shift >= 70:
-                raise WireError(pos, "varint longer than 10 bytes")
-    except IndexError:
-        raise WireError(pos, "truncated varint") from None
-
-
-def as_int64(value: int) -> int:
-    """A uint64 as Java's long reads it: HDFS stores a quota of -1 ("none") as 2**64 - 1."""
-    return value - (1 << 64) if value >= 1 << 63 else value
+            return value, at
+        shift += 7
+        if shift >= 70:
+            raise WireError(pos, "varint longer than 10 bytes")
 
 
 def fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
@@ -88,19 +56,12 @@ def fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, in
     the position the bytes start at (they run to the end of value)."""
     pos = start
     while pos < end:
-        key = buf[pos]  # one-byte keys and values inline: varint() calls are most of the cost
-        if key < 0x80:
-            pos += 1
-        else:
-            key, pos = varint(buf, pos)
+        key, pos = varint(buf, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise WireError(pos, "field number 0")
         if wire == VARINT:
-            if pos < end and buf[pos] < 0x80:
-                value, pos = buf[pos], pos + 1
-            else:
-                value, pos = varint(buf, pos)
+            value, pos = varint(buf, pos)
             yield number, wire, value, pos
         elif wire == LENGTH:
             size, value = varint(buf, pos)
@@ -122,21 +83,6 @@ def fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, in
             raise WireError(pos, f"field {number}: unsupported wire type {wire}")
     if pos != end:
         raise WireError(end, "message ends inside a field")
-
-
-def repeated_varints(buf: bytes, wire: int, value: int, end: int) -> list[int]:
-    """A repeated uint field's values from one occurrence, packed (LENGTH) or not."""
-    if wire == VARINT:
-        return [value]
-    if wire != LENGTH:
-        raise WireError(value, f"repeated varint field has wire type {wire}")
-    out, pos = [], value
-    while pos < end:
-        item, pos = varint(buf, pos)
-        out.append(item)
-    if pos != end:
-        raise WireError(end, "packed varints overrun their field")
-    return out
 
 
 def delimited(buf: bytes, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:

@@ -6,9 +6,9 @@ whose length is the last 4 bytes), NS_INFO, and the two small sections every tas
 INODE and INODE_DIR part (a sub-section, or the whole section of an image saved without them)
 is fetched by the Python task it is given (boto3, its own byte range, decompressed alone) and
 decoded in the JVM task that receives its bytes: hdfsevents.glue.FsImageParts (glue_jobs/jvm,
-the jobs' jar), the job's decoder, with the Python reader's rules and error words. Every GET
-names the ETag the driver saw, so an object replaced during the run fails the run (412)
-instead of mixing two images.
+the jobs' jar), the job's decoder, whose errors name the section and the image byte as
+glue_jobs.fsimage_format's do. Every GET names the ETag the driver saw, so an object replaced
+during the run fails the run (412) instead of mixing two images.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from glue_jobs.fsimage_format import (
     check_magic,
     part_data,
     read_name_system,
-    read_references,
+    read_referred_ids,
     read_summary_tail,
     summary_length,
 )
@@ -40,7 +40,10 @@ from glue_jobs.runtime import AWS_RETRIES
 # for an image of a hundred sections; a bigger summary costs a second GET.
 _TAIL_GUESS = 4096
 
-# Spark DDL of the decoded inodes (glue_jobs.fsimage_inodes.INode's fields, the kind by name).
+# Spark DDL of the decoded inodes (hdfsevents.glue.FsImageInodes' rows): absent fields read as
+# protobuf's defaults (0), as Hadoop reads them; the kind by name; owner and group from
+# STRING_TABLE; mode with the sticky bit; size the sum of the blocks' lengths; a striped
+# (erasure-coded) file has replication 0 and its EC policy id; quotas as Java's long (-1: none).
 INODE_DDL = ("id bigint, kind string, name string, mtime bigint, atime bigint, owner string, "
              "`group` string, mode int, replication int, preferred_block_size bigint, "
              "blocks int, size bigint, storage_policy_id int, erasure_coding_policy_id int, "
@@ -161,9 +164,9 @@ def referred_ids(layout: ImageLayout, client: Any) -> bytes:
     if not summary.has("INODE_REFERENCE"):
         return b""
     section = summary.section("INODE_REFERENCE")
-    refs = read_references(_part(client, layout.image, summary, section),
-                           base=summary.base(section))
-    return struct.pack(f"<{len(refs)}Q", *(ref.referred_id for ref in refs))
+    refs = read_referred_ids(_part(client, layout.image, summary, section),
+                             base=summary.base(section))
+    return struct.pack(f"<{len(refs)}Q", *refs)
 
 
 def _jvm(frame: DataFrame) -> Any:

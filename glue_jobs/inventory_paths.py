@@ -1,7 +1,7 @@
-"""Full paths joined in Spark, as glue_jobs.fsimage_namespace.PathIndex joins them in one process:
-an inode's path is its parent directory's path and its own name; the root is "/"; an inode under
-no directory of the current tree (kept only by a snapshot) has no path and is left out, as
-`hdfs oiv -p Delimited` leaves it out.
+"""Full paths joined in Spark, as `hdfs oiv -p Delimited` joins them (PBImageTextWriter): an
+inode's path is its parent directory's path and its own name; the root is "/"; an inode under
+no directory of the current tree (kept only by a snapshot) has no path and is left out, as oiv
+leaves it out.
 
 Directories' paths are built in one pass on the driver (directory_paths: the directories are
 ~5 % of the inodes, ~520k at 10M, one collect instead of a Spark join per level of the tree),
@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from glue_jobs.fsimage_namespace import ROOT_INODE_ID
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 
 Transform = Callable[[DataFrame], DataFrame]
+
+ROOT_INODE_ID = 16385  # INodeId.ROOT_INODE_ID: 1 << 14, plus one
 
 
 def directory_parents(links: DataFrame) -> Transform:

@@ -2,7 +2,7 @@
 the job (glue_jobs/namespace_inventory.py) and the catalog table the stack defines.
 
 One row per path of the namespace at an fsimage's transaction id, root included, as
-`hdfs oiv -p Delimited` lists them (glue_jobs/fsimage_namespace.read_namespace is the reference).
+`hdfs oiv -p Delimited` lists them (the tests hold the job's rows to oiv's, field for field).
 Partitioned by `cluster` and `image_date` (YYYY-MM-DD, UTC), both in the path, not in the files.
 
 Words and units are the events table's (glue_jobs/schema.py), so the two join: `perms` is the

@@ -1,8 +1,8 @@
 """An encoder of the protobuf wire format and of fsimage bytes, the tests' own (a reader must
 not check itself): hand-built images and sections a saver could write but the kit's images do
 not hold (multi-byte keys, unknown fields, unpacked repeats, codecs, expanded string tables).
-Used by the Python reader's tests (tests/unit/glue/test_fsimage_format.py) and the JVM
-decoder's (tests/integration/glue/test_fsimage_jvm_decoder.py)."""
+Used by the tests of the driver's reads (tests/unit/glue/test_fsimage_format.py) and of the
+JVM decoder (tests/integration/glue/test_fsimage_jvm_decoder.py)."""
 
 from __future__ import annotations
 
