@@ -15,8 +15,8 @@ NameNode saved with dfs.image.parallel.load on, INODE and INODE_DIR in 12 sub-se
 3. `hdfs oiv -p Delimited` on the same file, in a JVM of its own with the NameNode's heap:
    wall and CPU seconds (wait4's rusage: every JVM thread). Its rows are counted, not parsed:
    the tests prove the job's rows equal oiv's field for field
-   (tests/integration/glue/test_namespace_inventory.py, tests/integration/hdfs/
-   test_fsimage_reader.py); here the counts must agree, or the run exits 1.
+   (tests/integration/glue/test_namespace_inventory.py); here the counts must agree, or the
+   run exits 1.
 Then seconds = a + b * rows fitted over the sizes (least squares) for both, printed at 100M.
 """
 

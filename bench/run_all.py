@@ -436,17 +436,6 @@ def _inventory_scale(r: dict[str, Any], size: str) -> list[Figure]:
     return rows
 
 
-def _fsimage_read(r: dict[str, Any], size: str) -> list[Figure]:
-    ours, oiv = r["results"]["ours"], r["results"]["oiv"]
-    note = "" if r.get("same_rows") else f"{r['rows_differ']} ROWS DIFFER; "
-    return [Figure("fsimage -> (path, inode) rows, one process", "rows/s",
-                   ours["rows_per_wall_s"], oiv["rows_per_wall_s_without_start"],
-                   "oiv -p Delimited, JVM start out", size,
-                   note=f"{note}{r['rows']:,} rows; oiv's JVM start {oiv['jvm_start_s']:.1f} s, "
-                        f"whole run {oiv['rows_per_wall_s']:,} rows/s; ours "
-                        f"{ours['rows_per_cpu_s']:,} rows/CPU s")]
-
-
 def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
     base = r["runs"][0]
     rows = []
@@ -559,11 +548,6 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
           smoke=("--ops", "500", "--rounds", "1"), smoke_s=15),
-    # The kit's cached image (built on the first run of a size), oiv in a JVM of its own.
-    Bench("fsimage_read", "bench.fsimage_read", "fsimage_read.json", _fsimage_read,
-          quick=("--files", "100000"), quick_size="kit image of 100k files, best of 3",
-          smoke=("--files", "2000", "--rounds", "1"), full=("--files", "1000000"),
-          full_size="kit image of 1M files, best of 3", shares=(KIT_IMAGES,)),
     # The image job at scale: kit images (built once per size, cached), one NameNode start, one
     # Spark session and one oiv JVM per size.
     Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
