@@ -15,11 +15,11 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The full path of every directory of the current tree, built in one pass on the driver from
- * (id, parent, name) of the directories listed under a directory, as
- * glue_jobs.fsimage_namespace.PathIndex builds them: the parent's path and the directory's
- * name; the root is "/"; a directory under no directory of the tree (kept only by a snapshot)
- * has no path. One collect of the directories (about 5 % of the inodes: ~520k at 10M) instead
- * of a Spark join per level of the tree, each a job of its own.
+ * (id, parent, name) of the directories listed under a directory, as `hdfs oiv -p Delimited`
+ * builds them (PBImageTextWriter): the parent's path and the directory's name; the root is
+ * "/"; a directory under no directory of the tree (kept only by a snapshot) has no path. One
+ * collect of the directories (about 5 % of the inodes: ~520k at 10M) instead of a Spark join
+ * per level of the tree, each a job of its own.
  */
 public final class DirectoryPaths {
     static final long ROOT_INODE_ID = 16385; // INodeId.ROOT_INODE_ID: 1 << 14, plus one

@@ -9,11 +9,11 @@ import org.apache.spark.sql.RowFactory;
 
 /**
  * The INODE records of one INODE part (a sub-section, or the whole section) as rows of
- * glue_jobs.inventory_image.INODE_DDL, read as glue_jobs/fsimage_inodes.py reads them (Hadoop
- * 3.3.4's field numbers: fsimage.proto's INodeSection), with its error words. The Python
- * reader stays the reference (read_namespace, proven equal to `hdfs oiv -p Delimited`); this
- * one is the job's, because decoding 10M inodes in Python and pickling their rows to the JVM
- * was most of the job's CPU (docs/fsimage.md, "At scale").
+ * glue_jobs.inventory_image.INODE_DDL (Hadoop 3.3.4's field numbers: fsimage.proto's
+ * INodeSection). Absent fields read as protobuf's defaults (0), as Hadoop reads them. In the
+ * JVM because decoding 10M inodes in Python and pickling their rows to the JVM was most of the
+ * job's CPU (docs/fsimage.md, "At scale"); the job's rows are held to `hdfs oiv -p Delimited`
+ * (tests/integration/glue/test_namespace_inventory.py).
  */
 final class FsImageInodes implements Iterator<Row> {
     static final int FILE = 1;

@@ -82,7 +82,10 @@ public final class FsImageParts {
                 .add("parent", DataTypes.LongType, false));
     }
 
-    /** glue_jobs.fsimage_format.read_directory_entries, flattened to (child, parent) rows. */
+    /**
+     * The INODE_DIR part's DirEntry records (parent 1, children 2 and reference children 3,
+     * each packed or not), flattened to (child, parent) rows.
+     */
     static List<Row> directoryEntries(byte[] data, String section, long base, long[] refs) {
         List<Row> out = new ArrayList<>();
         WireReader r = new WireReader(data);

@@ -3,9 +3,9 @@ package hdfsevents.glue;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Protocol Buffers' wire format over one part of an fsimage, read as
- * glue_jobs/fsimage_wire.py reads it (the same rules and the same error words): unknown fields
- * skipped by wire type, groups refused, a length running past its message refused. Errors are
+ * Protocol Buffers' wire format over one part of an fsimage, read by the rules and in the
+ * error words of the driver's reader, glue_jobs/fsimage_wire.py: unknown fields skipped by wire
+ * type, groups refused, a length running past its message refused. Errors are
  * {@link Failure}s at a position in the part; {@link #section} turns them into an
  * {@link ImageFormatError} naming the section and the image byte.
  *
