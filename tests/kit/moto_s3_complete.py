@@ -1,5 +1,5 @@
 """moto 5.2's CompleteMultipartUpload made to do what S3 does with a full-object checksum, for the
-tests and benches that count the sync's requests.
+tests and benches that count the sync's requests and time its lag.
 
 S3 (API reference, CompleteMultipartUpload): with `ChecksumType=FULL_OBJECT` and
 `x-amz-checksum-crc32c` the request names the checksum of the whole object; S3 computes the
@@ -9,22 +9,39 @@ upload left open) when the two differ, and its reply carries `ChecksumCRC32C` an
 nor returns it, so a client must ask with a HEAD (docs/sync.md, "Append"), one request that S3
 never needs: the sync's append counted 6 requests on moto where S3 takes 5.
 
+moto also assembles the object in memory: every part read twice, the whole object copied into
+two bytearrays, each copied again into bytes, then written into the key's buffer (and spilled to
+a temporary file). For 1 GB that is ~5 GB of copies, most of them single memcpys that hold the
+server's Python: 14 s here in-process, and every other request to the server (S3 and DynamoDB
+alike) waited up to 3.7 s meanwhile; bench.sync saw one DynamoDB PutItem take 3.2 s while it
+ran (docs/sync.md, "Measured"). S3 serves other requests while it completes an upload. A
+FULL_OBJECT CRC32C upload (the sync's) is therefore completed here part by part: each part's
+bytes read once, CRC32C'd (the `crc32c` package releases the GIL) and written into the new
+key's buffer, the key made visible only once whole, as S3 shows an object only once complete.
+
 `complete_checks_full_object_crc32c()` patches both, while the context lasts, in this process
-(the moto server of tests/conftest.py and bench.sync serves in it). Everything else is moto's:
-the object, its stored checksum, the parts' order and sizes. A wrong checksum now fails the
-Complete as S3's does; tests/integration/hdfs/test_sync.py's corrupted part shows both sides.
+(the moto server of tests/conftest.py and bench.sync serves in it). Every other upload takes
+moto's own path. Everything else is moto's: the key, its metadata, tags, ACL and notification,
+the parts' order and size rules. A wrong checksum now fails the Complete as S3's does;
+tests/integration/hdfs/test_sync.py's corrupted part shows both sides.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from moto.s3.exceptions import S3ClientError
-from moto.s3.models import FakeMultipart
+import crc32c
+from moto.moto_api._internal import mock_random as random
+from moto.s3 import notifications
+from moto.s3.exceptions import EntityTooSmall, InvalidPart, MalformedXML, S3ClientError
+from moto.s3.models import S3_UPLOAD_PART_MIN_SIZE, FakeKey, FakeMultipart, S3Backend
 from moto.s3.responses import S3Response
+from moto.utilities.utils import md5_hash
 
 _request = threading.local()
 _END = b"</CompleteMultipartUploadResult>"
@@ -34,19 +51,80 @@ class BadDigest(S3ClientError):
     code = "BadDigest"
 
 
+def _parts(multipart: FakeMultipart, body: Iterator[tuple[int, str]]) -> list[FakeKey]:
+    """The listed parts, checked as moto's FakeMultipart.complete checks them."""
+    parts: list[FakeKey] = []
+    for number, etag in body:
+        part = multipart.parts.get(number)
+        if part is None or part.etag.replace('"', "") != etag.replace('"', ""):
+            raise InvalidPart()
+        if parts and parts[-1].contentsize < S3_UPLOAD_PART_MIN_SIZE:
+            raise EntityTooSmall()
+        parts.append(part)
+    if not parts:
+        raise MalformedXML
+    return parts
+
+
+def _complete_part_by_part(backend: S3Backend, bucket_name: str, multipart: FakeMultipart,
+                           body: Iterator[tuple[int, str]]) -> FakeKey:
+    """moto's complete_multipart_upload for a FULL_OBJECT CRC32C upload, one part in memory at
+    a time; BadDigest, leaving the upload open, when the request's CRC32C is not the parts'."""
+    bucket = backend.get_bucket(bucket_name)
+    parts = _parts(multipart, body)
+    crc, md5s = 0, bytearray()
+    for part in parts:
+        crc = crc32c.crc32c(part.value, crc)
+        md5s.extend(codecs.decode(part.etag.replace('"', ""), "hex"))
+    stored = base64.b64encode(crc.to_bytes(4, "big")).decode()
+    asked = getattr(_request, "crc32c", None)
+    if asked is not None and asked != stored:
+        raise BadDigest("BadDigest", f"The CRC32C you specified ({asked}) did not match the "
+                        f"calculated checksum ({stored}).")
+    default = (bucket.encryption or {}).get("Rule", {}).get(
+        "ApplyServerSideEncryptionByDefault", {})
+    key = FakeKey(name=multipart.key_name, bucket_name=bucket_name, value=b"",
+                  account_id=backend.account_id, region_name=backend.region_name,
+                  storage=multipart.storage,
+                  etag=f"{md5_hash(bytes(md5s)).hexdigest()}-{len(parts)}",
+                  is_versioned=bucket.is_versioned,
+                  version_id=str(random.uuid4()) if bucket.is_versioned else "null",
+                  multipart=multipart,
+                  encryption=multipart.sse_encryption or default.get("SSEAlgorithm"),
+                  kms_key_id=multipart.kms_key_id or default.get("KMSMasterKeyID"),
+                  bucket_key_enabled=(bucket.encryption or {}).get("Rule", {}).get(
+                      "BucketKeyEnabled"))
+    with key.lock:
+        for part in parts:
+            key._value_buffer.write(part.value)
+        key.contentsize = sum(part.contentsize for part in parts)
+    key.set_metadata(multipart.metadata)
+    key.checksum_algorithm = "CRC32C"
+    key.checksum_type, key.checksum_value, key.checksum_parts = "FULL_OBJECT", stored, 1
+    del bucket.multiparts[multipart.id]
+    keys = bucket.keys.getlist(key.name, []) if bucket.is_versioned else []
+    bucket.keys.setlist(key.name, [*keys, key])  # visible now, whole
+    backend.put_object_tagging(key, multipart.tags)
+    backend.put_object_acl(bucket_name=bucket_name, key_name=key.name, acl=multipart.acl,
+                           disable_notification=True)
+    notifications.send_event(
+        backend.account_id,
+        notifications.S3NotificationEvent.OBJECT_CREATED_COMPLETE_MULTIPART_UPLOAD_EVENT,
+        bucket, key)
+    return key
+
+
 @contextmanager
 def complete_checks_full_object_crc32c() -> Iterator[None]:
-    complete, post = FakeMultipart.complete, S3Response._key_response_post
+    complete, post = S3Backend.complete_multipart_upload, S3Response._key_response_post
 
-    def checked_complete(self: FakeMultipart, body: Any) -> Any:
-        value, etag, details = complete(self, body)
-        asked = getattr(_request, "crc32c", None)
-        if (asked is not None and details is not None and details[0] == "FULL_OBJECT"
-                and self.metadata.get("x-amz-checksum-algorithm") == "CRC32C"
-                and details[1] != asked):
-            raise BadDigest("BadDigest", f"The CRC32C you specified ({asked}) did not match "
-                            f"the calculated checksum ({details[1]}).")
-        return value, etag, details
+    def complete_upload(self: S3Backend, bucket_name: str, multipart_id: str,
+                        body: Iterator[tuple[int, str]]) -> FakeKey | None:
+        multipart = self.get_bucket(bucket_name).multiparts[multipart_id]
+        if (multipart.metadata.get("x-amz-checksum-algorithm") == "CRC32C"
+                and multipart.metadata.get("x-amz-checksum-type") == "FULL_OBJECT"):
+            return _complete_part_by_part(self, bucket_name, multipart, body)
+        return complete(self, bucket_name, multipart_id, body)
 
     def replying_post(self: S3Response, request: Any, body: bytes, bucket_name: str,
                       query: dict[str, Any], key_name: str) -> Any:
@@ -66,10 +144,10 @@ def complete_checks_full_object_crc32c() -> Iterator[None]:
             reply = raw.replace(_END, fields + _END)
         return status, headers, reply
 
-    FakeMultipart.complete = checked_complete  # type: ignore[method-assign]
+    S3Backend.complete_multipart_upload = complete_upload  # type: ignore[method-assign]
     S3Response._key_response_post = replying_post  # type: ignore[method-assign]
     try:
         yield
     finally:
-        FakeMultipart.complete = complete  # type: ignore[method-assign]
+        S3Backend.complete_multipart_upload = complete  # type: ignore[method-assign]
         S3Response._key_response_post = post  # type: ignore[method-assign]
