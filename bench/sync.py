@@ -33,6 +33,9 @@ The issue's rows (#33): `--copy 4x64MB --copy 1x1GB --copy 10000x4KB --lag-durin
    (JMX servlet): NameNode RPCs by method, DataNode read-block and block-checksum ops.
 3b. `--lag-during-mb M`: an M MB file is put into the synced tree and, until its object
    appears, the writer closes `--lag-rate` small files a second: their lag while it copies.
+   The JSON keeps the slowest files' close and appearance times and every request moto took
+   0.25 s or more to answer (wall clock, as the sync's log in bench-out/sync.log): where a
+   slow file's time went.
 5. Append: an `--append-base-mb` file already replicated gets 64 KiB appended. The sync sends
    the new bytes only when the object is at least 5 MiB (docs/sync.md, "Append"), else it
    re-copies the file: its own count of bytes sent, whether it sent them as an append, and the
@@ -87,19 +90,36 @@ _AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
 
 class S3Requests:
     """WSGI middleware in front of moto: counts the requests to one bucket by S3's price classes
-    (PUT, COPY, POST and LIST are billed at one price, GET and HEAD at another, DELETE free)."""
+    (PUT, COPY, POST and LIST are billed at one price, GET and HEAD at another, DELETE free),
+    and notes every request of any service that took SLOW_S or more."""
+
+    SLOW_S = 0.25
 
     def __init__(self, app: Callable[..., Any], bucket: str) -> None:
         self._app, self._bucket = app, bucket
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
+        # Requests moto took this long or more to answer, any service (its server holds its
+        # Python while it assembles a large object: every other request waits).
+        self.slow: list[dict[str, Any]] = []
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         kind = self.kind(environ)
         if kind is not None:
             with self._lock:
                 self.counts[kind] += 1
-        return self._app(environ, start_response)
+        start, began = time.perf_counter(), time.time()
+        try:
+            return self._app(environ, start_response)
+        finally:
+            seconds = time.perf_counter() - start
+            if seconds >= self.SLOW_S:
+                with self._lock:
+                    self.slow.append({
+                        "at": round(began, 3), "seconds": round(seconds, 3),
+                        "request": environ.get("HTTP_X_AMZ_TARGET") or (
+                            f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}"
+                            f"?{environ.get('QUERY_STRING', '')}"[:120])})
 
     def kind(self, environ: dict[str, Any]) -> str | None:
         if _POLLER in environ.get("HTTP_USER_AGENT", ""):
@@ -240,6 +260,12 @@ class SteadyWriter:
 
     def lags_ms(self) -> list[float]:
         return [(self.seen[n] - t) * 1000 for n, t in self.closed.items()]
+
+    def slowest(self, n: int) -> list[dict[str, Any]]:
+        """The n files of largest lag: name, close and appearance (time.time())."""
+        worst = sorted(self.closed, key=lambda f: self.closed[f] - self.seen[f])[:n]
+        return [{"file": f, "closed": round(self.closed[f], 3), "seen": round(self.seen[f], 3),
+                 "lag_ms": round((self.seen[f] - self.closed[f]) * 1000, 1)} for f in worst]
 
 
 def part_copy_append(s3: Any, source_key: str, target_key: str, old_size: int,
@@ -623,6 +649,7 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                 writer = SteadyWriter(hdfs, lag_rate, 1.0, 64 * 1024, "sync/", "during",
                                       until=big_copied)
                 threads_before = thread_cpu_s(sync.process.pid)
+                slow_before = len(requests.slow)
                 writer.run()
                 threads = Counter(thread_cpu_s(sync.process.pid))
                 threads.subtract(threads_before)
@@ -634,6 +661,10 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
                           "files": len(writer.closed),
                           "copy_seconds": round(copied[0], 3) if copied else None,
                           "threads_cpu_s": {k: round(v, 2) for k, v in threads.most_common(8)},
+                          # The slowest files' close and appearance (wall clock, as the sync's
+                          # log and the slow requests), to find where their lag went.
+                          "slowest": writer.slowest(5),
+                          "slow_requests": requests.slow[slow_before:],
                           "lag_ms": {"p50": round(statistics.median(during_lags), 1),
                                      "p99": round(percentile(during_lags, 99), 1),
                                      "max": round(max(during_lags), 1)}}
