@@ -409,8 +409,11 @@ class Replicator:
         yielding = Yielding(self.throttle, self.turns.wait_turn)
 
         def copy() -> None:
+            started = time.monotonic()
             done = self._attempt(path, lambda: self._copy(path, appended=appended,
                                                           beside=False, throttle=yielding))
+            log.info("copy of %s beside the windows %s in %.0f ms", path,
+                     "done" if done else "not done", (time.monotonic() - started) * 1000)
             with self._lock:
                 del self._beside[path]
                 if not done and path not in self.stats.parked:
