@@ -3,7 +3,8 @@ Hadoop's `distcp -update` of the same tree, in the same run.
 
     .venv/bin/python -m bench.sync [--files 8] [--mb-per-file 8] [--lag-seconds 20]
                                    [--lag-rate 4] [--append-base-mb 64] [--copy 4x64MB ...]
-                                   [--lag-during-mb 1000] [--out bench-out/sync.json]
+                                   [--lag-during-mb 1000] [--lag-during-copies 5]
+                                   [--out bench-out/sync.json]
 
 The issue's rows (#33): `--copy 4x64MB --copy 1x1GB --copy 10000x4KB --lag-during-mb 1000`
 (minutes each on 2 cores); the smoke runs none of them.
@@ -33,6 +34,8 @@ The issue's rows (#33): `--copy 4x64MB --copy 1x1GB --copy 10000x4KB --lag-durin
    (JMX servlet): NameNode RPCs by method, DataNode read-block and block-checksum ops.
 3b. `--lag-during-mb M`: an M MB file is put into the synced tree and, until its object
    appears, the writer closes `--lag-rate` small files a second: their lag while it copies.
+   `--lag-during-copies K`: K such files one after another, the lags pooled (one 1 GB copy
+   holds ~33 files quiet, whose p99 is their maximum; 5 hold enough for the third largest).
    The JSON keeps the slowest files' close and appearance times and every request moto took
    0.25 s or more to answer (wall clock, as the sync's log in bench-out/sync.log): where a
    slow file's time went.
@@ -264,7 +267,8 @@ class SteadyWriter:
     def slowest(self, n: int) -> list[dict[str, Any]]:
         """The n files of largest lag: name, close and appearance (time.time())."""
         worst = sorted(self.closed, key=lambda f: self.closed[f] - self.seen[f])[:n]
-        return [{"file": f, "closed": round(self.closed[f], 3), "seen": round(self.seen[f], 3),
+        return [{"file": f"{self.subdir}/{f}", "closed": round(self.closed[f], 3),
+                 "seen": round(self.seen[f], 3),
                  "lag_ms": round((self.seen[f] - self.closed[f]) * 1000, 1)} for f in worst]
 
 
@@ -494,6 +498,53 @@ def measure_row(row: CopyRow, *, hdfs: Any, hadoop: Path, s3: Any, work: Path,
     return out
 
 
+def lag_during_copies(*, hdfs: Any, s3: Any, sync: Any, requests: S3Requests, work: Path,
+                      destination: str, size: int, copies: int, rate: float) -> dict[str, Any]:
+    """3b: `copies` files of `size` bytes put into the synced tree one after another; from each
+    one's close until its object appears, a writer closes `rate` small files a second. Their
+    lags are pooled: one 1 GB copy took ~11 s quiet, ~33 files, whose p99 is their maximum."""
+    from tests.kit.sync_agent import wait_for_replication
+
+    writers: list[SteadyWriter] = []
+    seconds: list[float] = []
+    threads: Counter[str] = Counter()
+    slow_before = len(requests.slow)
+    for n in range(copies):
+        big = f"{TREE}/during-big-{n}"
+        local = write_local_tree(work / "local" / f"during-{n}", 1, size)
+        put_tree(hdfs, local, big)
+        subprocess.run(["rm", "-rf", str(local)], check=True)
+        closed, copied = time.perf_counter(), len(seconds)
+
+        def big_copied(key: str = "sync" + big + "/part-00000", closed: float = closed,
+                       copied: int = copied) -> bool:
+            if len(seconds) == copied and keys_under(s3, key):
+                seconds.append(time.perf_counter() - closed)
+            return len(seconds) > copied
+
+        writer = SteadyWriter(hdfs, rate, 1.0, 64 * 1024, "sync/", f"during-{n}",
+                              until=big_copied)
+        before = thread_cpu_s(sync.process.pid)
+        writer.run()
+        threads.update(thread_cpu_s(sync.process.pid))
+        threads.subtract(before)
+        hdfs.run([["mkdirs", f"/markers/during-{n}"]])
+        wait_for_replication(sync, CLUSTER, destination, hdfs.txid(), timeout_s=600)
+        wait_for_no_pending(sync, destination)
+        writers.append(writer)
+    lags = [lag for w in writers for lag in w.lags_ms()]
+    return {"bytes": size, "copies": copies, "rate_per_s": rate, "files": len(lags),
+            "copy_seconds": [round(s, 3) for s in seconds],
+            "threads_cpu_s": {k: round(v, 2) for k, v in threads.most_common(8)},
+            # The slowest files' close and appearance (wall clock, as the sync's log and the
+            # slow requests), to find where their lag went.
+            "slowest": sorted((f for w in writers for f in w.slowest(5)),
+                              key=lambda f: -f["lag_ms"])[:5],
+            "slow_requests": requests.slow[slow_before:],
+            "lag_ms": {"p50": round(statistics.median(lags), 1),
+                       "p99": round(percentile(lags, 99), 1), "max": round(max(lags), 1)}}
+
+
 def wait_for_no_pending(sync: Any, destination: str, timeout_s: float = 600) -> None:
     """Until the sync holds no pending path: a copy of long_copy_mb or more runs beside later
     windows (docs/sync.md), so the replicated txid passes before its object is there."""
@@ -517,7 +568,7 @@ def wait_for_no_pending(sync: Any, destination: str, timeout_s: float = 600) -> 
 
 def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_base: int,
             work: Path, fixed_cost: bool = True, rows: tuple[CopyRow, ...] = (),
-            lag_during: int = 0) -> dict[str, Any]:
+            lag_during: int = 0, during_copies: int = 1) -> dict[str, Any]:
     from tests.kit.hadoop.cluster import HdfsCluster
     from tests.kit.hadoop.edge import write_edge_conf, write_hadoop_launcher
     from tests.kit.sync_agent import (
@@ -630,44 +681,11 @@ def measure(files: int, size: int, lag_seconds: float, lag_rate: float, append_b
             if len(keys_under(s3, "distcp/steady/")) != steady:
                 raise SystemExit("distcp -update did not copy the steady files")
 
-            # 3b. lag while a large file copies: the writer goes on until its object is there
-            during: dict[str, Any] | None = None
-            if lag_during:
-                big = f"{TREE}/during-big"
-                local = write_local_tree(work / "local" / "during", 1, lag_during)
-                put_tree(hdfs, local, big)
-                subprocess.run(["rm", "-rf", str(local)], check=True)
-                closed = time.perf_counter()
-                big_key = "sync" + big + "/part-00000"
-                copied: list[float] = []
-
-                def big_copied() -> bool:
-                    if not copied and keys_under(s3, big_key):
-                        copied.append(time.perf_counter() - closed)
-                    return bool(copied)
-
-                writer = SteadyWriter(hdfs, lag_rate, 1.0, 64 * 1024, "sync/", "during",
-                                      until=big_copied)
-                threads_before = thread_cpu_s(sync.process.pid)
-                slow_before = len(requests.slow)
-                writer.run()
-                threads = Counter(thread_cpu_s(sync.process.pid))
-                threads.subtract(threads_before)
-                hdfs.run([["mkdirs", "/markers/during"]])
-                wait_for_replication(sync, CLUSTER, dest, hdfs.txid(), timeout_s=600)
-                wait_for_no_pending(sync, dest)
-                during_lags = writer.lags_ms()
-                during = {"bytes": lag_during, "rate_per_s": lag_rate,
-                          "files": len(writer.closed),
-                          "copy_seconds": round(copied[0], 3) if copied else None,
-                          "threads_cpu_s": {k: round(v, 2) for k, v in threads.most_common(8)},
-                          # The slowest files' close and appearance (wall clock, as the sync's
-                          # log and the slow requests), to find where their lag went.
-                          "slowest": writer.slowest(5),
-                          "slow_requests": requests.slow[slow_before:],
-                          "lag_ms": {"p50": round(statistics.median(during_lags), 1),
-                                     "p99": round(percentile(during_lags, 99), 1),
-                                     "max": round(max(during_lags), 1)}}
+            # 3b. lag while large files copy, one after another
+            during = (lag_during_copies(hdfs=hdfs, s3=s3, sync=sync, requests=requests,
+                                        work=work, destination=dest, size=lag_during,
+                                        copies=during_copies, rate=lag_rate)
+                      if lag_during else None)
 
             # 5. append: the sync's, then UploadPartCopy + UploadPart by hand on the same bytes
             base, added = content(append_base), content(64 * 1024)
@@ -760,6 +778,8 @@ def main(argv: list[str] | None = None) -> int:
                              "10000x4KB); repeatable")
     parser.add_argument("--lag-during-mb", type=float, default=0,
                         help="lag at --lag-rate while a file of this size copies (0: skip)")
+    parser.add_argument("--lag-during-copies", type=int, default=1,
+                        help="that many such files copied one after another, their lags pooled")
     parser.add_argument("--append-base-mb", type=float, default=64,
                         help="the appended file's size before (UploadPartCopy: >= 5 MiB)")
     parser.add_argument("--no-fixed-cost", action="store_true",
@@ -770,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(args.files, int(args.mb_per_file * 1_000_000), args.lag_seconds,
                          args.lag_rate, int(args.append_base_mb * MIB), Path(tmp),
                          fixed_cost=not args.no_fixed_cost, rows=tuple(args.copy),
-                         lag_during=int(args.lag_during_mb * 1_000_000))
+                         lag_during=int(args.lag_during_mb * 1_000_000),
+                         during_copies=args.lag_during_copies)
     result["load_average"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
@@ -802,9 +823,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{dcp['hdfs'].get('datanode.ReadBlockOp', 0)}")
     if result["lag_during_large_copy"] is not None:
         d = result["lag_during_large_copy"]
-        print(f"sync: lag at {d['rate_per_s']:g} files/s while {d['bytes'] / 1e6:g} MB copies "
-              f"({d['copy_seconds']} s): p50 {d['lag_ms']['p50']} ms p99 {d['lag_ms']['p99']} "
-              f"ms max {d['lag_ms']['max']} ms over {d['files']} files")
+        copies = "" if d["copies"] == 1 else f"{d['copies']} x "
+        print(f"sync: lag at {d['rate_per_s']:g} files/s while {copies}{d['bytes'] / 1e6:g} MB "
+              f"copies ({', '.join(map(str, d['copy_seconds']))} s): p50 {d['lag_ms']['p50']} "
+              f"ms p99 {d['lag_ms']['p99']} ms max {d['lag_ms']['max']} ms over {d['files']} "
+              "files")
     return 0
 
 
