@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -34,7 +34,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from glue_jobs.index_item_json import in_hot_parent, name_of, parent_of, put_request_json, shard_of
+from glue_jobs.index_item_json import parent_of, put_request_json
 from glue_jobs.runtime import AWS_RETRIES
 from glue_jobs.wire_batch_write import WireBody, accept_wire_bodies
 from hdfs_events import names
@@ -171,13 +171,18 @@ def walk_key_column(prefixes: tuple[str, ...]) -> Column:
 
 
 @contextmanager
-def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...]) -> Iterator[DataFrame]:
+def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...], partitions: int
+                  ) -> Iterator[DataFrame]:
     """The covered rows with `index`, each row's position in the agent's walk (0..n-1).
 
-    Sorted into range partitions, each numbered from its offset (the sizes of the partitions
-    before it, counted on the cached sort, as zipWithIndex does): no single-partition window.
-    The sort stays cached while the caller reads it."""
-    ordered = (rows.orderBy(walk_key_column(prefixes))
+    Sorted into `partitions` range partitions (the write tasks), each numbered from its offset
+    (the sizes of the partitions before it, counted on the cached sort, as zipWithIndex does): no
+    single-partition window. The sort stays cached while the caller reads it."""
+    # The key as a column of its own: a sort by the expression evaluates it in every comparison
+    # (paths share long prefixes, so the sorter's 8-byte prefixes rarely decide), ~20 times a
+    # row; carried through the shuffle, it is computed twice a row (the range sample, the map).
+    keyed = rows.select(*ROW_COLUMNS, walk_key_column(prefixes).alias("_walk"))
+    ordered = (keyed.repartitionByRange(partitions, "_walk").sortWithinPartitions("_walk")
                .select(*ROW_COLUMNS, F.monotonically_increasing_id().alias("_row"))
                .persist(StorageLevel.MEMORY_AND_DISK))
     try:
@@ -192,13 +197,6 @@ def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...]) -> Iterator[DataFr
         yield ordered.select(*ROW_COLUMNS, (offset + within).alias("index"))
     finally:
         ordered.unpersist()
-
-
-def write_groups(numbered: DataFrame, hot: Iterable[str], partitions: int) -> DataFrame:
-    """Repartitioned so that each partition key is written by one task: by parent, and for a
-    hot directory's children by the shard of it (the shard key's k)."""
-    shard = F.when(in_hot_parent(hot), shard_of(name_of(F.col("path"))))
-    return numbered.repartition(partitions, parent_of(F.col("path")), shard)
 
 
 def write_partition(table: str, threads: int, client: ClientFactory
@@ -259,12 +257,15 @@ def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSetting
         return IndexReport(txid, 0, 0, 0, 0, 0, 0, clock() - started, already_indexed=True)
     partitions = settings.partitions or rows.sparkSession.sparkContext.defaultParallelism
     covered = rows.transform(covered_rows(settings.prefixes))
-    with walk_numbered(covered, settings.prefixes) as numbered:
+    with walk_numbered(covered, settings.prefixes, partitions) as numbered:
         hot = hot_directories(numbered, settings.prefixes)
         numbering_seconds = clock() - started
         write = write_partition(settings.table, settings.threads, client)
-        counts = (write_groups(numbered, hot, partitions)
-                  .select(put_request_json(cluster, txid, hot),
+        # Each task writes its stretch of the walk from the cached sort. Not shuffled again by
+        # partition key: that cost a pass over every row (~2 executor CPU s at 1M), and a key's
+        # rows reached their task one after another either way (a shuffle keeps each map
+        # side's order), so no key was written at a lower rate.
+        counts = (numbered.select(put_request_json(cluster, txid, hot),
                           F.col("type") == DIRECTORY).rdd
                   .mapPartitions(write).collect())
     join_stream(ddb, settings.table, cluster, txid)

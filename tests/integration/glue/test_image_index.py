@@ -95,18 +95,6 @@ def rows(spark) -> Any:
 
 
 @pytest.fixture
-def many_partitions(spark) -> Iterator[None]:
-    """The sort spread over 5 range partitions, none merged: numbering across offsets."""
-    saved = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions",
-                                            "spark.sql.adaptive.coalescePartitions.enabled")}
-    spark.conf.set("spark.sql.shuffle.partitions", "5")
-    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-    yield
-    for key, value in saved.items():
-        spark.conf.set(key, value)
-
-
-@pytest.fixture
 def table(lake_endpoint: str) -> Iterator[str]:
     ddb = boto3.client("dynamodb")
     name = "image-index"
@@ -152,10 +140,10 @@ def test_the_jvm_walk_key_is_the_contracts(rows):
     assert len(expected) > 150
 
 
-def test_every_path_gets_the_listings_index_and_the_contracts_item(rows, table,
-                                                                  many_partitions):
+def test_every_path_gets_the_listings_index_and_the_contracts_item(rows, table):
+    # The sort in 5 range partitions, each a write task: numbering across offsets.
     report = write_index(rows, CLUSTER, T, IndexSettings(table, PREFIXES, threads=4,
-                                                         partitions=3),
+                                                         partitions=5),
                          ddb=boto3.client("dynamodb"))
     expected = expected_items(inventory())
     got = stored(table)
@@ -164,7 +152,7 @@ def test_every_path_gets_the_listings_index_and_the_contracts_item(rows, table,
     assert not differ, (differ[:3], [got[p] for p in differ[:1]], [expected[p] for p in differ[:1]])
     assert sorted(int(i["last_index"]["N"]) for i in got.values()) == list(range(len(expected)))
     assert (report.entries, report.sharded_directories, report.write_tasks) == \
-        (len(expected), 1, 3)
+        (len(expected), 1, 5)
     assert read_status(boto3.client("dynamodb"), table, CLUSTER).txid == T
 
 
