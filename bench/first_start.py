@@ -39,8 +39,9 @@ For each size:
 7. The SNAPSHOT apply rate: the image job's index writes (walk order and numbers in the JVM,
    partition by key, BatchWriteItem with `--index-threads` calls in flight per task; the
    numbering's own seconds reported apart) of that inventory at
-   `--latency-ms` per DynamoDB call (LatencyDynamoDB: a double, since moto's own cost per call
-   exceeds 5 ms), goal 50,000 records/s. `--apply-sizes N,...` measures only this, on N
+   `--latency-ms` per DynamoDB call (`latency_dynamodb`: the job's own botocore client, its HTTP
+   exchange replaced by the wait, since moto's own cost per call exceeds 5 ms), goal 50,000
+   records/s. `--apply-sizes N,...` measures only this, on N
    synthetic rows (no NameNode), for sizes the machine cannot run whole.
 
 The figures: first start and verify peak RSS at each size against the smallest size (goal:
@@ -63,7 +64,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,35 +292,38 @@ def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
             "first_differ": differ[:5]}
 
 
-class LatencyDynamoDB:
-    """A DynamoDB double for the write path's rate (named as one): every call waits the
-    latency and succeeds, nothing stored. The rate it gives is the job's own (its sort, key
-    partitioning and calls in flight) at DynamoDB's latency, not moto's: moto in-process costs
-    more than 5 ms per 25-item BatchWriteItem itself (bench/index_apply.py's hook adds the
-    latency to moto's own time, right for one sequential applier, not for many writers)."""
+class _Reply:
+    """An HTTP reply's body as botocore reads it (AWSResponse.raw)."""
 
-    class exceptions:
-        ConditionalCheckFailedException = RuntimeError
+    def __init__(self, body: bytes) -> None:
+        self.body = body
 
-    def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
-
-    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
-        time.sleep(self.latency_s)
-        return {}
-
-    def get_item(self, **_: Any) -> dict[str, Any]:
-        time.sleep(self.latency_s)
-        return {}
-
-    def put_item(self, **_: Any) -> dict[str, Any]:
-        time.sleep(self.latency_s)
-        return {}
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        return iter([self.body])
 
 
-def latency_client(threads: int) -> LatencyDynamoDB:
-    """The executors' client (glue_jobs.image_index.ClientFactory): pickled by reference."""
-    return LatencyDynamoDB(float(os.environ["BENCH_DDB_LATENCY_MS"]) / 1000)
+def latency_dynamodb(threads: int) -> Any:
+    """A DynamoDB double for the write path's rate (named as one): the job's own client
+    (glue_jobs.image_index.dynamodb_client: botocore's parameter handling, serialization,
+    signing, retry loop and reply parsing, all paid as on AWS), whose HTTP exchange waits
+    BENCH_DDB_LATENCY_MS and answers an empty success (botocore's `before-send`), nothing
+    stored, nothing sent. The rate it gives is the job's own (its sort, items, calls in flight
+    and client CPU) at DynamoDB's latency, not moto's: moto costs more than 5 ms per 25-item
+    BatchWriteItem itself (bench/index_apply.py's hook adds the latency to moto's own time,
+    right for one sequential applier, not for many writers). Not counted: the socket and TLS
+    work of a real exchange. Made on each executor (a ClientFactory: pickled by reference)."""
+    from botocore.awsrequest import AWSResponse
+
+    from glue_jobs.image_index import dynamodb_client
+
+    latency_s = float(os.environ["BENCH_DDB_LATENCY_MS"]) / 1000
+    client = dynamodb_client(threads)
+
+    def answer(request: Any, **_: Any) -> AWSResponse:
+        time.sleep(latency_s)
+        return AWSResponse(request.url, 200, {}, _Reply(b"{}"))
+    client.meta.events.register("before-send.dynamodb.*", answer)
+    return client
 
 
 def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
@@ -331,6 +335,11 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
     from glue_jobs.runtime import local_session
 
     os.environ["BENCH_DDB_LATENCY_MS"] = str(latency_ms)
+    # botocore needs a region and keys to sign with; nothing is sent (latency_dynamodb), and
+    # the Python workers inherit them from this process.
+    for key, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "bench"),
+                       ("AWS_SECRET_ACCESS_KEY", "bench")):
+        os.environ.setdefault(key, value)
     spark = local_session("bench-snapshot-apply", s3a=isinstance(inventory, str))
     try:
         rows = (spark.read.parquet(inventory) if isinstance(inventory, str)
@@ -338,7 +347,7 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
         count = rows.count()
         started = time.perf_counter()
         report = write_index(rows, "rate", 1, IndexSettings(TABLE, ("/",), threads=threads),
-                             ddb=LatencyDynamoDB(latency_ms / 1000), client=latency_client)
+                             ddb=latency_dynamodb(1), client=latency_dynamodb)
         seconds = time.perf_counter() - started
     finally:
         spark.stop()
