@@ -19,15 +19,17 @@ from hdfs_events.snapshot_index import DIRECTORY
 from hdfs_events.snapshot_wire import SNAPSHOT_WIRE, Own, WireAttribute, partition_spelling
 
 
+# substring_index and substr work on the UTF-8 bytes; a regular expression converts every path to
+# a Java string first.
 def parent_of(path: Column) -> Column:
     """names.split_path's parent ("/" for a top-level entry)."""
-    parent = F.regexp_replace(path, "/[^/]*$", "")
+    parent = path.substr(F.lit(1), F.length(path) - F.length(name_of(path)) - 1)
     return F.when(parent == "", F.lit("/")).otherwise(parent)
 
 
 def name_of(path: Column) -> Column:
     """names.split_path's name: the last component."""
-    return F.regexp_extract(path, "([^/]*)$", 1)
+    return F.substring_index(path, "/", -1)
 
 
 def shard_of(name: Column) -> Column:
