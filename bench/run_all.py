@@ -414,7 +414,8 @@ def _sync(r: dict[str, Any], size: str) -> list[Figure]:
         *(Figure(f"sync lag p99 at {d['rate_per_s']:g} files/s while "
                  f"{d['bytes'] / 1e6:g} MB copies", "ms", d["lag_ms"]["p99"], 2000,
                  "the issue's goal", size, higher_is_better=False,
-                 note=f"the large copy took {d['copy_seconds']} s")
+                 note=f"{len(d['copy_seconds'])} large copies one after another, "
+                      f"{', '.join(map(str, d['copy_seconds']))} s; {d['files']} files")
           for d in [r.get("lag_during_large_copy")] if d),
     ]
 
