@@ -12,7 +12,6 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from moto import mock_aws
 
 from hdfs_events.event import INodeType
 from onprem_agent.config import ConfigError, parse_config
@@ -56,16 +55,6 @@ def entry(path: str, size: int, *, encrypted: bool) -> NamespaceEntry:
     return NamespaceEntry(path, INodeType.FILE, size=size, mtime=7, owner="etl",
                           group="hadoop", perms="0640", replication=3, encrypted=encrypted)
 
-
-@pytest.fixture
-def s3():
-    with mock_aws():
-        import boto3
-
-        client = boto3.client("s3")
-        client.create_bucket(Bucket="replica",
-                             CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        yield client
 
 
 @pytest.mark.parametrize("size", [70_000, 11 * 1024 * 1024], ids=["put", "multipart"])

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import base64
 
-import boto3
 import crc32c
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from tests.kit.moto_s3_complete import complete_checks_full_object_crc32c
 
@@ -24,14 +22,6 @@ PARTS = [bytes([n]) * 5 * MIB for n in (1, 2)] + [b"tail" * 300]
 def b64(value: int) -> str:
     return base64.b64encode(value.to_bytes(4, "big")).decode()
 
-
-@pytest.fixture
-def s3():
-    with mock_aws():
-        client = boto3.client("s3")
-        client.create_bucket(Bucket="replica",
-                             CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        yield client
 
 
 def start(s3, key: str) -> tuple[str, list[dict[str, object]]]:
