@@ -37,7 +37,7 @@ For each size:
    entry (every attribute but each snapshot's txid and where an entry is stored; must be 0
    differ).
 7. The SNAPSHOT apply rate: the image job's index writes (walk order and numbers in the JVM,
-   partition by key, BatchWriteItem with `--index-threads` calls in flight per task; the
+   each item's JSON in the JVM, BatchWriteItem with `--index-threads` calls in flight per task; the
    numbering's own seconds reported apart) of that inventory at
    `--latency-ms` per DynamoDB call (`latency_dynamodb`: the job's own botocore client, its HTTP
    exchange replaced by the wait, since moto's own cost per call exceeds 5 ms), goal 50,000
@@ -329,7 +329,7 @@ def latency_dynamodb(threads: int) -> Any:
 def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
                         ) -> dict[str, Any]:
     """The image job's index writes of the inventory rows at `latency_ms` per DynamoDB call,
-    on local[2]: records/s (the sort into walk order and the partitioning included). Given a
+    on local[2]: records/s (the sort into walk order and the items' JSON included). Given a
     number instead of an inventory, that many synthetic rows (`synthetic_inventory`)."""
     from glue_jobs.image_index import IndexSettings, write_index
     from glue_jobs.runtime import local_session
