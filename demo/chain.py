@@ -205,8 +205,8 @@ class Chain:
         return False
 
     # --- the consumer ---------------------------------------------------------------------
-    def start_consumer(self, *, fail_share: float = 0.0,
-                       visibility_timeout_s: int = 5) -> subprocess.Popen:
+    def start_consumer(self, *, fail_share: float = 0.0, visibility_timeout_s: int = 5,
+                       idle_polls: int = 3) -> subprocess.Popen:
         stop, stats = self.work / "consumer.stop", self.work / "consumer-stats.json"
         stop.unlink(missing_ok=True)
         stats.unlink(missing_ok=True)
@@ -216,7 +216,7 @@ class Chain:
         return subprocess.Popen(
             [sys.executable, "-m", "demo.lambda_process", self.queue_url, "--stop-file", str(stop),
              "--stats", str(stats), "--fail-share", str(fail_share),
-             "--visibility-timeout", str(visibility_timeout_s)],
+             "--visibility-timeout", str(visibility_timeout_s), "--idle-polls", str(idle_polls)],
             stdout=open(log_dir / "ingest.log", "w", encoding="utf-8"),
             stderr=subprocess.STDOUT, cwd=REPO, env=env)
 

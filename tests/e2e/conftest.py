@@ -53,9 +53,13 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         write_edit_log(generated, ops=36_000, seed=11, start_txid=89, mass_delete=300)
         edits = [SAMPLE_EDITS, generated]
         # A failed record blocks its message group until its visibility timeout ends, and
-        # the drain waits out one such timeout per failure in a group: 2 s instead of the
-        # runner's 5 (the one consumer process never receives a record while invoking on it).
-        consumer = chain.start_consumer(fail_share=FAIL_SHARE, visibility_timeout_s=2)
+        # the drain waits out one such timeout per failure in a group: 1 s instead of the
+        # runner's 5 (the one consumer process never receives a record while invoking on it,
+        # so a timeout ending mid-invocation lets no second receive in before the delete).
+        # One empty receive (1 s long poll) ends the drain instead of 3: the consumer also
+        # waits for a queue with nothing visible or in flight, which is what "drained" means.
+        consumer = chain.start_consumer(fail_share=FAIL_SHARE, visibility_timeout_s=1,
+                                        idle_polls=1)
         chain.send_poison(POISON_BODIES)
         # Smaller messages than the 64 KiB default make the replay long enough to be killed
         # several times mid-flight.
