@@ -1,0 +1,32 @@
+"""The monitoring stack's alarms: each named after the stack's prefix, each paging the alert
+topic when it fires and again when it clears."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+
+
+class Alarms:
+    """Not a Construct: each alarm's scope is the stack itself, so its CloudFormation logical
+    ID stays what it was when the stack built them inline (a new ID would replace every alarm
+    on the next deploy, resetting its state and history)."""
+
+    def __init__(self, stack: Stack, *, prefix: str, action: cw_actions.SnsAction) -> None:
+        self._stack = stack
+        self._prefix = prefix
+        self._action = action
+        self.all: list[cw.Alarm] = []
+
+    def add(self, alarm_id: str, metric: cw.IMetric, *, threshold: float, description: str,
+            comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            periods: int = 1, datapoints: int | None = None,
+            missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING) -> None:
+        alarm = cw.Alarm(self._stack, alarm_id, alarm_name=f"{self._prefix}-{alarm_id}",
+                         alarm_description=description, metric=metric, threshold=threshold,
+                         comparison_operator=comparison, evaluation_periods=periods,
+                         datapoints_to_alarm=datapoints, treat_missing_data=missing)
+        alarm.add_alarm_action(self._action)
+        alarm.add_ok_action(self._action)
+        self.all.append(alarm)
