@@ -11,8 +11,8 @@ from aws_cdk import aws_kms as kms
 
 class GlueJobEncryption:
     """Not a Construct: the key and the security configuration keep the stack as their scope,
-    so their CloudFormation logical IDs stay those already deployed (a new key would leave the
-    bookmarks and logs the old one encrypted unreadable to the jobs)."""
+    so their CloudFormation logical IDs stay those already deployed (a replaced key would leave
+    the bookmarks and logs encrypted under the old one unreadable to the jobs)."""
 
     def __init__(self, stack: Stack, *, prefix: str, lake_key: kms.IKey | None,
                  removal: RemovalPolicy) -> None:
