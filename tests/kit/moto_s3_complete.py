@@ -18,12 +18,15 @@ ran (docs/sync.md, "Measured"). S3 serves other requests while it completes an u
 FULL_OBJECT CRC32C upload (the sync's) is therefore completed here part by part: each part's
 bytes read once, CRC32C'd (the `crc32c` package releases the GIL) and written into the new
 key's buffer, the key made visible only once whole, as S3 shows an object only once complete.
+So is an upload without checksums (S3A's: DistCp's 1 GB file in bench.sync), stored without
+one: both tools' large copies then pay the same for their completion, not one moto's slow path.
 
 `complete_checks_full_object_crc32c()` patches both, while the context lasts, in this process
-(the moto server of tests/conftest.py and bench.sync serves in it). Every other upload takes
-moto's own path. Everything else is moto's: the key, its metadata, tags, ACL and notification,
-the parts' order and size rules. A wrong checksum now fails the Complete as S3's does;
-tests/integration/hdfs/test_sync.py's corrupted part shows both sides.
+(the moto server of tests/conftest.py and bench.sync serves in it). Uploads with another
+checksum (boto3's default CRC32, COMPOSITE) take moto's own path. Everything else is moto's:
+the key, its metadata, tags, ACL and notification, the parts' order and size rules. A wrong
+checksum now fails the Complete as S3's does; tests/integration/hdfs/test_sync.py's corrupted
+part shows both sides.
 """
 
 from __future__ import annotations
@@ -67,18 +70,20 @@ def _parts(multipart: FakeMultipart, body: Iterator[tuple[int, str]]) -> list[Fa
 
 
 def _complete_part_by_part(backend: S3Backend, bucket_name: str, multipart: FakeMultipart,
-                           body: Iterator[tuple[int, str]]) -> FakeKey:
-    """moto's complete_multipart_upload for a FULL_OBJECT CRC32C upload, one part in memory at
-    a time; BadDigest, leaving the upload open, when the request's CRC32C is not the parts'."""
+                           body: Iterator[tuple[int, str]], *, full_crc32c: bool) -> FakeKey:
+    """moto's complete_multipart_upload, one part in memory at a time. `full_crc32c`: a
+    FULL_OBJECT CRC32C upload, BadDigest (the upload left open) when the request's CRC32C is not
+    the parts'; else an upload without checksums (S3A's, DistCp's), stored without one."""
     bucket = backend.get_bucket(bucket_name)
     parts = _parts(multipart, body)
     crc, md5s = 0, bytearray()
     for part in parts:
-        crc = crc32c.crc32c(part.value, crc)
+        if full_crc32c:
+            crc = crc32c.crc32c(part.value, crc)
         md5s.extend(codecs.decode(part.etag.replace('"', ""), "hex"))
     stored = base64.b64encode(crc.to_bytes(4, "big")).decode()
     asked = getattr(_request, "crc32c", None)
-    if asked is not None and asked != stored:
+    if full_crc32c and asked is not None and asked != stored:
         raise BadDigest("BadDigest", f"The CRC32C you specified ({asked}) did not match the "
                         f"calculated checksum ({stored}).")
     default = (bucket.encryption or {}).get("Rule", {}).get(
@@ -99,8 +104,9 @@ def _complete_part_by_part(backend: S3Backend, bucket_name: str, multipart: Fake
             key._value_buffer.write(part.value)
         key.contentsize = sum(part.contentsize for part in parts)
     key.set_metadata(multipart.metadata)
-    key.checksum_algorithm = "CRC32C"
-    key.checksum_type, key.checksum_value, key.checksum_parts = "FULL_OBJECT", stored, 1
+    if full_crc32c:
+        key.checksum_algorithm = "CRC32C"
+        key.checksum_type, key.checksum_value, key.checksum_parts = "FULL_OBJECT", stored, 1
     del bucket.multiparts[multipart.id]
     keys = bucket.keys.getlist(key.name, []) if bucket.is_versioned else []
     bucket.keys.setlist(key.name, [*keys, key])  # visible now, whole
@@ -121,9 +127,12 @@ def complete_checks_full_object_crc32c() -> Iterator[None]:
     def complete_upload(self: S3Backend, bucket_name: str, multipart_id: str,
                         body: Iterator[tuple[int, str]]) -> FakeKey | None:
         multipart = self.get_bucket(bucket_name).multiparts[multipart_id]
-        if (multipart.metadata.get("x-amz-checksum-algorithm") == "CRC32C"
-                and multipart.metadata.get("x-amz-checksum-type") == "FULL_OBJECT"):
-            return _complete_part_by_part(self, bucket_name, multipart, body)
+        algorithm = multipart.metadata.get("x-amz-checksum-algorithm")
+        full_crc32c = (algorithm == "CRC32C"
+                       and multipart.metadata.get("x-amz-checksum-type") == "FULL_OBJECT")
+        if full_crc32c or algorithm is None:
+            return _complete_part_by_part(self, bucket_name, multipart, body,
+                                          full_crc32c=full_crc32c)
         return complete(self, bucket_name, multipart_id, body)
 
     def replying_post(self: S3Response, request: Any, body: bytes, bucket_name: str,

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import base64
 
+import boto3
 import crc32c
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
+from moto.s3.models import S3Backend
 
 from tests.kit.moto_s3_complete import complete_checks_full_object_crc32c
 
@@ -72,3 +75,39 @@ def test_a_wrong_crc32c_is_refused_with_no_object_and_the_upload_left_open(s3):
                 ] == [upload]
         complete(s3, "kit", upload, parts, crc32c.crc32c(whole))  # the right one still can
     assert s3.get_object(Bucket="replica", Key="kit")["Body"].read() == whole
+
+
+def test_an_upload_without_checksums_completes_the_object_moto_itself_would(s3, monkeypatch):
+    """S3A's uploads (DistCp's, in bench.sync) carry no checksum: the kit completes them part by
+    part too (moto's own completion is not called), into the object moto's own path makes,
+    with no checksum stored."""
+    plain = boto3.client("s3", config=Config(request_checksum_calculation="when_required"))
+    own_path = S3Backend.complete_multipart_upload
+    calls: list[str] = []
+
+    def counted(self, bucket_name, multipart_id, body):
+        calls.append(multipart_id)
+        return own_path(self, bucket_name, multipart_id, body)
+
+    monkeypatch.setattr(S3Backend, "complete_multipart_upload", counted)
+
+    def upload(key: str) -> None:
+        started = plain.create_multipart_upload(Bucket="replica", Key=key,
+                                                Metadata={"hdfs-mtime": "7"})["UploadId"]
+        parts = [{"PartNumber": n, "ETag": plain.upload_part(
+            Bucket="replica", Key=key, UploadId=started, PartNumber=n, Body=body)["ETag"]}
+            for n, body in enumerate(PARTS, 1)]
+        plain.complete_multipart_upload(Bucket="replica", Key=key, UploadId=started,
+                                        MultipartUpload={"Parts": parts})
+
+    upload("own")  # moto's own path
+    assert len(calls) == 1
+    with complete_checks_full_object_crc32c():
+        upload("kit")
+    assert len(calls) == 1, "the kit handed an upload without checksums to moto's own path"
+    own = s3.head_object(Bucket="replica", Key="own", ChecksumMode="ENABLED")
+    kit = s3.head_object(Bucket="replica", Key="kit", ChecksumMode="ENABLED")
+    for field in ("ETag", "ContentLength", "Metadata"):
+        assert kit[field] == own[field], field
+    assert "ChecksumCRC32C" not in kit and "ChecksumCRC32C" not in own
+    assert s3.get_object(Bucket="replica", Key="kit")["Body"].read() == b"".join(PARTS)
