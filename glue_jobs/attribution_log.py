@@ -1,5 +1,5 @@
 """Who made each change, as CloudWatch Logs lines: one JSON line per attributed event in a log
-group of its own, for the saved Logs Insights queries (stacks/monitoring.py,
+group of its own, for the saved Logs Insights queries (stacks/saved_queries.py,
 ATTRIBUTION_LOGS_QUERIES). Logs Insights cannot join the consumer's "hdfs event" lines to the
 lake's attribution table, so each line carries what a query needs on its own: the event
 (cluster, txid, index, type, path, dst_path, its NameNode timestamp) and who made it.

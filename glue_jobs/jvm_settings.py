@@ -1,6 +1,6 @@
 """The settings our Spark jobs' JVMs start with, on Glue and in every local job session.
 
-Pure values: the CDK app reads them for the jobs' --conf argument (stacks/analytics.py), the
+Pure values: the CDK app reads them for the jobs' --conf argument (stacks/lake_jobs.py), the
 local sessions through glue_jobs.runtime.job_conf, so a job runs locally as it is deployed.
 """
 

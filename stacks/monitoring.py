@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from stacks.agent_alarms import add_cluster_agent_alarms
@@ -18,89 +17,15 @@ from stacks.ingest import IngestStack
 from stacks.ingest_function import SERVICE_NAME
 from stacks.onprem_principal import output_suffix
 from stacks.pipeline_alarms import add_pipeline_alarms
-from stacks.saved_queries import add_raw_saved_queries, add_saved_queries
+from stacks.saved_queries import (
+    ATTRIBUTION_LOGS_QUERIES,
+    LOGS_QUERIES,
+    add_raw_saved_queries,
+    add_saved_queries,
+)
 from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, lake_bucket_name, removal_policy
 from stacks.widgets import dashboard_rows
-
-# Fields the consumer logs on each event line (powertools puts extra keys at the top level).
-LOGS_QUERIES: dict[str, logs.QueryString] = {
-    "who-deleted-what-under-a-path": logs.QueryString(
-        fields=["@timestamp", "cluster", "txid", "type", "path", "dst_path"],
-        filter_statements=[
-            "type in ['UNLINK', 'RENAME']",
-            # Edit the prefix; RENAME counts as a delete when it moves a path out.
-            "path like /^\\/user\\/alice\\//",
-        ],
-        sort="@timestamp desc", limit=1000),
-    "history-of-one-path": logs.QueryString(
-        fields=["@timestamp", "cluster", "txid", "index", "type", "path", "dst_path"],
-        filter_statements=["path = '/user/alice/data/part-0000' or "
-                           "dst_path = '/user/alice/data/part-0000'"],
-        sort="txid asc", limit=10000),
-    "top-writers-by-directory": logs.QueryString(
-        filter_statements=["type in ['CREATE', 'CLOSE', 'APPEND']"],
-        parse_statements=["path /^(?<dir>\\/[^\\/]+\\/[^\\/]+)/"],
-        stats="count(*) as changes by cluster, dir",
-        sort="changes desc", limit=50),
-    # The consumer's ERROR line of each GAP record (lambdas/ingest/logging_modes.py).
-    "inotify-gaps": logs.QueryString(
-        fields=["@timestamp", "cluster", "txid", "gap_end_txid", "lost_txids", "detected_ms",
-                "message_id"],
-        filter_statements=["type = 'GAP'"],
-        sort="@timestamp desc", limit=1000),
-    # The consumer's failures to apply ranges (ERROR, with the stack trace), ranges that went on
-    # without quarantined messages (WARNING) or a lost manifest (ERROR), events skipped
-    # (WARNING), lambdas/ingest/consumer.py.
-    "index-drain-problems": logs.QueryString(
-        fields=["@timestamp", "level", "cluster", "message", "messages", "range", "txid",
-                "path", "reason", "exception"],
-        filter_statements=["message like /^index (drain failed|skipped|passed)/"],
-        sort="@timestamp desc", limit=1000),
-    # The consumer's INFO line of each quarantined message (lambdas/ingest/consumer.py
-    # _quarantine): the reason and where its record sits in the lake.
-    "quarantined-messages": logs.QueryString(
-        fields=["@timestamp", "message_id", "group_id", "reason", "quarantine_key"],
-        filter_statements=["message = 'message quarantined'"],
-        sort="@timestamp desc", limit=1000),
-}
-
-
-# Over the attribution job's log group (glue_jobs/attribution_log.py): one line per changed
-# attribution, the event and its user on one line. An event can have several lines (re-attributed
-# by a late audit line, or logged again by a retried run), and the latest is its answer: each
-# query keeps one line per (cluster, txid, index), by `dedup` after a sort on @timestamp (the
-# time the line was logged; `dedup` admits only `limit` after it) or by `latest()` grouped by
-# the key, so a repeated line cannot double a count. A line without `user` is an event whose
-# attribution was withdrawn: coalesce shows it as "(unknown)", never as its old user.
-# Raw query strings (CfnQueryDefinition): CDK's QueryString has no dedup and a fixed order.
-ATTRIBUTION_LOGS_QUERIES: dict[str, str] = {
-    # Edit the prefix; a RENAME out of the prefix is found by its path, into it by its dst_path.
-    "attribution/who-changed-what-under-a-path": "\n| ".join((
-        "fields @timestamp, cluster, txid, index, type, path, dst_path, timestamp, user, "
-        "real_user, client_ip, caller_context",
-        "filter path like /^\\/user\\/alice\\// or dst_path like /^\\/user\\/alice\\//",
-        "sort @timestamp desc",
-        "dedup cluster, txid, index",
-        "limit 10000")),
-    # UNLINKs and moves to a trash directory (`hdfs dfs -rm` without -skipTrash), per user.
-    "attribution/deletes-by-user": "\n| ".join((
-        "filter type = 'UNLINK' or (type = 'RENAME' and dst_path like /\\/\\.Trash\\//)",
-        "fields coalesce(user, '(unknown)') as who",
-        "stats latest(who) as deleted_by by cluster, txid, index",
-        "stats count(*) as deletes by cluster, deleted_by",
-        "sort deletes desc",
-        "limit 1000")),
-    # Edit the user; sorted by the NameNode's time of each change.
-    "attribution/changes-by-user": "\n| ".join((
-        "fields coalesce(user, '(unknown)') as who",
-        "stats latest(who) as changed_by, latest(type) as change, latest(path) as on_path, "
-        "latest(dst_path) as to_path, latest(timestamp) as namenode_ms, "
-        "latest(client_ip) as from_ip by cluster, txid, index",
-        "filter changed_by = 'alice'",
-        "sort namenode_ms desc",
-        "limit 10000")),
-}
 
 
 class MonitoringStack(Stack):

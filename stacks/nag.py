@@ -1,7 +1,7 @@
 """cdk-nag (AwsSolutions) acknowledgements: one finding per call, each with its reason.
 
 An acknowledgement names the exact finding (rule and, for IAM5, the exact wildcard) and is made
-by the construct that causes it (stacks/ingest_function.py, onprem_principal.py, analytics.py), so any
+by the construct that causes it (stacks/ingest_function.py, onprem_principal.py, glue_job_role.py), so any
 new wildcard or new finding anywhere fails the synth. This module holds only the vocabulary;
 it imports no stack.
 """

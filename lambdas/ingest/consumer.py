@@ -151,7 +151,7 @@ class MessageConsumer:
         arrival, manifest or continue request for the cluster tries again. Out of time with ranges
         left, it asks for a later invocation to go on (a continue request to the event queue).
         The log line keeps its wording, "index drain failed": the deployed Logs Insights query
-        and alarm (stacks/monitoring.py) match it."""
+        and alarm (stacks/consumer_alarms.py, stacks/saved_queries.py) match it."""
         reports: dict[str, ApplyReport] = {}
         if self.sequencer is None:
             return reports

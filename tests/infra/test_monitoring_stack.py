@@ -582,7 +582,7 @@ def test_saved_logs_insights_queries_read_the_consumer_and_attribution_log_group
         assert "ConsumerLogs" in json.dumps(query["LogGroupNames"])
     # The queries with the user read the attribution job's lines, as the Analytics stack names
     # its group (tests/unit/glue/test_attribution_log.py checks their fields).
-    from stacks.monitoring import ATTRIBUTION_LOGS_QUERIES
+    from stacks.saved_queries import ATTRIBUTION_LOGS_QUERIES
 
     assert set(attribution) == set(ATTRIBUTION_LOGS_QUERIES) == {
         "attribution/who-changed-what-under-a-path", "attribution/deletes-by-user",

@@ -1,5 +1,5 @@
 """The attribution job's CloudWatch Logs lines without AWS or Spark (glue_jobs/attribution_log.py):
-PutLogEvents batch limits, and the saved Logs Insights queries (stacks/monitoring.py) against
+PutLogEvents batch limits, and the saved Logs Insights queries (stacks/saved_queries.py) against
 the keys a line carries: moto runs no Logs Insights query, so the queries are checked, not run.
 The lines a job run logs are tested in tests/integration/glue/test_attribution_job.py."""
 
@@ -17,7 +17,7 @@ from glue_jobs.attribution_log import (
     MAX_EVENT_BYTES,
     batches,
 )
-from stacks.monitoring import ATTRIBUTION_LOGS_QUERIES
+from stacks.saved_queries import ATTRIBUTION_LOGS_QUERIES
 
 
 def test_batches_keep_within_put_log_events_limits():
