@@ -7,7 +7,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 
 from hdfs_events import names
-from stacks.alarms import Alarms
+from stacks.alarms import Alarms, cluster_metric
 from stacks.settings import DeploySettings
 from stacks.widgets import denied_access_total
 
@@ -23,13 +23,10 @@ AUDIT_LAG_PERIODS = 3
 
 def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySettings) -> None:
     alarm = alarms.add
-    five_min = Duration.minutes(5)
     # Missing data is the point: a dead agent publishes nothing.
     alarm(f"agent-heartbeat-missing-{cluster}",
-          cw.Metric(namespace=names.METRICS_NAMESPACE,
-                    metric_name=names.METRIC_AGENT_HEARTBEAT,
-                    dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                    statistic="SampleCount", period=Duration.minutes(1)),
+          cluster_metric(names.METRIC_AGENT_HEARTBEAT, cluster, "SampleCount",
+                         Duration.minutes(1)),
           threshold=1, comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
           periods=settings.heartbeat_missing_minutes,
           missing=cw.TreatMissingData.BREACHING,
@@ -39,10 +36,8 @@ def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySe
     # 1 with each heartbeat meanwhile. Maximum: the standby of an HA pair says 0 under
     # the same dimension. Missing data is the heartbeat alarm's business, not this one's.
     alarm(f"namenode-unavailable-{cluster}",
-          cw.Metric(namespace=names.METRICS_NAMESPACE,
-                    metric_name=names.METRIC_NAMENODE_UNAVAILABLE,
-                    dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                    statistic="Maximum", period=Duration.minutes(1)),
+          cluster_metric(names.METRIC_NAMENODE_UNAVAILABLE, cluster, "Maximum",
+                         Duration.minutes(1)),
           threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
           periods=settings.namenode_unavailable_minutes,
           missing=cw.TreatMissingData.MISSING,
@@ -62,22 +57,14 @@ def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySe
              f"A GAP record from the {cluster} agent reached the consumer"),
             (f"agent-inotify-gap-{cluster}", names.METRIC_INOTIFY_GAP, "SampleCount",
              f"The {cluster} agent reported an inotify gap")):
-        alarm(name,
-              cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
-                        dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                        statistic=statistic, period=five_min),
-              threshold=1,
-              comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-              description=f"{who}: {gap_rule}")
+        alarms.on_any(name, cluster_metric(metric_name, cluster, statistic),
+                      description=f"{who}: {gap_rule}")
 
     # `hdfs-events-agent verify` publishes IndexDrift once per run, from its timer
     # (onprem_agent/deploy/hdfs-events-verify.timer, daily). Missing data keeps the
     # state of the last run: nothing is known between runs, and an OK an hour after a
     # drift would read as "fixed". Maximum: both edge nodes of an HA pair may run it.
-    drift = cw.Metric(namespace=names.METRICS_NAMESPACE,
-                      metric_name=names.METRIC_INDEX_DRIFT,
-                      dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                      statistic="Maximum", period=five_min)
+    drift = cluster_metric(names.METRIC_INDEX_DRIFT, cluster, "Maximum")
     alarm(f"index-drift-{cluster}", drift,
           threshold=settings.index_drift_alarm, missing=cw.TreatMissingData.IGNORE,
           description=f"`hdfs-events-agent verify` found more than "
@@ -102,10 +89,7 @@ def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySe
     # The sync's lag in bytes (onprem_agent/sync): published every heartbeat while the
     # sync runs; no data is no sync (or a dead one: its own unit's journal says).
     alarm(f"sync-bytes-pending-{cluster}",
-          cw.Metric(namespace=names.METRICS_NAMESPACE,
-                    metric_name=names.METRIC_SYNC_BYTES_PENDING,
-                    dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                    statistic="Minimum", period=five_min),
+          cluster_metric(names.METRIC_SYNC_BYTES_PENDING, cluster, "Minimum"),
           threshold=settings.sync_bytes_pending_alarm,
           periods=SYNC_BEHIND_PERIODS,
           description=f"The {cluster} sync has had more than "
@@ -124,10 +108,7 @@ def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySe
           "shows which commands and users; the lines (allowed=false) are in the lake "
           "under raw-audit/ (docs/agent.md, 'Audit log')")
     alarm(f"audit-lag-{cluster}",
-          cw.Metric(namespace=names.METRICS_NAMESPACE,
-                    metric_name=names.METRIC_AUDIT_LAG_SECONDS,
-                    dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                    statistic="Minimum", period=five_min),
+          cluster_metric(names.METRIC_AUDIT_LAG_SECONDS, cluster, "Minimum"),
           threshold=settings.audit_lag_alarm_seconds, periods=AUDIT_LAG_PERIODS,
           description=f"The newest audit line `audit run` shipped from the {cluster} "
           f"NameNodes is more than {settings.audit_lag_alarm_seconds} s old, for "
@@ -136,10 +117,7 @@ def add_cluster_agent_alarms(alarms: Alarms, *, cluster: str, settings: DeploySe
           "or the cluster had no mutation, denial or read under read_paths that long "
           "(then raise audit_lag_alarm_seconds); see docs/agent.md, 'Audit log'")
     alarm(f"audit-lines-unparsed-{cluster}",
-          cw.Metric(namespace=names.METRICS_NAMESPACE,
-                    metric_name=names.METRIC_AUDIT_LINES_UNPARSED,
-                    dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                    statistic="Sum", period=five_min),
+          cluster_metric(names.METRIC_AUDIT_LINES_UNPARSED, cluster, "Sum"),
           threshold=settings.audit_lines_unparsed_alarm,
           description=f"More than {settings.audit_lines_unparsed_alarm} audit lines of "
           f"the {cluster} NameNodes did not parse in 5 minutes (AuditLinesUnparsed): "

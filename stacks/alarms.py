@@ -3,9 +3,21 @@ topic when it fires and again when it clears."""
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+
+from hdfs_events import names
+
+
+def cluster_metric(metric_name: str, cluster: str, statistic: str,
+                   period: Duration | None = None) -> cw.Metric:
+    """One of our metrics by the bare [Cluster] dimension set, which the agent publishes and the
+    consumer's EMF declares beside powertools' [service, Cluster] (lambdas/ingest/telemetry.py);
+    5-minute periods unless given."""
+    return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
+                     dimensions_map={names.DIMENSION_CLUSTER: cluster},
+                     statistic=statistic, period=period or Duration.minutes(5))
 
 
 class Alarms:
@@ -30,3 +42,11 @@ class Alarms:
         alarm.add_alarm_action(self._action)
         alarm.add_ok_action(self._action)
         self.all.append(alarm)
+
+    def on_any(self, alarm_id: str, metric: cw.IMetric, *, description: str, periods: int = 1,
+               datapoints: int | None = None) -> None:
+        """An alarm that fires on one occurrence: each counts (a lost event, a quarantined
+        message), so one pages."""
+        self.add(alarm_id, metric, threshold=1,
+                 comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                 periods=periods, datapoints=datapoints, description=description)

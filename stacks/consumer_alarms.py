@@ -3,11 +3,8 @@ on without events, and messages quarantined or sent by a foreign principal."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cw
-
 from hdfs_events import names
-from stacks.alarms import Alarms
+from stacks.alarms import Alarms, cluster_metric
 
 # The next txid range of a cluster has waited this long for its messages, for 3 periods: ~30
 # minutes in all. A failing message is retried max_receive_count (5) times, one visibility
@@ -20,21 +17,13 @@ INDEX_STALLED_PERIODS = 3
 APPLY_FAILURE_PERIODS, APPLY_FAILURE_DATAPOINTS = 3, 2
 
 
-def _consumer_metric(metric_name: str, cluster: str, statistic: str) -> cw.Metric:
-    """A consumer EMF metric by the bare [Cluster] dimension set (lambdas/ingest/telemetry.py
-    declares it beside powertools' [service, Cluster])."""
-    return cw.Metric(namespace=names.METRICS_NAMESPACE, metric_name=metric_name,
-                     dimensions_map={names.DIMENSION_CLUSTER: cluster},
-                     statistic=statistic, period=Duration.minutes(5))
-
-
 def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
-    alarm = alarms.add
+    alarm, on_any = alarms.add, alarms.on_any
     # The index applies a cluster's txid ranges in order (lambdas/ingest/sequencer.py).
     # IndexWaitMs comes only from invocations that applied ranges: no data is no traffic, not
     # a stall (a stalled range still gets data from every later message's invocation).
     alarm(f"index-stalled-{cluster}",
-          _consumer_metric(names.METRIC_INDEX_WAIT_MS, cluster, "Maximum"),
+          cluster_metric(names.METRIC_INDEX_WAIT_MS, cluster, "Maximum"),
           threshold=INDEX_STALLED_MS, periods=INDEX_STALLED_PERIODS,
           description=f"The {cluster} namespace index has waited more than "
           f"{INDEX_STALLED_MS // 60_000} minutes for the messages of its next txid "
@@ -42,68 +31,56 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
           "from an earlier checkpoint); see docs/deploy.md")
     # lambdas/ingest/senders.py: each message is quarantined already; the alarm is
     # for whoever owns the credentials that sent it.
-    alarm(f"foreign-sender-{cluster}",
-          _consumer_metric(names.METRIC_FOREIGN_SENDER, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description=f"A message claiming cluster {cluster} came from a principal "
-          f"that is not the {cluster} agent's, or sat in another cluster's message "
-          "group: quarantined. Its SenderId is in the consumer's 'message from a "
-          "sender that is not its cluster's principal' log line; see docs/consumer.md")
-    alarm(f"index-drain-failures-{cluster}",
-          _consumer_metric(names.METRIC_INDEX_APPLY_FAILURES, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          periods=APPLY_FAILURE_PERIODS, datapoints=APPLY_FAILURE_DATAPOINTS,
-          description=f"Applying the {cluster} namespace index failed in "
-          f"{APPLY_FAILURE_DATAPOINTS} of {APPLY_FAILURE_PERIODS} 5-minute periods: "
-          "see the consumer's 'index drain failed' log lines (Logs Insights query "
-          "'index-drain-problems')")
+    on_any(f"foreign-sender-{cluster}",
+           cluster_metric(names.METRIC_FOREIGN_SENDER, cluster, "Sum"),
+           description=f"A message claiming cluster {cluster} came from a principal "
+           f"that is not the {cluster} agent's, or sat in another cluster's message "
+           "group: quarantined. Its SenderId is in the consumer's 'message from a "
+           "sender that is not its cluster's principal' log line; see docs/consumer.md")
+    on_any(f"index-drain-failures-{cluster}",
+           cluster_metric(names.METRIC_INDEX_APPLY_FAILURES, cluster, "Sum"),
+           periods=APPLY_FAILURE_PERIODS, datapoints=APPLY_FAILURE_DATAPOINTS,
+           description=f"Applying the {cluster} namespace index failed in "
+           f"{APPLY_FAILURE_DATAPOINTS} of {APPLY_FAILURE_PERIODS} 5-minute periods: "
+           "see the consumer's 'index drain failed' log lines (Logs Insights query "
+           "'index-drain-problems')")
 
     # An event DynamoDB can never store (lambdas/ingest/index.py, `unstorable`) is
     # skipped so the index goes on; the entry it would have changed is now wrong.
-    alarm(f"index-skipped-events-{cluster}",
-          _consumer_metric(names.METRIC_INDEX_SKIPPED_EVENTS, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description=f"The {cluster} namespace index skipped an event it cannot "
-          "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
-          "see the consumer's 'index skipped an event' log lines (Logs Insights query "
-          "'index-drain-problems') and `hdfs-events-agent verify`")
+    on_any(f"index-skipped-events-{cluster}",
+           cluster_metric(names.METRIC_INDEX_SKIPPED_EVENTS, cluster, "Sum"),
+           description=f"The {cluster} namespace index skipped an event it cannot "
+           "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
+           "see the consumer's 'index skipped an event' log lines (Logs Insights query "
+           "'index-drain-problems') and `hdfs-events-agent verify`")
 
     # Messages the consumer quarantined (lambdas/ingest/quarantine.py), counted under the
     # cluster their group id names: their events reach neither raw/ nor the index
     # until the cause is fixed. One is already a loss, so one pages.
-    alarm(f"quarantined-messages-{cluster}",
-          _consumer_metric(names.METRIC_QUARANTINED, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description=f"The consumer quarantined a message of the {cluster} stream "
-          "(unreadable, a contract it does not know, or a foreign sender): its events "
-          "reach neither raw/ in the lake nor the index. Read each reason with the Logs "
-          "Insights query 'quarantined-messages' (the record is at its "
-          "quarantine_key in the lake bucket); see docs/consumer.md, 'Quarantine'")
+    on_any(f"quarantined-messages-{cluster}",
+           cluster_metric(names.METRIC_QUARANTINED, cluster, "Sum"),
+           description=f"The consumer quarantined a message of the {cluster} stream "
+           "(unreadable, a contract it does not know, or a foreign sender): its events "
+           "reach neither raw/ in the lake nor the index. Read each reason with the Logs "
+           "Insights query 'quarantined-messages' (the record is at its "
+           "quarantine_key in the lake bucket); see docs/consumer.md, 'Quarantine'")
     # A manifest named a quarantined message and its range went on without it
     # (lambdas/ingest/sequencer.py): the index now lacks that message's events.
-    alarm(f"index-skipped-messages-{cluster}",
-          _consumer_metric(names.METRIC_INDEX_SKIPPED, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description=f"The {cluster} namespace index went on without quarantined "
-          "messages a manifest named: their events are missing from it. See the "
-          "consumer's 'index skipped quarantined messages' log line (Logs Insights "
-          "query 'index-drain-problems') and the reasons (query "
-          "'quarantined-messages'); after the fix, `hdfs-events-agent verify` shows "
-          "the entries still wrong")
+    on_any(f"index-skipped-messages-{cluster}",
+           cluster_metric(names.METRIC_INDEX_SKIPPED, cluster, "Sum"),
+           description=f"The {cluster} namespace index went on without quarantined "
+           "messages a manifest named: their events are missing from it. See the "
+           "consumer's 'index skipped quarantined messages' log line (Logs Insights "
+           "query 'index-drain-problems') and the reasons (query "
+           "'quarantined-messages'); after the fix, `hdfs-events-agent verify` shows "
+           "the entries still wrong")
 
     # The cluster's own manifest was unreadable (quarantined): its range is passed so
     # the index goes on (lambdas/ingest/sequencer.py, _bridge_hole); its events are in
     # the lake but not in the index.
-    alarm(f"index-bridged-ranges-{cluster}",
-          _consumer_metric(names.METRIC_INDEX_BRIDGED_RANGES, cluster, "Sum"),
-          threshold=1,
-          comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description=f"The {cluster} namespace index passed a txid range whose "
-          "manifest was quarantined: see the consumer's 'index passed a range' log "
-          "line (Logs Insights query 'index-drain-problems') and the quarantined "
-          "manifest; repair with `hdfs-events-agent verify`")
+    on_any(f"index-bridged-ranges-{cluster}",
+           cluster_metric(names.METRIC_INDEX_BRIDGED_RANGES, cluster, "Sum"),
+           description=f"The {cluster} namespace index passed a txid range whose "
+           "manifest was quarantined: see the consumer's 'index passed a range' log "
+           "line (Logs Insights query 'index-drain-problems') and the quarantined "
+           "manifest; repair with `hdfs-events-agent verify`")

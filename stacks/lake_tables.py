@@ -31,28 +31,29 @@ class LakeTables:
             description="Compacted HDFS events, one row per (cluster, txid, index)",
             storage=in_lake, s3_prefix=catalog.CURATED_EVENTS, data_format=glue.DataFormat.PARQUET,
             columns=catalog.event_columns(), partition_keys=catalog.event_partition_keys())
-        self.activity_table = glue.S3Table(
-            stack, "ActivityTable", table_name=catalog.ACTIVITY_TABLE, database=self.database,
-            description="Daily activity per directory prefix and owner",
-            storage=in_lake, s3_prefix=catalog.CURATED_ACTIVITY,
-            data_format=glue.DataFormat.PARQUET, columns=catalog.activity_columns(),
-            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
-            parameters=catalog.dt_location_template(f"{lake_uri}/{catalog.CURATED_ACTIVITY}"))
-        self.mass_deletes_table = glue.S3Table(
-            stack, "MassDeletesTable", table_name=catalog.MASS_DELETES_TABLE,
-            database=self.database, description="UNLINK bursts over the threshold",
-            storage=in_lake, s3_prefix=catalog.CURATED_MASS_DELETES,
-            data_format=glue.DataFormat.PARQUET, columns=catalog.mass_delete_columns(),
-            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
-            parameters=catalog.dt_location_template(
-                f"{lake_uri}/{catalog.CURATED_MASS_DELETES}"))
-        self.gaps_table = glue.S3Table(
-            stack, "GapsTable", table_name=catalog.GAPS_TABLE, database=self.database,
-            description="Edits purged before the agent read them, per cluster and day",
-            storage=in_lake, s3_prefix=catalog.CURATED_GAPS,
-            data_format=glue.DataFormat.PARQUET, columns=catalog.gap_columns(),
-            partition_keys=catalog.dt_partition(), partition_projection=catalog.dt_projection(),
-            parameters=catalog.dt_location_template(f"{lake_uri}/{catalog.CURATED_GAPS}"))
+        def projected_daily(table_id: str, name: str, description: str, prefix: str,
+                            columns: list[glue.Column]) -> glue.S3Table:
+            """A rollup table partitioned by dt, its partitions projected (never registered)."""
+            return glue.S3Table(
+                stack, table_id, table_name=name, database=self.database,
+                description=description, storage=in_lake, s3_prefix=prefix,
+                data_format=glue.DataFormat.PARQUET, columns=columns,
+                partition_keys=catalog.dt_partition(),
+                partition_projection=catalog.dt_projection(),
+                parameters=catalog.dt_location_template(f"{lake_uri}/{prefix}"))
+
+        # The rollups' tables: the jobs never register their partitions.
+        projected_daily(
+            "ActivityTable", catalog.ACTIVITY_TABLE,
+            "Daily activity per directory prefix and owner", catalog.CURATED_ACTIVITY,
+            catalog.activity_columns())
+        projected_daily(
+            "MassDeletesTable", catalog.MASS_DELETES_TABLE, "UNLINK bursts over the threshold",
+            catalog.CURATED_MASS_DELETES, catalog.mass_delete_columns())
+        projected_daily(
+            "GapsTable", catalog.GAPS_TABLE,
+            "Edits purged before the agent read them, per cluster and day",
+            catalog.CURATED_GAPS, catalog.gap_columns())
         # audit: registered partitions at run=<id>/ folders, as events (glue_jobs/compact_audit.py).
         self.audit_table = glue.S3Table(
             stack, "AuditTable", table_name=catalog.AUDIT_TABLE, database=self.database,

@@ -40,10 +40,9 @@ def add_pipeline_alarms(alarms: Alarms, *, settings: DeploySettings, ingest: Ing
     alarm("consumer-errors", fn.metric_errors(period=five_min, statistic="Sum"),
           threshold=0, description="The consumer Lambda failed invocations")
     for job in analytics.jobs:
-        alarm(f"glue-{job.node.id}-failed",
-              job.metric_failure(period=Duration.hours(1), statistic="Sum"),
-              threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-              description=f"Glue job {job.node.id} failed or timed out")
+        alarms.on_any(f"glue-{job.node.id}-failed",
+                      job.metric_failure(period=Duration.hours(1), statistic="Sum"),
+                      description=f"Glue job {job.node.id} failed or timed out")
 
     # A message whose group id names no cluster of this deployment (an agent with a
     # misspelt [cluster], a group id without one: the consumer counts those under
@@ -51,14 +50,14 @@ def add_pipeline_alarms(alarms: Alarms, *, settings: DeploySettings, ingest: Ing
     # Metrics Insights query sums the [Cluster] series of every other name. Cluster names
     # are [A-Za-z0-9_.-] (hdfs_events/ids.py): nothing to escape in the quotes.
     others = " AND ".join(f"{names.DIMENSION_CLUSTER} != '{c}'" for c in settings.clusters)
-    alarm("quarantined-messages-other-clusters",
-          cw.MathExpression(
-              expression=f"SELECT SUM({names.METRIC_QUARANTINED}) FROM SCHEMA("
-              f"\"{names.METRICS_NAMESPACE}\", {names.DIMENSION_CLUSTER}) WHERE {others}",
-              using_metrics={}, period=five_min),
-          threshold=1, comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          description="The consumer quarantined a message whose group id names no cluster "
-          f"of this deployment ({', '.join(settings.clusters)}): an agent whose [cluster] "
-          "is not in cdk.json's clusters, or a message without a cluster. Read its "
-          "group_id and reason with the Logs Insights query 'quarantined-messages'; see "
-          "docs/consumer.md, 'Cluster identity'")
+    alarms.on_any(
+        "quarantined-messages-other-clusters",
+        cw.MathExpression(
+            expression=f"SELECT SUM({names.METRIC_QUARANTINED}) FROM SCHEMA("
+            f"\"{names.METRICS_NAMESPACE}\", {names.DIMENSION_CLUSTER}) WHERE {others}",
+            using_metrics={}, period=five_min),
+        description="The consumer quarantined a message whose group id names no cluster "
+        f"of this deployment ({', '.join(settings.clusters)}): an agent whose [cluster] "
+        "is not in cdk.json's clusters, or a message without a cluster. Read its "
+        "group_id and reason with the Logs Insights query 'quarantined-messages'; see "
+        "docs/consumer.md, 'Cluster identity'")
