@@ -6,7 +6,8 @@ records/s at 5 ms per DynamoDB call). Records of one snapshot commute (hdfs_even
 snapshot_index.py: blind puts of final states, all at txid T), so here every task writes its
 share at once: the covered inventory rows sorted into the agent's walk order in the JVM (the
 contract's `walk_key` as a Spark column) and numbered there (each path gets the (T, i) the
-listing would give it), partitioned by partition key (each key written by one task), each item
+listing would give it), cut into contiguous stretches of the walk, one a write task (the
+records are blind puts of distinct keys: two tasks may write one partition key), each item
 built there too as DynamoDB wire JSON from the contract's attribute list (glue_jobs/
 index_item_json.py). Python only batches those strings and sends them (BatchWriteItem with the
 body as it is: glue_jobs/wire_batch_write.py), a few calls in flight per task. Then the
