@@ -16,6 +16,8 @@ Operations (paths absolute; `data` a str written as UTF-8):
     list path (files below path, recursively: {relative name: length}; {} when path is missing)
     status path (a file's attributes as a dict)   files root ({absolute path: status} below root)
     tree root (every entry below root and root, as a listing shows it: {path: fields})
+    tree_lines root out (the same as JSON lines {"path": ..., fields} into the file `out`, in
+                      the NameNode's process with bounded memory; returns the entries written)
     shell user [args] [tool] (`hdfs dfs ARGS` as `user`: Hadoop's FsShell, or another CLI Tool
                       such as DFSAdmin; fails on a non-zero exit)
     as_user user [ops] (the ops as `user`, a remote user the NameNode checks and audits)
@@ -24,8 +26,9 @@ Operations (paths absolute; `data` a str written as UTF-8):
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jpype
@@ -253,14 +256,28 @@ class Workload:
         return outcomes
 
     def op_tree(self, root: str) -> dict[str, dict[str, Any]]:
+        return dict(self._listing(root))
+
+    def op_tree_lines(self, root: str, out: str) -> int:
+        # A million entries as dicts is ~1 GiB in this process and again in the caller's: a
+        # file keeps both at one directory page.
+        written = 0
+        with open(out, "w", encoding="utf-8") as lines:
+            for path, entry in self._listing(root):
+                lines.write(json.dumps({"path": path, **entry}) + "\n")
+                written += 1
+        return written
+
+    def _listing(self, root: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every entry below `root` and root itself, as the NameNode lists it: one
         getListing per directory page with block locations (DFSClient.listPaths, the RPC
         `hdfs dfs -ls -R` makes), each entry's HdfsFileStatus fields and, for a directory, its
         quotas (getQuotaUsage; a file has none). Symlinks are listed, never followed."""
         client = self.fs.getClient()
         empty = jpype.JArray(jpype.JByte)(0)
-        out = {root: self._entry(root, client.getFileInfo(root))}
-        pending = [root] if out[root]["type"] == "DIRECTORY" else []
+        top = self._entry(root, client.getFileInfo(root))
+        yield root, top
+        pending = [root] if top["type"] == "DIRECTORY" else []
         while pending:
             parent = pending.pop()
             after = empty
@@ -269,13 +286,13 @@ class Workload:
                 for status in page.getPartialListing():
                     name = str(status.getLocalName())
                     path = ("" if parent == "/" else parent) + "/" + name
-                    out[path] = self._entry(path, status)
-                    if out[path]["type"] == "DIRECTORY":
+                    entry = self._entry(path, status)
+                    yield path, entry
+                    if entry["type"] == "DIRECTORY":
                         pending.append(path)
                 if not page.hasMore():
                     break
                 after = page.getLastName()
-        return out
 
     def _entry(self, path: str, s: Any) -> dict[str, Any]:
         kind = "DIRECTORY" if s.isDirectory() else "SYMLINK" if s.isSymlink() else "FILE"
