@@ -304,8 +304,9 @@ class _Reply:
 
 def latency_dynamodb(threads: int) -> Any:
     """A DynamoDB double for the write path's rate (named as one): the job's own client
-    (glue_jobs.image_index.dynamodb_client: botocore's parameter handling, serialization,
-    signing, retry loop and reply parsing, all paid as on AWS), whose HTTP exchange waits
+    (glue_jobs.image_index.dynamodb_client, through glue_jobs.wire_batch_write: the request
+    prepared once a task, then botocore's signing, retry loop and reply parsing for every
+    call, all paid as on AWS), whose HTTP exchange waits
     BENCH_DDB_LATENCY_MS and answers an empty success (botocore's `before-send`), nothing
     stored, nothing sent. The rate it gives is the job's own (its sort, items, calls in flight
     and client CPU) at DynamoDB's latency, not moto's: moto costs more than 5 ms per 25-item

@@ -113,21 +113,20 @@ def stored(table: str) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class CrashingClient:
-    """The executors' DynamoDB client, raising after `calls` BatchWriteItem calls of a task: a
-    job killed part way."""
+    """The executors' DynamoDB client, raising after `calls` BatchWriteItem requests of a task
+    (before it sends the next: botocore does not retry a RuntimeError): a job killed part way."""
 
     calls: int
 
     def __call__(self, threads: int) -> Any:
-        real, left = dynamodb_client(threads), [self.calls]
+        client, left = dynamodb_client(threads), [self.calls]
 
-        class Client:
-            def batch_write_item(self, **request: Any) -> Any:
-                if left[0] == 0:
-                    raise RuntimeError("index write crashed")
-                left[0] -= 1
-                return real.batch_write_item(**request)
-        return Client()
+        def crash(**_: Any) -> None:
+            if left[0] == 0:
+                raise RuntimeError("index write crashed")
+            left[0] -= 1
+        client.meta.events.register("before-send.dynamodb.BatchWriteItem", crash)
+        return client
 
 
 def test_the_jvm_walk_key_is_the_contracts(rows):
