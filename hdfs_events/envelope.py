@@ -1,7 +1,12 @@
 """The SQS message envelope: many events of one message group in one versioned message.
 
-Body, uncompressed:   {"v": 1, "events": [<canonical event>, ...]}
+Body, uncompressed:   {"v": 1, "events": [<sparse event>, ...]}
 Body, compressed:     base64(gzip(the same JSON)), with message attribute encoding=gzip+base64
+
+An event travels as its sparse JSON (hdfs_events/event.py: the canonical JSON without its null
+fields). Readers take a missing field as null, so a body whose events hold every key (what agents
+wrote before sparse events) decodes to the same events and the same lake lines; readers of every
+release did (HdfsEvent.from_dict), so neither side need be upgraded first.
 
 Versions (docs/contract.md, "Versions"): `v` is the major, an optional `minor` (absent: 0) the
 minor. A reader takes every minor of the majors it knows: a newer minor may only add fields, so
@@ -90,7 +95,7 @@ class WireMessage:
 
 
 def encode_body(event_json: Sequence[str], *, compress: bool, level: int = 6) -> str:
-    """The body text from already-serialised canonical events (the packer keeps them so)."""
+    """The body text from already-serialised sparse events (the packer keeps them so)."""
     raw = f'{{"v":{ENVELOPE_VERSION},"events":[{",".join(event_json)}]}}'
     if not compress:
         return raw
@@ -115,7 +120,7 @@ def encode_message(
     if len(set(map(_cluster, events))) != 1:  # in C: the agent seals ~1,000 events at a time
         raise ValueError("a message holds the events of one cluster")
     cluster = events[0].cluster
-    lines = event_json if event_json is not None else [e.to_json() for e in events]
+    lines = event_json if event_json is not None else [e.to_sparse_json() for e in events]
     body = encode_body(lines, compress=compress, level=level)
     encoding = ENCODING_GZIP if compress else ENCODING_JSON
     attributes = {ENCODING_ATTRIBUTE: {"DataType": "String", "StringValue": encoding}}

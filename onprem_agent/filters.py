@@ -57,6 +57,13 @@ class PathFilter:
             return event.dst_path is not None and self.passes(event.dst_path)
         return event.type is EventType.GAP
 
+    def kept(self, events: tuple[HdfsEvent, ...]) -> tuple[HdfsEvent, ...]:
+        """The events of one batch this filter keeps, in order (`events` itself when all)."""
+        if len(events) == 1:  # most batches: no tuple built
+            return events if self.keeps(events[0]) else ()
+        kept = tuple(filter(self.keeps, events))
+        return events if len(kept) == len(events) else kept
+
     @property
     def keeps_everything(self) -> bool:
         return self._covers_all and self._ignored is None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # ratio drifts between messages.
 _FILL = 0.96
 # First guesses of encoded/raw size before any message was measured. Canonical event JSON is
-# mostly repeated keys and nulls, gzip+base64 ends up at ~0.05-0.15 of it; 0.3 is on the safe
+# mostly repeated keys, gzip+base64 ends up at ~0.05-0.15 of it; 0.3 is on the safe
 # side (an early message is smaller than it could be, never too large).
 _FIRST_RATIO = {True: 0.3, False: 1.0}
 _ENVELOPE_OVERHEAD = 40  # {"v":1,"events":[]} plus the encoding attribute
@@ -118,24 +118,29 @@ class EventPacker:
             gid = self._group_ids[key] = sqs_safe_id(f"{self.cluster}:{key}")
         return gid
 
-    def add(self, event: HdfsEvent, now: float) -> list[PackedMessage]:
-        """Adds one event; returns the messages this sealed (usually none)."""
-        gid = self._group_ids.get(self._group_key(event.path)) or self.group_id(event)
-        try:
-            text = checked_event_json(event)
-        except EventFormatError as exc:
-            return self._alone(gid, event, str(exc))
-        size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
+    def add(self, events: Iterable[HdfsEvent], now: float) -> list[PackedMessage]:
+        """Adds the events of one batch, in order; returns the messages this sealed (usually
+        none). One call a batch: the loop's state stays in locals, where per-event calls
+        re-read it from the packer (~10 % of the pipeline's CPU on bench.ship)."""
         sealed: list[PackedMessage] = []
-        message = self._open.get(gid)
-        if message is not None and (message.raw + size) * self._ratio > self._fill_bytes:
-            sealed = self._seal(gid, final=False)
-            message = self._open.get(gid)  # a re-split may have left events open
-        if message is None:
-            message = self._open[gid] = _OpenMessage(now + self.linger_s)
-        message.events.append(event)
-        message.json.append(text)
-        message.raw += size
+        group_ids, open_messages, group_key = self._group_ids, self._open, self._group_key
+        for event in events:
+            gid = group_ids.get(group_key(event.path)) or self.group_id(event)
+            try:
+                text = checked_event_json(event)
+            except EventFormatError as exc:
+                sealed += self._alone(gid, event, str(exc))
+                continue
+            size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
+            message = open_messages.get(gid)
+            if message is not None and (message.raw + size) * self._ratio > self._fill_bytes:
+                sealed += self._seal(gid, final=False)
+                message = open_messages.get(gid)  # a re-split may have left events open
+            if message is None:
+                message = open_messages[gid] = _OpenMessage(now + self.linger_s)
+            message.events.append(event)
+            message.json.append(text)
+            message.raw += size
         return sealed
 
     def _alone(self, gid: str, event: HdfsEvent, reason: str) -> list[PackedMessage]:
@@ -145,7 +150,7 @@ class EventPacker:
         self.stats.rejected += 1
         sealed = self._seal(gid, final=True) if gid in self._open else []
         wire = encode_message([event], group_id=gid, compress=self.compress, level=self.level,
-                              event_json=[event.to_json()])
+                              event_json=[event.to_sparse_json()])
         self._observe(wire, 0)
         return [*sealed, self._packed(wire, [event])]
 

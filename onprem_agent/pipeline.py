@@ -158,56 +158,60 @@ class Pipeline:
         return self.result(flushed)
 
     def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
-        keeps = None if self._filter.keeps_everything else self._filter.keeps
+        kept_of = None if self._filter.keeps_everything else self._filter.kept
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
         lock, acks, add, enqueue = self._lock, self._acks, packer.add, sender.enqueue
-        stopped, gap = stop.is_set, EventType.GAP
+        wait_for_capacity, stopped, gap = sender.wait_for_capacity, stop.is_set, EventType.GAP
         floor = self.resume_after
-        # Whether a txid without events waits to be registered (see _register_deferred): most
-        # batches have events, and checking this flag costs less than the call.
+        # The txid of a snapshot whose next piece is still to come (tracker.open_txid): only
+        # this thread registers pieces, so it keeps its own copy instead of asking per batch.
+        open_piece: int | None = None
+        # Whether a txid without events waits to be registered (see _register_deferred).
         deferred = False
-        for batch in batches:
-            if stopped():
-                return
-            if self._background_error is not None:
-                raise self._background_error
-            txid = batch.txid
-            piece = txid == tracker.open_txid  # the next piece of a snapshot (source.TxBatch)
-            if not piece and floor is not None and txid <= floor:
-                continue  # at or below the checkpoint, or a source repeating itself
-            floor = txid
-            events = batch.events
-            if not events and not piece and not batch.more:
-                # Most ops (block allocations) yield no event. Only the newest such txid
-                # matters to the checkpoint, so it is registered lazily: with the next batch
-                # that has events, or by the flusher (a source that blocks after it).
-                self._deferred_txid = txid
-                deferred = True
-                self._batches += 1
-                self._last_txid = txid
-                continue
-            sender.wait_for_capacity(stop)
-            kept = events if keeps is None else tuple(filter(keeps, events))
+        empty = 0  # batches without events, counted here and added to _batches at the end
+        try:
+            for batch in batches:
+                if stopped():
+                    return
+                txid = batch.txid
+                events = batch.events
+                if txid != open_piece:
+                    if floor is not None and txid <= floor:
+                        continue  # at or below the checkpoint, or a source repeating itself
+                    if not events and not batch.more:
+                        # Two thirds of the ops (block allocations...) yield no event. Only
+                        # the newest such txid matters to the checkpoint, so it is registered
+                        # lazily: with the next batch that has events, or by the flusher (a
+                        # source that blocks after it). Nothing else is done for it.
+                        self._deferred_txid = floor = txid
+                        deferred = True
+                        empty += 1
+                        continue
+                floor = txid
+                if self._background_error is not None:
+                    raise self._background_error
+                wait_for_capacity(stop)
+                kept = events if kept_of is None else kept_of(events)
+                with lock:
+                    if events and events[0].type is gap:
+                        self._gap_txid = txid
+                    if deferred and txid != open_piece:
+                        self._register_deferred()
+                        deferred = False
+                    tracker.register(txid, len(kept), more=batch.more)
+                    open_piece = txid if batch.more else None
+                    self._events_read += len(events)
+                    self._events_filtered += len(events) - len(kept)
+                    self._batches += 1
+                    self._last_txid = txid
+                    if kept:
+                        for message in add(kept, clock()):  # one event in hundreds seals one
+                            enqueue(message)
+                    if acks:
+                        self._apply_acks()
+        finally:
             with lock:
-                if events and events[0].type is gap:
-                    self._gap_txid = txid
-                if deferred and not piece:
-                    self._register_deferred()
-                    deferred = False
-                tracker.register(txid, len(kept), more=batch.more)
-                self._events_read += len(events)
-                self._events_filtered += len(events) - len(kept)
-                self._batches += 1
-                self._last_txid = txid
-                if kept:
-                    now = clock()
-                    for event in kept:
-                        sealed = add(event, now)
-                        if sealed:  # one event in hundreds seals a message
-                            for message in sealed:
-                                enqueue(message)
-                if acks:
-                    self._apply_acks()
+                self._batches += empty
 
     def _flush(self, wait: _ShutdownWait) -> bool:
         with self._lock:
@@ -337,7 +341,8 @@ class Pipeline:
             return ProgressSnapshot(
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
-                last_txid=self._last_txid, checkpoint_txid=self._saved,
+                last_txid=_newest(self._last_txid, self._deferred_txid),
+                checkpoint_txid=self._saved,
                 elapsed_s=self._clock() - self._started, manifests=self._manifests_acked)
 
     def result(self, flushed: bool) -> PipelineResult:
@@ -348,6 +353,10 @@ class Pipeline:
                 events_sent=self._events_sent, messages=self._messages,
                 manifests=self._manifests_acked, batches=self._batches, checkpoint_txid=self._saved,
                 billed_requests=self.packer.stats.billed_requests, flushed=flushed)
+
+
+def _newest(a: int | None, b: int | None) -> int | None:
+    return a if b is None or (a is not None and a > b) else b
 
 
 class _ShutdownWait:

@@ -1,4 +1,4 @@
-"""The agent's one-step check and JSON: check_event's verdict and to_json's bytes, exactly."""
+"""The agent's one-step check and JSON: check_event's verdict and the sparse JSON, exactly."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from tests.kit.workload import write_edit_log
 
 
 def verdict(event: HdfsEvent) -> str:
-    """What the agent must do with `event`: the contract's reason, or the canonical JSON."""
+    """What the agent must do with `event`: the contract's reason, or the sparse JSON."""
     try:
         check_event(event)
     except EventFormatError as exc:
         return f"refused: {exc}"
-    return event.to_json()
+    return event.to_sparse_json()
 
 
 def checked(event: HdfsEvent) -> str:
@@ -46,7 +46,7 @@ def test_every_message_packed_from_a_generated_workload_passes_the_consumers_che
     events = list(translate_ops(read_ops(path), "c1"))
     assert [checked(e) for e in events] == [verdict(e) for e in events]
     packer = EventPacker("c1", max_message_bytes=8192, linger_s=10)
-    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.flush()
+    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
     assert packer.stats.rejected == 0
     decoded = [e for m in out for e in decode_message(m.wire.body, m.wire.attributes)]
     assert sorted(decoded, key=lambda e: e.key) == events

@@ -30,7 +30,7 @@ def decoded(messages: list[PackedMessage]) -> list[list[HdfsEvent]]:
 def test_events_of_one_group_pack_into_one_message_in_order() -> None:
     packer = EventPacker("c1", linger_s=10)
     events = [ev(t, f"/data/a/f{t}") for t in range(1, 50)]
-    out = [m for e in events for m in packer.add(e, now=0.0)]
+    out = [m for e in events for m in packer.add((e,), now=0.0)]
     assert out == []
     out = packer.flush()
     assert len(out) == 1
@@ -43,7 +43,7 @@ def test_interleaved_groups_get_separate_messages_each_in_order() -> None:
     packer = EventPacker("c1", linger_s=10)
     events = [ev(t, f"/data/{'ab'[t % 2]}/f{t}") for t in range(1, 41)]
     for e in events:
-        packer.add(e, now=0.0)
+        packer.add((e,), now=0.0)
     by_group = {m.wire.group_id: decoded([m])[0] for m in packer.flush()}
     assert by_group == {
         "c1:/data/a": [e for e in events if e.path.startswith("/data/a/")],
@@ -53,7 +53,7 @@ def test_interleaved_groups_get_separate_messages_each_in_order() -> None:
 
 def test_rename_goes_to_the_group_of_its_source() -> None:
     packer = EventPacker("c1", linger_s=10)
-    packer.add(ev(1, "/data/a/tmp/x", type_=EventType.RENAME, dst="/data/b/x"), now=0.0)
+    packer.add((ev(1, "/data/a/tmp/x", type_=EventType.RENAME, dst="/data/b/x"),), now=0.0)
     (message,) = packer.flush()
     assert message.wire.group_id == "c1:/data/a"
 
@@ -66,7 +66,7 @@ def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool) -
               for t in range(1, 3000)]
     limit = 4096
     packer = EventPacker("c1", max_message_bytes=limit, linger_s=10, compress=compress)
-    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.flush()
+    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
     assert all(m.wire.size <= limit for m in out)
     assert [e for batch in decoded(out) for e in batch] == events
     # Packing works toward the limit: messages are mostly well filled.
@@ -78,9 +78,9 @@ def test_messages_fill_close_to_a_64_kib_chunk_on_a_real_edit_log(edits_sample: 
     sample = list(translate_ops(read_ops(edits_sample), "c1"))
     events = [HdfsEvent(**{**{f: getattr(e, f) for f in e.__slots__}, "txid": 100 * i + e.txid,
                            "path": "/data/a" + e.path})
-              for i in range(1500) for e in sample]
+              for i in range(2500) for e in sample]
     packer = EventPacker("c1", group_by="single", linger_s=10)
-    out = [m for e in events for m in packer.add(e, now=0.0)] + packer.flush()
+    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
     assert all(m.wire.size <= 65_536 for m in out)
     # The first messages teach the packer the compression ratio; from then on they are full.
     assert len(out) > 5
@@ -91,16 +91,16 @@ def test_messages_fill_close_to_a_64_kib_chunk_on_a_real_edit_log(edits_sample: 
 def test_a_single_event_larger_than_the_limit_is_sent_alone() -> None:
     packer = EventPacker("c1", max_message_bytes=1024, linger_s=10, compress=False)
     big = ev(2, "/data/a/f", owner="x" * 250, dst="/data/b/" + "y" * 250 + "/" + "z" * 250)
-    out = packer.add(ev(1, "/data/a/f"), 0.0) + packer.add(big, 0.0) + packer.flush()
+    out = packer.add((ev(1, "/data/a/f"),), 0.0) + packer.add((big,), 0.0) + packer.flush()
     assert [m.wire.event_count for m in out] == [1, 1]
     assert decoded(out)[1] == [big]
 
 
 def test_linger_seals_a_message_once_its_first_event_is_old_enough() -> None:
     packer = EventPacker("c1", linger_s=0.2)
-    packer.add(ev(1, "/data/a/f"), now=10.0)
-    packer.add(ev(2, "/data/b/f"), now=10.1)
-    packer.add(ev(3, "/data/a/g"), now=10.15)
+    packer.add((ev(1, "/data/a/f"),), now=10.0)
+    packer.add((ev(2, "/data/b/f"),), now=10.1)
+    packer.add((ev(3, "/data/a/g"),), now=10.15)
     assert packer.next_deadline() == pytest.approx(10.2)
     assert packer.expired(10.19) == []
     (first,) = packer.expired(10.2)
@@ -114,7 +114,7 @@ def test_linger_seals_a_message_once_its_first_event_is_old_enough() -> None:
 def test_parts_count_the_events_of_each_txid_in_a_message() -> None:
     packer = EventPacker("c1", linger_s=10)
     for e in [ev(5, "/d/a", 0), ev(5, "/d/a", 1), ev(5, "/d/a", 2), ev(6, "/d/a"), ev(9, "/d/a")]:
-        packer.add(e, 0.0)
+        packer.add((e,), 0.0)
     (message,) = packer.flush()
     assert message.parts == ((5, 3), (6, 1), (9, 1))
     assert message.wire.first == (5, 0) and message.wire.last == (9, 0)
@@ -123,7 +123,7 @@ def test_parts_count_the_events_of_each_txid_in_a_message() -> None:
 def test_same_events_give_the_same_dedup_id() -> None:
     def pack() -> list[str]:
         packer = EventPacker("c1", max_message_bytes=2048, linger_s=10)
-        out = [m for t in range(1, 500) for m in packer.add(ev(t, "/d/a/f"), 0.0)]
+        out = [m for t in range(1, 500) for m in packer.add((ev(t, "/d/a/f"),), 0.0)]
         return [m.wire.dedup_id for m in out + packer.flush()]
 
     first = pack()
@@ -145,7 +145,7 @@ def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_messa
     deep = "/data/a/" + "/".join(["d" * 200] * 12)  # its parent dir is too long an index key
     before = [ev(t, f"/data/a/f{t}") for t in (1, 2, 3)]
     after = [ev(t, f"/data/a/f{t}") for t in (5, 6)]
-    out = [m for e in [*before, ev(4, deep), *after] for m in packer.add(e, now=0.0)]
+    out = [m for e in [*before, ev(4, deep), *after] for m in packer.add((e,), now=0.0)]
     out += packer.flush()
     assert [m.parts for m in out] == [((1, 1), (2, 1), (3, 1)), ((4, 1),), ((5, 1), (6, 1))]
     assert packer.stats.rejected == 1

@@ -24,8 +24,8 @@ def messages(groups: int, per_group: int) -> list[PackedMessage]:
     for _ in range(per_group):
         for g in range(groups):
             txid += 1
-            packer.add(HdfsEvent(cluster="c1", txid=txid, index=0, type=EventType.CLOSE,
-                                 path=f"/data/g{g}/f"), 0.0)
+            packer.add((HdfsEvent(cluster="c1", txid=txid, index=0, type=EventType.CLOSE,
+                                  path=f"/data/g{g}/f"),), 0.0)
             out += packer.flush()  # one event per message: many messages per group
     return out
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from hdfs_events import schema
-from hdfs_events.envelope import decode_message, encode_message
+from hdfs_events.envelope import decode_envelope, decode_message, encode_message
 from hdfs_events.event import FIELDS, REQUIRED, EventFormatError, HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
@@ -20,6 +20,7 @@ from tests.unit.contract.strategies import events
 
 EVENT = schema.validator("event")
 ENVELOPE = schema.validator("envelope")
+SPARSE_EVENT = EVENT.evolve(schema={"$ref": f"{schema.EVENT_SCHEMA_ID}#/$defs/sparse"})
 
 
 def valid_event() -> dict[str, Any]:
@@ -34,7 +35,8 @@ def test_schema_properties_are_exactly_the_event_fields_in_order() -> None:
     doc = schema.load("event")
     fields = doc["$defs"]["fields"]
     assert tuple(fields["properties"]) == FIELDS
-    assert tuple(fields["required"]) == FIELDS  # canonical form: every key present
+    assert tuple(doc["required"]) == FIELDS  # canonical form (the lake): every key present
+    assert tuple(fields["required"]) == REQUIRED  # the wire's sparse form leaves nulls out
     assert doc["$ref"] == "#/$defs/fields" and doc["unevaluatedProperties"] is False
     assert set(REQUIRED) <= set(FIELDS)
 
@@ -69,8 +71,24 @@ def test_every_event_to_dict_validates_and_round_trips(event: HdfsEvent) -> None
 def test_an_encoded_envelope_validates(edits_sample: Path) -> None:
     evs = list(translate_ops(read_ops(edits_sample), "c1"))
     message = encode_message(evs, group_id="g", compress=False)
-    ENVELOPE.validate(json.loads(message.body))
+    body = json.loads(message.body)
+    ENVELOPE.validate(body)
+    assert all(None not in e.values() for e in body["events"])  # sparse: no null field
     assert decode_message(message.body, message.attributes) == evs
+
+
+def test_an_envelope_from_an_agent_that_sends_nulls_validates_and_decodes_alike(
+        edits_sample: Path) -> None:
+    # Agents before sparse events wrote every key; a consumer must read both during an upgrade.
+    evs = list(translate_ops(read_ops(edits_sample), "c1"))
+    with_nulls = {"v": 1, "events": [e.to_dict() for e in evs]}
+    sparse = encode_message(evs, group_id="g", compress=False).body
+    ENVELOPE.validate(with_nulls)
+    # The same events, and the same lines in the lake (the canonical form, every key).
+    for body in (json.dumps(with_nulls), sparse):
+        decoded = decode_envelope(body)
+        assert decoded.events == evs
+        assert decoded.lines == [e.to_json() for e in evs]
 
 
 def _broken(change: str) -> dict[str, Any]:
@@ -135,11 +153,13 @@ def test_a_gap_and_a_snapshot_round_trip() -> None:
         assert HdfsEvent.from_dict(doc).to_dict() == doc
 
 
-def test_the_one_documented_difference_is_leniency_about_omitted_nulls() -> None:
-    # Readers accept an older/sparser writer's event that omits null keys; the schema describes
-    # the canonical form, which has them all.
+def test_the_sparse_form_omits_nulls_and_only_the_canonical_form_needs_every_key() -> None:
+    # The wire carries an event without its null keys; the lake's line (the schema's root,
+    # the canonical form) has them all; readers take both.
     doc = {k: v for k, v in valid_event().items() if v is not None}
+    assert json.loads(HdfsEvent.from_dict(doc).to_sparse_json()) == doc
     assert list(EVENT.iter_errors(doc))
+    assert not list(SPARSE_EVENT.iter_errors(doc))
     assert HdfsEvent.from_dict(doc).to_dict() == valid_event()
 
 
