@@ -7,6 +7,7 @@ server on 127.0.0.1 through the standard AWS_ENDPOINT_URL variable, as a deploym
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,26 @@ def kit_namenodes_quick_jit() -> Iterator[None]:
     """The kit's NameNode processes (tests/kit/hadoop/host.py) of this session run C1 only."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("HDFS_KIT_JAVA_OPTIONS", QUICK_JIT)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def botocore_data_parsed_once() -> Iterator[None]:
+    """Every botocore session of the run reads AWS's model files through one loader.
+
+    moto's `mock_aws` gives each test a fresh boto3 default session (so no client or credential
+    outlives its test), and each new session parses botocore's JSON again with a loader of its
+    own: endpoints.json, partitions and every service's model and rule set, ~0.3-0.9 s a test
+    on these cores (cProfile: most of a unit test's setup). The files are the same for the whole
+    run; the loader caches what it parsed and clients only read it (clients of one session
+    already share it). Sessions, credentials, clients and event handlers stay per test.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader",
+                      functools.cache(botocore.loaders.create_loader))
         yield
 
 
