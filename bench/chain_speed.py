@@ -1,0 +1,375 @@
+"""The whole chain at the NameNode's own speed (issue 32 item 6): a real NameNode driven as fast
+as it journals, and whether the live agent, the queue, the consumer and the index keep up.
+
+    python -m bench.chain_speed [--seconds 600] [--threads 8] [--latency-ms 5]
+                                [--out bench-out/chain_speed.json]
+
+Real: the NameNode (Hadoop's own, MiniDFSCluster in a process of its own, no DataNode: the
+files are empty, so no block is written); the client driving it (tests/kit/hadoop/
+namenode_load.py: `--threads` threads of one Hadoop client JVM, each creating, closing,
+renaming and deleting files of its own directory for `--seconds`, four RPCs and four inotify
+events a step); the agent (`hdfs-events-agent run`, its own process and JVM, the live defaults:
+200 ms linger, messages grouped by `prefix:2`, one group per client thread); the FIFO queue and
+the lake bucket (moto server over HTTP); the consumer Lambda's handler behind the local SQS
+event source mapping (tests/kit/sqs_lambda.py) in a process of its own, indexing everything
+under the driven root.
+
+Doubled: the consumer's DynamoDB (the index entries and the sequencer's items). Through moto
+server each DynamoDB call costs ~10-40 ms of moto's Python (bench/freshness.py), and moto
+in-process still 1-10 ms of CPU a call behind one lock (tried first: at ~700 events/s its
+calls took 34 ms on average and the figure was moto's). So the consumer's DynamoDB is
+tests/kit/memory_dynamodb.py: the tables in the consumer's memory behind botocore's HTTP
+exchange, each call waiting `--latency-ms` first (calls in flight overlap, as on DynamoDB);
+the handler's own clients, serialization and reply parsing run unchanged (they come from the
+standard chain; the double hooks boto3's default session before the handler makes them).
+One consumer process (one invocation at a time): on AWS the FIFO groups would be invoked side
+by side; two local consumers cannot share the in-process table, so one carries it all.
+
+Measured: the NameNode's journal rate (the client's operations, one event each, over the
+client's seconds on the JVM clock the NameNode stamps edits with); per event, NameNode commit
+(the event's own NameNode timestamp) -> lake object (the handler returned: it puts the object
+before) and -> index entry (the sequencer's position passed the event: its entries are written
+before the position moves); the chain's rate: the driven events over the time from the first
+operation to the last event's index entry (to its lake object for the lake's rate). A chain
+falling behind ends later and its rate drops below the NameNode's. Goal: >= 0.9x the journal
+rate, freshness p99 <= 2 s. Then `hdfs-events-agent verify` (the real command, the NameNode's
+listing against the index) over the driven root: the consumer's entries (delete markers left
+out: they only hide, never add, an entry) are copied into a table on moto server for it, and
+the run fails unless it reports 0 entries differ. Writes bench-out/chain_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench import OUT_DIR
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = OUT_DIR / "chain_speed.json"
+CLUSTER = "speed"
+ROOT = "/bench"
+BUCKET = "lake"
+TABLE = "hdfs-events-index"
+GOAL_RATIO, GOAL_P99_MS = 0.9, 2000
+
+
+# --- the consumer, in its own process -------------------------------------------------------
+
+def consumer_child(queue_url: str, work: Path, latency_ms: float) -> int:
+    """The real handler behind LocalSqsLambdaRunner, its DynamoDB the in-memory double at
+    `latency_ms` a call; writes what each event met and the index's live entries at the end."""
+    import boto3
+
+    from hdfs_events import index_item, names
+    from hdfs_events.envelope import decode_message
+    from hdfs_events.names import KIND_ATTRIBUTE
+    from tests.kit.memory_dynamodb import MemoryDynamoDB
+    from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
+
+    # The handler's clients come from boto3's default session: hook it before they exist.
+    boto3.setup_default_session()
+    events = boto3.DEFAULT_SESSION.events
+    dynamodb = MemoryDynamoDB(latency_ms / 1000)
+    dynamodb.attach(events)
+    calls: Counter[str] = Counter()
+    call_s: Counter[str] = Counter()  # seconds in calls, by "<service>.<Operation>"
+    started = threading.local()
+    advances: list[tuple[int, int, int, bool]] = []  # (ms, txid, idx, walk unfinished)
+    position = names.position_partition(CLUSTER)
+
+    def advance(params: dict[str, Any], **_: Any) -> None:
+        values = params.get("ExpressionAttributeValues", {})
+        if ":txid" in values and params["Key"][names.INDEX_PK]["S"] == position:
+            advances.append((int(time.time() * 1000), int(values[":txid"]["N"]),
+                             int(values[":idx"]["N"]), ":walk" in values))
+
+    def before(**_: Any) -> None:
+        started.at = time.perf_counter()
+
+    def after(event_name: str, **_: Any) -> None:
+        operation = event_name.split(".", 1)[1]  # after-call.<service>.<Operation>
+        calls[operation] += 1
+        call_s[operation] += time.perf_counter() - started.at
+
+    events.register("before-parameter-build.dynamodb.UpdateItem", advance)
+    events.register("before-call", before)
+    events.register("after-call", after)
+    real = load_handler("lambdas.ingest.handler:handler")
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (NameNode ms, lake ms)
+    invocations: list[float] = []
+
+    def timed(event: dict[str, Any], context: Any) -> Any:
+        start = time.perf_counter()
+        response = real(event, context)
+        done = int(time.time() * 1000)
+        invocations.append(time.perf_counter() - start)
+        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        for record in event["Records"]:
+            if (record["messageId"] in failed
+                    or KIND_ATTRIBUTE in record["messageAttributes"]):
+                continue  # failed (comes again), or a manifest / continue request
+            for e in decode_message(record["body"], record["messageAttributes"]):
+                if e.timestamp is not None:
+                    seen.setdefault((e.txid, e.index), (e.timestamp, done))
+        return response
+
+    runner = LocalSqsLambdaRunner(queue_url, timed)
+    (work / "consumer.ready").touch()
+    ready_at = time.perf_counter()
+    idle = 0
+    while True:
+        idle = idle + 1 if runner.poll_once() == 0 else 0
+        if (work / "consumer.stop").exists() and idle >= 2:
+            break
+    consumer_s = time.perf_counter() - ready_at
+    entries = [item for item in dynamodb.items(TABLE)
+               if item[names.INDEX_PK]["S"].startswith(f"{CLUSTER}#")
+               and not item.get(index_item.DELETED, {}).get("BOOL")]
+    keys = sorted(seen)
+    (work / "consumer.json").write_text(json.dumps({
+        "invocations": runner.invocations, "records": runner.records,
+        "failures": runner.failures, "batch_errors": runner.batch_errors,
+        "calls": dict(calls), "call_s": {k: round(v, 2) for k, v in call_s.items()},
+        "consumer_s": round(consumer_s, 2), "invocation_s": invocations,
+        "events": [[*k, *seen[k]] for k in keys], "advances": advances,
+        "entries": entries}))
+    return 0
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int) -> Path:
+    """agent.toml: the live defaults (linger, grouping), a file checkpoint at `after_txid` (the
+    agent streams from the next txid), and the index table `verify` reads."""
+    (work / "checkpoint.json").write_text(json.dumps({"txid": after_txid}))
+    config = work / "agent.toml"
+    config.write_text(
+        f'cluster = "{CLUSTER}"\n[sqs]\nqueue_url = "{queue_url}"\n'
+        f'[checkpoint]\npath = "{work / "checkpoint.json"}"\ninterval_ms = 200\n'
+        f'[hdfs]\nuri = "{hdfs.uri}"\nconf_dir = "{hdfs.conf_dir}"\n'
+        f'[metrics]\nprometheus_port = 0\nheartbeat_interval_s = 0\n'
+        f'[verify]\nindex_table = "{TABLE}"\n', encoding="utf-8")
+    return config
+
+
+def start_consumer(work: Path, queue_url: str, latency_ms: float) -> subprocess.Popen[bytes]:
+    """Started before the NameNode: its imports and table overlap the NameNode's start."""
+    from hdfs_events import names
+    from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
+
+    env = {**os.environ, names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
+           names.ENV_INDEX_PREFIXES: ROOT, names.ENV_EVENT_QUEUE_URL: queue_url,
+           names.ENV_LOG_MODE: "summary",
+           names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
+           "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
+           "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
+    with (work / "consumer.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bench.chain_speed", "--consumer", queue_url,
+             "--work", str(work), "--latency-ms", str(latency_ms)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+
+
+def await_consumer(process: subprocess.Popen[bytes], work: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not (work / "consumer.ready").exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"consumer not polling: {tail(work / 'consumer.log')}")
+        time.sleep(0.05)
+
+
+def tail(log: Path, lines: int = 30) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def pct(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))]) if ordered else float("nan")
+
+
+def index_times(events: list[list[int]], advances: list[list[Any]]) -> list[int | None]:
+    """Per event (sorted by key), when the sequencer's position first covered it (None: never).
+    The position only moves forward, so each event's first covering advance is found by a
+    binary search over the advances' keys (an unfinished walk leaves its own event out)."""
+    marks: list[tuple[int, int]] = []
+    stamps: list[int] = []
+    for ms, txid, idx, walk in sorted(advances, key=lambda a: (a[1], a[2], a[0])):
+        key = (txid, idx - 1) if walk else (txid, idx)
+        if not marks or key > marks[-1]:
+            marks.append(key)
+            stamps.append(ms)
+    # The first mark at or after the event's key; times made monotonic so an earlier-keyed
+    # event never gets a later stamp than a later-keyed one already applied.
+    for i in range(len(stamps) - 2, -1, -1):
+        stamps[i] = min(stamps[i], stamps[i + 1])
+    out: list[int | None] = []
+    for txid, idx, *_ in events:
+        at = bisect.bisect_left(marks, (txid, idx))
+        out.append(stamps[at] if at < len(marks) else None)
+    return out
+
+
+def verify(config: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The consumer's entries into a table on moto server, then `hdfs-events-agent verify`."""
+    import boto3
+
+    from tests.kit.index_table import create_index_table
+    from tests.kit.live_agent import AGENT
+
+    ddb = boto3.client("dynamodb")
+    create_index_table(ddb, TABLE)
+    for at in range(0, len(entries), 25):
+        ddb.batch_write_item(RequestItems={TABLE: [{"PutRequest": {"Item": item}}
+                                                   for item in entries[at:at + 25]]})
+    done = subprocess.run([str(AGENT), "verify", "--config", str(config), "--prefix", ROOT],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    head = next((line for line in done.stdout.splitlines() if line.startswith("verify ")), "")
+    differ = int(head.rsplit(";", 1)[1].split()[0]) if head else None
+    return {"exit": done.returncode, "line": head, "differ": differ,
+            "entries_copied": len(entries),
+            "output": (done.stdout + done.stderr)[-2000:] if done.returncode else ""}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import boto3
+
+    from demo.chain import local_aws
+    from tests.kit.hadoop.cluster import HdfsCluster
+    from tests.kit.live_agent import AgentProcess
+
+    with tempfile.TemporaryDirectory(prefix="chain-speed-") as tmp, local_aws():
+        work = Path(tmp)
+        boto3.client("s3").create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        queue_url = boto3.client("sqs").create_queue(
+            QueueName="events.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+        consumer = start_consumer(work, queue_url, args.latency_ms)
+        with HdfsCluster.start(work / "hdfs", datanodes=0) as hdfs:
+            config = agent_config(work, queue_url, hdfs, hdfs.txid())
+            agent = AgentProcess.start(config)
+            await_consumer(consumer, work)
+            try:
+                hdfs.run([["mkdirs", ROOT]])  # the agent is streaming once this is acknowledged
+                first = hdfs.txid()
+                agent.wait_for_checkpoint(first, timeout_s=180)
+                load_json = work / "load.json"
+                drive = subprocess.run(
+                    [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
+                     str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
+                     "--seconds", str(args.seconds), "--out", str(load_json)],
+                    capture_output=True, text=True, cwd=REPO, check=False)
+                if drive.returncode != 0:
+                    raise SystemExit(f"the client failed: {drive.stderr[-2000:]}")
+                last = hdfs.txid()
+                agent.wait_for_checkpoint(last, timeout_s=max(300, args.seconds))
+            finally:
+                agent_exit = agent.stop()
+                (work / "consumer.stop").touch()
+                consumer_exit = consumer.wait(timeout=max(600, 2 * args.seconds))
+            if consumer_exit != 0:
+                raise SystemExit(f"consumer exited {consumer_exit}: {tail(work / 'consumer.log')}")
+            consumed = json.loads((work / "consumer.json").read_text())
+            checked = verify(config, consumed.pop("entries"))
+        load = json.loads(load_json.read_text())
+        return summarize(load, consumed, checked, first, last, agent_exit, args)
+
+
+def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str, Any],
+              first: int, last: int, agent_exit: int, args: argparse.Namespace
+              ) -> dict[str, Any]:
+    events = [e for e in consumed["events"] if first < e[0] <= last]
+    applied = index_times(events, consumed["advances"])
+    to_lake = [lake - nn for _, _, nn, lake in events]
+    to_index = [at - e[2] for e, at in zip(events, applied, strict=True) if at is not None]
+    start = load["started_ms"]
+    journal_rate = load["events"] / load["seconds"]
+
+    def rate(end_ms: int) -> float:
+        return len(events) / max(0.001, (end_ms - start) / 1000)
+
+    lake_rate = rate(max((e[3] for e in events), default=start))
+    index_rate = rate(max((a for a in applied if a is not None), default=start))
+    calls = {k: v for k, v in consumed["calls"].items() if k.startswith("dynamodb.")}
+    return {
+        "seconds": args.seconds, "threads": args.threads, "latency_ms": args.latency_ms,
+        "load_average_1m": os.getloadavg()[0],
+        "namenode": {**load, "events_per_s": round(journal_rate), "txids": [first + 1, last]},
+        "events_in_lake": len(events), "lost": load["events"] - len(events),
+        "not_indexed": len(events) - len(to_index),
+        "lake_events_per_s": round(lake_rate), "index_events_per_s": round(index_rate),
+        "ratio": round(index_rate / journal_rate, 3),
+        "lake_ratio": round(lake_rate / journal_rate, 3),
+        "edit_to_lake_ms": {"p50": pct(to_lake, 0.5), "p99": pct(to_lake, 0.99),
+                            "max": pct(to_lake, 1.0)},
+        "edit_to_index_ms": {"p50": pct(to_index, 0.5), "p99": pct(to_index, 0.99),
+                             "max": pct(to_index, 1.0)},
+        "consumer": {k: consumed[k] for k in ("invocations", "records", "failures",
+                                              "batch_errors")}
+        | {"invocation_s_p50": pct(consumed["invocation_s"], 0.5),
+           "consumer_s": consumed["consumer_s"], "calls": consumed["calls"],
+           "call_s": consumed["call_s"],
+           "dynamodb_calls_per_event": round(sum(calls.values()) / max(1, len(events)), 3)},
+        "agent_exit": agent_exit, "verify": checked,
+        "goal": {"ratio": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chain_speed",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--latency-ms", type=float, default=5.0,
+                        help="per DynamoDB call of the consumer (the in-memory double behind it)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.consumer:
+        return consumer_child(args.consumer, args.work, args.latency_ms)
+
+    r = run(args)
+    nn, lake, index = r["namenode"], r["edit_to_lake_ms"], r["edit_to_index_ms"]
+    print(f"the whole chain at the NameNode's speed: {args.threads} client threads for "
+          f"{nn['seconds']:.0f} s, DynamoDB {args.latency_ms:g} ms a call (in-memory double), "
+          f"load average {r['load_average_1m']:.1f}")
+    print(f"NameNode journalled {nn['events']:,} events, {nn['events_per_s']:,} events/s "
+          f"(txids {nn['txids'][0]}..{nn['txids'][1]})")
+    print(f"through the chain: lake {r['lake_events_per_s']:,} events/s ({r['lake_ratio']:.2f}x), "
+          f"index {r['index_events_per_s']:,} events/s ({r['ratio']:.2f}x; goal "
+          f">= {GOAL_RATIO}x); lost {r['lost']}, not indexed {r['not_indexed']}")
+    print(f"freshness NameNode commit -> lake p50 {lake['p50']:.0f} ms, p99 {lake['p99']:.0f} ms; "
+          f"-> index p50 {index['p50']:.0f} ms, p99 {index['p99']:.0f} ms (goal p99 <= "
+          f"{GOAL_P99_MS} ms)")
+    c = r["consumer"]
+    by_service: Counter[str] = Counter()
+    for operation, seconds in c["call_s"].items():
+        by_service[operation.split(".")[0]] += seconds
+    print(f"consumer: {c['invocations']:,} invocations, {c['records']:,} records, "
+          f"{c['failures']} failed, {c['dynamodb_calls_per_event']:.2f} DynamoDB calls/event; "
+          f"{c['consumer_s']:.0f} s polling, of it in calls: "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
+          + " (DynamoDB's side by side)")
+    v = r["verify"]
+    print(f"verify: {v['line'] or v['output']} (exit {v['exit']}, "
+          f"{v['entries_copied']} entries copied)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(r, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0 if (r["lost"] == 0 and r["not_indexed"] == 0 and v["differ"] == 0
+                 and v["exit"] == 0) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
