@@ -373,6 +373,23 @@ def _live(r: dict[str, Any], size: str) -> list[Figure]:
                         f"peak RSS {nn['vm_hwm_kb'] / 1024:.0f} MiB")]
 
 
+def _chain_speed(r: dict[str, Any], size: str) -> list[Figure]:
+    nn, lake, index, v = r["namenode"], r["edit_to_lake_ms"], r["edit_to_index_ms"], r["verify"]
+    checks = (f"lost {r['lost']}, verify {v['differ']} differ; {r['threads']} client threads, "
+              f"DynamoDB {r['latency_ms']:g} ms a call (in-memory double)")
+    return [
+        Figure("whole chain at the NameNode's speed (to the index)", "events/s",
+               r["index_events_per_s"], nn["events_per_s"], "NameNode's journal rate", size,
+               note=f"goal >= {r['goal']['ratio']}x; to the lake {r['lake_events_per_s']:,} "
+                    f"events/s; {checks}"),
+        Figure("freshness NameNode commit -> index entry p99 (at full speed)", "ms",
+               index["p99"], None, f"goal <= {r['goal']['p99_ms']:,} ms", size,
+               higher_is_better=False,
+               note=f"p50 {index['p50']:.0f} ms; -> lake object p50 {lake['p50']:.0f} ms, "
+                    f"p99 {lake['p99']:.0f} ms"),
+    ]
+
+
 def _sync(r: dict[str, Any], size: str) -> list[Figure]:
     first, steady, append = r["initial_copy"], r["steady"], r["append"]
     sync, distcp = first["sync"], first["distcp"]
@@ -549,6 +566,11 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
           smoke=("--ops", "500", "--rounds", "1"), smoke_s=15),
+    # A real NameNode at full speed for --seconds, the agent, moto server, one consumer process.
+    Bench("chain_speed", "bench.chain_speed", "chain_speed.json", _chain_speed,
+          quick=("--seconds", "60"), quick_size="60 s, 8 client threads (default 600 s)",
+          smoke=("--seconds", "3", "--threads", "2"), full_size="600 s, 8 client threads",
+          timeout_s=3600, smoke_s=40),
     # The image job at scale: kit images (built once per size, cached), one NameNode start, one
     # Spark session and one oiv JVM per size.
     Bench("inventory_scale", "bench.inventory_scale", "inventory_scale.json", _inventory_scale,
