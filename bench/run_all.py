@@ -503,7 +503,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("attribution", "bench.attribution", "attribution.json", _attribution,
           quick=("--events", "50000"), quick_size="50k events, 50 users, 20k paths, best of 2 "
           "(default 200k)", smoke=("--events", "400", "--paths", "100", "--rounds", "1"),
-          smoke_s=15),
+          smoke_s=40),
     Bench("bridge", "bench.bridge", "bridge.json", _bridge,
           quick=("--events", "20000", "--py4j-events", "300"),
           quick_size="20k events, py4j 300 CLOSE (default 50k / 500)",
@@ -551,7 +551,7 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--events-per-day", "20000"),
           quick_size="1 new day of 20k events, 1 vs 30 days of history (default 50k a day)",
           smoke=("--events-per-day", "200", "--history", "1", "--rounds", "1", "--no-full"),
-          full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600, smoke_s=35),
+          full_size="1 new day of 50k events, 1 vs 30 days of history", timeout_s=3600, smoke_s=55),
     Bench("lake", "bench.cost_model", "lake.json", _lake,
           quick=("--measure-lake",), quick_size="compact's input lake; Parquet by pyarrow",
           smoke=("--measure-lake",), full=("--measure-lake",),
@@ -561,7 +561,7 @@ BENCHES: tuple[Bench, ...] = (
                  "--summary-seconds", "3"),
           quick_size="10 s per load, 2 message groups, none indexed, 1 poller",
           smoke=("--rates", "100", "--seconds", "1", "--index-seconds", "1",
-                 "--summary-seconds", "1"), smoke_s=35),
+                 "--summary-seconds", "1"), smoke_s=55),
     Bench("live", "bench.live", "live.json", _live,
           quick=("--ops", "20000"),
           quick_size="real NameNode, ~8k events, best of 3, a second client loading it",
@@ -592,7 +592,7 @@ BENCHES: tuple[Bench, ...] = (
           quick=("--files", "6", "--mb-per-file", "8", "--lag-seconds", "15"),
           quick_size="6 x 8 MB, 15 s at 4 files/s (default 8 x 8 MB, 20 s)",
           smoke=("--files", "2", "--mb-per-file", "0.25", "--lag-seconds", "2",
-                 "--append-base-mb", "5.25", "--no-fixed-cost"), smoke_s=35),
+                 "--append-base-mb", "5.25", "--no-fixed-cost"), smoke_s=55),
 )
 
 
