@@ -2,8 +2,10 @@
 agent process's peak memory at each size against the smallest, measured in the same run.
 
     .venv/bin/python -m bench.first_start [--sizes 100000,300000,1000000] [--code-tree DIR]
+        [--listing-max-files 1000000] [--writes-double-from 3000000]
 
-For each size:
+For each size (steps 1, 6 and 7 only above `--listing-max-files`: the listing of 10M files
+through moto's SQS and verify's second listing do not fit a bench's time):
 1. The NameNode starts on the kit's cached name directory of that many files
    (tests/kit/hadoop/namespace_image.py: Hadoop's Offline Image Reconstructor, built once per
    size into .hadoop/namespaces/), no DataNode; its start time is recorded.
@@ -35,13 +37,20 @@ For each size:
    until its checkpoint is T; its peak RSS; listStatus calls in the NameNode's audit log while
    it runs (must be 0); when the listing start was indexed, the two indexes compared entry for
    entry (every attribute but each snapshot's txid and where an entry is stored; must be 0
-   differ).
+   differ). From `--writes-double-from` on (moto cannot hold 10M index items), the job's
+   BatchWriteItem calls are answered by the latency double (bench/dynamodb_latency.py, through
+   botocore's plugin hook in the job's environment; S3, the job's reads, the position and the
+   marker stay on moto server): one timeline, the agent's fetch to its checkpoint T, with the
+   index written at `--latency-ms` per call; nothing stored, so not compared (a covered
+   directory is checked absent: the double answered). Goals at 10M inodes: <= 300 s, the
+   agent's peak RSS <= 1 GiB, 0 listing RPCs.
 7. The SNAPSHOT apply rate: the image job's index writes (walk order and numbers in the JVM,
    each item's JSON in the JVM, BatchWriteItem with `--index-threads` calls in flight per task; the
    numbering's own seconds reported apart) of that inventory at
    `--latency-ms` per DynamoDB call (`latency_dynamodb`: the job's own botocore client, its HTTP
    exchange replaced by the wait, since moto's own cost per call exceeds 5 ms), goal 50,000
-   records/s. `--apply-sizes N,...` measures only this, on N
+   records/s; through the double (step 6), the image start's own writes are this rate and the
+   step is not run again. `--apply-sizes N,...` measures only this, on N
    synthetic rows (no NameNode), for sizes the machine cannot run whole.
 
 The figures: first start and verify peak RSS at each size against the smallest size (goal:
@@ -64,13 +73,14 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import boto3
 
 from bench import REPO
+from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
 from demo.chain import local_aws
 from hdfs_events import names
 from hdfs_events.index_item import from_wire, plain, wire_keys
@@ -87,6 +97,8 @@ CLUSTER = "bench"
 IMAGE_CLUSTER = "bench-image"  # the same NameNode, started from its fsimage
 INVENTORY_JOB = "bench-namespace-inventory"
 APPLY_GOAL = 50_000  # SNAPSHOT records/s applied at 5 ms per DynamoDB call (issue #32)
+FIRST_START_GOAL_S = 300  # the image start of 10M inodes on 2 cores (issue #32)
+RSS_GOAL_MIB = 1024  # the agent's peak RSS during it (issue #32)
 GOAL = 1.2  # peak RSS at any size / at the smallest
 DRIFT = re.compile(r"(\d+) (?:entries )?differ\b")
 COUNTS = re.compile(r"(\d+) entries in HDFS, (\d+) in the index")
@@ -245,17 +257,26 @@ def listing_calls(hdfs: HdfsCluster) -> int:
                for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
 
 
-def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, code_tree: Path,
-                timeout_s: float) -> dict[str, Any]:
+def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float, threads: int,
+                latency_ms: float | None, top: str) -> dict[str, Any]:
     """`run` with first_start = "fsimage": fetch, the inventory job on local[2] (moto's Glue
-    run for real, tests/kit/glue_runs.py), the index written, until the checkpoint is T."""
+    run for real, tests/kit/glue_runs.py), the index written, until the checkpoint is T. With
+    `latency_ms`, the job's BatchWriteItem calls are answered by the latency double
+    (bench/dynamodb_latency.py: botocore's plugin hook, in the job's environment only), the
+    rest as before: S3 and the position on moto server, one timeline; `top`, a covered
+    directory, is then checked absent from the index (the double answered, nothing stored)."""
     boto3.client("glue").create_job(
         Name=INVENTORY_JOB, Role="arn:aws:iam::123456789012:role/glue",
         Command={"Name": "glueetl", "ScriptLocation": "s3://assets/namespace_inventory.py"},
         DefaultArguments={"--target": f"s3://{BUCKET}", "--index_table": TABLE,
-                          "--index_prefixes": "/"})
+                          "--index_prefixes": "/", "--index_threads": str(threads)})
     before = listing_calls(hdfs)
-    env = {**os.environ, "SPARK_MASTER": "local[2]"}
+    # The driver is every executor on local[2]: the heap bench.inventory_scale gives the same
+    # job (a Glue G.1X executor's 10g is more than this machine spares); Spark's 1g default
+    # does not hold the 10M image's sort.
+    env = {**os.environ, "SPARK_MASTER": "local[2]",
+           "PYSPARK_SUBMIT_ARGS": "--driver-memory 4g pyspark-shell",
+           **(plugin_env(latency_ms) if latency_ms is not None else {})}
     with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
         agent = AgentProcess.start(image_config(work, hdfs, queue_url))
         seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
@@ -269,9 +290,16 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, code_tree: Path,
     assert txid is not None
     marker = json.loads(boto3.client("s3").get_object(
         Bucket=BUCKET, Key=names.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
+    if latency_ms is not None:
+        ddb = boto3.client("dynamodb")
+        if any("Item" in ddb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)
+               for key in wire_keys(IMAGE_CLUSTER, top)):
+            raise RuntimeError(f"{top} is in the index: the job's writes did not go through "
+                               "the latency double (botocore's plugin hook not taken)")
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "txid": txid,
             "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
-            "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker}
+            "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker,
+            "writes_latency_ms": latency_ms}
 
 
 def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
@@ -292,41 +320,6 @@ def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
             "first_differ": differ[:5]}
 
 
-class _Reply:
-    """An HTTP reply's body as botocore reads it (AWSResponse.raw)."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        return iter([self.body])
-
-
-def latency_dynamodb(threads: int) -> Any:
-    """A DynamoDB double for the write path's rate (named as one): the job's own client
-    (glue_jobs.image_index.dynamodb_client, through glue_jobs.wire_batch_write: the request
-    prepared once a task, then botocore's signing, retry loop and reply parsing for every
-    call, all paid as on AWS), whose HTTP exchange waits
-    BENCH_DDB_LATENCY_MS and answers an empty success (botocore's `before-send`), nothing
-    stored, nothing sent. The rate it gives is the job's own (its sort, items, calls in flight
-    and client CPU) at DynamoDB's latency, not moto's: moto costs more than 5 ms per 25-item
-    BatchWriteItem itself (bench/index_apply.py's hook adds the latency to moto's own time,
-    right for one sequential applier, not for many writers). Not counted: the socket and TLS
-    work of a real exchange. Made on each executor (a ClientFactory: pickled by reference)."""
-    from botocore.awsrequest import AWSResponse
-
-    from glue_jobs.image_index import dynamodb_client
-
-    latency_s = float(os.environ["BENCH_DDB_LATENCY_MS"]) / 1000
-    client = dynamodb_client(threads)
-
-    def answer(request: Any, **_: Any) -> AWSResponse:
-        time.sleep(latency_s)
-        return AWSResponse(request.url, 200, {}, _Reply(b"{}"))
-    client.meta.events.register("before-send.dynamodb.*", answer)
-    return client
-
-
 def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
                         ) -> dict[str, Any]:
     """The image job's index writes of the inventory rows at `latency_ms` per DynamoDB call,
@@ -335,7 +328,7 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
     from glue_jobs.image_index import IndexSettings, write_index
     from glue_jobs.runtime import local_session
 
-    os.environ["BENCH_DDB_LATENCY_MS"] = str(latency_ms)
+    os.environ[LATENCY_ENV] = str(latency_ms)
     # botocore needs a region and keys to sign with; nothing is sent (latency_dynamodb), and
     # the Python workers inherit them from this process.
     for key, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "bench"),
@@ -396,40 +389,68 @@ def inventory_location(cluster: str) -> str:
 
 
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
-            index_max_files: int, latency_ms: float = 5.0, threads: int = 8) -> dict[str, Any]:
+            index_max_files: int, latency_ms: float = 5.0, threads: int = 8, *,
+            listing_max_files: int = 1_000_000, writes_double_from: int = 3_000_000
+            ) -> dict[str, Any]:
     image = namespace_image(files)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
                            timeout=60).read()
     queue = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
     inodes = image.summary.files + image.summary.dirs
-    with HdfsCluster.start(work / f"hdfs-{files}", image=image.name_dir, datanodes=0) as hdfs:
-        config = write_agent_config(
-            work / f"agent-{files}", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri,
-            conf_dir=hdfs.conf_dir, extra=f'[verify]\nindex_table = "{TABLE}"\n')
-        txid = hdfs.txid()  # nothing writes: the snapshot is taken at this txid
-        start = first_start(config, txid, timeout_s)
-        start["events_per_s"] = round(inodes / start["seconds"])
-        index: dict[str, Any] | None = None
-        if files <= index_max_files:
-            index = consume(queue, code_tree, work / f"consumer-{files}.log")
-            index["records_per_s"] = round(inodes / index["seconds"])
-        checked = verify(config, timeout_s)
-        imaged = image_start(hdfs, work / f"agent-image-{files}", queue, code_tree, timeout_s)
+    listed = files <= listing_max_files
+    doubled = files >= writes_double_from
+    start = index = checked = None
+    # The NameNode loads the image in parallel as bench.inventory_scale starts it (10M: ~1 min
+    # instead of ~2); its heap sized for the namespace.
+    with HdfsCluster.start(work / f"hdfs-{files}", image=image.name_dir, datanodes=0,
+                           heap=image.heap, conf={"dfs.image.parallel.load": "true"}) as hdfs:
+        if listed:
+            config = write_agent_config(
+                work / f"agent-{files}", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri,
+                conf_dir=hdfs.conf_dir, extra=f'[verify]\nindex_table = "{TABLE}"\n')
+            txid = hdfs.txid()  # nothing writes: the snapshot is taken at this txid
+            start = first_start(config, txid, timeout_s)
+            start["events_per_s"] = round(inodes / start["seconds"])
+            if files <= index_max_files:
+                index = consume(queue, code_tree, work / f"consumer-{files}.log")
+                index["records_per_s"] = round(inodes / index["seconds"])
+            checked = verify(config, timeout_s)
+        top = "/" + next(iter(image.summary.subtrees)).split("/")[1]
+        imaged = image_start(hdfs, work / f"agent-image-{files}", queue, timeout_s, threads,
+                             latency_ms if doubled else None, top)
         if imaged["listing_rpcs"]:
             raise RuntimeError(f"the image start made {imaged['listing_rpcs']} listStatus calls")
         compared = None
-        if index is not None:
+        if index is not None and not doubled:
             compared = compare_indexes(txid, imaged["txid"])
             if compared["differ"] or compared["entries"] != inodes - 1:
                 raise RuntimeError(f"at {files:,} files the image start's index differs from "
                                    f"the listing start's: {compared}")
         imaged["compared"] = compared
         namenode_s = round(hdfs.started_s, 1)
-    imaged["apply"] = snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads)
-    # Every inode but the root is an entry: what the generator made, counted without listing.
-    # Without the consumer's pass the index is empty and every entry is MISSING.
-    expected = inodes - 1
-    indexed = expected if index else 0
+    written = imaged["indexed"]
+    # Through the double, the image start's own writes are the apply rate: the real inventory,
+    # in the job as deployed, at the latency.
+    imaged["apply"] = (
+        {"rows": written["entries"], "entries": written["entries"],
+         "seconds": written["seconds"], "numbering_seconds": written["numbering_seconds"],
+         "records_per_s": round(written["entries"] / written["seconds"]),
+         "latency_ms": latency_ms, "threads_per_task": threads,
+         "batch_calls": written["batch_calls"], "write_tasks": written["write_tasks"],
+         "in_the_image_start": True} if doubled else
+        snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads))
+    if checked is not None:
+        check_verify(checked, files, inodes - 1, index is not None, work)
+    return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
+            "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
+            "first_start": start, "index": index, "verify": checked, "image_start": imaged}
+
+
+def check_verify(checked: dict[str, Any], files: int, expected: int, indexed_all: bool,
+                 work: Path) -> None:
+    """verify counted every entry (every inode but the root, what the generator made, counted
+    without listing) and, without the consumer's pass, found every entry MISSING."""
+    indexed = expected if indexed_all else 0
     if (checked["differ"], checked["in_hdfs"], checked["in_index"]) != (
             expected - indexed, expected, indexed):
         # What the table holds for a path verify misses: nothing (a write that never landed)
@@ -441,9 +462,6 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                            f"in the index; the namespace holds {expected:,}, the index "
                            f"should hold {indexed:,}; verify's first lines: "
                            + "; ".join(checked["drift_lines"]))
-    return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
-            "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
-            "first_start": start, "index": index, "verify": checked, "image_start": imaged}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -464,6 +482,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="DynamoDB's latency per call for the SNAPSHOT apply rate")
     parser.add_argument("--index-threads", type=int, default=8,
                         help="BatchWriteItem calls in flight per write task of the image job")
+    parser.add_argument("--listing-max-files", type=int, default=1_000_000,
+                        help="sizes up to this also run the listing start, the consumer and "
+                             "verify; above, the image start alone (the listing of 10M files "
+                             "through moto's SQS does not fit a bench's time)")
+    parser.add_argument("--writes-double-from", type=int, default=3_000_000,
+                        help="sizes from this on run the image start with the job's index "
+                             "writes answered by the latency double (moto cannot hold them): "
+                             "its index is not compared, and its own writes are the apply rate")
     parser.add_argument("--apply-sizes", default="",
                         help="only the SNAPSHOT apply rate, on this many synthetic rows each "
                              "(comma-separated): no NameNode, agent or image job")
@@ -496,7 +522,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         endpoint = stack.enter_context(local_aws())
         for files in sizes:
             runs.append(measure(files, work, endpoint, code_tree, args.timeout,
-                                args.index_max_files, args.latency_ms, args.index_threads))
+                                args.index_max_files, args.latency_ms, args.index_threads,
+                                listing_max_files=args.listing_max_files,
+                                writes_double_from=args.writes_double_from))
             print_row(runs[-1], runs[0])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
@@ -506,30 +534,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
-    s, v = run["first_start"], run["verify"]
+    s, v, i = run["first_start"], run["verify"], run["image_start"]
     print(f"{run['files']:>9,} files ({run['inodes']:,} inodes): NameNode up in "
           f"{run['namenode_start_s']:.1f} s (image {run['image']['seconds']} s to build"
-          f"{', cached' if run['image']['cached'] else ''}); first start {s['seconds']:.1f} s, "
-          f"{s['events_per_s']:,} events/s, peak RSS {s['peak_rss_kb'] / 1024:.0f} MiB "
-          f"({s['peak_rss_kb'] / base['first_start']['peak_rss_kb']:.2f}x); "
-          + (f"index {run['index']['seconds']:.0f} s" if run["index"] else "index left empty")
-          + f"; verify {v['seconds']:.1f} s, peak RSS "
-          f"{v['peak_rss_kb'] / 1024:.0f} MiB ({v['peak_rss_kb'] / base['verify']['peak_rss_kb']:.2f}x)"
-          f", {v['differ']} differ", flush=True)
-    i, c, a = run["image_start"], run["image_start"]["compared"], run["image_start"]["apply"]
-    written = i["indexed"]
-    print(f"{'':>9} fsimage start {i['seconds']:.1f} s (the inventory job on local[2] "
+          f"{', cached' if run['image']['cached'] else ''}); " + (
+              f"first start {s['seconds']:.1f} s, {s['events_per_s']:,} events/s, peak RSS "
+              f"{s['peak_rss_kb'] / 1024:.0f} MiB "
+              + (f"({s['peak_rss_kb'] / base['first_start']['peak_rss_kb']:.2f}x); "
+                 if base["first_start"] else "; ")
+              + (f"index {run['index']['seconds']:.0f} s" if run["index"] else "index left empty")
+              + f"; verify {v['seconds']:.1f} s, peak RSS {v['peak_rss_kb'] / 1024:.0f} MiB"
+              + (f" ({v['peak_rss_kb'] / base['verify']['peak_rss_kb']:.2f}x)"
+                 if base["verify"] else "")
+              + f", {v['differ']} differ" if s else "no listing start at this size"),
+          flush=True)
+    c, a, written = i["compared"], i["apply"], i["indexed"]
+    doubled = i["writes_latency_ms"] is not None
+    print(f"{'':>9} fsimage start {i['seconds']:.1f} s (goal <= {FIRST_START_GOAL_S} s at 10M "
+          f"inodes; fetch, the inventory job on local[2] "
           f"{i['job_seconds']:.1f} s, {written['entries']:,} entries written in "
-          f"{written['seconds']:.1f} s by {written['write_tasks']} tasks, "
-          f"{written['sharded_directories']} directories sharded), peak RSS "
-          f"{i['peak_rss_kb'] / 1024:.0f} MiB against the listing start's "
-          f"{s['peak_rss_kb'] / 1024:.0f} MiB, {i['listing_rpcs']} listing RPCs; index "
+          f"{written['seconds']:.1f} s by {written['write_tasks']} tasks"
+          + (f" at {i['writes_latency_ms']:g} ms per BatchWriteItem (the latency double)"
+             if doubled else " into moto")
+          + f", {written['sharded_directories']} directories sharded), peak RSS "
+          f"{i['peak_rss_kb'] / 1024:.0f} MiB (goal {RSS_GOAL_MIB:,})"
+          + (f" against the listing start's {s['peak_rss_kb'] / 1024:.0f} MiB ({s['seconds']:.1f} "
+             "s)" if s else "")
+          + f", {i['listing_rpcs']} listing RPCs; index "
           + (f"equal to the listing start's entry for entry ({c['entries']:,})" if c and
-             not c["differ"] else "not compared (left empty)"), flush=True)
-    print(f"{'':>9} SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call: "
-          f"{a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
+             not c["differ"] else "not stored (the double)" if doubled else
+             "not compared (left empty)"), flush=True)
+    print(f"{'':>9} SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call"
+          + (" (the image start's own writes)" if a.get("in_the_image_start") else "")
+          + f": {a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
           f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
-          f"{a['entries']:,} records in {a['seconds']:.1f} s)", flush=True)
+          f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order and numbers "
+          f"{a['numbering_seconds']:.1f} s)", flush=True)
 
 
 def _commit(tree: Path) -> str:
