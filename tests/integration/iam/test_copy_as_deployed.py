@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.infra.synth import synthesized
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.edge import QUICK_START, write_edge_conf, write_hadoop_launcher
-from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
+from tests.kit.iam_cloud import REGION, IamCloud, Principal, without_action
 
 pytestmark = pytest.mark.slow
 
@@ -42,9 +43,10 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cloud(work: Path) -> Iterator[IamCloud]:
-    assembly = synth_local(work / "cdk.out")
+    # cdk.json's own `local`, so the session's one synth of it (tests/infra/synth.py), which
+    # tests/infra and tests/e2e read too: a synth of its own was a Node process of ~10-20 s.
     with IamCloud.start(work / "moto.log") as cloud:
-        cloud.deploy(assembly)
+        cloud.deploy(synthesized()["local"])
         yield cloud
 
 
