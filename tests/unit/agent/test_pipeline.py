@@ -80,6 +80,21 @@ def test_everything_is_sent_and_the_checkpoint_reaches_the_last_txid() -> None:
     assert manifests_sent(sender.sent)[-1].end == 4
 
 
+def test_txids_without_events_are_counted_and_reported_while_the_source_waits() -> None:
+    # The loop only notes such a txid (most ops yield no event); progress and the result must
+    # still count it, and the checkpoint pass it.
+    pipeline = Pipeline(config(), sender=RecordingSender(), checkpoint=MemoryStore())
+    seen: list[int | None] = []
+
+    def source() -> Iterator[TxBatch]:
+        yield from (batch(1, "/d/a/x"), batch(2), batch(3))
+        seen.append(pipeline.snapshot().last_txid)
+
+    result = pipeline.run(source())
+    assert seen == [3]
+    assert result.batches == 3 and result.checkpoint_txid == 3
+
+
 def test_linger_flushes_while_the_source_is_blocked() -> None:
     sender = RecordingSender()
     seen_during_block: list[int] = []
