@@ -95,7 +95,7 @@ class EventPacker:
         self._open: dict[str, _OpenMessage] = {}
         self._group_ids: dict[str, str] = {}
         self._group_key: Callable[[str], str] = (
-            partial(prefix_group_key, depth=int(group_by.removeprefix("prefix:")))
+            prefix_group_key(int(group_by.removeprefix("prefix:")))
             if group_by.startswith("prefix:") else partial(group_key, strategy=group_by))
         self.stats = PackerStats()
 
@@ -233,10 +233,17 @@ def _raw_size(texts: list[str]) -> int:
     return _ENVELOPE_OVERHEAD + sum(len(t) + 1 for t in texts)
 
 
-def prefix_group_key(path: str, depth: int) -> str:
-    """`hdfs_events.ids.group_key(path, f"prefix:{depth}")` without splitting the whole path:
-    the agent computes it for every event (a unit test pins the two together)."""
-    if not path.startswith("/"):
-        return group_key(path, f"prefix:{depth}")  # not an HDFS path; kept identical anyway
-    # One split in C, at most depth + 1 times: the text before the (depth + 1)-th "/".
-    return "/".join(path.split("/", depth + 1)[:depth + 1])
+def prefix_group_key(depth: int) -> Callable[[str], str]:
+    """`hdfs_events.ids.group_key(path, f"prefix:{depth}")` as a function of the path alone,
+    without splitting the whole path: the agent computes it for every event (a unit test pins
+    the two together). A closure, one call a path: a functools.partial with a keyword argument
+    cost ~0.2 us more an event (~3 % of the pipeline on bench.ship)."""
+    strategy, parts = f"prefix:{depth}", depth + 1
+
+    def key(path: str) -> str:
+        if not path.startswith("/"):
+            return group_key(path, strategy)  # not an HDFS path; kept identical anyway
+        # One split in C, at most depth + 1 times: the text before the (depth + 1)-th "/".
+        return "/".join(path.split("/", parts)[:parts])
+
+    return key

@@ -136,7 +136,7 @@ def test_same_events_give_the_same_dedup_id() -> None:
 def test_fast_prefix_key_equals_the_contracts_group_key(path: str, absolute: bool,
                                                         depth: int) -> None:
     path = "/" + path if absolute else path
-    assert prefix_group_key(path, depth) == group_key(path, f"prefix:{depth}")
+    assert prefix_group_key(depth)(path) == group_key(path, f"prefix:{depth}")
 
 
 def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_message(
