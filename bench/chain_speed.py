@@ -130,7 +130,9 @@ def consumer_child(queue_url: str, work: Path, latency_ms: float) -> int:
     idle = 0
     while True:
         idle = idle + 1 if runner.poll_once() == 0 else 0
-        if (work / "consumer.stop").exists() and idle >= 2:
+        stop = work / "consumer.stop"
+        # "drain": once the queue is empty (the agent has stopped); "now": after this poll.
+        if stop.exists() and (idle >= 2 or stop.read_text() == "now"):
             break
     consumer_s = time.perf_counter() - ready_at
     entries = [item for item in dynamodb.items(TABLE)
@@ -259,11 +261,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             config = agent_config(work, queue_url, hdfs, hdfs.txid())
             agent = AgentProcess.start(config)
             await_consumer(consumer, work)
+            caught_up = False
             try:
                 hdfs.run([["mkdirs", ROOT]])  # the agent is streaming once this is acknowledged
                 first = hdfs.txid()
                 agent.wait_for_checkpoint(first, timeout_s=180)
                 load_json = work / "load.json"
+                # This process runs moto server (its threads) and otherwise waits: its CPU time
+                # during the drive is moto's.
+                cpu, wall = time.process_time(), time.perf_counter()
                 drive = subprocess.run(
                     [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
                      str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
@@ -271,21 +277,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     capture_output=True, text=True, cwd=REPO, check=False)
                 if drive.returncode != 0:
                     raise SystemExit(f"the client failed: {drive.stderr[-2000:]}")
+                moto_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
                 last = hdfs.txid()
-                agent.wait_for_checkpoint(last, timeout_s=max(300, args.seconds))
+                try:
+                    agent.wait_for_checkpoint(last, timeout_s=args.drain_seconds)
+                    caught_up = True
+                except AssertionError:
+                    caught_up = False  # the drain is cut short: the figures say how far it got
             finally:
                 agent_exit = agent.stop()
-                (work / "consumer.stop").touch()
-                consumer_exit = consumer.wait(timeout=max(600, 2 * args.seconds))
+                (work / "consumer.stop").write_text("drain" if caught_up else "now")
+                consumer_exit = consumer.wait(timeout=600)
             if consumer_exit != 0:
                 raise SystemExit(f"consumer exited {consumer_exit}: {tail(work / 'consumer.log')}")
             consumed = json.loads((work / "consumer.json").read_text())
-            checked = verify(config, consumed.pop("entries"))
+            entries = consumed.pop("entries")
+            checked = verify(config, entries) if caught_up else None
         load = json.loads(load_json.read_text())
-        return summarize(load, consumed, checked, first, last, agent_exit, args)
+        return {**summarize(load, consumed, checked, first, last, agent_exit, args),
+                "caught_up": caught_up,
+                "moto_server_cpu_share_during_the_drive": round(moto_share, 2)}
 
 
-def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str, Any],
+def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str, Any] | None,
               first: int, last: int, agent_exit: int, args: argparse.Namespace
               ) -> dict[str, Any]:
     events = [e for e in consumed["events"] if first < e[0] <= last]
@@ -295,18 +309,19 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
     start = load["started_ms"]
     journal_rate = load["events"] / load["seconds"]
 
-    def rate(end_ms: int) -> float:
-        return len(events) / max(0.001, (end_ms - start) / 1000)
+    def rate(count: int, end_ms: int) -> float:
+        return count / max(0.001, (end_ms - start) / 1000)
 
-    lake_rate = rate(max((e[3] for e in events), default=start))
-    index_rate = rate(max((a for a in applied if a is not None), default=start))
+    lake_rate = rate(len(events), max((e[3] for e in events), default=start))
+    index_rate = rate(len(to_index), max((a for a in applied if a is not None), default=start))
     calls = {k: v for k, v in consumed["calls"].items() if k.startswith("dynamodb.")}
     return {
         "seconds": args.seconds, "threads": args.threads, "latency_ms": args.latency_ms,
         "load_average_1m": os.getloadavg()[0],
         "namenode": {**load, "events_per_s": round(journal_rate), "txids": [first + 1, last]},
+        # Not in the lake / not indexed when the run ended: lost if the chain caught up.
         "events_in_lake": len(events), "lost": load["events"] - len(events),
-        "not_indexed": len(events) - len(to_index),
+        "not_indexed": load["events"] - len(to_index),
         "lake_events_per_s": round(lake_rate), "index_events_per_s": round(index_rate),
         "ratio": round(index_rate / journal_rate, 3),
         "lake_ratio": round(lake_rate / journal_rate, 3),
@@ -332,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--latency-ms", type=float, default=5.0,
                         help="per DynamoDB call of the consumer (the in-memory double behind it)")
+    parser.add_argument("--drain-seconds", type=float, default=120,
+                        help="after the drive, how long the chain may take to catch up")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -346,9 +363,13 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {r['load_average_1m']:.1f}")
     print(f"NameNode journalled {nn['events']:,} events, {nn['events_per_s']:,} events/s "
           f"(txids {nn['txids'][0]}..{nn['txids'][1]})")
+    left = (f"lost {r['lost']}, not indexed {r['not_indexed']}" if r["caught_up"] else
+            f"NOT CAUGHT UP {args.drain_seconds:.0f} s after the drive: {r['lost']:,} events "
+            f"not in the lake, {r['not_indexed']:,} not indexed when it stopped")
     print(f"through the chain: lake {r['lake_events_per_s']:,} events/s ({r['lake_ratio']:.2f}x), "
           f"index {r['index_events_per_s']:,} events/s ({r['ratio']:.2f}x; goal "
-          f">= {GOAL_RATIO}x); lost {r['lost']}, not indexed {r['not_indexed']}")
+          f">= {GOAL_RATIO}x); {left}; moto server (SQS, S3) took "
+          f"{r['moto_server_cpu_share_during_the_drive']:.0%} of a core during the drive")
     print(f"freshness NameNode commit -> lake p50 {lake['p50']:.0f} ms, p99 {lake['p99']:.0f} ms; "
           f"-> index p50 {index['p50']:.0f} ms, p99 {index['p99']:.0f} ms (goal p99 <= "
           f"{GOAL_P99_MS} ms)")
@@ -362,11 +383,18 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
           + " (DynamoDB's side by side)")
     v = r["verify"]
-    print(f"verify: {v['line'] or v['output']} (exit {v['exit']}, "
-          f"{v['entries_copied']} entries copied)")
+    if v is None:
+        print("verify: not run (the index had not caught up with the NameNode)")
+    else:
+        print(f"verify: {v['line'] or v['output']} (exit {v['exit']}, "
+              f"{v['entries_copied']} entries copied)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(r, indent=1) + "\n")
     print(f"wrote {args.out}")
+    # A chain too slow to catch up is a figure (the ratio says how far behind), not a failure;
+    # one that caught up must have every event in the lake and the index, and 0 drift.
+    if v is None:
+        return 0 if r["index_events_per_s"] > 0 else 1
     return 0 if (r["lost"] == 0 and r["not_indexed"] == 0 and v["differ"] == 0
                  and v["exit"] == 0) else 1
 
