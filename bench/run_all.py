@@ -375,8 +375,10 @@ def _live(r: dict[str, Any], size: str) -> list[Figure]:
 
 def _chain_speed(r: dict[str, Any], size: str) -> list[Figure]:
     nn, lake, index, v = r["namenode"], r["edit_to_lake_ms"], r["edit_to_index_ms"], r["verify"]
-    checks = (f"lost {r['lost']}, verify {v['differ']} differ; {r['threads']} client threads, "
-              f"DynamoDB {r['latency_ms']:g} ms a call (in-memory double)")
+    checks = (f"lost {r['lost']}, verify {v['differ']} differ" if r["caught_up"] else
+              f"NOT CAUGHT UP: {r['not_indexed']:,} events not indexed at the end") + (
+        f"; {r['threads']} client threads, DynamoDB {r['latency_ms']:g} ms a call (in-memory "
+        f"double); moto server {r['moto_server_cpu_share_during_the_drive']:.0%} of a core")
     return [
         Figure("whole chain at the NameNode's speed (to the index)", "events/s",
                r["index_events_per_s"], nn["events_per_s"], "NameNode's journal rate", size,
