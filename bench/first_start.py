@@ -389,7 +389,7 @@ def inventory_location(cluster: str) -> str:
 
 
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
-            index_max_files: int, latency_ms: float = 5.0, threads: int = 8, *,
+            index_max_files: int, latency_ms: float = 5.0, threads: int = 16, *,
             listing_max_files: int = 1_000_000, writes_double_from: int = 3_000_000
             ) -> dict[str, Any]:
     image = namespace_image(files)
@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "ones are verified against the empty index")
     parser.add_argument("--latency-ms", type=float, default=5.0,
                         help="DynamoDB's latency per call for the SNAPSHOT apply rate")
-    parser.add_argument("--index-threads", type=int, default=8,
+    parser.add_argument("--index-threads", type=int, default=16,
                         help="BatchWriteItem calls in flight per write task of the image job")
     parser.add_argument("--listing-max-files", type=int, default=1_000_000,
                         help="sizes up to this also run the listing start, the consumer and "

@@ -60,7 +60,7 @@ SPEC = (
         "refused when the cluster has a position); empty: no index", ""),
     Arg("index_prefixes", "comma-separated HDFS prefixes the index covers (the consumer's "
         "INDEX_PREFIXES)", "/"),
-    Arg("index_threads", "BatchWriteItem calls in flight per write task", "8"),
+    Arg("index_threads", "BatchWriteItem calls in flight per write task", "16"),
     Arg("index_partitions", "index write tasks; 0: Spark's default parallelism", "0"),
 )
 
