@@ -92,7 +92,7 @@ test: $(STAMP) $(HADOOP_STAMP) $(GLUE_JAR) .make/chromium $(LAMBDA_RUNTIME)/.ins
 # leaves out): both first starts and the inventory on the kit's namespace of SCALE_FILES files.
 SCALE_FILES ?= 1000000
 test-scale: $(STAMP) $(HADOOP_STAMP) $(GLUE_JAR)
-	HDFS_EVENTS_SCALE_FILES=$(SCALE_FILES) $(PY) -m pytest tests/scale -m scale -rP --timeout 3000
+	HDFS_EVENTS_SCALE_FILES=$(SCALE_FILES) $(PY) -m pytest tests/scale -m scale -rP --show-capture=stdout --timeout 3000
 
 demo: $(STAMP) $(HADOOP_STAMP)
 	$(PY) -m demo
