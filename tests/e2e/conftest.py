@@ -1,7 +1,7 @@
 """The whole chain, once per session: moto server, the CDK app's `local` environment deployed
 into moto's CloudFormation, the real agent killed with SIGKILL several times, the real consumer
 failing a share of first deliveries, poison bodies on the queue, then the namespace index read
-back and the Glue jobs."""
+back and the Glue jobs (compaction, then rollups, in one process as the workflow runs them)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from demo.chain import SAMPLE_EDITS, Chain, local_aws, run_glue_job
+from demo.chain import SAMPLE_EDITS, Chain, local_aws
 from demo.index_check import IndexCheck, check_index
 from demo.lake import POISON_BODIES
 from glue_jobs.storage import LakeStore, store_for
@@ -21,6 +21,7 @@ from hdfs_events.event import HdfsEvent
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.infra.synth import synthesized
+from tests.kit.glue_workflow import reports, run_in_one_process
 from tests.kit.workload import write_edit_log
 
 KILLS = 3
@@ -72,11 +73,13 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
                   for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]
         index = check_index(source, chain.lambda_env[names.ENV_INDEX_TABLE], prefixes)
         uri = chain.lake_uri  # the jobs read and write the bucket itself, through S3A
-        compaction = run_glue_job("glue_jobs.compact_events", "--source", uri, "--target", uri,
-                                  log=work / "glue.log")
-        rollups = run_glue_job("glue_jobs.activity_rollups", "--source", uri, "--target", uri,
-                               "--mass_delete_threshold", str(MASS_DELETE_THRESHOLD),
-                               log=work / "glue.log")
+        jobs = run_in_one_process([
+            ("glue_jobs.compact_events", ["--source", uri, "--target", uri]),
+            ("glue_jobs.activity_rollups", ["--source", uri, "--target", uri,
+                                            "--mass_delete_threshold", str(MASS_DELETE_THRESHOLD)]),
+        ])
+        assert jobs.returncode == 0, jobs.stderr[-4000:]
+        compaction, rollups = reports(jobs)
         yield ChainRun(chain=chain, lake=store_for(uri), source=source, kills=run.kills, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
                        log_path=work / "cloudwatch/ingest.log", index=index)

@@ -33,6 +33,7 @@ from botocore.exceptions import ClientError
 from demo.localcloud import Assembly
 from tests.kit import glue_template
 from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
+from tests.kit.glue_workflow import reports, run_in_one_process
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
 from tests.kit.index_builders import mkdir, mkfile
 from tests.kit.next_agent import next_agent_message
@@ -45,14 +46,6 @@ CLI = Path(sys.executable).parent / "hdfs-events"
 AGENT = Path(sys.executable).parent / "hdfs-events-agent"
 EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
 CLUSTER = "demo"
-# Both entry scripts in one process, one after the other, as the workflow runs them.
-RUN_JOBS = """
-import json, sys
-from glue_jobs import activity_rollups, compact_events
-compact, rollups = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-code = compact_events.main(compact)
-sys.exit(code or activity_rollups.main(rollups))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +131,10 @@ def _lake_keys(cloud: IamCloud, prefix: str) -> list[str]:
 
 def _run_jobs(cloud: IamCloud, principal: Principal,
               jobs: dict[str, list[str]]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", RUN_JOBS, json.dumps(jobs["compact"]),
-                           json.dumps(jobs["rollups"])], env=cloud.environ(principal),
-                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    """Both entry scripts, one after the other, as the workflow runs them."""
+    return run_in_one_process([("glue_jobs.compact_events", jobs["compact"]),
+                               ("glue_jobs.activity_rollups", jobs["rollups"])],
+                              env=cloud.environ(principal))
 
 
 def _as_user_without(cloud: IamCloud, role: Principal, name: str, sid: str | None,
@@ -243,8 +237,7 @@ def test_the_glue_jobs_as_the_glue_role(cloud: IamCloud, consumed: str,
     ran = _run_jobs(cloud, cloud.principal("JobRole"), job_arguments)
 
     assert ran.returncode == 0, ran.stderr[-4000:]
-    reports = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
-    assert [r["job"] for r in reports] == ["compact_events", "activity_rollups"], ran.stdout
+    assert [r["job"] for r in reports(ran)] == ["compact_events", "activity_rollups"], ran.stdout
     assert any(k.startswith("curated/events/") and k.endswith(".parquet")
                for k in _lake_keys(cloud, "curated/events/"))
     assert any(k.endswith(".parquet") for k in _lake_keys(cloud, "curated/activity_daily/"))
