@@ -25,6 +25,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,13 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def deployed(work: Path) -> Iterator[tuple[IamCloud, Assembly]]:
     environments = json.loads(CDK_JSON.read_text())["context"]["environments"]
     environments["local"]["index_prefixes"] = ["/"]
-    assembly = synth_local(work / "cdk.out", {"environments": environments})
-    with IamCloud.start(work / "moto.log") as cloud:
-        cloud.deploy(assembly)
-        yield cloud, assembly
+    # The synth (a Node process) runs while the server starts.
+    with ThreadPoolExecutor(1) as pool:
+        synth = pool.submit(synth_local, work / "cdk.out", {"environments": environments})
+        with IamCloud.start(work / "moto.log") as cloud:
+            assembly = synth.result()
+            cloud.deploy(assembly)
+            yield cloud, assembly
 
 
 @pytest.fixture(scope="module")
