@@ -146,6 +146,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("glue_jobs/inventory_image.py", "s3"): Target("lake", ("fsimage/",)),
     # a first start's index from the image, and the marker beside the image
     ("glue_jobs/image_index.py", "dynamodb"): INDEX,
+    # its BatchWriteItem calls, prepared once a write task on the table image_index names
+    ("glue_jobs/wire_batch_write.py", "dynamodb"): INDEX,
     ("glue_jobs/namespace_inventory.py", "s3"): Target(
         "lake", ("fsimage/cluster=*/txid=*/_indexed.json",)),
     # cloud CLI
