@@ -86,8 +86,8 @@ from hdfs_events import names
 from hdfs_events.index_item import from_wire, plain, wire_keys
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.jars import LIB
 from tests.kit.hadoop.namespace_image import namespace_image
+from tests.kit.image_start import image_agent_config, listing_calls
 from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT, AgentProcess, write_agent_config
@@ -224,39 +224,6 @@ def stored_items(drift_lines: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def image_config(directory: Path, hdfs: HdfsCluster, queue_url: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "download").mkdir(exist_ok=True)
-    path = directory / "agent.toml"
-    path.write_text(f'''cluster = "{IMAGE_CLUSTER}"
-[sqs]
-queue_url = "{queue_url}"
-[checkpoint]
-path = "{directory / 'checkpoint.json'}"
-interval_ms = 100
-[hdfs]
-uri = "{hdfs.uri}"
-conf_dir = "{hdfs.conf_dir}"
-classpath = ["{LIB}/*"]
-[inotify]
-first_start = "fsimage"
-[metrics]
-prometheus_port = 0
-heartbeat_interval_s = 0
-[fsimage]
-bucket = "{BUCKET}"
-download_dir = "{directory / 'download'}"
-inventory_job = "{INVENTORY_JOB}"
-''', encoding="utf-8")
-    return path
-
-
-def listing_calls(hdfs: HdfsCluster) -> int:
-    """listStatus calls the NameNode's audit log holds (every file of its rotation)."""
-    return sum(f.read_text(errors="replace").count("cmd=listStatus")
-               for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
-
-
 def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float, threads: int,
                 latency_ms: float | None, top: str) -> dict[str, Any]:
     """`run` with first_start = "fsimage": fetch, the inventory job on local[2] (moto's Glue
@@ -278,7 +245,9 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float,
            "PYSPARK_SUBMIT_ARGS": "--driver-memory 4g pyspark-shell",
            **(plugin_env(latency_ms) if latency_ms is not None else {})}
     with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
-        agent = AgentProcess.start(image_config(work, hdfs, queue_url))
+        agent = AgentProcess.start(image_agent_config(
+            work, hdfs, cluster=IMAGE_CLUSTER, queue_url=queue_url, first_start="fsimage",
+            bucket=BUCKET, inventory_job=INVENTORY_JOB))
         seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
             lambda: agent.checkpoint() is not None or any(code for _, code, _ in runs.finished),
             lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))

@@ -23,12 +23,12 @@ AGENT = Path(sys.executable).parent / "hdfs-events-agent"
 def write_agent_config(directory: Path, *, cluster: str, queue_url: str, uri: str,
                        conf_dir: Path, checkpoint_txid: int | None = None,
                        state_table: str | None = None, extra: str = "", hdfs_extra: str = "",
-                       heartbeat_interval_s: int = 0) -> Path:
+                       inotify_extra: str = "", heartbeat_interval_s: int = 0) -> Path:
     """agent.toml with a file checkpoint, or the checkpoint item of the DynamoDB agent-state
     table `state_table` (at `checkpoint_txid` when given: the agent resumes after it; else
     none, a first start), and short poll, linger and checkpoint intervals. `extra` adds
-    sections, `hdfs_extra` keys of [hdfs]; no CloudWatch heartbeat unless an interval is
-    given."""
+    sections, `hdfs_extra` and `inotify_extra` keys of [hdfs] and [inotify]; no CloudWatch
+    heartbeat unless an interval is given."""
     directory.mkdir(parents=True, exist_ok=True)
     checkpoint = directory / "checkpoint.json"
     checkpoint.unlink(missing_ok=True)
@@ -47,7 +47,7 @@ def write_agent_config(directory: Path, *, cluster: str, queue_url: str, uri: st
         f'[checkpoint]\n{store}\ninterval_ms = 100\n'
         f'[packing]\nlinger_ms = 50\n'
         f'[hdfs]\nuri = "{uri}"\nconf_dir = "{conf_dir}"\n{hdfs_extra}'
-        f'[inotify]\npoll_timeout_ms = 50\n'
+        f'[inotify]\npoll_timeout_ms = 50\n{inotify_extra}'
         f'[metrics]\nprometheus_port = 0\nheartbeat_interval_s = {heartbeat_interval_s}\n'
         + extra,
         encoding="utf-8")

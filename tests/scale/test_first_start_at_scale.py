@@ -67,8 +67,8 @@ from lambdas.ingest.senders import ClusterSenders
 from lambdas.ingest.sequencer import IndexSequencer
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.jars import LIB
 from tests.kit.hadoop.namespace_image import NamespaceImage, namespace_image
+from tests.kit.image_start import image_agent_config, listing_calls
 from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import MOTO_SENDER_ID
 from tests.kit.live_agent import AgentProcess
@@ -116,6 +116,13 @@ def aws(moto_server: str) -> Iterator[str]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_ENDPOINT_URL", moto_server)
         yield moto_server
+
+
+def agent_config(directory: Path, hdfs: HdfsCluster, cluster: str, queue_url: str,
+                 first_start: str) -> Path:
+    return image_agent_config(directory, hdfs, cluster=cluster, queue_url=queue_url,
+                              first_start=first_start, bucket=LAKE, inventory_job=JOB,
+                              fsimage_extra="index_wait_s = 3600\n")
 
 
 @pytest.fixture(scope="module")
@@ -175,40 +182,6 @@ def image_start(hdfs: HdfsCluster, directory: Path, queue_url: str) -> int:
     txid = agent.checkpoint()
     assert txid is not None
     return txid
-
-
-def agent_config(directory: Path, hdfs: HdfsCluster, cluster: str, queue_url: str,
-                 first_start: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "download").mkdir(exist_ok=True)
-    path = directory / "agent.toml"
-    path.write_text(f'''cluster = "{cluster}"
-[sqs]
-queue_url = "{queue_url}"
-[checkpoint]
-path = "{directory / 'checkpoint.json'}"
-interval_ms = 100
-[hdfs]
-uri = "{hdfs.uri}"
-conf_dir = "{hdfs.conf_dir}"
-classpath = ["{LIB}/*"]
-[inotify]
-first_start = "{first_start}"
-[metrics]
-prometheus_port = 0
-heartbeat_interval_s = 0
-[fsimage]
-bucket = "{LAKE}"
-download_dir = "{directory / 'download'}"
-inventory_job = "{JOB}"
-index_wait_s = 3600
-''', encoding="utf-8")
-    return path
-
-
-def listing_calls(hdfs: HdfsCluster) -> int:
-    return sum(f.read_text(errors="replace").count("cmd=listStatus")
-               for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
 
 
 def consume_in_memory(queue_url: str) -> MemoryIndexStore:

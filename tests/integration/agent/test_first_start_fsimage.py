@@ -29,8 +29,8 @@ from hdfs_events.index_status import read_status
 from tests.integration.hdfs.conftest import create_lake_and_index
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.jars import LIB
 from tests.kit.hadoop.namespace_image import namespace_image
+from tests.kit.image_start import image_agent_config, listing_calls
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AgentProcess
 
@@ -47,44 +47,6 @@ def hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsCluster]:
     with HdfsCluster.start(tmp_path_factory.mktemp("hdfs"), image=image.name_dir,
                            datanodes=0, heap=image.heap) as cluster:
         yield cluster
-
-
-def agent_config(directory: Path, hdfs: HdfsCluster, cluster: str, queue_url: str,
-                 first_start: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "download").mkdir(exist_ok=True)
-    path = directory / "agent.toml"
-    path.write_text(f'''cluster = "{cluster}"
-[sqs]
-queue_url = "{queue_url}"
-[checkpoint]
-path = "{directory / 'checkpoint.json'}"
-interval_ms = 100
-[packing]
-linger_ms = 50
-[hdfs]
-uri = "{hdfs.uri}"
-conf_dir = "{hdfs.conf_dir}"
-classpath = ["{LIB}/*"]
-[inotify]
-poll_timeout_ms = 50
-first_start = "{first_start}"
-[metrics]
-prometheus_port = 0
-heartbeat_interval_s = 0
-[fsimage]
-bucket = "{LAKE}"
-download_dir = "{directory / 'download'}"
-part_size_mb = 5
-inventory_job = "{JOB}"
-index_wait_s = 300
-''', encoding="utf-8")
-    return path
-
-
-def listing_calls(hdfs: HdfsCluster) -> int:
-    return sum(f.read_text(errors="replace").count("cmd=listStatus")
-               for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
 
 
 def consume(queue_url: str, cluster: str) -> None:
@@ -119,6 +81,13 @@ def index_entries() -> dict[str, dict[str, dict[str, Any]]]:
                     entry["last_txid"], entry["last_index"]):
                 found[item["path"]] = entry
     return clusters
+
+
+def agent_config(directory: Path, hdfs: HdfsCluster, cluster: str, queue_url: str,
+                 first_start: str) -> Path:
+    return image_agent_config(directory, hdfs, cluster=cluster, queue_url=queue_url,
+                              first_start=first_start, bucket=LAKE, inventory_job=JOB,
+                              fsimage_extra="part_size_mb = 5\nindex_wait_s = 300\n")
 
 
 def test_first_start_from_the_fsimage_equals_the_listing_start(hdfs, moto_endpoint, tmp_path):
