@@ -81,6 +81,7 @@ import boto3
 
 from bench import REPO
 from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
+from bench.inventory_scale import fit
 from demo.chain import local_aws
 from hdfs_events import names
 from hdfs_events.index_item import from_wire, plain, wire_keys
@@ -98,6 +99,8 @@ IMAGE_CLUSTER = "bench-image"  # the same NameNode, started from its fsimage
 INVENTORY_JOB = "bench-namespace-inventory"
 APPLY_GOAL = 50_000  # SNAPSHOT records/s applied at 5 ms per DynamoDB call (issue #32)
 FIRST_START_GOAL_S = 300  # the image start of 10M inodes on 2 cores (issue #32)
+# namespace_shape's directories add ~5.2% inodes to its files (10,000,000 files: 10,520,858).
+FILES_100M_INODES = 105_208_580
 RSS_GOAL_MIB = 1024  # the agent's peak RSS during it (issue #32)
 GOAL = 1.2  # peak RSS at any size / at the smallest
 DRIFT = re.compile(r"(\d+) (?:entries )?differ\b")
@@ -495,6 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 listing_max_files=args.listing_max_files,
                                 writes_double_from=args.writes_double_from))
             print_row(runs[-1], runs[0])
+    if len(runs) > 1:
+        print_fit(runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "goal_ratio": GOAL, "code_tree": str(code_tree), "code_commit": _commit(code_tree),
@@ -539,6 +544,18 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
           f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
           f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order and numbers "
           f"{a['numbering_seconds']:.1f} s)", flush=True)
+
+
+def print_fit(runs: list[dict[str, Any]]) -> None:
+    """The issue's 100M figure: the image start's seconds fitted as a + b x inodes over this
+    run's sizes (least squares), with the agent's peak RSS beside: it should stay flat, as the
+    agent only fetches the image and waits for the job."""
+    a, b = fit([(r["inodes"], r["image_start"]["seconds"]) for r in runs])
+    rss = [r["image_start"]["peak_rss_kb"] / 1024 for r in runs]
+    print(f"{'':>9} fsimage start fitted over {len(runs)} sizes: {a:.1f} s + {b * 1e6:.2f} s per "
+          f"1M inodes; at 100M files ({FILES_100M_INODES / 1e6:.1f}M inodes, the kit's shape) "
+          f"{a + b * FILES_100M_INODES:,.0f} s on local[2]; agent peak RSS "
+          f"{min(rss):.0f}-{max(rss):.0f} MiB", flush=True)
 
 
 def _commit(tree: Path) -> str:
