@@ -14,7 +14,7 @@ key for that second (1 WCU an item: an index item is well under 1 KB); writes pa
 one partition-second are what DynamoDB would throttle. They are counted, not refused, so both
 runs write everything and end equal to the in-order replay (checked: the bench fails
 otherwise). Also measured: the Queries and seconds of `index ls` of the directory
-(hdfs_events.index_reader), the price of sharding.
+(hdfs_events_cli.index_reader), the price of sharding.
 Writes bench-out/hot_directory.json.
 """
 
@@ -32,7 +32,7 @@ import boto3
 from moto import mock_aws
 
 from hdfs_events import names
-from hdfs_events.index_reader import IndexReader
+from hdfs_events_cli.index_reader import IndexReader
 from lambdas.ingest import index_view
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore

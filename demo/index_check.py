@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from hdfs_events.event import HdfsEvent
-from hdfs_events.index_reader import IndexEntry, IndexReader
+from hdfs_events_cli.index_reader import IndexEntry, IndexReader
 from tests.kit.replay import in_order_state
 
 ATTRIBUTES = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication",

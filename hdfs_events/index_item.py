@@ -1,7 +1,7 @@
 """The namespace index's DynamoDB item: its key, its attributes, and an entry's encoding.
 
 Written by the consumer Lambda (lambdas/ingest/index_table.py), read by the `index` CLI
-(hdfs_events/index_reader.py); defined once here so the writer and the reader cannot drift.
+(hdfs_events_cli/index_reader.py); defined once here so the writer and the reader cannot drift.
 
 An item's partition key is "<cluster>#<parent dir>" and its sort key the entry's name, so a
 directory listing is one Query. A hot directory's children are sharded: one partition key

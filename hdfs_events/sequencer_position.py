@@ -1,6 +1,6 @@
 """The consumer's sequencer position item ("<cluster>!position", names.position_partition): how
 far the namespace index is applied in txid order. The consumer's DynamoSequenceStore updates
-it; `index status` reads it (hdfs_events/index_status.py); the inventory job puts it when it
+it; `index status` reads it (hdfs_events_cli/index_status.py); the inventory job puts it when it
 writes a first start's index from an fsimage (glue_jobs/image_index.py). No I/O here.
 """
 

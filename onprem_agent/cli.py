@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from hdfs_events.subcommands import dispatch
+from onprem_agent.subcommands import dispatch
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

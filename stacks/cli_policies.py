@@ -1,4 +1,4 @@
-"""Policies for whoever runs the cloud CLI `hdfs-events` (hdfs_events/cli.py), one per use:
+"""Policies for whoever runs the cloud CLI `hdfs-events` (hdfs_events_cli/cli.py), one per use:
 
 - a copy submitter per cluster (`hdfs-events copy submit`): a cloud job (EMR, Glue, a CI
   runner) asking that cluster's copy worker to bring exported data back on-prem. It lists the

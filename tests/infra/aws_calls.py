@@ -2,7 +2,7 @@
 named resources: what tests/infra/test_grants_cover_calls.py checks the shipped policies against.
 
 The scan walks the syntax tree of each component's files (its package, plus every module of ours
-it imports, by `import` or by a module name in a string such as the CLI's dispatch tables) and
+it imports, by `import` or by a module name in a string such as the agent's dispatch table) and
 finds method calls whose name is an operation of a service the component makes a client of
 (`boto3.client("sqs")`, `client("sqs")`): botocore's own service models give the names, so a
 renamed or new call is found without editing a list here. `get_paginator("query")` counts as the
@@ -27,7 +27,7 @@ import botocore
 import botocore.session
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("onprem_agent", "lambdas", "glue_jobs", "hdfs_events")
+PACKAGES = ("onprem_agent", "lambdas", "glue_jobs", "hdfs_events", "hdfs_events_cli")
 # Every service a component of ours may make a client of; a client of another fails the scan.
 SERVICES = ("athena", "cloudwatch", "dynamodb", "glue", "iam", "lambda", "logs", "s3", "sns", "sqs",
             "sts")
@@ -37,7 +37,7 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "onprem": ("onprem_agent/**/*.py",),
     "consumer": ("lambdas/ingest/**/*.py",),
     "glue": ("glue_jobs/**/*.py",),
-    "cli": ("hdfs_events/cli.py", "hdfs_events/commands/*.py"),
+    "cli": ("hdfs_events_cli/**/*.py",),
 }
 
 
@@ -151,16 +151,16 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("glue_jobs/namespace_inventory.py", "s3"): Target(
         "lake", ("fsimage/cluster=*/txid=*/_indexed.json",)),
     # cloud CLI
-    ("hdfs_events/commands/copy.py", "dynamodb"): TRANSFERS,
-    ("hdfs_events/commands/copy.py", "sqs"): COPY_QUEUE,
-    ("hdfs_events/commands/copy.py", "s3"): EXPORTS,  # lists the source: an export prefix
-    ("hdfs_events/index_reader.py", "dynamodb"): INDEX,
-    ("hdfs_events/commands/drift.py", "sqs"): DRIFT_QUEUE,
-    ("hdfs_events/index_status.py", "dynamodb"): INDEX,
+    ("hdfs_events_cli/commands/copy.py", "dynamodb"): TRANSFERS,
+    ("hdfs_events_cli/commands/copy.py", "sqs"): COPY_QUEUE,
+    ("hdfs_events_cli/commands/copy.py", "s3"): EXPORTS,  # lists the source: an export prefix
+    ("hdfs_events_cli/index_reader.py", "dynamodb"): INDEX,
+    ("hdfs_events_cli/commands/drift.py", "sqs"): DRIFT_QUEUE,
+    ("hdfs_events_cli/index_status.py", "dynamodb"): INDEX,
     # quarantine redrive: lists and reads the consumer's records, invokes the consumer
-    ("hdfs_events/commands/quarantine.py", "s3"): QUARANTINE_INGEST,
-    ("hdfs_events/commands/quarantine.py", "lambda"): CONSUMER_FUNCTION,
-    ("hdfs_events/commands/who.py", "athena"): WORKGROUP,
+    ("hdfs_events_cli/commands/quarantine.py", "s3"): QUARANTINE_INGEST,
+    ("hdfs_events_cli/commands/quarantine.py", "lambda"): CONSUMER_FUNCTION,
+    ("hdfs_events_cli/commands/who.py", "athena"): WORKGROUP,
 }
 # Where one module's calls of one service reach two resources: (module, function, service).
 TARGETS_BY_FUNCTION: dict[tuple[str, str, str], Target] = {
@@ -346,7 +346,7 @@ def _module_path(name: str) -> Path | None:
 
 
 def _imports(tree: ast.AST) -> Iterator[str]:
-    """Dotted names of our modules this file imports, or names in a string (dispatch tables)."""
+    """Dotted names of our modules this file imports, or names in a string (a dispatch table)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
@@ -456,14 +456,14 @@ def target_of(call: Call) -> Target:
 
 # The cloud CLI's two uses, each with its own policy (stacks/cli_policies.py): `copy submit`
 # (these functions) and read-only operator commands (`copy status`, `index ...`: the rest).
-CLI_SUBMIT = frozenset({("hdfs_events/commands/copy.py", f)
+CLI_SUBMIT = frozenset({("hdfs_events_cli/commands/copy.py", f)
                         for f in ("_submit", "_record_requested", "_source_listing")})
 
 
 # `quarantine redrive`, with a policy of its own.
-CLI_REDRIVE = "hdfs_events/commands/quarantine.py"
+CLI_REDRIVE = "hdfs_events_cli/commands/quarantine.py"
 # `who`, with a policy of its own (lake-query).
-CLI_LAKE_QUERY = "hdfs_events/commands/who.py"
+CLI_LAKE_QUERY = "hdfs_events_cli/commands/who.py"
 
 
 def cli_use(call: Call) -> str:

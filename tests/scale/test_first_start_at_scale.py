@@ -56,9 +56,9 @@ import pytest
 
 from hdfs_events import names
 from hdfs_events.index_item import from_wire, plain
-from hdfs_events.index_status import read_status
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from hdfs_events.snapshot_index import SHARD_AFTER_WRITES
+from hdfs_events_cli.index_status import read_status
 from lambdas.ingest.consumer import MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import entry_to_item

@@ -25,7 +25,7 @@ import pytest
 
 from hdfs_events import names
 from hdfs_events.index_item import from_wire, plain
-from hdfs_events.index_status import read_status
+from hdfs_events_cli.index_status import read_status
 from tests.integration.hdfs.conftest import create_lake_and_index
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from hdfs_events import names
-from hdfs_events.cli import main as cloud_cli
+from hdfs_events_cli.cli import main as cloud_cli
 
 from .conftest import BUCKET, CLUSTER, TABLE, CopyWorld
 

@@ -17,7 +17,6 @@ from boto3.dynamodb.types import TypeSerializer
 
 from glue_jobs.image_index import IndexSettings, dynamodb_client, walk_key_column, write_index
 from hdfs_events import names
-from hdfs_events.index_status import read_status
 from hdfs_events.snapshot_index import (
     DIRECTORY,
     SHARD_AFTER_WRITES,
@@ -28,6 +27,7 @@ from hdfs_events.snapshot_index import (
     snapshot_item,
     walk_key,
 )
+from hdfs_events_cli.index_status import read_status
 from tests.kit.index_table import create_index_table
 
 CLUSTER, T = "c1", 4242

@@ -13,8 +13,8 @@ import boto3
 import pytest
 
 from glue_jobs.attribution import ATTRIBUTION_SCHEMA
-from hdfs_events.cli import main
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events_cli.cli import main
 from tests.integration.glue.frames import curated_frame
 from tests.kit import athena_on_spark
 

@@ -14,9 +14,9 @@ import boto3
 import pytest
 
 from hdfs_events import envelope
-from hdfs_events.cli import main
-from hdfs_events.commands.quarantine import REASON_CHARS, Selection, redrive, report, selected_records
 from hdfs_events.quarantine import INGEST_PREFIX
+from hdfs_events_cli.cli import main
+from hdfs_events_cli.commands.quarantine import REASON_CHARS, Selection, redrive, report, selected_records
 from lambdas.ingest import handler
 from tests.kit.index_builders import live, mkdir, mkfile
 from tests.kit.ingest_aws import BUCKET

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from hdfs_events import cli, names
+from hdfs_events import names
 from hdfs_events.event import EventType
+from hdfs_events_cli import cli
 from lambdas.ingest import handler
 from lambdas.ingest.handler import APPLY_MARGIN_MS
 from tests.kit.index_builders import TREE_FILES, tree

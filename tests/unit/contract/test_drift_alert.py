@@ -12,7 +12,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hdfs_events.commands.drift import receive
 from hdfs_events.drift_alert import (
     DriftAlertError,
     DriftSummary,
@@ -20,6 +19,7 @@ from hdfs_events.drift_alert import (
     parse_alert,
     path_drift,
 )
+from hdfs_events_cli.commands.drift import receive
 
 RUN = VerifyRun("prod", "0123abcd", "2026-11-26T03:00:00Z")
 

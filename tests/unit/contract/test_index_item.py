@@ -15,7 +15,7 @@ from hdfs_events.index_item import (
     to_wire,
     wire_keys,
 )
-from hdfs_events.index_reader import entry_from_item
+from hdfs_events_cli.index_reader import entry_from_item
 
 
 def test_an_entry_is_keyed_by_its_parent_directory_and_named_by_its_last_component() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from hdfs_events import names
-from hdfs_events.index_reader import IndexReader
+from hdfs_events_cli.index_reader import IndexReader
 from lambdas.ingest import handler
 from tests.kit.ingest_aws import TABLE, emf_documents, lake_events, lake_lines, log_lines
 from tests.kit.ingest_builders import pack, sample_events, with_manifests

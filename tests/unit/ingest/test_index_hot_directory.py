@@ -11,7 +11,7 @@ import pytest
 from hdfs_events import names
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.index_item import INDEX_SHARDS
-from hdfs_events.index_reader import IndexReader
+from hdfs_events_cli.index_reader import IndexReader
 from lambdas.ingest import index_view
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore

@@ -7,8 +7,8 @@ import json
 
 import boto3
 
-from hdfs_events import cli
-from hdfs_events.index_status import describe, read_status
+from hdfs_events_cli import cli
+from hdfs_events_cli.index_status import describe, read_status
 from lambdas.ingest import handler
 from tests.kit.ingest_aws import TABLE
 from tests.kit.ingest_builders import manifests, pack, sample_events

@@ -9,13 +9,13 @@ import json
 import pytest
 
 from hdfs_events import validation
-from hdfs_events.commands.quarantine import Selection
 from hdfs_events.quarantine import (
     MAX_REDRIVE_KEYS,
     RedriveRequestError,
     ingest_key,
     redriven_key,
 )
+from hdfs_events_cli.commands.quarantine import Selection
 from lambdas.ingest import handler
 from tests.kit.index_builders import mkdir, mkfile
 from tests.kit.ingest_aws import lake_events

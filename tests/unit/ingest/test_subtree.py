@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hdfs_events.event import EventType, HdfsEvent
-from hdfs_events.index_reader import IndexReader
+from hdfs_events_cli.index_reader import IndexReader
 from lambdas.ingest import handler
 from lambdas.ingest.handler import APPLY_MARGIN_MS
 from lambdas.ingest.index_model import Entry

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 from hdfs_events import names
-from hdfs_events.index_reader import IndexEntry, IndexReader
+from hdfs_events_cli.index_reader import IndexEntry, IndexReader
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +68,7 @@ def _status(args: argparse.Namespace) -> int:
 
     import boto3
 
-    from hdfs_events.index_status import describe, read_status
+    from hdfs_events_cli.index_status import describe, read_status
 
     status = read_status(boto3.client("dynamodb"), args.table, args.cluster)
     if args.json:

@@ -1,6 +1,6 @@
-"""The shape both command-line tools share: one module per subcommand, imported only when
-chosen (so `translate` starts without boto3 and only `run` pays for a JVM). A subcommand module
-defines `add_arguments(parser)` and `run(args) -> int` (the exit code)."""
+"""The agent's dispatch: one module per subcommand, imported only when chosen (so `translate`
+starts without boto3 and only `run` pays for a JVM). A subcommand module defines
+`add_arguments(parser)` and `run(args) -> int` (the exit code)."""
 
 from __future__ import annotations
 
