@@ -1,7 +1,7 @@
 """The whole chain at the NameNode's own speed (issue 32 item 6): a real NameNode driven as fast
-as it journals, and whether the live agent, the queue, the consumer and the index keep up.
+as it journals, and whether the live agent, the queue, the consumers and the index keep up.
 
-    python -m bench.chain_speed [--seconds 600] [--threads 8] [--latency-ms 5]
+    python -m bench.chain_speed [--seconds 600] [--threads 8] [--consumers N] [--latency-ms 5]
                                 [--out bench-out/chain_speed.json]
 
 Real: the NameNode (Hadoop's own, MiniDFSCluster in a process of its own, no DataNode: the
@@ -9,21 +9,20 @@ files are empty, so no block is written); the client driving it (tests/kit/hadoo
 namenode_load.py: `--threads` threads of one Hadoop client JVM, each creating, closing,
 renaming and deleting files of its own directory for `--seconds`, four RPCs and four inotify
 events a step); the agent (`hdfs-events-agent run`, its own process and JVM, the live defaults:
-200 ms linger, messages grouped by `prefix:2`, one group per client thread); the FIFO queue and
-the lake bucket (moto server over HTTP); the consumer Lambda's handler behind the local SQS
-event source mapping (tests/kit/sqs_lambda.py) in a process of its own, indexing everything
-under the driven root.
+200 ms linger, messages grouped by `prefix:2`, one group per client thread); the FIFO queue
+(moto server in a process of its own, the queue's attributes as deployed) and the lake bucket
+(moto server in this process); the consumer Lambda's handler behind the local SQS event source
+mapping (tests/kit/sqs_lambda.py), `--consumers` processes side by side (default: one per
+message group, up to 8), as the event source mapping invokes a FIFO queue's groups
+concurrently, each indexing everything under the driven root.
 
-Doubled: the consumer's DynamoDB (the index entries and the sequencer's items). Through moto
-server each DynamoDB call costs ~10-40 ms of moto's Python (bench/freshness.py), and moto
-in-process still 1-10 ms of CPU a call behind one lock (tried first: at ~700 events/s its
-calls took 34 ms on average and the figure was moto's). So the consumer's DynamoDB is
-tests/kit/memory_dynamodb.py: the tables in the consumer's memory behind botocore's HTTP
-exchange, each call waiting `--latency-ms` first (calls in flight overlap, as on DynamoDB);
-the handler's own clients, serialization and reply parsing run unchanged (they come from the
-standard chain; the double hooks boto3's default session before the handler makes them).
-One consumer process (one invocation at a time): on AWS the FIFO groups would be invoked side
-by side; two local consumers cannot share the in-process table, so one carries it all.
+Doubled: the consumers' DynamoDB (the index entries and the sequencer's items), one table set
+shared by all of them: tests/kit/dynamodb_server.py, a process of its own speaking DynamoDB's
+JSON protocol, each call waiting `--latency-ms` (calls in flight overlap, as on DynamoDB),
+reached through botocore's `AWS_ENDPOINT_URL_DYNAMODB`. Through moto server each DynamoDB call
+costs ~10-40 ms of moto's Python (bench/freshness.py), and moto in-process 1-10 ms of CPU a call
+behind one lock (tried first: at ~700 events/s its calls took 34 ms on average and the figure
+was moto's).
 
 Measured: the NameNode's journal rate (the client's operations, one event each, over the
 client's seconds on the JVM clock the NameNode stamps edits with); per event, NameNode commit
@@ -32,10 +31,11 @@ before) and -> index entry (the sequencer's position passed the event: its entri
 before the position moves); the chain's rate: the driven events over the time from the first
 operation to the last event's index entry (to its lake object for the lake's rate). A chain
 falling behind ends later and its rate drops below the NameNode's. Goal: >= 0.9x the journal
-rate, freshness p99 <= 2 s. Then `hdfs-events-agent verify` (the real command, the NameNode's
-listing against the index) over the driven root: the consumer's entries (delete markers left
-out: they only hide, never add, an entry) are copied into a table on moto server for it, and
-the run fails unless it reports 0 entries differ. Writes bench-out/chain_speed.json.
+rate, freshness p99 <= 2 s. The CPU each part took during the drive (/proc, each process with
+its descendants), against the machine's cores. Then `hdfs-events-agent verify` (the real
+command, the NameNode's listing against the index the consumers wrote, read from the double)
+over the driven root: the run fails unless it reports 0 entries differ. Writes
+bench-out/chain_speed.json.
 """
 
 from __future__ import annotations
@@ -47,109 +47,24 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
+from bench.chain_consumer import CLUSTER, VISIBILITY_S, merge_consumers
+from bench.proc_cpu import CpuMeter
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = OUT_DIR / "chain_speed.json"
-CLUSTER = "speed"
 ROOT = "/bench"
 BUCKET = "lake"
 TABLE = "hdfs-events-index"
 GOAL_RATIO, GOAL_P99_MS = 0.9, 2000
+CPU_PARTS = {"this process": "moto server S3 (this process)",
+             "children reaped": "Hadoop client JVM"}
 
-
-# --- the consumer, in its own process -------------------------------------------------------
-
-def consumer_child(queue_url: str, work: Path, latency_ms: float) -> int:
-    """The real handler behind LocalSqsLambdaRunner, its DynamoDB the in-memory double at
-    `latency_ms` a call; writes what each event met and the index's live entries at the end."""
-    import boto3
-
-    from hdfs_events import index_item, names
-    from hdfs_events.envelope import decode_message
-    from hdfs_events.names import KIND_ATTRIBUTE
-    from tests.kit.memory_dynamodb import MemoryDynamoDB
-    from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
-
-    # The handler's clients come from boto3's default session: hook it before they exist.
-    boto3.setup_default_session()
-    events = boto3.DEFAULT_SESSION.events
-    dynamodb = MemoryDynamoDB(latency_ms / 1000)
-    dynamodb.attach(events)
-    calls: Counter[str] = Counter()
-    call_s: Counter[str] = Counter()  # seconds in calls, by "<service>.<Operation>"
-    started = threading.local()
-    advances: list[tuple[int, int, int, bool]] = []  # (ms, txid, idx, walk unfinished)
-    position = names.position_partition(CLUSTER)
-
-    def advance(params: dict[str, Any], **_: Any) -> None:
-        values = params.get("ExpressionAttributeValues", {})
-        if ":txid" in values and params["Key"][names.INDEX_PK]["S"] == position:
-            advances.append((int(time.time() * 1000), int(values[":txid"]["N"]),
-                             int(values[":idx"]["N"]), ":walk" in values))
-
-    def before(**_: Any) -> None:
-        started.at = time.perf_counter()
-
-    def after(event_name: str, **_: Any) -> None:
-        operation = event_name.split(".", 1)[1]  # after-call.<service>.<Operation>
-        calls[operation] += 1
-        call_s[operation] += time.perf_counter() - started.at
-
-    events.register("before-parameter-build.dynamodb.UpdateItem", advance)
-    events.register("before-call", before)
-    events.register("after-call", after)
-    real = load_handler("lambdas.ingest.handler:handler")
-    seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (NameNode ms, lake ms)
-    invocations: list[float] = []
-
-    def timed(event: dict[str, Any], context: Any) -> Any:
-        start = time.perf_counter()
-        response = real(event, context)
-        done = int(time.time() * 1000)
-        invocations.append(time.perf_counter() - start)
-        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
-        for record in event["Records"]:
-            if (record["messageId"] in failed
-                    or KIND_ATTRIBUTE in record["messageAttributes"]):
-                continue  # failed (comes again), or a manifest / continue request
-            for e in decode_message(record["body"], record["messageAttributes"]):
-                if e.timestamp is not None:
-                    seen.setdefault((e.txid, e.index), (e.timestamp, done))
-        return response
-
-    runner = LocalSqsLambdaRunner(queue_url, timed)
-    (work / "consumer.ready").touch()
-    ready_at = time.perf_counter()
-    idle = 0
-    while True:
-        idle = idle + 1 if runner.poll_once() == 0 else 0
-        stop = work / "consumer.stop"
-        # "drain": once the queue is empty (the agent has stopped); "now": after this poll.
-        if stop.exists() and (idle >= 2 or stop.read_text() == "now"):
-            break
-    consumer_s = time.perf_counter() - ready_at
-    entries = [item for item in dynamodb.items(TABLE)
-               if item[names.INDEX_PK]["S"].startswith(f"{CLUSTER}#")
-               and not item.get(index_item.DELETED, {}).get("BOOL")]
-    keys = sorted(seen)
-    (work / "consumer.json").write_text(json.dumps({
-        "invocations": runner.invocations, "records": runner.records,
-        "failures": runner.failures, "batch_errors": runner.batch_errors,
-        "calls": dict(calls), "call_s": {k: round(v, 2) for k, v in call_s.items()},
-        "consumer_s": round(consumer_s, 2), "invocation_s": invocations,
-        "events": [[*k, *seen[k]] for k in keys], "advances": advances,
-        "entries": entries}))
-    return 0
-
-
-# --- the run ------------------------------------------------------------------------------------
 
 def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int) -> Path:
     """agent.toml: the live defaults (linger, grouping), a file checkpoint at `after_txid` (the
@@ -165,8 +80,8 @@ def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int) -> Path
     return config
 
 
-def start_consumer(work: Path, queue_url: str, latency_ms: float) -> subprocess.Popen[bytes]:
-    """Started before the NameNode: its imports and table overlap the NameNode's start."""
+def start_consumers(work: Path, queue_url: str, count: int) -> list[subprocess.Popen[bytes]]:
+    """Started before the NameNode: their imports overlap the NameNode's start."""
     from hdfs_events import names
     from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 
@@ -176,19 +91,22 @@ def start_consumer(work: Path, queue_url: str, latency_ms: float) -> subprocess.
            names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
-    with (work / "consumer.log").open("wb") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "bench.chain_speed", "--consumer", queue_url,
-             "--work", str(work), "--latency-ms", str(latency_ms)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    processes = []
+    for i in range(count):
+        with (work / f"consumer-{i}.log").open("wb") as log:
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "bench.chain_consumer", queue_url, str(work),
+                 f"consumer-{i}"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env))
+    return processes
 
 
-def await_consumer(process: subprocess.Popen[bytes], work: Path) -> None:
-    deadline = time.monotonic() + 120
-    while not (work / "consumer.ready").exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"consumer not polling: {tail(work / 'consumer.log')}")
-        time.sleep(0.05)
+def await_consumers(processes: list[subprocess.Popen[bytes]], work: Path) -> None:
+    deadline = time.monotonic() + 180
+    for i, process in enumerate(processes):
+        while not (work / f"consumer-{i}.ready").exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"consumer {i} not polling: {tail(work / f'consumer-{i}.log')}")
+            time.sleep(0.05)
 
 
 def tail(log: Path, lines: int = 30) -> str:
@@ -222,81 +140,94 @@ def index_times(events: list[list[int]], advances: list[list[Any]]) -> list[int 
     return out
 
 
-def verify(config: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The consumer's entries into a table on moto server, then `hdfs-events-agent verify`."""
-    import boto3
-
-    from tests.kit.index_table import create_index_table
+def verify(config: Path) -> dict[str, Any]:
+    """`hdfs-events-agent verify` of the driven root against the index the consumers wrote (the
+    double, through AWS_ENDPOINT_URL_DYNAMODB)."""
     from tests.kit.live_agent import AGENT
 
-    ddb = boto3.client("dynamodb")
-    create_index_table(ddb, TABLE)
-    for at in range(0, len(entries), 25):
-        ddb.batch_write_item(RequestItems={TABLE: [{"PutRequest": {"Item": item}}
-                                                   for item in entries[at:at + 25]]})
     done = subprocess.run([str(AGENT), "verify", "--config", str(config), "--prefix", ROOT],
                           capture_output=True, text=True, timeout=600, env=dict(os.environ))
     head = next((line for line in done.stdout.splitlines() if line.startswith("verify ")), "")
     differ = int(head.rsplit(";", 1)[1].split()[0]) if head else None
     return {"exit": done.returncode, "line": head, "differ": differ,
-            "entries_copied": len(entries),
             "output": (done.stdout + done.stderr)[-2000:] if done.returncode else ""}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from demo.chain import local_aws
+    from tests.kit.service_process import dynamodb_double, moto_service
+
+    # S3 on the moto server local_aws starts in this process (which otherwise waits), SQS on
+    # one of its own, DynamoDB on the double: three services, three processes, as on AWS.
+    with tempfile.TemporaryDirectory(prefix="chain-speed-") as tmp, local_aws():
+        work = Path(tmp)
+        sqs_server = moto_service(work / "moto-sqs.log")
+        double = dynamodb_double(work / "dynamodb.log", args.latency_ms)
+        os.environ["AWS_ENDPOINT_URL_SQS"] = sqs_server.endpoint
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = double.endpoint
+        try:
+            return drive_the_chain(args, work, sqs_server.pid, double.pid)
+        finally:
+            sqs_server.stop()
+            double.stop()
+
+
+def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_pid: int
+                    ) -> dict[str, Any]:
     import boto3
 
-    from demo.chain import local_aws
     from tests.kit.hadoop.cluster import HdfsCluster
     from tests.kit.live_agent import AgentProcess
 
-    with tempfile.TemporaryDirectory(prefix="chain-speed-") as tmp, local_aws():
-        work = Path(tmp)
-        boto3.client("s3").create_bucket(
-            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        queue_url = boto3.client("sqs").create_queue(
-            QueueName="events.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-        consumer = start_consumer(work, queue_url, args.latency_ms)
-        with HdfsCluster.start(work / "hdfs", datanodes=0) as hdfs:
-            config = agent_config(work, queue_url, hdfs, hdfs.txid())
-            agent = AgentProcess.start(config)
-            await_consumer(consumer, work)
-            caught_up = False
+    boto3.client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    queue_url = boto3.client("sqs").create_queue(QueueName="events.fifo", Attributes={
+        # As stacks/queues.py deploys it (high-throughput FIFO, the agent's own dedup ids).
+        "FifoQueue": "true", "DeduplicationScope": "messageGroup",
+        "FifoThroughputLimit": "perMessageGroupId", "ContentBasedDeduplication": "false",
+        "VisibilityTimeout": str(VISIBILITY_S)})["QueueUrl"]
+    consumers = start_consumers(work, queue_url, args.consumers)
+    with HdfsCluster.start(work / "hdfs", datanodes=0) as hdfs:
+        config = agent_config(work, queue_url, hdfs, hdfs.txid())
+        agent = AgentProcess.start(config)
+        await_consumers(consumers, work)
+        caught_up = False
+        try:
+            hdfs.run([["mkdirs", ROOT]])  # the agent is streaming once this is acknowledged
+            first = hdfs.txid()
+            agent.wait_for_checkpoint(first, timeout_s=180)
+            load_json = work / "load.json"
+            parts = {"NameNode": [hdfs.pid], "agent": [agent.process.pid],
+                     "moto server SQS": [sqs_pid], "DynamoDB double": [double_pid],
+                     "consumers": [c.pid for c in consumers]}
+            cpu = CpuMeter(parts)
+            drive = subprocess.run(
+                [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
+                 str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
+                 "--seconds", str(args.seconds), "--out", str(load_json)],
+                capture_output=True, text=True, cwd=REPO, check=False)
+            cpu_s = cpu.read()
+            if drive.returncode != 0:
+                raise SystemExit(f"the client failed: {drive.stderr[-2000:]}")
+            last = hdfs.txid()
             try:
-                hdfs.run([["mkdirs", ROOT]])  # the agent is streaming once this is acknowledged
-                first = hdfs.txid()
-                agent.wait_for_checkpoint(first, timeout_s=180)
-                load_json = work / "load.json"
-                # This process runs moto server (its threads) and otherwise waits: its CPU time
-                # during the drive is moto's.
-                cpu, wall = time.process_time(), time.perf_counter()
-                drive = subprocess.run(
-                    [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
-                     str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
-                     "--seconds", str(args.seconds), "--out", str(load_json)],
-                    capture_output=True, text=True, cwd=REPO, check=False)
-                if drive.returncode != 0:
-                    raise SystemExit(f"the client failed: {drive.stderr[-2000:]}")
-                moto_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
-                last = hdfs.txid()
-                try:
-                    agent.wait_for_checkpoint(last, timeout_s=args.drain_seconds)
-                    caught_up = True
-                except AssertionError:
-                    caught_up = False  # the drain is cut short: the figures say how far it got
-            finally:
-                agent_exit = agent.stop()
-                (work / "consumer.stop").write_text("drain" if caught_up else "now")
-                consumer_exit = consumer.wait(timeout=600)
-            if consumer_exit != 0:
-                raise SystemExit(f"consumer exited {consumer_exit}: {tail(work / 'consumer.log')}")
-            consumed = json.loads((work / "consumer.json").read_text())
-            entries = consumed.pop("entries")
-            checked = verify(config, entries) if caught_up else None
-        load = json.loads(load_json.read_text())
-        return {**summarize(load, consumed, checked, first, last, agent_exit, args),
-                "caught_up": caught_up,
-                "moto_server_cpu_share_during_the_drive": round(moto_share, 2)}
+                agent.wait_for_checkpoint(last, timeout_s=args.drain_seconds)
+                caught_up = True
+            except AssertionError:
+                caught_up = False  # the drain is cut short: the figures say how far it got
+        finally:
+            agent_exit = agent.stop()
+            (work / "consumer.stop").write_text("drain" if caught_up else "now")
+            exits = [c.wait(timeout=600) for c in consumers]
+        for i, code in enumerate(exits):
+            if code != 0:
+                raise SystemExit(f"consumer {i} exited {code}: {tail(work / f'consumer-{i}.log')}")
+        consumed = merge_consumers([json.loads((work / f"consumer-{i}.json").read_text())
+                                    for i in range(len(consumers))])
+        checked = verify(config) if caught_up else None
+    load = json.loads(load_json.read_text())
+    return {**summarize(load, consumed, checked, first, last, agent_exit, args),
+            "caught_up": caught_up, "cpu_s_during_the_drive": cpu_s}
 
 
 def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str, Any] | None,
@@ -316,7 +247,8 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
     index_rate = rate(len(to_index), max((a for a in applied if a is not None), default=start))
     calls = {k: v for k, v in consumed["calls"].items() if k.startswith("dynamodb.")}
     return {
-        "seconds": args.seconds, "threads": args.threads, "latency_ms": args.latency_ms,
+        "seconds": args.seconds, "threads": args.threads, "consumers": args.consumers,
+        "latency_ms": args.latency_ms,
         "load_average_1m": os.getloadavg()[0],
         "namenode": {**load, "events_per_s": round(journal_rate), "txids": [first + 1, last]},
         # Not in the lake / not indexed when the run ended: lost if the chain caught up.
@@ -334,6 +266,8 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
         | {"invocation_s_p50": pct(consumed["invocation_s"], 0.5),
            "consumer_s": consumed["consumer_s"], "calls": consumed["calls"],
            "call_s": consumed["call_s"],
+           "receive_ms": round(1000 * consumed["call_s"].get("sqs.ReceiveMessage", 0)
+                               / max(1, consumed["calls"].get("sqs.ReceiveMessage", 0)), 1),
            "dynamodb_calls_per_event": round(sum(calls.values()) / max(1, len(events)), 3)},
         "agent_exit": agent_exit, "verify": checked,
         "goal": {"ratio": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
@@ -345,22 +279,22 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--consumers", type=int,
+                        help="consumer processes side by side (default: --threads, up to 8: "
+                             "one per message group)")
     parser.add_argument("--latency-ms", type=float, default=5.0,
-                        help="per DynamoDB call of the consumer (the in-memory double behind it)")
+                        help="per DynamoDB call (the double the consumers share)")
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="after the drive, how long the chain may take to catch up")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
-    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.consumer:
-        return consumer_child(args.consumer, args.work, args.latency_ms)
+    args.consumers = args.consumers or min(args.threads, 8)
 
     r = run(args)
     nn, lake, index = r["namenode"], r["edit_to_lake_ms"], r["edit_to_index_ms"]
     print(f"the whole chain at the NameNode's speed: {args.threads} client threads for "
-          f"{nn['seconds']:.0f} s, DynamoDB {args.latency_ms:g} ms a call (in-memory double), "
-          f"load average {r['load_average_1m']:.1f}")
+          f"{nn['seconds']:.0f} s, {args.consumers} consumers, DynamoDB {args.latency_ms:g} ms "
+          f"a call (shared double), load average {r['load_average_1m']:.1f}")
     print(f"NameNode journalled {nn['events']:,} events, {nn['events_per_s']:,} events/s "
           f"(txids {nn['txids'][0]}..{nn['txids'][1]})")
     left = (f"lost {r['lost']}, not indexed {r['not_indexed']}" if r["caught_up"] else
@@ -368,26 +302,30 @@ def main(argv: list[str] | None = None) -> int:
             f"not in the lake, {r['not_indexed']:,} not indexed when it stopped")
     print(f"through the chain: lake {r['lake_events_per_s']:,} events/s ({r['lake_ratio']:.2f}x), "
           f"index {r['index_events_per_s']:,} events/s ({r['ratio']:.2f}x; goal "
-          f">= {GOAL_RATIO}x); {left}; moto server (SQS, S3) took "
-          f"{r['moto_server_cpu_share_during_the_drive']:.0%} of a core during the drive")
+          f">= {GOAL_RATIO}x); {left}")
     print(f"freshness NameNode commit -> lake p50 {lake['p50']:.0f} ms, p99 {lake['p99']:.0f} ms; "
           f"-> index p50 {index['p50']:.0f} ms, p99 {index['p99']:.0f} ms (goal p99 <= "
           f"{GOAL_P99_MS} ms)")
+    cpu = r["cpu_s_during_the_drive"]
+    parts = {k: v for k, v in cpu.items() if k not in ("wall_s", "cores")}
+    print(f"CPU during the drive ({cpu['wall_s']:.0f} s, {cpu['cores']} cores = "
+          f"{cpu['wall_s'] * cpu['cores']:.0f} core-s): "
+          + ", ".join(f"{CPU_PARTS.get(k, k)} {v / cpu['wall_s']:.0%}" for k, v in parts.items())
+          + f" of a core; all {sum(parts.values()) / cpu['wall_s']:.0%}")
     c = r["consumer"]
     by_service: Counter[str] = Counter()
     for operation, seconds in c["call_s"].items():
         by_service[operation.split(".")[0]] += seconds
-    print(f"consumer: {c['invocations']:,} invocations, {c['records']:,} records, "
+    print(f"consumers: {c['invocations']:,} invocations, {c['records']:,} records, "
           f"{c['failures']} failed, {c['dynamodb_calls_per_event']:.2f} DynamoDB calls/event; "
-          f"{c['consumer_s']:.0f} s polling, of it in calls: "
-          + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
-          + " (DynamoDB's side by side)")
+          f"{c['consumer_s']:.0f} s polling, of it in calls (summed over consumers and calls "
+          f"in flight): " + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
+          + f"; SQS ReceiveMessage {c['receive_ms']:.0f} ms a call")
     v = r["verify"]
     if v is None:
         print("verify: not run (the index had not caught up with the NameNode)")
     else:
-        print(f"verify: {v['line'] or v['output']} (exit {v['exit']}, "
-              f"{v['entries_copied']} entries copied)")
+        print(f"verify: {v['line'] or v['output']} (exit {v['exit']})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(r, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -1,48 +1,36 @@
 """A DynamoDB double for benches of the consumer at DynamoDB's latency (named as one): tables
-held in memory behind botocore's HTTP exchange (a `before-send` handler on a session's or a
-client's events), so the product's own clients, parameter checks, serialization and reply
-parsing all run; only the wire is replaced. Each call waits `latency_s` (outside the lock, so
-calls in flight overlap as they do on DynamoDB) and is answered under one lock.
+held in memory, answering DynamoDB's JSON 1.0 requests (the operation and its parameters as
+the wire carries them). tests/kit/dynamodb_server.py serves it over HTTP to any number of
+processes, so the product's own clients, parameter checks, serialization and reply parsing all
+run; only the service is replaced. Requests are answered one at a time under one lock (the
+server waits its latency outside it, so calls in flight overlap as they do on DynamoDB).
 
-Why not moto in-process: its dispatch, expression parsing and reply serialization cost 1-10 ms
-of CPU a call (a 100-key BatchGetItem ~10 ms), and calls in parallel must hold a lock there
-(moto_dynamodb_lock), so at hundreds of calls a second the figure becomes moto's.
+Why not moto: its dispatch, expression parsing and reply serialization cost 1-10 ms of CPU a
+call (a 100-key BatchGetItem ~10 ms), and calls in parallel must hold a lock in moto
+in-process (moto_dynamodb_lock), so at hundreds of calls a second the figure becomes moto's.
 
-It answers exactly the requests lambdas/ingest makes, and refuses anything else loudly
-(NotImplementedError): PutItem, UpdateItem (SET and REMOVE, ReturnValues ALL_NEW), Query
-(`#pk = :pk` with an optional sort key comparison, BETWEEN or begins_with; Limit,
-ExclusiveStartKey, ProjectionExpression), BatchGetItem, BatchWriteItem (puts and deletes);
-conditions are ORs of attribute_exists / attribute_not_exists / comparisons. Sort keys are
-strings (the index table's), ordered by code point as DynamoDB orders UTF-8 bytes. Not
-modelled: throttling, item size and key length limits, TTL.
+It answers exactly the requests lambdas/ingest and `hdfs-events-agent verify` make, and refuses
+anything else loudly (NotImplementedError): GetItem, PutItem, UpdateItem (SET and REMOVE,
+ReturnValues ALL_NEW), Query (`#pk = :pk` with an optional sort key comparison, BETWEEN or
+begins_with; Limit, ExclusiveStartKey, ProjectionExpression), BatchGetItem, BatchWriteItem
+(puts and deletes); conditions are ORs of attribute_exists / attribute_not_exists /
+comparisons. Sort keys are strings (the index table's), ordered by code point as DynamoDB
+orders UTF-8 bytes. Not modelled: throttling, item size and key length limits, TTL.
 """
 
 from __future__ import annotations
 
 import bisect
-import json
 import re
 import threading
-import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
-
-from botocore.awsrequest import AWSResponse
 
 from hdfs_events import names
 
 Item = dict[str, dict[str, Any]]
 _COMPARE = {"=": lambda a, b: a == b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
             ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
-
-class _Reply:
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        return iter([self.body])
 
 
 class ConditionFailed(Exception):
@@ -71,38 +59,22 @@ class _Partition:
 
 
 class MemoryDynamoDB:
-    def __init__(self, latency_s: float = 0.0) -> None:
-        self.latency_s = latency_s
+    def __init__(self) -> None:
         self.tables: dict[str, dict[str, _Partition]] = {}
         self._lock = threading.Lock()
 
-    def attach(self, events: Any) -> None:
-        """Answers every DynamoDB call made through `events` (a session's or client's)."""
-        events.register_first("before-send.dynamodb", self._answer)
-
-    def items(self, table: str) -> Iterator[Item]:
-        for partition in self.tables.get(table, {}).values():
-            yield from partition.items.values()
-
-    # --- the wire ---------------------------------------------------------------------------
-
-    def _answer(self, request: Any, **_: Any) -> AWSResponse:
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        target = request.headers["X-Amz-Target"]  # "DynamoDB_20120810.<Operation>"
-        operation = (target.decode() if isinstance(target, bytes) else target).rsplit(".", 1)[1]
-        params = json.loads(request.body or b"{}")
+    def answer(self, operation: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON body DynamoDB replies to `operation` with `params`."""
         handler = getattr(self, f"_op_{operation}", None)
         if handler is None:
             raise NotImplementedError(f"MemoryDynamoDB does not answer {operation}")
         with self._lock:
             try:
-                status, body = 200, handler(params)
+                return 200, handler(params)
             except ConditionFailed:
-                status, body = 400, {
+                return 400, {
                     "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
                     "message": "The conditional request failed"}
-        return AWSResponse(request.url, status, {}, _Reply(json.dumps(body).encode()))
 
     # --- operations -------------------------------------------------------------------------
 
@@ -115,6 +87,10 @@ class MemoryDynamoDB:
 
     def _put(self, table: str, item: Item) -> None:
         self._partition(table, item[names.INDEX_PK]["S"]).put(item[names.INDEX_SK]["S"], item)
+
+    def _op_GetItem(self, p: dict[str, Any]) -> dict[str, Any]:
+        item = self._get(p["TableName"], p["Key"])
+        return {} if item is None else {"Item": _project(item, p)}
 
     def _op_PutItem(self, p: dict[str, Any]) -> dict[str, Any]:
         item = p["Item"]

@@ -1,9 +1,11 @@
-"""The in-memory DynamoDB double answers the consumer's requests as moto does: the same calls
-on both, the same replies (items, conditions failed, pages)."""
+"""The DynamoDB double, over HTTP as the bench's processes reach it, answers the consumer's
+and `verify`'s requests as moto does: the same calls on both, the same replies (items,
+conditions failed, pages)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -12,8 +14,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from hdfs_events import names
+from tests.kit.dynamodb_server import DynamoDBServer
 from tests.kit.index_table import create_index_table
-from tests.kit.memory_dynamodb import MemoryDynamoDB
 
 T = "index"
 PK, SK = names.INDEX_PK, names.INDEX_SK
@@ -90,6 +92,10 @@ STEPS: list[tuple[str, dict[str, Any]]] = [
     ("query", {**query("#pk = :pk", **{":pk": "c#/d"}), "ProjectionExpression": "#sk, #size",
                "ExpressionAttributeNames": {"#pk": PK, "#sk": SK, "#size": "size"}}),
     ("query", query("#pk = :pk", **{":pk": "c#/nothing"})),
+    ("get_item", {"TableName": T, "Key": key("c#/d", "f01"), "ConsistentRead": True}),
+    ("get_item", {"TableName": T, "Key": key("c#/d", "f03"), "ConsistentRead": True}),
+    ("get_item", {"TableName": T, "Key": key("c#/d", "f02"), "ProjectionExpression": "#size",
+                  "ExpressionAttributeNames": {"#size": "size"}}),
     ("batch_get_item", {"RequestItems": {T: {"Keys": [key("c#/d", "f01"), key("c#/d", "f03"),
                                                       key("c!manifests", "001.-.r.00000")],
                                              "ConsistentRead": True}}}),
@@ -129,19 +135,25 @@ def moto_replies(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[Any]]:
     return run
 
 
-def test_the_double_answers_the_consumers_requests_as_moto_does(moto_replies) -> None:
-    with mock_aws():  # credentials and region for the client; the double answers first
-        ddb = boto3.client("dynamodb", region_name="eu-west-1")
-        MemoryDynamoDB().attach(ddb.meta.events)
-        ours = replies(ddb)
+@pytest.fixture
+def double() -> Iterator[Any]:
+    """A client of the double served on a free loopback port, as tests.kit.dynamodb_server's
+    process serves it (here in a thread of the test's process)."""
+    with DynamoDBServer(("127.0.0.1", 0)) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield boto3.client("dynamodb", region_name="eu-west-1", endpoint_url=server.endpoint)
+        server.shutdown()
+        thread.join()
+
+
+def test_the_double_answers_the_consumers_requests_as_moto_does(double, moto_replies) -> None:
+    ours = replies(double)
     expected = moto_replies()
     assert "ConditionalCheckFailedException" in ours
     assert ours == expected
 
 
-def test_the_double_refuses_a_request_it_does_not_model() -> None:
-    with mock_aws():
-        ddb = boto3.client("dynamodb", region_name="eu-west-1")
-        MemoryDynamoDB().attach(ddb.meta.events)
-        with pytest.raises(NotImplementedError, match="Scan"):
-            ddb.scan(TableName=T)
+def test_the_double_refuses_a_request_it_does_not_model(double) -> None:
+    with pytest.raises(ClientError, match="does not answer Scan"):
+        double.scan(TableName=T)

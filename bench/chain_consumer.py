@@ -1,0 +1,139 @@
+"""One consumer of bench.chain_speed, in a process of its own: the consumer Lambda's real
+handler behind the local SQS event source mapping (tests/kit/sqs_lambda.py), as one of the
+concurrent invocations Lambda makes for a FIFO queue's message groups. Its DynamoDB is wherever
+AWS_ENDPOINT_URL_DYNAMODB points (the bench's shared double). It runs until the bench writes
+`consumer.stop` in the work dir, then writes `<name>.json`: what each event met, the
+sequencer's position advances it made, its calls and their seconds.
+
+    python -m bench.chain_consumer QUEUE_URL WORK_DIR NAME
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+CLUSTER = "speed"
+# As deployed (stacks/queues.py, stacks/ingest_function.py): a 60 s function timeout, and
+# messages invisible for 6x that while an invocation holds them.
+FUNCTION_TIMEOUT_MS = 60_000
+VISIBILITY_S = 6 * FUNCTION_TIMEOUT_MS // 1000
+IDLE_PAUSE_S = 0.05
+
+
+def consume(queue_url: str, work: Path, name: str) -> int:
+    """The real handler behind LocalSqsLambdaRunner (its DynamoDB wherever
+    AWS_ENDPOINT_URL_DYNAMODB points); writes what each event met, and the sequencer's position
+    advances this process made, at the end."""
+    import boto3
+
+    from hdfs_events import names
+    from hdfs_events.envelope import decode_message
+    from hdfs_events.names import KIND_ATTRIBUTE
+    from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
+
+    # The handler's clients come from boto3's default session: hook it before they exist.
+    boto3.setup_default_session()
+    events = boto3.DEFAULT_SESSION.events
+    calls: Counter[str] = Counter()
+    call_s: Counter[str] = Counter()  # seconds in calls, by "<service>.<Operation>"
+    started = threading.local()
+    advances: list[tuple[int, int, int, bool]] = []  # (ms, txid, idx, walk unfinished)
+    position = names.position_partition(CLUSTER)
+
+    def advance(params: dict[str, Any], **_: Any) -> None:
+        values = params.get("ExpressionAttributeValues", {})
+        if ":txid" in values and params["Key"][names.INDEX_PK]["S"] == position:
+            advances.append((int(time.time() * 1000), int(values[":txid"]["N"]),
+                             int(values[":idx"]["N"]), ":walk" in values))
+
+    def before(**_: Any) -> None:
+        started.at = time.perf_counter()
+
+    def after(event_name: str, **_: Any) -> None:
+        operation = event_name.split(".", 1)[1]  # after-call.<service>.<Operation>
+        calls[operation] += 1
+        call_s[operation] += time.perf_counter() - started.at
+
+    events.register("before-parameter-build.dynamodb.UpdateItem", advance)
+    events.register("before-call", before)
+    events.register("after-call", after)
+    real = load_handler("lambdas.ingest.handler:handler")
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (NameNode ms, lake ms)
+    invocations: list[float] = []
+
+    def timed(event: dict[str, Any], context: Any) -> Any:
+        start = time.perf_counter()
+        response = real(event, context)
+        done = int(time.time() * 1000)
+        invocations.append(time.perf_counter() - start)
+        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        for record in event["Records"]:
+            if (record["messageId"] in failed
+                    or KIND_ATTRIBUTE in record["messageAttributes"]):
+                continue  # failed (comes again), or a manifest / continue request
+            for e in decode_message(record["body"], record["messageAttributes"]):
+                if e.timestamp is not None:
+                    seen.setdefault((e.txid, e.index), (e.timestamp, done))
+        return response
+
+    runner = LocalSqsLambdaRunner(queue_url, timed, wait_seconds=0,
+                                  visibility_timeout=VISIBILITY_S, timeout_ms=FUNCTION_TIMEOUT_MS)
+    (work / f"{name}.ready").touch()
+    ready_at = time.perf_counter()
+    idle = 0
+    while True:
+        if runner.poll_once() == 0:
+            idle += 1
+            # Short polls with a pause, not moto's long poll: while every visible message's
+            # group is in flight, moto's ReceiveMessage rescans the whole queue until its wait
+            # ends (sqs/models.py: wait_for_messages returns at once while any message is
+            # visible), so idle long polls would spend the SQS server's CPU.
+            time.sleep(IDLE_PAUSE_S)
+        else:
+            idle = 0
+        stop = work / "consumer.stop"
+        # "drain": once the queue is empty (the agent has stopped); "now": after this poll.
+        if stop.exists() and (idle >= 2 or stop.read_text() == "now"):
+            break
+    consumer_s = time.perf_counter() - ready_at
+    (work / f"{name}.json").write_text(json.dumps({
+        "invocations": runner.invocations, "records": runner.records,
+        "failures": runner.failures, "batch_errors": runner.batch_errors,
+        "calls": dict(calls), "call_s": {k: round(v, 2) for k, v in call_s.items()},
+        "consumer_s": round(consumer_s, 2), "invocation_s": invocations,
+        "events": [[*k, *v] for k, v in seen.items()], "advances": advances}))
+    return 0
+
+
+def merge_consumers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The consumers' figures as one: counts and seconds summed, each event's earliest lake
+    time (a message redelivered to another consumer is seen twice), all position advances."""
+    first: dict[tuple[int, int], tuple[int, int]] = {}
+    for part in parts:
+        for txid, idx, nn, lake in part["events"]:
+            if (txid, idx) not in first or lake < first[(txid, idx)][1]:
+                first[(txid, idx)] = (nn, lake)
+    calls: Counter[str] = Counter()
+    call_s: Counter[str] = Counter()
+    for part in parts:
+        calls.update(part["calls"])
+        call_s.update(part["call_s"])
+    return {
+        **{k: sum(p[k] for p in parts)
+           for k in ("invocations", "records", "failures", "batch_errors")},
+        "calls": dict(calls), "call_s": {k: round(v, 2) for k, v in call_s.items()},
+        "consumer_s": max(p["consumer_s"] for p in parts),
+        "invocation_s": [s for p in parts for s in p["invocation_s"]],
+        "events": [[*k, *first[k]] for k in sorted(first)],
+        "advances": [a for p in parts for a in p["advances"]]}
+
+
+if __name__ == "__main__":
+    queue, work_dir, consumer_name = sys.argv[1:]
+    raise SystemExit(consume(queue, Path(work_dir), consumer_name))
