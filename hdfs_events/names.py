@@ -27,7 +27,7 @@ METRIC_LOST_TXIDS = "LostTxids"
 # next range has waited for its messages (0 when none waits), invocations that failed to apply
 # ranges, and quarantined messages a range went on without.
 METRIC_INDEX_WAIT_MS = "IndexWaitMs"
-METRIC_INDEX_APPLY_FAILURES = "IndexDrainFailures"  # the deployed name stays (alarms, history)
+METRIC_INDEX_APPLY_FAILURES = "IndexApplyFailures"  # was IndexDrainFailures: CHANGELOG.md
 METRIC_INDEX_SKIPPED = "IndexSkippedMessages"
 # consumer: events the index skipped because DynamoDB could never store them (a name over its
 # key limits, a RENAME into its own subtree): logged with the reason, alarmed on.

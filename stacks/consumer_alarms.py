@@ -37,13 +37,13 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
            f"that is not the {cluster} agent's, or sat in another cluster's message "
            "group: quarantined. Its SenderId is in the consumer's 'message from a "
            "sender that is not its cluster's principal' log line; see docs/consumer.md")
-    on_any(f"index-drain-failures-{cluster}",
+    on_any(f"index-apply-failures-{cluster}",
            cluster_metric(names.METRIC_INDEX_APPLY_FAILURES, cluster, "Sum"),
            periods=APPLY_FAILURE_PERIODS, datapoints=APPLY_FAILURE_DATAPOINTS,
            description=f"Applying the {cluster} namespace index failed in "
            f"{APPLY_FAILURE_DATAPOINTS} of {APPLY_FAILURE_PERIODS} 5-minute periods: "
-           "see the consumer's 'index drain failed' log lines (Logs Insights query "
-           "'index-drain-problems')")
+           "see the consumer's 'index apply failed' log lines (Logs Insights query "
+           "'index-apply-problems')")
 
     # An event DynamoDB can never store (lambdas/ingest/index.py, `unstorable`) is
     # skipped so the index goes on; the entry it would have changed is now wrong.
@@ -52,7 +52,7 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
            description=f"The {cluster} namespace index skipped an event it cannot "
            "store (a name over DynamoDB's key limits, a RENAME into its own subtree): "
            "see the consumer's 'index skipped an event' log lines (Logs Insights query "
-           "'index-drain-problems') and `hdfs-events-agent verify`")
+           "'index-apply-problems') and `hdfs-events-agent verify`")
 
     # Messages the consumer quarantined (lambdas/ingest/quarantine.py), counted under the
     # cluster their group id names: their events reach neither raw/ nor the index
@@ -71,7 +71,7 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
            description=f"The {cluster} namespace index went on without quarantined "
            "messages a manifest named: their events are missing from it. See the "
            "consumer's 'index skipped quarantined messages' log line (Logs Insights "
-           "query 'index-drain-problems') and the reasons (query "
+           "query 'index-apply-problems') and the reasons (query "
            "'quarantined-messages'); after the fix, `hdfs-events-agent verify` shows "
            "the entries still wrong")
 
@@ -82,5 +82,5 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
            cluster_metric(names.METRIC_INDEX_BRIDGED_RANGES, cluster, "Sum"),
            description=f"The {cluster} namespace index passed a txid range whose "
            "manifest was quarantined: see the consumer's 'index passed a range' log "
-           "line (Logs Insights query 'index-drain-problems') and the quarantined "
+           "line (Logs Insights query 'index-apply-problems') and the quarantined "
            "manifest; repair with `hdfs-events-agent verify`")

@@ -37,10 +37,10 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
     # The consumer's failures to apply ranges (ERROR, with the stack trace), ranges that went on
     # without quarantined messages (WARNING) or a lost manifest (ERROR), events skipped
     # (WARNING), lambdas/ingest/consumer.py.
-    "index-drain-problems": logs.QueryString(
+    "index-apply-problems": logs.QueryString(
         fields=["@timestamp", "level", "cluster", "message", "messages", "range", "txid",
                 "path", "reason", "exception"],
-        filter_statements=["message like /^index (drain failed|skipped|passed)/"],
+        filter_statements=["message like /^index (apply failed|skipped|passed)/"],
         sort="@timestamp desc", limit=1000),
     # The consumer's INFO line of each quarantined message (lambdas/ingest/consumer.py
     # _quarantine): the reason and where its record sits in the lake.

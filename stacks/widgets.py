@@ -155,7 +155,7 @@ def dashboard_rows(*, settings: DeploySettings, ingest: IngestStack, analytics: 
                                  for c in clusters],
                            left_annotations=[cw.HorizontalAnnotation(
                                value=index_stalled_ms, label="alarm")]),
-            cw.GraphWidget(title="Namespace index: drain failures", width=width,
+            cw.GraphWidget(title="Namespace index: apply failures", width=width,
                            left=[_consumer(names.METRIC_INDEX_APPLY_FAILURES, c, "Sum")
                                  for c in clusters],
                            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")]),

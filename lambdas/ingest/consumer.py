@@ -150,8 +150,8 @@ class MessageConsumer:
         A failure is logged and counted, not raised: the messages were processed, and the next
         arrival, manifest or continue request for the cluster tries again. Out of time with ranges
         left, it asks for a later invocation to go on (a continue request to the event queue).
-        The log line keeps its wording, "index drain failed": the deployed Logs Insights query
-        and alarm (stacks/consumer_alarms.py, stacks/saved_queries.py) match it."""
+        Its log lines start "index ": the saved Logs Insights query and the alarms' descriptions
+        (stacks/saved_queries.py, stacks/consumer_alarms.py) match them."""
         reports: dict[str, ApplyReport] = {}
         if self.sequencer is None:
             return reports
@@ -163,7 +163,7 @@ class MessageConsumer:
                 if report.more and self.continue_requests is not None:
                     self.continue_requests.send_continue(cluster, key=_progress_key(report.position))
             except Exception:
-                self.logger.exception("index drain failed; the next message for the cluster "
+                self.logger.exception("index apply failed; the next message for the cluster "
                                       "tries again", extra={"cluster": cluster})
                 self.telemetry.apply_failed(cluster)
                 continue

@@ -80,8 +80,8 @@ def test_index_writes_throttled_past_the_retries_fail_applying_ranges_and_the_ne
     # The messages are in the lake and acknowledged; the index stops at the throttled write,
     # says so in the log and counts it.
     assert handler.handler(event(*delivery), Context()) == {"batchItemFailures": []}
-    assert "index drain failed" in caplog.text
-    assert '"IndexDrainFailures":[1.0]' in capsys.readouterr().out.replace(" ", "")
+    assert "index apply failed" in caplog.text
+    assert '"IndexApplyFailures":[1.0]' in capsys.readouterr().out.replace(" ", "")
     assert live(ddb)["/data/d/f13"]["perms"] == "0644"
 
     throttle.lift()  # the next message for the cluster (here the manifest, redelivered) applies them
