@@ -54,12 +54,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     submit.add_argument("--mode", default=CopyMode.UPDATE.value,
                         choices=[m.value for m in CopyMode],
                         help="overwrite | update | skip-existing (default: %(default)s)")
-    manifest = submit.add_mutually_exclusive_group()
-    manifest.add_argument("--manifest", metavar="FILE",
-                          help='JSON list of {"key": ..., "size": ...} (full S3 keys)')
-    manifest.add_argument("--manifest-from-listing", action="store_true",
-                          help="list the source now and send that listing as the manifest "
-                               "(otherwise the source must hold a _SUCCESS marker)")
+    listing = submit.add_mutually_exclusive_group()
+    listing.add_argument("--listing", metavar="FILE",
+                         help='the copy listing: a JSON list of {"key": ..., "size": ...} '
+                              "(full S3 keys)")
+    listing.add_argument("--listing-from-source", action="store_true",
+                         help="list the source now and send that as the copy listing "
+                              "(otherwise the source must hold a _SUCCESS marker)")
+    # The old names (CHANGELOG.md), hidden: operators' scripts keep working across the upgrade.
+    listing.add_argument("--manifest", dest="listing", action=_RenamedOption,
+                         new_name="--listing")
+    listing.add_argument("--manifest-from-listing", dest="listing_from_source", nargs=0,
+                         const=True, default=False, action=_RenamedOption,
+                         new_name="--listing-from-source")
     submit.add_argument("--notify", metavar="SNS_TOPIC_ARN",
                         help="also notify this topic (must be allowed by the worker)")
     submit.add_argument("--retention-days", type=int, default=90,
@@ -72,6 +79,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     status.add_argument("--cluster", required=True, help="the cluster that copies it")
     status.add_argument("--transfers-table", required=True, metavar="TABLE")
     status.add_argument("--json", action="store_true", help="print the item as JSON")
+
+
+class _RenamedOption(argparse.Action):
+    """An option's old name: not in --help, it sets what the new name sets and says once on
+    stderr which name to use instead."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new_name: str,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new_name = new_name
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog}: {option_string} is deprecated, use {self.new_name}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,18 +157,19 @@ def send_message_args(queue_url: str, request: CopyRequest) -> dict[str, str]:
 
 def _build_request(args: argparse.Namespace) -> CopyRequest:
     if args.request:
-        if args.source or args.destination or args.manifest or args.manifest_from_listing:
+        if args.source or args.destination or args.listing or args.listing_from_source:
             raise ValueError("--request takes the whole request; drop the other request flags")
         text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text("utf-8")
         return decode_request(text)
     if not args.source or not args.destination:
         raise ValueError("--source and --destination are required (or --request FILE)")
     copy_listing = None
-    if args.manifest:
-        copy_listing = json.loads(Path(args.manifest).read_text("utf-8"))
+    if args.listing:
+        copy_listing = json.loads(Path(args.listing).read_text("utf-8"))
         if not isinstance(copy_listing, list):
+            # "manifest": the request field the copy listing travels in (hdfs_events.copy_request)
             raise CopyRequestError("manifest", "the file must hold a JSON list")
-    elif args.manifest_from_listing:
+    elif args.listing_from_source:
         copy_listing = _source_listing(args.source)
     request_id = args.request_id or (
         f"copy-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}")

@@ -78,15 +78,15 @@ def test_redelivered_verified_request_is_deleted_without_copying_again(
     assert world.item("daily-1")["attempts"] == 1
 
 
-def test_manifest_copies_only_listed_objects(world: CopyWorld,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_copy_listing_copies_only_listed_objects(world: CopyWorld,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     world.put_dataset("exports/m/", FILES, success=False)
     world.put("exports/m/_temporary/attempt_1/junk", b"half written")
-    manifest = world.tmp / "manifest.json"
-    manifest.write_text(json.dumps([{"key": f"exports/m/{n}", "size": len(d)}
-                                    for n, d in FILES.items()]))
+    listing = world.tmp / "listing.json"
+    listing.write_text(json.dumps([{"key": f"exports/m/{n}", "size": len(d)}
+                                   for n, d in FILES.items()]))
     submit(world, capsys, "--request-id", "m-1", "--source", f"s3://{BUCKET}/exports/m/",
-           "--destination", "/data/imports/m", "--manifest", str(manifest))
+           "--destination", "/data/imports/m", "--listing", str(listing))
 
     world.run_until_idle()
 
@@ -122,11 +122,11 @@ def test_submit_refuses_an_invalid_request_before_sending(
     assert world.queue_depth(world.queue_url) == 0
 
 
-def test_manifest_from_listing_and_resubmission_of_a_finished_request(
+def test_listing_from_source_and_resubmission_of_a_finished_request(
         world: CopyWorld, capsys: pytest.CaptureFixture[str]) -> None:
     world.put_dataset("exports/l/", FILES, success=False)
     args = ["--request-id", "l-1", "--source", f"s3://{BUCKET}/exports/l/",
-            "--destination", "/data/imports/l", "--manifest-from-listing"]
+            "--destination", "/data/imports/l", "--listing-from-source"]
     submit(world, capsys, *args)
     world.run_until_idle()
     assert world.item("l-1")["state"] == "verified"

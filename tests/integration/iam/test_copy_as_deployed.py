@@ -81,7 +81,7 @@ def _submit(cloud: IamCloud, principal: Principal, request_id: str,
                 "--queue-url", cloud.outputs["CopyRequestQueueUrlDemo"], "--cluster", CLUSTER,
                 "--transfers-table", cloud.outputs["TransfersTableName"],
                 "--request-id", request_id, "--source", source,
-                "--destination", f"/data/imports/{request_id}", "--manifest-from-listing")
+                "--destination", f"/data/imports/{request_id}", "--listing-from-source")
 
 
 def _status(cloud: IamCloud, principal: Principal,
