@@ -102,6 +102,14 @@ def test_visibility_timeout_is_six_times_the_consumer_timeout(deployed_env: Synt
     assert queue["VisibilityTimeout"] >= 6 * _function(deployed_env)["Timeout"]
 
 
+def test_consumer_asset_holds_the_consumer_and_the_contract_only(dev: Synthesized) -> None:
+    """Not the cloud CLI (hdfs_events_cli) nor the agent: the function ships what it runs."""
+    manifest = json.loads((dev.directory / "HdfsEvents-dev-Ingest.assets.json").read_text())
+    asset_hash = _function(dev)["Code"]["S3Key"].removesuffix(".zip")
+    asset = dev.directory / manifest["files"][asset_hash]["source"]["path"]
+    assert sorted(p.name for p in asset.iterdir()) == ["hdfs_events", "lambdas"]
+
+
 def test_consumer_runs_python_311_on_arm64_with_the_contract_environment(
         deployed_env: Synthesized) -> None:
     fn = _function(deployed_env)
