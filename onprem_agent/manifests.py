@@ -118,9 +118,9 @@ class ManifestBuilder:
 
 
 def manifest_message(manifest: Manifest) -> PackedMessage:
-    """The manifest as a message for the sender. No parts: its acknowledgement moves the
+    """The manifest as a message for the sender. No txids: its acknowledgement moves the
     manifest chain (`PackedMessage.manifest`), not the checkpoint tracker."""
     wire = WireMessage(body=manifest.to_json(), attributes=manifest.message_attributes(),
                        group_id=manifest.group_id, dedup_id=manifest.dedup_id, event_count=0,
                        first=(manifest.end, 0), last=(manifest.end, 0))
-    return PackedMessage(wire=wire, parts=(), manifest=manifest)
+    return PackedMessage(wire=wire, manifest=manifest)

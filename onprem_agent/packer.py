@@ -25,8 +25,8 @@ and counted in `PackerStats.rejected`.
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -56,18 +56,21 @@ class PackedMessage:
     """A sealed message and what its acknowledgement means for the checkpoint."""
 
     wire: WireMessage
-    parts: tuple[tuple[int, int], ...]  # (txid, number of its events in this message)
-    manifest: Manifest | None = None  # set on a manifest (parts empty): see pipeline.py
+    txids: tuple[int, ...] = ()  # the txids it holds events of, ascending (manifests.py)
+    # The checkpoint its acknowledgement holds back: the txid the source had finished when the
+    # message opened (checkpoint.CheckpointTracker); every event in it has a higher txid.
+    after: int | None = None
+    manifest: Manifest | None = None  # set on a manifest (no txids): see pipeline.py
 
 
 class _OpenMessage:
-    __slots__ = ("deadline", "events", "json", "raw")
+    __slots__ = ("after", "deadline", "events", "json", "raw")
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, after: int | None) -> None:
         self.events: list[HdfsEvent] = []
         self.json: list[str] = []
         self.raw = _ENVELOPE_OVERHEAD
-        self.deadline = deadline
+        self.deadline, self.after = deadline, after
 
 
 @dataclass(slots=True)
@@ -103,6 +106,10 @@ class EventPacker:
     def open_events(self) -> int:
         return sum(len(m.events) for m in self._open.values())
 
+    def open_afters(self) -> Iterator[int | None]:
+        """The `after` of every open message (checkpoint.CheckpointTracker.safe_txid)."""
+        return (message.after for message in self._open.values())
+
     def next_deadline(self) -> float | None:
         for message in self._open.values():
             return message.deadline
@@ -118,10 +125,13 @@ class EventPacker:
             gid = self._group_ids[key] = sqs_safe_id(f"{self.cluster}:{key}")
         return gid
 
-    def add(self, events: Iterable[HdfsEvent], now: float) -> list[PackedMessage]:
+    def add(self, events: Iterable[HdfsEvent], now: float, after: int | None = None
+            ) -> list[PackedMessage]:
         """Adds the events of one batch, in order; returns the messages this sealed (usually
-        none). One call a batch: the loop's state stays in locals, where per-event calls
-        re-read it from the packer (~10 % of the pipeline's CPU on bench.ship)."""
+        none). `after`: the newest txid all of whose events (and every lower txid's) were
+        added before these, which a message opened here keeps (PackedMessage.after). One call
+        a batch: the loop's state stays in locals, where per-event calls re-read it from the
+        packer (~10 % of the pipeline's CPU on bench.ship)."""
         sealed: list[PackedMessage] = []
         group_ids, open_messages, group_key = self._group_ids, self._open, self._group_key
         for event in events:
@@ -129,7 +139,7 @@ class EventPacker:
             try:
                 text = checked_event_json(event)
             except EventFormatError as exc:
-                sealed += self._alone(gid, event, str(exc))
+                sealed += self._alone(gid, event, str(exc), after)
                 continue
             size = len(text) + 1 if text.isascii() else len(text.encode("utf-8")) + 1
             message = open_messages.get(gid)
@@ -137,13 +147,14 @@ class EventPacker:
                 sealed += self._seal(gid, final=False)
                 message = open_messages.get(gid)  # a re-split may have left events open
             if message is None:
-                message = open_messages[gid] = _OpenMessage(now + self.linger_s)
+                message = open_messages[gid] = _OpenMessage(now + self.linger_s, after)
             message.events.append(event)
             message.json.append(text)
             message.raw += size
         return sealed
 
-    def _alone(self, gid: str, event: HdfsEvent, reason: str) -> list[PackedMessage]:
+    def _alone(self, gid: str, event: HdfsEvent, reason: str, after: int | None
+               ) -> list[PackedMessage]:
         """Seals the group's open message, then `event` alone: group order is kept."""
         log.error("event (%d, %d) breaks the contract and is sent alone, for the consumer to "
                   "quarantine: %s", event.txid, event.index, reason)
@@ -152,7 +163,7 @@ class EventPacker:
         wire = encode_message([event], group_id=gid, compress=self.compress, level=self.level,
                               event_json=[event.to_sparse_json()])
         self._observe(wire, 0)
-        return [*sealed, self._packed(wire, [event])]
+        return [*sealed, self._packed(wire, [event], after)]
 
     def expired(self, now: float) -> list[PackedMessage]:
         """Seals every message open for `linger_s` or longer."""
@@ -188,25 +199,26 @@ class EventPacker:
                                                        / wire.size)))
                 rest_events, rest_texts = events[keep:], texts[keep:]
                 events, texts = events[:keep], texts[:keep]
-                sealed += self._seal_prefix(gid, events, texts, message.deadline)
+                sealed += self._seal_prefix(gid, events, texts, message)
                 events, texts = rest_events, rest_texts
                 if not final and events:
-                    left = self._open[gid] = _OpenMessage(message.deadline)
+                    left = self._open[gid] = _OpenMessage(message.deadline, message.after)
                     left.events, left.json, left.raw = events, texts, _raw_size(texts)
                     # Kept open at its old deadline: it may not linger longer than it already
                     # has. Re-inserting at the end breaks deadline order only by this one entry,
-                    # which is no later than due; expired() still finds it next round.
+                    # which is no later than due; expired() still finds it next round. Its old
+                    # `after` is lower than it could be: the checkpoint waits a little longer.
                     return sealed
                 continue
             self._observe(wire, raw)
-            sealed.append(self._packed(wire, events))
+            sealed.append(self._packed(wire, events, message.after))
             break
         return sealed
 
     def _seal_prefix(self, gid: str, events: list[HdfsEvent], texts: list[str],
-                     deadline: float) -> list[PackedMessage]:
+                     whole: _OpenMessage) -> list[PackedMessage]:
         # The prefix can itself come out too large when the ratio varies inside the message.
-        holder = _OpenMessage(deadline)
+        holder = _OpenMessage(whole.deadline, whole.after)
         holder.events, holder.json, holder.raw = events, texts, _raw_size(texts)
         self._open[gid] = holder
         return self._seal(gid, final=True)
@@ -223,10 +235,12 @@ class EventPacker:
         stats.billed_requests += wire.billed_requests
 
     @staticmethod
-    def _packed(wire: WireMessage, events: list[HdfsEvent]) -> PackedMessage:
-        # A message's txids ascend, so counting them in C keeps them in order (dicts keep
-        # insertion order): a Python loop over the events cost ~3 % of packing.
-        return PackedMessage(wire=wire, parts=tuple(Counter(map(_txid, events)).items()))
+    def _packed(wire: WireMessage, events: list[HdfsEvent], after: int | None
+                ) -> PackedMessage:
+        # A message's txids ascend, so a dict's keys (insertion order) list each once, in order,
+        # in C: a Python loop over the events cost ~3 % of packing.
+        return PackedMessage(wire=wire, txids=tuple(dict.fromkeys(map(_txid, events))),
+                             after=after)
 
 
 def _raw_size(texts: list[str]) -> int:
@@ -236,14 +250,13 @@ def _raw_size(texts: list[str]) -> int:
 def prefix_group_key(depth: int) -> Callable[[str], str]:
     """`hdfs_events.ids.group_key(path, f"prefix:{depth}")` as a function of the path alone,
     without splitting the whole path: the agent computes it for every event (a unit test pins
-    the two together). A closure, one call a path: a functools.partial with a keyword argument
-    cost ~0.2 us more an event (~3 % of the pipeline on bench.ship)."""
-    strategy, parts = f"prefix:{depth}", depth + 1
+    the two together). One regex match in C, the text before the (depth + 1)-th "/" (the
+    first piece is empty for an absolute path): ~0.27 us where splitting and joining was
+    ~0.42 (bench.ship's paths). A closure, one call a path: a functools.partial with a keyword
+    argument cost ~0.2 us more an event."""
+    match = re.compile(f"[^/]*(?:/[^/]*){{0,{depth}}}").match
 
     def key(path: str) -> str:
-        if not path.startswith("/"):
-            return group_key(path, strategy)  # not an HDFS path; kept identical anyway
-        # One split in C, at most depth + 1 times: the text before the (depth + 1)-th "/".
-        return "/".join(path.split("/", parts)[:parts])
+        return match(path)[0] or "/"  # the pattern matches any text; "/" for "" as group_key
 
     return key

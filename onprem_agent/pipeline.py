@@ -35,7 +35,7 @@ instead of silently starting past it.
 
 A snapshot (onprem_agent/live/snapshot.py) arrives as TxBatch pieces of one txid T with
 `more` set on all but the last: each piece is packed as it comes (the sender's backpressure
-paces the listing), and the tracker keeps T open until the last piece is registered, so no
+paces the listing), and T is finished only with its last piece (CheckpointTracker), so no
 range closes and no checkpoint is saved at or past T before every piece is acknowledged.
 """
 
@@ -47,7 +47,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from operator import itemgetter
 
 from hdfs_events.event import EventType
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
@@ -60,7 +59,6 @@ from onprem_agent.sender import PermanentSendError, Sender
 from onprem_agent.source import TxBatch
 
 log = logging.getLogger(__name__)
-_first = itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +100,7 @@ class Pipeline:
         self._acks: deque[PackedMessage] = deque()
         self._events_read = self._events_filtered = self._events_sent = 0
         self._messages = self._batches = self._manifests_acked = 0
-        self._last_txid: int | None = None
-        self._deferred_txid: int | None = None
+        self._last_txid: int | None = None  # the newest txid with events
         self._gap_txid: int | None = None  # the last GAP record's txid (see the module doc)
         self._started = clock()
         self._background_error: BaseException | None = None
@@ -158,16 +155,13 @@ class Pipeline:
         return self.result(flushed)
 
     def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
-        kept_of = None if self._filter.keeps_everything else self._filter.kept
+        kept_of = self._filter.kept_of_batch
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
-        lock, acks, add, enqueue = self._lock, self._acks, packer.add, sender.enqueue
+        lock, acks, add, send = self._lock, self._acks, packer.add, self._send
         wait_for_capacity, stopped, gap = sender.wait_for_capacity, stop.is_set, EventType.GAP
         floor = self.resume_after
-        # The txid of a snapshot whose next piece is still to come (tracker.open_txid): only
-        # this thread registers pieces, so it keeps its own copy instead of asking per batch.
+        # The txid of a snapshot whose next piece is still to come.
         open_piece: int | None = None
-        # Whether a txid without events waits to be registered (see _register_deferred).
-        deferred = False
         empty = 0  # batches without events, counted here and added to _batches at the end
         try:
             for batch in batches:
@@ -179,44 +173,44 @@ class Pipeline:
                     if floor is not None and txid <= floor:
                         continue  # at or below the checkpoint, or a source repeating itself
                     if not events and not batch.more:
-                        # Two thirds of the ops (block allocations...) yield no event. Only
-                        # the newest such txid matters to the checkpoint, so it is registered
-                        # lazily: with the next batch that has events, or by the flusher (a
-                        # source that blocks after it). Nothing else is done for it.
-                        self._deferred_txid = floor = txid
-                        deferred = True
+                        # Two thirds of the ops (block allocations...) yield no event: the
+                        # txid is finished as it comes. Without the lock: no message changes,
+                        # and the flusher reads a consistent T before or after this write
+                        # (CheckpointTracker; one writer, this thread).
+                        tracker.finished = floor = txid
                         empty += 1
                         continue
                 floor = txid
                 if self._background_error is not None:
                     raise self._background_error
                 wait_for_capacity(stop)
-                kept = events if kept_of is None else kept_of(events)
+                kept = kept_of(events)
                 with lock:
-                    if events and events[0].type is gap:
-                        self._gap_txid = txid
-                    if deferred and txid != open_piece:
-                        self._register_deferred()
-                        deferred = False
-                    tracker.register(txid, len(kept), more=batch.more)
-                    open_piece = txid if batch.more else None
-                    self._events_read += len(events)
-                    self._events_filtered += len(events) - len(kept)
-                    self._batches += 1
-                    self._last_txid = txid
                     if kept:
-                        for message in add(kept, clock()):  # one event in hundreds seals one
-                            enqueue(message)
+                        if kept[0].type is gap:
+                            self._gap_txid = txid
+                        sealed = add(kept, clock(), tracker.finished)
+                        if sealed:  # one event in hundreds seals one
+                            send(sealed)
+                    if batch.more:
+                        open_piece = txid
+                    else:
+                        open_piece = None
+                        tracker.finished = txid
                     if acks:
                         self._apply_acks()
+                # Counters of this thread alone: the flusher's progress line reads them.
+                self._events_read += len(events)
+                self._events_filtered += len(events) - len(kept)
+                self._batches += 1
+                self._last_txid = txid
         finally:
             with lock:
                 self._batches += empty
 
     def _flush(self, wait: _ShutdownWait) -> bool:
         with self._lock:
-            for message in self.packer.flush():
-                self._sender.enqueue(message)
+            self._send(self.packer.flush())
         flushed = wait.flush()
         if not flushed:
             log.warning("stopping with messages SQS has not acknowledged after %.0f s; the "
@@ -232,7 +226,6 @@ class Pipeline:
         for _ in range(3):
             with self._lock:
                 self._apply_acks()
-                self._register_deferred()
                 for message in self._due_manifests():
                     self._sender.enqueue(message)
                 self._apply_acks()  # a sender that acknowledges at once (NoopSender) did
@@ -246,19 +239,17 @@ class Pipeline:
 
     def _due_manifests(self) -> list[PackedMessage]:
         """Under self._lock: the manifests due at the tracker's safe txid, as messages."""
-        safe = self._tracker.safe_txid
+        safe = self._tracker.safe_txid(self.packer.open_afters())
         if safe is not None and safe == self._gap_txid:
             safe = safe - 1 if safe > 0 else None  # never close a range on a GAP's txid
         return [manifest_message(m) for m in self._manifests.due(safe)]
 
-    def _register_deferred(self) -> None:
-        """Under self._lock: registers the newest txid without events the source handed out."""
-        # Read, never cleared here: the source thread writes it without the lock, and a
-        # txid at or below the last registered one is simply already covered.
-        txid = self._deferred_txid
-        last = self._tracker.last_registered
-        if txid is not None and (last is None or txid > last):
-            self._tracker.register(txid, 0)
+    def _send(self, messages: list[PackedMessage]) -> None:
+        """Under self._lock: hands sealed event messages to the sender, in order."""
+        tracker, enqueue = self._tracker, self._sender.enqueue
+        for message in messages:
+            tracker.sent(message.wire.dedup_id, message.after)  # before its acknowledgement
+            enqueue(message)
 
     def _on_ack(self, message: PackedMessage) -> None:
         self._acks.append(message)
@@ -272,10 +263,9 @@ class Pipeline:
                 manifests.manifest_acknowledged(message.manifest)
                 self._manifests_acked += 1
                 continue
-            tracker.acknowledge(message.parts)
-            parts = message.parts
-            manifests.acknowledged(message.wire.dedup_id, parts[0][0], parts[-1][0],
-                                   txids=list(map(_first, parts)))
+            dedup_id, txids = message.wire.dedup_id, message.txids
+            tracker.acknowledged(dedup_id)
+            manifests.acknowledged(dedup_id, txids[0], txids[-1], txids=txids)
             self._events_sent += message.wire.event_count
             self._messages += 1
 
@@ -289,13 +279,11 @@ class Pipeline:
                 now = self._clock()
                 with self._lock:
                     self._apply_acks()
-                    self._register_deferred()
                     deadline = self.packer.next_deadline()
                     # Under backpressure an early seal would not go out any sooner; letting
                     # the message grow instead keeps messages full when SQS is the bottleneck.
                     if deadline is not None and deadline <= now and self._sender.has_capacity():
-                        for message in self.packer.expired(now):
-                            self._sender.enqueue(message)
+                        self._send(self.packer.expired(now))
                         deadline = self.packer.next_deadline()
                 if now >= next_save:
                     self._save()
@@ -322,7 +310,6 @@ class Pipeline:
     def _save(self, *, send_manifests: bool = True) -> None:
         with self._lock:
             self._apply_acks()
-            self._register_deferred()
             if send_manifests:
                 for message in self._due_manifests():
                     self._sender.enqueue(message)
@@ -341,7 +328,7 @@ class Pipeline:
             return ProgressSnapshot(
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
-                last_txid=_newest(self._last_txid, self._deferred_txid),
+                last_txid=_newest(self._last_txid, self._tracker.finished),
                 checkpoint_txid=self._saved,
                 elapsed_s=self._clock() - self._started, manifests=self._manifests_acked)
 

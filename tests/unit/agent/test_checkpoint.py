@@ -19,69 +19,121 @@ from onprem_agent.checkpoint import (
 )
 
 
-def test_checkpoint_waits_for_every_message_of_a_txid() -> None:
-    # txid 10's three events went out in two messages that complete out of order.
-    tracker = CheckpointTracker()
-    tracker.register(10, 3)
-    tracker.register(11, 1)
-    tracker.acknowledge([(10, 1), (11, 1)])  # message B: 10/2 and 11/0
-    assert tracker.safe_txid is None
-    tracker.acknowledge([(10, 2)])  # message A: 10/0, 10/1
-    assert tracker.safe_txid == 11
+def test_a_txid_split_over_two_messages_waits_for_both_in_either_order() -> None:
+    # txid 10's three events went out in two messages: A (10/0, 10/1) and B (10/2, 11/0).
+    for order in (["B", "A"], ["A", "B"]):
+        tracker = CheckpointTracker(start=9)
+        tracker.sent("A", after=9)
+        tracker.sent("B", after=9)  # opened while txid 10 was still being packed
+        tracker.finished = 11
+        tracker.acknowledged(order[0])
+        assert tracker.safe_txid() == 9
+        tracker.acknowledged(order[1])
+        assert tracker.safe_txid() == 11 and tracker.in_flight == 0
 
 
-def test_empty_txids_pass_at_once_when_nothing_is_outstanding() -> None:
+def test_txids_without_events_pass_at_once_when_nothing_is_outstanding() -> None:
     tracker = CheckpointTracker(start=4)
-    tracker.register(5, 0)
-    tracker.register(6, 0)
-    assert tracker.safe_txid == 6
-    tracker.register(7, 1)
-    tracker.register(8, 0)
-    assert tracker.safe_txid == 6
-    tracker.acknowledge([(7, 1)])
-    assert tracker.safe_txid == 8
+    tracker.finished = 5
+    tracker.finished = 6
+    assert tracker.safe_txid() == 6
+    tracker.sent("m7", after=6)  # txid 7's event
+    tracker.finished = 7
+    tracker.finished = 8  # no event
+    assert tracker.safe_txid() == 6
+    tracker.acknowledged("m7")
+    assert tracker.safe_txid() == 8
 
 
-def test_a_later_txid_acknowledged_first_does_not_move_the_checkpoint() -> None:
+def test_a_message_still_open_in_the_packer_holds_the_checkpoint() -> None:
+    tracker = CheckpointTracker(start=4)
+    tracker.finished = 7
+    assert tracker.safe_txid(open_afters=[6, 5]) == 5
+    assert tracker.safe_txid(open_afters=[]) == 7
+
+
+def test_from_the_start_of_the_stream_nothing_is_safe_before_the_first_message() -> None:
+    tracker = CheckpointTracker()
+    assert tracker.safe_txid() is None
+    tracker.sent("m1", after=None)
+    tracker.finished = 1
+    tracker.finished = 2
+    assert tracker.safe_txid() is None
+    tracker.acknowledged("m1")
+    assert tracker.safe_txid() == 2
+
+
+def test_a_later_message_acknowledged_first_does_not_move_the_checkpoint() -> None:
     tracker = CheckpointTracker()
     for txid in (1, 2, 3):
-        tracker.register(txid, 1)
-    tracker.acknowledge([(3, 1)])
-    tracker.acknowledge([(2, 1)])
-    assert tracker.safe_txid is None
-    tracker.acknowledge([(1, 1)])
-    assert tracker.safe_txid == 3 and tracker.pending_txids == 0
+        tracker.sent(f"m{txid}", after=tracker.finished)
+        tracker.finished = txid
+    tracker.acknowledged("m3")
+    tracker.acknowledged("m2")
+    assert tracker.safe_txid() is None
+    tracker.acknowledged("m1")
+    assert tracker.safe_txid() == 3 and tracker.in_flight == 0
 
 
-def test_random_completion_orders_match_the_definition() -> None:
+def test_random_packing_and_completion_orders_match_the_definition() -> None:
+    """Events of random txids go to the open message of a random group, messages seal and
+    complete at random moments: T is always the highest finished txid whose events, and every
+    lower txid's, are all acknowledged."""
     rng = random.Random(3)
-    for _ in range(50):
-        counts = {t: rng.choice([0, 0, 1, 1, 2, 4]) for t in range(1, 40)}
-        tracker = CheckpointTracker()
-        pieces = []
-        for t, n in counts.items():
-            tracker.register(t, n)
-            k = 0
-            while k < n:
-                step = rng.randint(1, n - k)
-                pieces.append((t, step))
-                k += step
-        rng.shuffle(pieces)
-        acked = {t: 0 for t in counts}
-        for t, n in pieces:
-            tracker.acknowledge([(t, n)])
-            acked[t] += n
-            done = [t for t in counts if all(acked[u] == counts[u] for u in counts if u <= t)]
-            assert tracker.safe_txid == (max(done) if done else None)
+    for _ in range(200):
+        _random_run(rng)
 
 
-def test_txids_must_increase_and_acks_must_match() -> None:
+def _random_run(rng: random.Random) -> None:
+    tracker = CheckpointTracker(start=0)
+    open_messages: dict[int, tuple[str, int | None, list[int]]] = {}  # group -> message
+    in_flight: dict[str, list[int]] = {}
+    unacked: list[int] = []  # the txid of every event not acknowledged
+    finished = [0]
+    serial = 0
+
+    def check() -> None:
+        done = [t for t in finished if all(u > t for u in unacked)]
+        afters = [after for _, after, _ in open_messages.values()]
+        assert tracker.safe_txid(afters) == max(done)
+
+    for txid in range(1, 40):
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 4])):
+            group = rng.randrange(3)
+            if group not in open_messages:
+                serial += 1
+                open_messages[group] = (f"m{serial}", tracker.finished, [])
+            open_messages[group][2].append(txid)
+            unacked.append(txid)
+        tracker.finished = txid
+        finished.append(txid)
+        for group in [g for g in open_messages if rng.random() < 0.3]:
+            name, after, txids = open_messages.pop(group)
+            tracker.sent(name, after)
+            in_flight[name] = txids
+        for name in [n for n in in_flight if rng.random() < 0.3]:
+            tracker.acknowledged(name)
+            for t in in_flight.pop(name):
+                unacked.remove(t)
+        check()
+    for name, after, txids in open_messages.values():
+        tracker.sent(name, after)
+        in_flight[name] = txids
+    open_messages.clear()
+    for name in rng.sample(sorted(in_flight), len(in_flight)):
+        tracker.acknowledged(name)
+        for t in in_flight.pop(name):
+            unacked.remove(t)
+        check()
+    assert tracker.safe_txid() == 39
+
+
+def test_an_acknowledgement_must_name_a_message_in_flight() -> None:
     tracker = CheckpointTracker(start=5)
-    with pytest.raises(ValueError, match="increasing"):
-        tracker.register(5, 1)
-    tracker.register(6, 1)
-    with pytest.raises(ValueError, match="outstanding"):
-        tracker.acknowledge([(6, 2)])
+    tracker.sent("m6", after=5)
+    tracker.acknowledged("m6")
+    with pytest.raises(ValueError, match="not in flight"):
+        tracker.acknowledged("m6")
 
 
 def test_file_store_round_trip_and_never_moves_back(tmp_path: Path) -> None:
@@ -135,22 +187,15 @@ def test_dynamodb_store_missing_table_names_it(state_table: boto3.client) -> Non
         DynamoCheckpointStore("nope", "c1", state_table).load()
 
 
-def test_a_txid_in_pieces_is_passed_only_after_its_last_piece():
+def test_a_txid_in_pieces_is_passed_only_after_its_last_piece() -> None:
+    # A snapshot at txid 5 in two pieces, each its own message; txid 5 is finished only with
+    # the last piece (the pipeline writes `finished` for batches without `more`).
     tracker = CheckpointTracker(4)
-    tracker.register(5, 2, more=True)  # a snapshot at txid 5: two pieces of 2 and 1
-    tracker.acknowledge([(5, 2)])
-    assert tracker.safe_txid == 4 and tracker.open_txid == 5  # every piece so far acked
-    with pytest.raises(ValueError, match="awaits its last piece"):
-        tracker.register(6, 1)
-    tracker.register(5, 1)
-    assert tracker.safe_txid == 4
-    tracker.acknowledge([(5, 1)])
-    assert tracker.safe_txid == 5 and tracker.open_txid is None
-
-
-def test_an_empty_last_piece_passes_an_acknowledged_txid_at_once():
-    tracker = CheckpointTracker()
-    tracker.register(7, 3, more=True)
-    tracker.acknowledge([(7, 3)])
-    tracker.register(7, 0)
-    assert tracker.safe_txid == 7
+    tracker.sent("piece-1", after=4)
+    tracker.acknowledged("piece-1")
+    assert tracker.safe_txid() == 4  # every piece so far acknowledged, the last to come
+    tracker.sent("piece-2", after=4)
+    tracker.finished = 5
+    assert tracker.safe_txid() == 4
+    tracker.acknowledged("piece-2")
+    assert tracker.safe_txid() == 5

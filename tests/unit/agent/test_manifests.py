@@ -164,7 +164,7 @@ def test_a_manifest_message_carries_the_manifest_in_its_own_group() -> None:
     builder.acknowledged("prod-11.0-12.1-3", 11, 12)
     [m] = builder.due(12)
     message = manifest_message(m)
-    assert message.parts == () and message.manifest == m and message.wire.event_count == 0
+    assert message.txids == () and message.manifest == m and message.wire.event_count == 0
     assert is_manifest(message.wire.attributes)
     assert message.wire.group_id == "prod:#manifest" and message.wire.dedup_id == m.dedup_id
     assert decode_manifest(message.wire.body) == m
@@ -188,22 +188,23 @@ def test_any_order_of_acknowledgements_gives_a_chain_naming_exactly_each_ranges_
             if txids[a:b]:
                 messages[f"g{g}-m{i}"] = txids[a:b]
     tracker = CheckpointTracker()
-    for txid in range(1, last + 1):
-        tracker.register(txid, sum(txids.count(txid) for txids in messages.values()))
+    for dedup_id, txids in messages.items():  # each opened once the txid before it finished
+        tracker.sent(dedup_id, after=txids[0] - 1 if txids[0] > 1 else None)
+    tracker.finished = last
     builder, sent, outstanding = ManifestBuilder(C), [], []
     for dedup_id in data.draw(st.permutations(sorted(messages))):
         txids = messages[dedup_id]
-        tracker.acknowledge([(t, 1) for t in txids])
+        tracker.acknowledged(dedup_id)
         builder.acknowledged(dedup_id, txids[0], txids[-1], txids=txids)
         if data.draw(st.booleans()):
             ack_all(builder, outstanding)
             outstanding = []
         if data.draw(st.integers(0, 3)):  # mostly: ranges closed often, many boundaries
-            due = builder.due(tracker.safe_txid)
+            due = builder.due(tracker.safe_txid())
             sent += due
             outstanding += due
     while builder.acknowledged_end != last:
         ack_all(builder, outstanding)
-        outstanding = builder.due(tracker.safe_txid)
+        outstanding = builder.due(tracker.safe_txid())
         sent += outstanding
     check_chain(sent, messages, start=None, end=last)

@@ -35,7 +35,7 @@ def test_events_of_one_group_pack_into_one_message_in_order() -> None:
     out = packer.flush()
     assert len(out) == 1
     assert decoded(out)[0] == events
-    assert out[0].parts == tuple((t, 1) for t in range(1, 50))
+    assert out[0].txids == tuple(range(1, 50))
     assert out[0].wire.group_id == message_group_id("c1", "/data/a/x", "prefix:2")
 
 
@@ -66,9 +66,13 @@ def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool) -
               for t in range(1, 3000)]
     limit = 4096
     packer = EventPacker("c1", max_message_bytes=limit, linger_s=10, compress=compress)
-    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
+    out = [m for e in events for m in packer.add((e,), now=0.0, after=e.txid - 1)]
+    out += packer.flush()
     assert all(m.wire.size <= limit for m in out)
     assert [e for batch in decoded(out) for e in batch] == events
+    # Re-split or not, a message holds back the checkpoint below its first txid.
+    assert all(m.after is not None and m.after < m.txids[0] for m in out)
+    assert packer.stats.resplits or not compress
     # Packing works toward the limit: messages are mostly well filled.
     full = [m.wire.size for m in out[:-1]]
     assert sum(full) / len(full) > 0.6 * limit
@@ -111,13 +115,18 @@ def test_linger_seals_a_message_once_its_first_event_is_old_enough() -> None:
     assert packer.next_deadline() is None
 
 
-def test_parts_count_the_events_of_each_txid_in_a_message() -> None:
+def test_a_message_names_each_txid_once_and_keeps_the_txid_finished_when_it_opened() -> None:
     packer = EventPacker("c1", linger_s=10)
-    for e in [ev(5, "/d/a", 0), ev(5, "/d/a", 1), ev(5, "/d/a", 2), ev(6, "/d/a"), ev(9, "/d/a")]:
-        packer.add((e,), 0.0)
-    (message,) = packer.flush()
-    assert message.parts == ((5, 3), (6, 1), (9, 1))
-    assert message.wire.first == (5, 0) and message.wire.last == (9, 0)
+    packer.add((ev(5, "/d/a", 0), ev(5, "/d/a", 1), ev(5, "/d/a", 2)), 0.0, after=4)
+    packer.add((ev(6, "/d/a"),), 0.0, after=5)
+    packer.add((ev(9, "/d/b"),), 0.0, after=8)
+    packer.add((ev(10, "/d/a"),), 0.0, after=9)
+    assert sorted(packer.open_afters()) == [4, 8]
+    first, second = packer.flush()
+    assert first.txids == (5, 6, 10) and first.after == 4
+    assert first.wire.first == (5, 0) and first.wire.last == (10, 0)
+    assert second.txids == (9,) and second.after == 8
+    assert list(packer.open_afters()) == []
 
 
 def test_same_events_give_the_same_dedup_id() -> None:
@@ -147,7 +156,7 @@ def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_messa
     after = [ev(t, f"/data/a/f{t}") for t in (5, 6)]
     out = [m for e in [*before, ev(4, deep), *after] for m in packer.add((e,), now=0.0)]
     out += packer.flush()
-    assert [m.parts for m in out] == [((1, 1), (2, 1), (3, 1)), ((4, 1),), ((5, 1), (6, 1))]
+    assert [m.txids for m in out] == [(1, 2, 3), (4,), (5, 6)]
     assert packer.stats.rejected == 1
     with pytest.raises(EnvelopeError, match="event 0: field 'path': the index key"):
         decode_message(out[1].wire.body, out[1].wire.attributes)

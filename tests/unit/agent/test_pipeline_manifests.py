@@ -50,7 +50,7 @@ def until(condition: Callable[[], bool], what: str) -> None:
 
 
 def txids_by_message(messages: list[PackedMessage]) -> dict[str, list[int]]:
-    return {m.wire.dedup_id: [txid for txid, _ in m.parts] for m in event_messages(messages)}
+    return {m.wire.dedup_id: list(m.txids) for m in event_messages(messages)}
 
 
 def in_steps(batches: list[TxBatch], pipeline: Pipeline, step: int) -> Iterator[TxBatch]:

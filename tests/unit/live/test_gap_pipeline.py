@@ -121,7 +121,7 @@ def test_the_checkpoint_passes_the_gap_only_with_the_acknowledged_snapshot():
     try:
         until(lambda: len(sent_keys(sender.sent)) == 4, "the unlink, GAP and SNAPSHOTs sent")
         # the unlink and the GAP, not the snapshot
-        sender.ack(lambda m: m.manifest is None and m.parts[-1][0] < 10)
+        sender.ack(lambda m: m.manifest is None and m.txids[-1] < 10)
         until(lambda: store.txid == 2, "the checkpoint below the gap")
         time.sleep(0.1)  # ten checkpoint intervals: it must not move onto the GAP's txid
         assert store.saves == [2]
