@@ -66,9 +66,11 @@ CPU_PARTS = {"this process": "moto server S3 (this process)",
              "children reaped": "Hadoop client JVM"}
 
 
-def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int) -> Path:
-    """agent.toml: the live defaults (linger, grouping), a file checkpoint at `after_txid` (the
-    agent streams from the next txid), and the index table `verify` reads."""
+def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int,
+                 linger_ms: int | None) -> Path:
+    """agent.toml: the live defaults (grouping; the linger unless `linger_ms`), a file
+    checkpoint at `after_txid` (the agent streams from the next txid), and the index table
+    `verify` reads."""
     (work / "checkpoint.json").write_text(json.dumps({"txid": after_txid}))
     config = work / "agent.toml"
     config.write_text(
@@ -76,7 +78,9 @@ def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int) -> Path
         f'[checkpoint]\npath = "{work / "checkpoint.json"}"\ninterval_ms = 200\n'
         f'[hdfs]\nuri = "{hdfs.uri}"\nconf_dir = "{hdfs.conf_dir}"\n'
         f'[metrics]\nprometheus_port = 0\nheartbeat_interval_s = 0\n'
-        f'[verify]\nindex_table = "{TABLE}"\n', encoding="utf-8")
+        f'[verify]\nindex_table = "{TABLE}"\n'
+        + ("" if linger_ms is None else f"[packing]\nlinger_ms = {linger_ms}\n"),
+        encoding="utf-8")
     return config
 
 
@@ -188,7 +192,7 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
         "VisibilityTimeout": str(VISIBILITY_S)})["QueueUrl"]
     consumers = start_consumers(work, queue_url, args.consumers)
     with HdfsCluster.start(work / "hdfs", datanodes=0) as hdfs:
-        config = agent_config(work, queue_url, hdfs, hdfs.txid())
+        config = agent_config(work, queue_url, hdfs, hdfs.txid(), args.linger_ms)
         agent = AgentProcess.start(config)
         await_consumers(consumers, work)
         caught_up = False
@@ -248,6 +252,7 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
     calls = {k: v for k, v in consumed["calls"].items() if k.startswith("dynamodb.")}
     return {
         "seconds": args.seconds, "threads": args.threads, "consumers": args.consumers,
+        "linger_ms": args.linger_ms,
         "latency_ms": args.latency_ms,
         "load_average_1m": os.getloadavg()[0],
         "namenode": {**load, "events_per_s": round(journal_rate), "txids": [first + 1, last]},
@@ -284,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                              "one per message group)")
     parser.add_argument("--latency-ms", type=float, default=5.0,
                         help="per DynamoDB call (the double the consumers share)")
+    parser.add_argument("--linger-ms", type=int,
+                        help="the agent's [packing] linger_ms (default: its live default, 200)")
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="after the drive, how long the chain may take to catch up")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -293,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     r = run(args)
     nn, lake, index = r["namenode"], r["edit_to_lake_ms"], r["edit_to_index_ms"]
     print(f"the whole chain at the NameNode's speed: {args.threads} client threads for "
-          f"{nn['seconds']:.0f} s, {args.consumers} consumers, DynamoDB {args.latency_ms:g} ms "
+          f"{nn['seconds']:.0f} s, {args.consumers} consumers, "
+          + ("" if args.linger_ms is None else f"agent linger {args.linger_ms} ms, ")
+          + f"DynamoDB {args.latency_ms:g} ms "
           f"a call (shared double), load average {r['load_average_1m']:.1f}")
     print(f"NameNode journalled {nn['events']:,} events, {nn['events_per_s']:,} events/s "
           f"(txids {nn['txids'][0]}..{nn['txids'][1]})")

@@ -38,6 +38,11 @@ class DynamoDBServer(ThreadingHTTPServer):
 
 class _Exchange(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The reply in one segment, sent at once: http.server writes the headers and the body
+    # apart, unbuffered, and on a kept-alive connection Nagle's algorithm then holds the body
+    # until the client's delayed ACK (~40 ms a call, measured: 46-53 ms at no latency).
+    wbufsize = 64 * 1024
+    disable_nagle_algorithm = True
     server: DynamoDBServer
 
     def do_POST(self) -> None:
