@@ -24,7 +24,7 @@ PARTITION_COLUMNS = ("cluster", "dt")
 KEY_COLUMNS = ("cluster", "txid", "index")
 # Fields the contract gained after lake data already existed, always appended at the end: a raw
 # line or a curated Parquet file written before may lack them, and reads them as null.
-ADDED_FIELDS = ("gap_end_txid",)
+ADDED_FIELDS = ("gap_end_txid", "children_num")
 # Types the live agent adds to the stream (not Hadoop's): kept in the lake, never activity.
 AGENT_RECORD_TYPES = ("GAP", "SNAPSHOT")
 

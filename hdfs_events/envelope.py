@@ -44,9 +44,11 @@ from hdfs_events.validation import (
 )
 
 ENVELOPE_VERSION = 1  # the major this code writes
-# The minor this code writes and knows every field of. The writer leaves `minor` out while it is
-# 0, so agents and consumers deployed before minors existed read and write the same bytes.
-ENVELOPE_MINOR = 0
+# The minor this code knows every field of. Minor 1 added the event field `children_num`
+# (a directory's SNAPSHOT record). A message says the lowest minor its events need, and leaves
+# `minor` out at 0, so a message without the field has the bytes consumers deployed before
+# minors existed read, and only SNAPSHOT messages of directories say minor 1.
+ENVELOPE_MINOR = 1
 SUPPORTED_VERSIONS = frozenset({1})  # the majors this code reads
 ENVELOPE_FIELDS = frozenset({"v", "minor", "events"})
 ENCODING_ATTRIBUTE = "encoding"
@@ -94,13 +96,20 @@ class WireMessage:
         return -(-self.size // SQS_BILLING_CHUNK_BYTES)
 
 
-def encode_body(event_json: Sequence[str], *, compress: bool, level: int = 6) -> str:
+def encode_body(event_json: Sequence[str], *, compress: bool, level: int = 6,
+                minor: int = 0) -> str:
     """The body text from already-serialised sparse events (the packer keeps them so)."""
-    raw = f'{{"v":{ENVELOPE_VERSION},"events":[{",".join(event_json)}]}}'
+    version = f'"v":{ENVELOPE_VERSION},"minor":{minor}' if minor else f'"v":{ENVELOPE_VERSION}'
+    raw = f'{{{version},"events":[{",".join(event_json)}]}}'
     if not compress:
         return raw
     packed = gzip.compress(raw.encode("utf-8"), compresslevel=level, mtime=0)
     return base64.b64encode(packed).decode("ascii")
+
+
+def minor_needed(events: Sequence[HdfsEvent]) -> int:
+    """The lowest minor whose fields `events` use (ENVELOPE_MINOR's comment)."""
+    return 1 if any(e.children_num is not None for e in events) else 0
 
 
 def encode_message(
@@ -121,7 +130,7 @@ def encode_message(
         raise ValueError("a message holds the events of one cluster")
     cluster = events[0].cluster
     lines = event_json if event_json is not None else [e.to_sparse_json() for e in events]
-    body = encode_body(lines, compress=compress, level=level)
+    body = encode_body(lines, compress=compress, level=level, minor=minor_needed(events))
     encoding = ENCODING_GZIP if compress else ENCODING_JSON
     attributes = {ENCODING_ATTRIBUTE: {"DataType": "String", "StringValue": encoding}}
     first, last = (events[0].txid, events[0].index), (events[-1].txid, events[-1].index)

@@ -95,6 +95,10 @@ class HdfsEvent:
     xattrs_removed: bool | None = None
     # GAP: the first txid the NameNode still had; txids txid .. gap_end_txid-1 are lost.
     gap_end_txid: int | None = None
+    # SNAPSHOT of a directory: how many children the listing says it has (HdfsFileStatus
+    # .getChildrenNum, which listStatus returns with each directory). Null: not known (agents
+    # before it; every other record). The consumer shards a crowded directory from it.
+    children_num: int | None = None
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -143,7 +147,7 @@ class HdfsEvent:
             value = kw.get(name)
             if value is not None and not _is_instance(value, typ):
                 raise EventFormatError(f"field '{name}' must be {typ.__name__}, got {value!r}")
-        for name in ("txid", "index", "gap_end_txid"):
+        for name in ("txid", "index", "gap_end_txid", "children_num"):
             if kw.get(name, 0) < 0:
                 raise EventFormatError(f"field '{name}' must be >= 0, got {kw[name]}")
         if kw["type"] == EventType.GAP and not kw.get("gap_end_txid", -1) > kw["txid"]:
@@ -209,7 +213,7 @@ _SCALARS: dict[str, type] = {
     "timestamp": int, "ctime": int, "replication": int, "owner": str, "group": str,
     "perms": str, "symlink_target": str, "overwrite": bool, "block_size": int,
     "erasure_coded": bool, "size": int, "new_block": bool, "mtime": int, "atime": int,
-    "xattrs_removed": bool, "gap_end_txid": int,
+    "xattrs_removed": bool, "gap_end_txid": int, "children_num": int,
 }
 
 

@@ -28,7 +28,16 @@ FILE, DIRECTORY, SYMLINK = "FILE", "DIRECTORY", "SYMLINK"
 # so 10,000 creates/s is about 10 chunks a second, and below this a directory takes under
 # 10 x 100 writes a second, DynamoDB's 1,000 WCU/s for one partition key. Above it, its next
 # listings cost 1 + INDEX_SHARDS Queries instead of one, which only hot directories pay.
+# A snapshot shards by the same number from the directory's own record on (`crowded`): a walk
+# spreads a directory's children over many chunks, between their subtrees.
 SHARD_AFTER_WRITES = 100
+
+
+def crowded(children_num: int) -> bool:
+    """A directory whose snapshot record (or image inode) has this many children is sharded
+    from that record on: the consumer at its SNAPSHOT record, glue_jobs/image_index.py from the
+    image's count, so both write the same items."""
+    return children_num > SHARD_AFTER_WRITES
 
 
 def name_order(name: str) -> bytes:

@@ -47,6 +47,7 @@ from hdfs_events.names import POSITION_TXID_DONE, index_partition, split_path
 
 JAVA_LONG_MAX = 2**63 - 1
 JAVA_SHORT_MAX = 2**15 - 1
+JAVA_INT_MAX = 2**31 - 1
 # An index below the sequencer's "whole txid applied" marker (names.POSITION_TXID_DONE), which
 # is Java's int maximum: EventBatch indices are Java array positions anyway.
 MAX_INDEX = POSITION_TXID_DONE - 1
@@ -76,6 +77,7 @@ _INT_FIELDS: dict[str, tuple[int, int]] = {
     "txid": (0, JAVA_LONG_MAX),
     "index": (0, MAX_INDEX),
     "gap_end_txid": (0, JAVA_LONG_MAX),
+    "children_num": (0, JAVA_INT_MAX),  # INodeDirectory counts its children in a Java int
     # The lake partitions by `timestamp`: it must be a date.
     "timestamp": (0, MAX_TIME_MS),
     # HDFS writes -1 for "not set" in times and for a CLOSE after a concat's size.

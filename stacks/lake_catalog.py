@@ -71,6 +71,7 @@ EVENT_FIELD_TYPES: dict[str, glue.Type] = {
     "xattrs": glue.Schema.array(_XATTR),
     "xattrs_removed": glue.Schema.BOOLEAN,
     "gap_end_txid": glue.Schema.BIG_INT,
+    "children_num": glue.Schema.BIG_INT,  # a Java int in HDFS; every int field is BIG_INT here
 }
 EVENT_PARTITION_KEYS = ("cluster", "dt")
 

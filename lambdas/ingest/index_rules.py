@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from hdfs_events.index_item import INDEX_SHARDS
+from hdfs_events.snapshot_index import crowded
 from lambdas.ingest.index_model import DIRECTORY, Entry, Version
 from lambdas.ingest.subtree import RENAME, SNAPSHOT, UNLINK, SubtreeOp
 
@@ -53,8 +55,13 @@ def apply_event(entries: Entries, event: HdfsEvent,
         _parents(entries, event.path, version, indexed)
     elif kind == EventType.SNAPSHOT:
         op = _snapshot_walk(event)
-        entries.put(entry.changed(snapshot_values(event), version).marked(
-            op.marker() if op else None), old_children=True)
+        listed = entry.changed(snapshot_values(event), version).marked(op.marker() if op else None)
+        if event.children_num is not None and crowded(event.children_num) and not listed.shards:
+            # Its children come in later records, spread over chunks by the walk: no one chunk
+            # need give it the child writes that shard a directory (index_view._placed).
+            listed = listed.placed(shards=INDEX_SHARDS, in_shard=listed.in_shard,
+                                   twin=listed.twin)
+        entries.put(listed, old_children=True)
         _parents(entries, event.path, version, indexed)
         return op
     elif (values := update_values(event)) and _known_or_new(entries, entry, indexed):

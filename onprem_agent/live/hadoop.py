@@ -189,7 +189,16 @@ def entry_from_status(s: Any) -> NamespaceEntry:
         symlink_target=str(s.getSymlink().toUri().getPath()) if kind is INodeType.SYMLINK
         else None,
         erasure_coded=bool(s.isErasureCoded()) if kind is INodeType.FILE else None,
-        encrypted=bool(s.isEncrypted()) if kind is INodeType.FILE else None)
+        encrypted=bool(s.isEncrypted()) if kind is INodeType.FILE else None,
+        children_num=_children_num(s) if kind is INodeType.DIRECTORY else None)
+
+
+def _children_num(s: Any) -> int | None:
+    """HDFS's count of a directory's children, which the NameNode sends with every directory's
+    status (HdfsFileStatus, the runtime class behind DistributedFileSystem's FileStatus);
+    -1 is HdfsFileStatus's "not known" (WebHDFS's JSON without the key)."""
+    count = int(s.getChildrenNum())
+    return count if count >= 0 else None
 
 
 class KerberosLogin:

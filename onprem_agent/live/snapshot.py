@@ -56,6 +56,10 @@ class NamespaceEntry:
     erasure_coded: bool | None = None
     # In an HDFS encryption zone: the DataNodes hold ciphertext (onprem_agent.sync.encryption).
     encrypted: bool | None = None
+    # A directory's number of children (HdfsFileStatus.getChildrenNum): the walk gives a
+    # directory's children in pages interleaved with their subtrees, so a consumer learns how
+    # crowded it is only from this count.
+    children_num: int | None = None
 
     @property
     def name(self) -> str:
@@ -201,7 +205,7 @@ def snapshot_record(cluster: str, txid: int, index: int, e: NamespaceEntry, *,
                     listed_ms: int) -> HdfsEvent:
     """The SNAPSHOT record of one entry, as FileStatus gives it: size, replication, block size
     and erasure coding only for files (a directory's FileStatus carries zeros there, not
-    values), symlink_target only for symlinks."""
+    values), symlink_target only for symlinks, the number of children only for directories."""
     is_file = e.inode_type is INodeType.FILE
     return HdfsEvent(
         cluster, txid, index, EventType.SNAPSHOT, e.path, timestamp=listed_ms,
@@ -211,7 +215,8 @@ def snapshot_record(cluster: str, txid: int, index: int, e: NamespaceEntry, *,
         replication=e.replication if is_file else None,
         block_size=e.block_size if is_file else None,
         erasure_coded=e.erasure_coded if is_file else None,
-        symlink_target=e.symlink_target if e.inode_type is INodeType.SYMLINK else None)
+        symlink_target=e.symlink_target if e.inode_type is INodeType.SYMLINK else None,
+        children_num=e.children_num if e.inode_type is INodeType.DIRECTORY else None)
 
 
 def snapshot_pieces(cluster: str, txid: int, entries: Iterable[NamespaceEntry], *,

@@ -28,6 +28,7 @@ from glue_jobs.layout import (
     MASS_DELETE_PREFIX,
     QUARANTINE_GLUE_PREFIX,
 )
+from glue_jobs.schema import ADDED_FIELDS
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.generated_events import generated_events
@@ -118,30 +119,31 @@ def _parquet_schemas(lake: RawLake, location: str) -> list[pa.Schema]:
     return [pq.read_schema(pa.BufferReader(lake.read(k))) for k in keys]
 
 
-def _drop_column_in_place(lake: RawLake, location: str, column: str) -> list[str]:
+def _drop_columns_in_place(lake: RawLake, location: str, columns: tuple[str, ...]) -> list[str]:
     """Rewrites a published partition's Parquet objects as the job wrote them before the
-    contract had `column`."""
+    contract had `columns`."""
     keys = [k for k in lake.keys(location_key(lake.store, location) or "?")
             if k.endswith(".parquet")]
     for key in keys:
         table = pq.read_table(pa.BufferReader(lake.read(key)))
         out = pa.BufferOutputStream()
-        pq.write_table(table.drop([column]), out, compression="zstd")
+        pq.write_table(table.drop(list(columns)), out, compression="zstd")
         lake.store.write_bytes(key, out.getvalue().to_pybytes())
     return keys
 
 
-def test_curated_files_written_before_gap_end_txid_existed_still_read_and_merge(
+def test_curated_files_written_before_the_added_fields_existed_still_read_and_merge(
         spark, lake, sample_events):
     first, late = sample_events[:16], sample_events[16:]
     lake.write_message("m1", first, sent_ms=SENT)
     run(spark, lake)
     store = lake.store
     (location,) = JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().values()
-    assert _drop_column_in_place(lake, location, "gap_end_txid")
-    assert all("gap_end_txid" not in s.names for s in _parquet_schemas(lake, location))
+    # gap_end_txid, then children_num: files from before each lack it.
+    assert _drop_columns_in_place(lake, location, ADDED_FIELDS)
+    assert all(not set(ADDED_FIELDS) & set(s.names) for s in _parquet_schemas(lake, location))
 
-    # A reader of the table sees the old files with the new column, null.
+    # A reader of the table sees the old files with the new columns, null.
     assert_frames_equal(curated(spark, lake),
                         curated_frame(spark, [(e, dt_of(e)) for e in first]))
 
@@ -155,7 +157,8 @@ def test_curated_files_written_before_gap_end_txid_existed_still_read_and_merge(
         spark, [(e, dt_of(e)) for e in [*sample_events, the_gap]]))
     (new_location,) = JsonFileCatalog(store, LOCAL_CATALOG_KEY).locations().values()
     new_schemas = _parquet_schemas(lake, new_location)
-    assert new_schemas and all(s.names[-1] == "gap_end_txid" for s in new_schemas)
+    assert new_schemas and all(tuple(s.names[-len(ADDED_FIELDS):]) == ADDED_FIELDS
+                               for s in new_schemas)
 
 
 def test_a_gap_without_a_later_end_and_a_snapshot_without_inode_type_are_quarantined(

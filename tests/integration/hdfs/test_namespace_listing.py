@@ -82,8 +82,11 @@ def test_first_start_ships_the_existing_namespace_then_the_changes(hdfs, queue, 
     client = HadoopClient(hdfs.uri)
     try:
         lister = client.lister()
-        assert len(list(walk(lister, [f"{root}/many"], workers=1))) == 11
+        listed = list(walk(lister, [f"{root}/many"], workers=1))
+        assert len(listed) == 11
         assert lister.pages == 4  # 10 children, 3 a page
+        # The root's getFileStatus and each page's HdfsFileStatus carry a directory's count.
+        assert [e.children_num for e in listed] == [10] + [None] * 10
     finally:
         client.close()
     config = agent_config(tmp_path, hdfs, queue, root)
@@ -106,6 +109,8 @@ def test_first_start_ships_the_existing_namespace_then_the_changes(hdfs, queue, 
         f"{root}/old", f"{root}/old/a", f"{root}/old/b", f"{root}/old/deep",
         f"{root}/old/deep/c", f"{root}/old-x"]
     assert len({e.txid for e in snapshot}) == 1
+    assert {e.path: e.children_num for e in snapshot if e.children_num is not None} == {
+        root: 4, f"{root}/many": 10, f"{root}/old": 3, f"{root}/old/deep": 1}
     assert [e.index for e in snapshot] == list(range(len(snapshot)))
     later = [e for e in events if e.type is not EventType.SNAPSHOT]
     assert later and all(e.txid > snapshot[0].txid for e in later)

@@ -43,6 +43,7 @@ events = st.builds(
     acls=st.none() | st.lists(acl_entry, max_size=4).map(tuple),
     xattrs=st.none() | st.lists(xattr, max_size=3).map(tuple), xattrs_removed=maybe_bool,
     gap_end_txid=st.none() | st.integers(0, 2**63 - 1),
+    children_num=st.none() | st.integers(0, 2**31 - 1),
 ).map(lambda e: _valid_agent_record(e))
 
 

@@ -172,12 +172,12 @@ def test_a_newer_minor_keeps_its_fields_after_the_canonical_event() -> None:
     ({"v": 1, "minor": -1}, "envelope field 'minor' must be an integer >= 0, got -1"),
     ({"v": 1, "minor": 0, "trace": 1}, "unknown envelope field(s) ['trace'] in minor 0"),
     # A newer minor's known fields are still checked, and nested objects stay closed.
-    ({"v": 1, "minor": 1, "events": [_event_doc(txid="7")]}, "event 0: field 'txid'"),
-    ({"v": 1, "minor": 1, "events": [_event_doc(
+    ({"v": 1, "minor": 2, "events": [_event_doc(txid="7")]}, "event 0: field 'txid'"),
+    ({"v": 1, "minor": 2, "events": [_event_doc(
         type="METADATA", metadata_type="XATTRS", xattrs_removed=False,
         xattrs=[{"namespace": "USER", "name": "k", "value": None, "flag": 1}])]},
      "unknown xattr field(s) ['flag']"),
-    ({"v": 1, "minor": 1, "trace": "x" * 2_000}, "take over 2000 bytes as JSON"),
+    ({"v": 1, "minor": 2, "trace": "x" * 2_000}, "take over 2000 bytes as JSON"),
     ({"v": 2}, "unsupported envelope version 2; this reader knows major(s) [1]; a newer major"),
 ])
 def test_version_rules_name_the_field(doc: dict, says: str) -> None:

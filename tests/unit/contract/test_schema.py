@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 
 from hdfs_events import schema
-from hdfs_events.envelope import decode_envelope, decode_message, encode_message
-from hdfs_events.event import FIELDS, REQUIRED, EventFormatError, HdfsEvent
+from hdfs_events.envelope import EnvelopeError, decode_envelope, decode_message, encode_message
+from hdfs_events.event import FIELDS, REQUIRED, EventFormatError, EventType, HdfsEvent, INodeType
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.kit.workload import write_edit_log
@@ -89,6 +90,31 @@ def test_an_envelope_from_an_agent_that_sends_nulls_validates_and_decodes_alike(
         decoded = decode_envelope(body)
         assert decoded.events == evs
         assert decoded.lines == [e.to_json() for e in evs]
+
+
+def test_a_directory_snapshot_says_its_children_in_minor_1_and_reads_without_them_as_before(
+        ) -> None:
+    # Minor 1 added children_num (the consumer shards a crowded directory from it); a message
+    # without it keeps minor 0's bytes, which consumers deployed before minors read.
+    listed = HdfsEvent("c1", 9, 0, EventType.SNAPSHOT, "/d", timestamp=1_700_000_000_000,
+                       inode_type=INodeType.DIRECTORY, owner="etl", group="hadoop",
+                       perms="0755", mtime=5, atime=5, children_num=150)
+    with_count = json.loads(encode_message([listed], group_id="g", compress=False).body)
+    assert with_count["minor"] == 1 and with_count["events"][0]["children_num"] == 150
+    unknown = replace(listed, children_num=None)
+    without = json.loads(encode_message([unknown], group_id="g", compress=False).body)
+    assert without.keys() == {"v", "events"} and "children_num" not in without["events"][0]
+    for body, event in ((with_count, listed), (without, unknown)):
+        ENVELOPE.validate(body)
+        decoded = decode_envelope(json.dumps(body))
+        assert decoded.events == [event] and decoded.lines == [event.to_json()]
+    assert decode_envelope(json.dumps(with_count)).version == (1, 1)
+    assert json.loads(unknown.to_json())["children_num"] is None  # the lake's line: null
+    for bad in (-1, 2**31, "150"):
+        assert list(EVENT.iter_errors({**listed.to_dict(), "children_num": bad}))
+        with pytest.raises((EventFormatError, EnvelopeError)):
+            decode_envelope(json.dumps({**with_count, "events": [
+                {**with_count["events"][0], "children_num": bad}]}))
 
 
 def _broken(change: str) -> dict[str, Any]:
@@ -186,7 +212,7 @@ def newer_minor_event() -> dict[str, Any]:
 
 
 def test_a_newer_minor_with_new_fields_is_accepted_by_schema_and_code() -> None:
-    body = {"v": 1, "minor": 1, "events": [newer_minor_event()], "trace": {"id": "t1"}}
+    body = {"v": 1, "minor": 2, "events": [newer_minor_event()], "trace": {"id": "t1"}}
     assert not list(ENVELOPE.iter_errors(body))
     assert decode_message(json.dumps(body)) == [HdfsEvent.from_dict(valid_event())]
 
@@ -194,7 +220,7 @@ def test_a_newer_minor_with_new_fields_is_accepted_by_schema_and_code() -> None:
 @pytest.mark.parametrize("body", [
     {"v": 1, "events": [None]},  # minor 0 (absent) has no field past the contract's
     {"v": 1, "minor": 0, "events": [None]},
-    {"v": 1, "minor": 1, "events": [{"txid": "7"}]},  # a known field of the wrong type
+    {"v": 1, "minor": 2, "events": [{"txid": "7"}]},  # a known field of the wrong type
 ])
 def test_new_fields_need_a_newer_minor_and_known_ones_stay_checked(body: dict[str, Any]) -> None:
     from hdfs_events.envelope import EnvelopeError

@@ -49,6 +49,7 @@ def test_an_unknown_field_type_is_refused():
 def test_fields_the_contract_added_later_are_the_last_columns():
     # Parquet files and raw lines written before them lack these columns and read them as null;
     # a reader matching columns by position (not name) still lines the old ones up.
-    assert FIELDS[-len(ADDED_FIELDS):] == ADDED_FIELDS == ("gap_end_txid",)
-    assert FILE_COLUMNS[-1] == "gap_end_txid"
-    assert {f.name: f.dataType for f in EVENT_SCHEMA.fields}["gap_end_txid"] == T.LongType()
+    assert FIELDS[-len(ADDED_FIELDS):] == ADDED_FIELDS == ("gap_end_txid", "children_num")
+    assert FILE_COLUMNS[-2:] == ADDED_FIELDS
+    types = {f.name: f.dataType for f in EVENT_SCHEMA.fields}
+    assert types["gap_end_txid"] == types["children_num"] == T.LongType()

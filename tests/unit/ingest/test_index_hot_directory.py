@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from hdfs_events import names
-from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.index_item import INDEX_SHARDS
 from hdfs_events_cli.index_reader import IndexReader
 from lambdas.ingest import index_view
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
 from lambdas.ingest.sequencer import CHUNK_EVENTS
-from tests.kit.index_builders import apply_in_order, ev, live, mkdir, mkfile
+from tests.kit.index_builders import T0, apply_in_order, ev, live, mkdir, mkfile
 from tests.kit.ingest_aws import TABLE
 from tests.kit.memory_stores import MemoryIndexStore, PartitionLimit
 from tests.kit.replay import in_order_state
@@ -82,6 +82,43 @@ def test_children_written_before_the_directory_was_sharded_stay_readable() -> No
     expected = sorted(p for p in in_order_state([*early, *late], "/data")
                       if p.startswith("/data/hot/"))
     assert [c.path for c in children if c.alive] == expected
+
+
+def crowded_listing(children_num: bool) -> list[HdfsEvent]:
+    """A first start's SNAPSHOT records of /data/crowded: 150 child directories of 9 files
+    each, in walk order, so its children are spread over two chunks, at most 100 in one: no
+    chunk gives it the child writes that shard a directory."""
+    paths = [("/data", INodeType.DIRECTORY, 1), ("/data/crowded", INodeType.DIRECTORY, 150)]
+    for i in range(150):
+        paths.append((f"/data/crowded/c{i:03d}", INodeType.DIRECTORY, 9))
+        paths += [(f"/data/crowded/c{i:03d}/f{j}", INodeType.FILE, None) for j in range(9)]
+    return [HdfsEvent("prod", 50, i, EventType.SNAPSHOT, path, timestamp=T0,
+                      inode_type=kind, owner="etl", group="etl", mtime=T0, atime=T0,
+                      perms="0755" if kind is INodeType.DIRECTORY else "0644",
+                      size=None if count is not None else 7,
+                      replication=None if count is not None else 3,
+                      children_num=count if children_num else None)
+            for i, (path, kind, count) in enumerate(paths)]
+
+
+@pytest.mark.parametrize("children_num", [True, False])
+def test_a_snapshot_shards_a_crowded_directory_whose_children_span_chunks(
+        children_num: bool) -> None:
+    events = crowded_listing(children_num)
+    chunks = [events[i:i + CHUNK_EVENTS] for i in range(0, len(events), CHUNK_EVENTS)]
+    per_chunk = [sum(e.path.count("/") == 3 for e in chunk) for chunk in chunks]
+    assert len(chunks) == 2 and max(per_chunk) <= index_view.SHARD_AFTER_WRITES
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"]), events, chunk=CHUNK_EVENTS)
+    assert store.live("prod") == in_order_state(events, "/data")
+    crowded = store.get_many("prod", ["/data/crowded"])["/data/crowded"]
+    own = store.partitions.get(names.index_partition("prod", "/data/crowded"), {})
+    if children_num:  # from its own record on, as the image job writes it
+        assert crowded.shards == INDEX_SHARDS and len(own) == 0
+    else:  # a record from an agent before children_num: the chunk rule alone, as before
+        assert crowded.shards == 0 and len(own) == 150
+    # A directory of no more than SHARD_AFTER_WRITES children keeps its one partition.
+    assert store.get_many("prod", ["/data/crowded/c000"])["/data/crowded/c000"].shards == 0
 
 
 @pytest.mark.parametrize("subtree_budget", [500, 2])  # 2: the walks go on from the table
