@@ -91,7 +91,7 @@ name = st.none() | st.sampled_from(["hdfs", "", "é", "\ud800", "n" * 256, "n" *
     xattrs=st.none() | st.lists(st.builds(XAttr, namespace=st.just("USER"), name=st.text(max_size=3),
                                           value=st.none() | st.just("0x31")),
                                 max_size=2).map(tuple),
-    gap_end_txid=maybe("gap_end_txid"),
+    gap_end_txid=maybe("gap_end_txid"), children_num=maybe("children_num"),
 ))
 @example(HdfsEvent(cluster="c1", txid=5, index=0, type=EventType.GAP, path="/", gap_end_txid=5))
 @example(HdfsEvent(cluster="c1", txid=1, index=0, type=EventType.CREATE, path="/a/.."))
