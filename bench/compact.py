@@ -221,7 +221,8 @@ def timed_compaction(spark: Any, source: Any, target: Any) -> dict:
     with the Python and JVM peaks and the Parquet files written; stops the session."""
     from glue_jobs.catalog import JsonFileCatalog
     from glue_jobs.compaction_run import CompactionSettings, compact
-    from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY
+    from glue_jobs.layout import LOCAL_CATALOG_KEY
+    from hdfs_events.lake_layout import EVENTS_PREFIX
 
     jvm_pid = spark.sparkContext._gateway.proc.pid
     t = time.perf_counter()
@@ -241,8 +242,8 @@ def run_baseline(lake: Path, out: Path) -> dict:
     import pyarrow.dataset as ds
     import pyarrow.json as pj
 
-    from glue_jobs.layout import parse_raw_key
     from glue_jobs.schema import EVENT_SCHEMA
+    from hdfs_events.lake_layout import parse_raw_key
 
     def arrow_type(t) -> pa.DataType:
         name = t.typeName()

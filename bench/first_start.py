@@ -84,7 +84,8 @@ from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
 from bench.inventory_scale import fit
 from demo.chain import local_aws
 from hdfs_events import names
-from hdfs_events.index_item import from_wire, plain, wire_keys
+from hdfs_events.dynamodb_json import from_wire
+from hdfs_events.index_item import plain, wire_keys
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.namespace_image import namespace_image

@@ -129,14 +129,15 @@ def generate(spark: Any, root: Path, per_day: int, days: int) -> None:
 def lake_with_history(name: str, data: Path, history: int, days: int) -> Any:
     """A lake whose JSON catalog names the last `history` + 1 generated days; returns its store."""
     from glue_jobs.catalog import JsonFileCatalog
-    from glue_jobs.layout import LOCAL_CATALOG_KEY, run_prefix
+    from glue_jobs.layout import LOCAL_CATALOG_KEY
     from glue_jobs.storage import LocalStore
+    from hdfs_events.lake_layout import EVENTS_PREFIX, run_prefix
 
     root = OUT_DIR / "rollups-work" / name
     shutil.rmtree(root, ignore_errors=True)
     store, source = LocalStore(root), LocalStore(data)
     JsonFileCatalog(store, LOCAL_CATALOG_KEY).publish({
-        (CLUSTER, day_of(n)): source.root_uri + run_prefix(CLUSTER, day_of(n), RUN_ID)
+        (CLUSTER, day_of(n)): source.root_uri + run_prefix(EVENTS_PREFIX, CLUSTER, day_of(n), RUN_ID)
         for n in range(days - 1 - history, days)})
     return store
 
@@ -157,8 +158,9 @@ def hourly_run(spark: Any, store: Any, new_day: str, settings: Any = None) -> di
     `new_day` (a run by hand, `settings` with a range, reads no mark: none is written)."""
     from glue_jobs import rollup_days
     from glue_jobs.catalog import JsonFileCatalog
-    from glue_jobs.layout import LOCAL_CATALOG_KEY, new_run_id
+    from glue_jobs.layout import LOCAL_CATALOG_KEY
     from glue_jobs.rollup_run import RollupSettings, roll_up
+    from hdfs_events.lake_layout import new_run_id
 
     if settings is None:
         rollup_days.mark(store, new_run_id(), [(CLUSTER, new_day)])

@@ -22,12 +22,12 @@ from dataclasses import asdict
 from pyspark.sql import SparkSession
 
 from glue_jobs.attribute_events import attribution_catalog
-from glue_jobs.attribution_days import ATTRIBUTION_TABLE
 from glue_jobs.catalog import catalog_for
 from glue_jobs.file_sizes import DEFAULT_TRASH_PATTERN
 from glue_jobs.rollup_run import RollupSettings, roll_up
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import store_for
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE
 
 JOB_NAME = "activity_rollups"
 SPEC = (

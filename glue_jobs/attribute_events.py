@@ -18,13 +18,13 @@ from datetime import timedelta
 from pyspark.sql import SparkSession
 
 from glue_jobs.attribution import DEFAULT_WINDOW_MS
-from glue_jobs.attribution_days import ATTRIBUTION_LOCAL_CATALOG_KEY, ATTRIBUTION_TABLE
 from glue_jobs.attribution_run import AttributionSettings, attribute
 from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog, catalog_for
 from glue_jobs.compact_audit import audit_catalog
-from glue_jobs.layout import AUDIT_TABLE, EVENTS_TABLE
+from glue_jobs.layout import ATTRIBUTION_LOCAL_CATALOG_KEY
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import LakeStore, store_for
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE, AUDIT_TABLE, EVENTS_TABLE
 
 JOB_NAME = "attribute_events"
 SPEC = (

@@ -22,23 +22,11 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from glue_jobs.catalog import PartitionKey
+from glue_jobs.layout import ATTRIBUTION_INPUTS_KEY
 from glue_jobs.storage import LakeStore
-from hdfs_events.names import CURATED_PREFIX
 
-ATTRIBUTION_TABLE = "attribution"
-ATTRIBUTION_PREFIX = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
-ATTRIBUTION_LOCAL_CATALOG_KEY = f"{CURATED_PREFIX}_catalog/{ATTRIBUTION_TABLE}.json"
-INPUTS_KEY = f"{CURATED_PREFIX}_state/attribute_events/inputs.json"
 # Days a changed day reaches: the window is seconds, so one day.
 REACH_DAYS = 1
-
-
-def partition_prefix(cluster: str, dt: str) -> str:
-    return f"{ATTRIBUTION_PREFIX}cluster={cluster}/dt={dt}/"
-
-
-def run_prefix(cluster: str, dt: str, run_id: str) -> str:
-    return f"{partition_prefix(cluster, dt)}run={run_id}/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +36,7 @@ class Inputs:
 
 
 def load_inputs(store: LakeStore) -> Inputs:
-    raw = store.read_bytes(INPUTS_KEY)
+    raw = store.read_bytes(ATTRIBUTION_INPUTS_KEY)
     if raw is None:
         return Inputs()
     doc = json.loads(raw)
@@ -65,7 +53,7 @@ def load_inputs(store: LakeStore) -> Inputs:
 def save_inputs(store: LakeStore, inputs: Inputs) -> None:
     doc = {name: {f"{c}/{d}": loc for (c, d), loc in sorted(part.items())}
            for name, part in (("events", inputs.events), ("audit", inputs.audit))}
-    store.write_bytes(INPUTS_KEY, json.dumps(doc, indent=1).encode())
+    store.write_bytes(ATTRIBUTION_INPUTS_KEY, json.dumps(doc, indent=1).encode())
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from glue_jobs.attribution import ATTRIBUTION_SCHEMA
 from glue_jobs.runtime import AWS_RETRIES
+from hdfs_events.lake_layout import RUN_FILE_PARTITION
 
 KEY = ("cluster", "txid", "index")
 # What a user reads as the answer: a change of these is a new line. audit_host/file_id/offset
@@ -49,7 +50,6 @@ EVENT_OVERHEAD = 26
 MAX_EVENT_BYTES = 256 * 1024 - EVENT_OVERHEAD
 
 _FILE_SCHEMA = T.StructType([f for f in ATTRIBUTION_SCHEMA.fields if f.name != "cluster"])
-_LOCATION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
 
 
 def read_attribution(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
@@ -60,8 +60,8 @@ def read_attribution(spark: SparkSession, locations: Iterable[str]) -> DataFrame
         return spark.createDataFrame([], ATTRIBUTION_SCHEMA).withColumn("dt", F.lit(""))
     path = F.col("_metadata.file_path")
     return (spark.read.schema(_FILE_SCHEMA).parquet(*paths)
-            .withColumn("cluster", F.regexp_extract(path, _LOCATION, 1))
-            .withColumn("dt", F.regexp_extract(path, _LOCATION, 2)))
+            .withColumn("cluster", F.regexp_extract(path, RUN_FILE_PARTITION, 1))
+            .withColumn("dt", F.regexp_extract(path, RUN_FILE_PARTITION, 2)))
 
 
 def log_lines(rows: DataFrame, previous: DataFrame, events: DataFrame) -> DataFrame:

@@ -27,8 +27,8 @@ from glue_jobs.attribution import ATTRIBUTION_COLUMNS, DEFAULT_WINDOW_MS, attrib
 from glue_jobs.audit_io import read_audit
 from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import read_published, remove_superseded_runs
-from glue_jobs.layout import new_run_id
 from glue_jobs.storage import LakeStore
+from hdfs_events.lake_layout import ATTRIBUTION_PREFIX, new_run_id, run_prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
         (rows.withColumn("run", F.lit(run_id)).repartition("cluster", "dt")
          .write.mode("append").partitionBy("cluster", "dt", "run")
          .option("compression", settings.compression)
-         .parquet(lake.root_uri + attribution_days.ATTRIBUTION_PREFIX))
+         .parquet(lake.root_uri + ATTRIBUTION_PREFIX))
         logged = (_log_changes(spark, rows, event_rows,
                                [loc for k, loc in replaced.items() if k in written],
                                settings.log_group, run_id)
@@ -86,12 +86,12 @@ def attribute(spark: SparkSession, lake: LakeStore, events: PartitionCatalog,
         rows.unpersist()
     # A day left with no attributed event keeps its old location: Spark writes no folder for
     # an empty partition, and a catalog location must hold files for Spark to read it.
-    catalog.publish({k: lake.root_uri + attribution_days.run_prefix(*k, run_id)
+    catalog.publish({k: lake.root_uri + run_prefix(ATTRIBUTION_PREFIX, *k, run_id)
                      for k in written})
     _mark_for_rollups(lake, run_id, written)
     attribution_days.save_inputs(lake, now)
     removed = remove_superseded_runs(lake, written, catalog.locations(), datetime.now(UTC),
-                                     settings.retain, attribution_days.partition_prefix)
+                                     settings.retain, ATTRIBUTION_PREFIX)
     return AttributionReport(run_id=run_id, days=tuple(f"{c}/{d}" for c, d in day_plan.write),
                              events_read=event_rows.count(), rows_written=sum(written.values()),
                              lines_logged=logged, runs_removed=removed)

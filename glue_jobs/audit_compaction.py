@@ -34,19 +34,15 @@ from glue_jobs.audit_lines import (
 )
 from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import remove_superseded_runs
-from glue_jobs.layout import (
-    QUARANTINE_AUDIT_PREFIX,
-    audit_partition_prefix,
-    audit_run_prefix,
-    new_run_id,
-)
+from glue_jobs.layout import QUARANTINE_AUDIT_PREFIX
 from glue_jobs.storage import LakeStore
+from hdfs_events.lake_layout import AUDIT_PREFIX, new_run_id, raw_key_in_path, run_prefix
 from hdfs_events.names import AUDIT_RAW_PREFIX
 
 # The text source's line plus the raw layout's partition directories, all strings (Spark would
 # infer dt as a date and hour as an int otherwise).
 _RAW_TEXT_SCHEMA = "value string, cluster string, dt string, hour string"
-_RAW_KEY_TAIL = r"(" + AUDIT_RAW_PREFIX + r"cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
+_RAW_KEY_TAIL = raw_key_in_path(AUDIT_RAW_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +162,11 @@ def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
             kept = read_audit(spark, [published[k] for k in added if k in published])
             write_audit_runs(new.unionByName(kept), target.root_uri, run_id,
                              settings.compression)
-            catalog.publish({k: target.root_uri + audit_run_prefix(*k, run_id) for k in added})
+            catalog.publish({k: target.root_uri + run_prefix(AUDIT_PREFIX, *k, run_id) for k in added})
     finally:
         new.unpersist()
     removed = remove_superseded_runs(target, added, catalog.locations(), now, settings.retain,
-                                     prefix_of=audit_partition_prefix)
+                                     AUDIT_PREFIX)
     records_added = sum(added.values())
     return replace(report, records_added=records_added,
                    duplicates_dropped=report.lines_read - records_added,

@@ -10,9 +10,8 @@ from pyspark.sql import functions as F
 
 from glue_jobs.audit_schema import AUDIT_COLUMNS, AUDIT_FILE_SCHEMA, audit_table_schema
 from glue_jobs.catalog import PartitionKey
-from glue_jobs.layout import AUDIT_PREFIX
+from hdfs_events.lake_layout import AUDIT_PREFIX, RUN_FILE_PARTITION
 
-_LOCATION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
 # A Parquet file holds at most this many rows (Spark's maxRecordsPerFile): a busy NameNode
 # audits tens of millions of lines a day, and one file per day would be read by one task.
 MAX_ROWS_PER_FILE = 4_000_000
@@ -26,8 +25,8 @@ def read_audit(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
         return spark.createDataFrame([], audit_table_schema())
     path = F.col("_metadata.file_path")
     return (spark.read.schema(AUDIT_FILE_SCHEMA).parquet(*paths)
-            .withColumn("cluster", F.regexp_extract(path, _LOCATION, 1))
-            .withColumn("dt", F.regexp_extract(path, _LOCATION, 2))
+            .withColumn("cluster", F.regexp_extract(path, RUN_FILE_PARTITION, 1))
+            .withColumn("dt", F.regexp_extract(path, RUN_FILE_PARTITION, 2))
             .select(*AUDIT_COLUMNS, "dt"))
 
 

@@ -19,9 +19,10 @@ from pyspark.sql import SparkSession
 
 from glue_jobs.audit_compaction import AuditCompactionSettings, compact_audit
 from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog
-from glue_jobs.layout import AUDIT_LOCAL_CATALOG_KEY, AUDIT_TABLE
+from glue_jobs.layout import AUDIT_LOCAL_CATALOG_KEY
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import LakeStore, store_for
+from hdfs_events.lake_layout import AUDIT_TABLE
 
 JOB_NAME = "compact_audit"
 SPEC = (

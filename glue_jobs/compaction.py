@@ -26,6 +26,8 @@ from pyspark.sql import types as T
 from glue_jobs.contract_sql import contract_holds, parse_canonical_line
 from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS
+from hdfs_events.lake_layout import raw_key_in_path
+from hdfs_events.names import RAW_PREFIX
 from hdfs_events.validation import line_problem
 
 PartitionKey = tuple[str, str]
@@ -34,7 +36,7 @@ PartitionKey = tuple[str, str]
 # raw_cluster, raw_dt (from the key), value (the line).
 RAW_LINE_COLUMNS = ("object", "raw_cluster", "raw_dt", "value")
 # The raw key at the end of a path as Spark reports it (file:/..., s3://...).
-RAW_KEY_TAIL = r"(raw/cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
+RAW_KEY_TAIL = raw_key_in_path(RAW_PREFIX)
 _MS_PER_DAY = 86_400_000
 # A decompressed object may not exceed this: the consumer writes at most one SQS message's
 # events (1 MiB of gzip) per object; anything far bigger is not ours.

@@ -33,9 +33,10 @@ from glue_jobs.curated_io import (
     txid_spans,
     write_runs,
 )
-from glue_jobs.layout import QUARANTINE_GLUE_PREFIX, new_run_id, run_prefix
+from glue_jobs.layout import QUARANTINE_GLUE_PREFIX
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELDS
+from hdfs_events.lake_layout import EVENTS_PREFIX, new_run_id, run_prefix
 from hdfs_events.names import RAW_PREFIX
 
 # The text source's line plus the raw layout's partition directories, all strings (Spark would
@@ -211,7 +212,7 @@ def _publish(spark: SparkSession, target: LakeStore, catalog: PartitionCatalog,
     lines.cached.unpersist()
     # 5. Publish: every changed partition flips to its complete new run.
     if added:
-        catalog.publish({(c, d): target.root_uri + run_prefix(c, d, run_id) for c, d in added})
+        catalog.publish({(c, d): target.root_uri + run_prefix(EVENTS_PREFIX, c, d, run_id) for c, d in added})
     # The days the rollups owe: every partition the lines belong to, added to or not. Before
     # the watermark: a crash in between re-reads these lines next run, which then adds
     # nothing (all curated) but marks the same days again.
@@ -273,12 +274,12 @@ def _write_new_runs(spark: SparkSession, target: LakeStore, catalog: PartitionCa
 
     # What each partition gained: its new run's rows (counted from the Parquet footers) less its
     # published ones. A new run that adds nothing (every line a duplicate) is removed.
-    written = row_counts(spark, [target.root_uri + run_prefix(*k, run_id)
+    written = row_counts(spark, [target.root_uri + run_prefix(EVENTS_PREFIX, *k, run_id)
                                  for k in _written_partitions(target, touched, run_id)])
     added = {k: n - republished.get(k, 0) for k, n in written.items()
              if n > republished.get(k, 0)}
     for c, d in written.keys() - added.keys():
-        target.delete_prefix(run_prefix(c, d, run_id))
+        target.delete_prefix(run_prefix(EVENTS_PREFIX, c, d, run_id))
     return added, files
 
 
@@ -286,7 +287,8 @@ def _written_partitions(target: LakeStore, partitions: set[PartitionKey], run_id
                         ) -> list[PartitionKey]:
     """The partitions the run wrote a Parquet file to (one listing each)."""
     return [k for k in sorted(partitions)
-            if any(o.key.endswith(".parquet") for o in target.list_objects(run_prefix(*k, run_id)))]
+            if any(o.key.endswith(".parquet")
+                   for o in target.list_objects(run_prefix(EVENTS_PREFIX, *k, run_id)))]
 
 
 def _raw_lines(spark: SparkSession, source: LakeStore, paths: list[str]) -> DataFrame:

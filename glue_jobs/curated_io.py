@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from urllib.parse import unquote
 
@@ -12,13 +12,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from glue_jobs.catalog import PartitionKey
-from glue_jobs.layout import EVENTS_PREFIX, partition_prefix, run_started
 from glue_jobs.schema import EVENT_SCHEMA, FILE_COLUMNS, curated_schema
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELDS
+from hdfs_events.lake_layout import EVENTS_PREFIX, RUN_FILE_PARTITION, partition_prefix, run_started
 
 FILE_SCHEMA = T.StructType([f for f in EVENT_SCHEMA.fields if f.name in FILE_COLUMNS])
-_LOCATION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
 
 
 def read_published(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
@@ -28,8 +27,8 @@ def read_published(spark: SparkSession, locations: Iterable[str]) -> DataFrame:
         return spark.createDataFrame([], curated_schema())
     path = F.col("_metadata.file_path")
     return (spark.read.schema(FILE_SCHEMA).parquet(*paths)
-            .withColumn("cluster", F.regexp_extract(path, _LOCATION, 1))
-            .withColumn("dt", F.regexp_extract(path, _LOCATION, 2))
+            .withColumn("cluster", F.regexp_extract(path, RUN_FILE_PARTITION, 1))
+            .withColumn("dt", F.regexp_extract(path, RUN_FILE_PARTITION, 2))
             .select(*FIELDS, "dt"))
 
 
@@ -62,7 +61,7 @@ def _per_file(spark: SparkSession, locations: Iterable[str], *aggregates: Column
              .groupBy(F.col("_metadata.file_path").alias("file")).agg(*aggregates).collect())
     out = []
     for r in files:
-        found = re.search(_LOCATION, r["file"])
+        found = re.search(RUN_FILE_PARTITION, r["file"])
         if found is None:
             raise ValueError(f"not a curated file: {r['file']}")
         out.append(((unquote(found.group(1)), unquote(found.group(2))), r))
@@ -104,14 +103,15 @@ def stored_bytes(store: LakeStore, locations: Iterable[str]) -> int:
 
 def remove_superseded_runs(store: LakeStore, partitions: Iterable[PartitionKey],
                            current: Mapping[PartitionKey, str], now: datetime,
-                           retain: timedelta,
-                           prefix_of: Callable[[str, str], str] = partition_prefix) -> int:
-    """Deletes run prefixes of these partitions that the catalog no longer names and that
-    started more than `retain` ago (a reader that listed the old location before the switch
-    can still finish its query). Failed runs' leftovers go the same way."""
+                           retain: timedelta, table_prefix: str = EVENTS_PREFIX, *,
+                           date_key: str = "dt") -> int:
+    """Deletes run prefixes of these partitions of the table at `table_prefix` that the
+    catalog no longer names and that started more than `retain` ago (a reader that listed the
+    old location before the switch can still finish its query). Failed runs' leftovers go the
+    same way."""
     removed = 0
     for cluster, dt in partitions:
-        prefix = prefix_of(cluster, dt)
+        prefix = partition_prefix(table_prefix, cluster, dt, date_key=date_key)
         runs = {o.key[len(prefix):].split("/", 1)[0] for o in store.list_objects(prefix)}
         keep = current.get((cluster, dt), "").rstrip("/").rsplit("/", 1)[-1]
         for run_dir in sorted(runs):

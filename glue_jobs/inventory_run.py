@@ -41,13 +41,14 @@ from glue_jobs.inventory_image import (
     s3_client,
     string_table,
 )
-from glue_jobs.layout import (
-    inventory_partition_prefix,
-    inventory_run_prefix,
+from glue_jobs.storage import LakeStore
+from hdfs_events.lake_layout import (
+    INVENTORY_DATE,
+    INVENTORY_PREFIX,
     new_run_id,
     parse_fsimage_key,
+    run_prefix,
 )
-from glue_jobs.storage import LakeStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,8 @@ def take_inventory(spark: SparkSession, layout: ImageLayout, target: LakeStore,
     _check_key(layout, settings.cluster)
     image_date = settings.image_date or layout.image.last_modified.astimezone(UTC).strftime(
         "%Y-%m-%d")
-    location = target.root_uri + inventory_run_prefix(settings.cluster, image_date, run_id)
+    location = target.root_uri + run_prefix(INVENTORY_PREFIX, settings.cluster, image_date, run_id,
+                                               date_key=INVENTORY_DATE)
     held: list[DataFrame] = []  # persisted along the way, released at the end
     client = s3_client()
     try:
@@ -111,7 +113,7 @@ def take_inventory(spark: SparkSession, layout: ImageLayout, target: LakeStore,
     key = (settings.cluster, image_date)
     catalog.publish({key: location})
     removed = remove_superseded_runs(target, [key], catalog.locations(), now, settings.retain,
-                                     prefix_of=inventory_partition_prefix)
+                                     INVENTORY_PREFIX, date_key=INVENTORY_DATE)
     return InventoryReport(
         run_id=run_id, cluster=settings.cluster, image_date=image_date, image_txid=txid,
         location=location, rows=written, inodes=counted.inodes.value(),

@@ -4,12 +4,13 @@ and the copy of an unreadable object into quarantine."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrameReader, SparkSession
 
-from glue_jobs.layout import RAW_OBJECT_GLOB
 from glue_jobs.storage import LakeStore
+from hdfs_events.lake_layout import RAW_OBJECT_GLOB, raw_key_in_path
 
 
 def raw_reader(spark: SparkSession, source: LakeStore, prefix: str) -> DataFrameReader:
@@ -24,7 +25,8 @@ def raw_key(spark_path: str, prefix: str) -> str:
     """The store key of a raw object under `prefix` from the path Spark reports (file:/...,
     s3://...)."""
     path = unquote(spark_path)
-    return path[path.rfind("/" + prefix + "cluster=") + 1:]
+    found = re.search(raw_key_in_path(prefix), path)
+    return found[1] if found else path
 
 
 def quarantine_objects(source: LakeStore, target: LakeStore, quarantine_prefix: str, run_id: str,

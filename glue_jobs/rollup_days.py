@@ -27,12 +27,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from glue_jobs.catalog import PartitionKey
-from glue_jobs.layout import (
-    OWNER_STATE_PREFIX,
-    ROLLUP_PENDING_PREFIX,
-    owner_state_prefix,
-    rollup_pending_key,
-)
+from glue_jobs.layout import OWNER_STATE_PREFIX, ROLLUP_PENDING_PREFIX, owner_state_prefix, rollup_pending_key
 from glue_jobs.storage import LakeStore
 
 _MINUTES_PER_DAY = 24 * 60

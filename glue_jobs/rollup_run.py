@@ -28,8 +28,8 @@ from glue_jobs import file_sizes, rollup_days, rollups
 from glue_jobs.attribution_log import read_attribution
 from glue_jobs.catalog import PartitionCatalog
 from glue_jobs.curated_io import read_curated
-from glue_jobs.layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETE_PREFIX, new_run_id
 from glue_jobs.storage import LakeStore
+from hdfs_events.lake_layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETES_PREFIX, new_run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def _write(frames: RollupFrames, target: LakeStore) -> RollupReport:
     write_by_day(frames.activity, target.root_uri + ACTIVITY_PREFIX)
     mass_deletes = rollups.materialised(frames.mass_deletes)
     gaps_daily = rollups.materialised(frames.gaps)
-    write_by_day(mass_deletes, target.root_uri + MASS_DELETE_PREFIX)
+    write_by_day(mass_deletes, target.root_uri + MASS_DELETES_PREFIX)
     write_by_day(gaps_daily, target.root_uri + GAPS_PREFIX)
     gaps, lost = gaps_daily.agg(F.sum("gaps"), F.sum("lost_txids")).first() or (None, None)
     return RollupReport(days=frames.plan.days, mass_delete_days=frames.plan.mass_delete_days,

@@ -17,16 +17,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from glue_jobs.layout import (
-    AUDIT_STATE_PREFIX,
-    STATE_PREFIX,
-    RawKey,
-    audit_state_key,
-    parse_audit_raw_key,
-    parse_raw_key,
-    state_key,
-)
+from glue_jobs.layout import AUDIT_STATE_PREFIX, STATE_PREFIX, audit_state_key, state_key
 from glue_jobs.storage import LakeStore, ObjectInfo
+from hdfs_events.lake_layout import RawKey, parse_audit_raw_key, parse_raw_key
 
 OUTCOME_COMPACTED = "compacted"
 

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
 from hdfs_events import names
 
 # The event's attributes an entry keeps (HdfsEvent field names, `type` its inode type).
@@ -48,9 +46,6 @@ SHARDS = "shards"  # on a directory's item: its children's shard partitions (0: 
 # directory, so a point read knows the one shard key a name can have without reading its parent.
 INDEX_SHARDS = 16
 DELETE_MARKER_TTL_SECONDS = 30 * 86_400  # beyond SQS's 14-day retention plus a DLQ redrive
-
-_serializer, _deserializer = TypeSerializer(), TypeDeserializer()
-
 
 def shard_of(name: str, shards: int = INDEX_SHARDS) -> int:
     """Stable across processes and Python versions (str's hash() is salted per process)."""
@@ -135,7 +130,7 @@ class IndexItem:
         return names.split_path(self.path)[1]
 
     def to_item(self, *, now_s: int) -> dict[str, Any]:
-        """The item (plain values; `to_wire` for the wire format); a delete marker expires
+        """The item (plain values; `dynamodb_json.to_wire` for the wire format); a delete marker expires
         DELETE_MARKER_TTL_SECONDS after `now_s`."""
         item: dict[str, Any] = {**item_key(self.cluster, self.path, in_shard=self.in_shard),
                                 CLUSTER: self.cluster,
@@ -154,7 +149,7 @@ class IndexItem:
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> IndexItem:
-        """From an item's plain values (`from_wire` of what DynamoDB returned)."""
+        """From an item's plain values (`dynamodb_json.from_wire` of what DynamoDB returned)."""
         return cls(
             cluster=item[CLUSTER], path=item[PATH],
             attrs={k: plain(item[k]) for k in ENTRY_ATTRIBUTES if k in item},
@@ -165,33 +160,6 @@ class IndexItem:
             in_shard=names.INDEX_PK in item and item[names.INDEX_PK] != names.index_partition(
                 item[CLUSTER], names.split_path(item[PATH])[0]),
         )
-
-
-_N_LIMIT = 10 ** 38
-
-
-def _wire_value(value: Any) -> dict[str, Any]:
-    # boto3's TypeSerializer, for the types an item holds most, in a few checks instead of its
-    # ~20 µs an item: the image job builds every entry of a namespace with it (bool before int:
-    # bool is an int; past DynamoDB's 38 digits boto3's own error).
-    kind = type(value)
-    if kind is str:
-        return {"S": value}
-    if kind is bool:
-        return {"BOOL": value}
-    if kind is int and -_N_LIMIT < value < _N_LIMIT:
-        return {"N": str(value)}
-    if value is None:
-        return {"NULL": True}
-    return _serializer.serialize(value)
-
-
-def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _wire_value(v) for k, v in item.items()}
-
-
-def from_wire(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _deserializer.deserialize(v) for k, v in raw.items()}
 
 
 def plain(value: Any) -> Any:

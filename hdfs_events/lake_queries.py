@@ -8,8 +8,8 @@ user input and a quote in it must never reach the SQL text.
 
 from __future__ import annotations
 
-EVENTS_TABLE = "events"
-ATTRIBUTION_TABLE = "attribution"
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE, EVENTS_TABLE
+
 # The attribution table's columns the CLI prints besides the user.
 WHO_DETAIL_COLUMNS = ("auth", "real_user", "client_ip")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import boto3
 
-from hdfs_events import index_item, names
+from hdfs_events import dynamodb_json, index_item, names
 from hdfs_events.index_item import IndexItem, wire_name, wire_version
 
 
@@ -41,7 +41,7 @@ class IndexEntry:
 
 
 def entry_from_item(raw: dict[str, Any]) -> IndexEntry:
-    item = IndexItem.from_item(index_item.from_wire(raw))
+    item = IndexItem.from_item(dynamodb_json.from_wire(raw))
     a = item.attrs
     return IndexEntry(
         path=item.path, name=item.name, type=a.get("type"), size=a.get("size"),
@@ -83,7 +83,7 @@ class IndexReader:
 
     def _in_progress(self, path: str) -> tuple[dict[str, Any], ...]:
         found = self._newest(_ancestors(path))
-        return tuple(index_item.plain(index_item.from_wire(raw)[index_item.SUBTREE_OP])
+        return tuple(index_item.plain(dynamodb_json.from_wire(raw)[index_item.SUBTREE_OP])
                      for p in _ancestors(path)
                      if (raw := found.get(p)) is not None and index_item.SUBTREE_OP in raw)
 

@@ -39,7 +39,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names, quarantine
-from hdfs_events.lake_queries import ATTRIBUTION_TABLE, EVENTS_TABLE
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE, EVENTS_TABLE
 from hdfs_events.names import CURATED_PREFIX
 from stacks import nag
 from stacks.settings import DeploySettings

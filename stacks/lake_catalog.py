@@ -13,29 +13,16 @@ from aws_cdk import aws_glue as glue
 
 from hdfs_events.audit import RECORD_FIELDS, AuditRecord
 from hdfs_events.event import FIELDS
-from hdfs_events.inventory_schema import (
-    INVENTORY_FILE_COLUMNS,
-    INVENTORY_PARTITION_COLUMNS,
-    INVENTORY_TABLE,
+from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS, INVENTORY_PARTITION_COLUMNS
+from hdfs_events.lake_layout import (
+    ACTIVITY_TABLE,
+    ATTRIBUTION_TABLE,
+    AUDIT_TABLE,
+    EVENTS_TABLE,
+    GAPS_TABLE,
+    MASS_DELETES_TABLE,
 )
-from hdfs_events.lake_queries import ATTRIBUTION_TABLE, EVENTS_TABLE, history_of_one_path
-from hdfs_events.names import CURATED_PREFIX
-
-ACTIVITY_TABLE = "activity_daily"
-MASS_DELETES_TABLE = "mass_deletes"
-GAPS_TABLE = "gaps_daily"
-# The layout of glue_jobs/layout.py: curated/<table>/, raw/ and quarantine/glue/.
-CURATED_EVENTS = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
-CURATED_ACTIVITY = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
-CURATED_MASS_DELETES = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
-CURATED_GAPS = f"{CURATED_PREFIX}{GAPS_TABLE}/"
-AUDIT_TABLE = "audit"
-CURATED_AUDIT = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
-# Who made each change (glue_jobs/attribution_days.py): registered partitions at run=<id>/.
-CURATED_ATTRIBUTION = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
-# The namespace at an fsimage's txid (glue_jobs/namespace_inventory.py): registered partitions
-# at run=<id>/, as the events.
-CURATED_INVENTORY = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
+from hdfs_events.lake_queries import history_of_one_path
 
 _XATTR = glue.Schema.struct([
     glue.Column(name="namespace", type=glue.Schema.STRING),

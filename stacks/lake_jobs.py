@@ -12,7 +12,7 @@ from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 
 from glue_jobs.jvm_settings import glue_conf_argument
-from stacks import lake_catalog as catalog
+from hdfs_events import lake_layout as layout
 from stacks.assets import glue_job_jar, glue_library_zip, glue_script
 from stacks.settings import DeploySettings
 
@@ -49,7 +49,7 @@ class LakeJobs:
             "CompactEvents", "compact",
             "raw/ JSON lines -> curated/events Parquet, deduplicated",
             # Our JVM parser of raw lines (glue_jobs/contract_sql.parse_canonical_line).
-            with_jar=True, arguments=lake | {"--catalog_table": catalog.EVENTS_TABLE})
+            with_jar=True, arguments=lake | {"--catalog_table": layout.EVENTS_TABLE})
         # No --from_dt/--to_dt: each run rolls up the days the compaction runs marked since the
         # last one (glue_jobs/rollup_days.py), so its cost follows the new data, not the lake's
         # age. A range by hand is a job run's own --from_dt/--to_dt.
@@ -60,21 +60,21 @@ class LakeJobs:
                 "--prefix_depth": str(settings.rollup_prefix_depth),
                 "--small_file_bytes": str(settings.small_file_bytes),
                 "--mass_delete_threshold": str(settings.mass_delete_threshold),
-                "--catalog_table": catalog.EVENTS_TABLE,
+                "--catalog_table": layout.EVENTS_TABLE,
                 # Who made each mass delete (the attribution job's table).
-                "--attribution_table": catalog.ATTRIBUTION_TABLE,
+                "--attribution_table": layout.ATTRIBUTION_TABLE,
             })
         self.compact_audit_job = self._job(
             "CompactAudit", "compact_audit",
             "raw-audit/ JSON lines -> curated/audit Parquet, one row per audit line",
-            arguments=lake | {"--catalog_table": catalog.AUDIT_TABLE})
+            arguments=lake | {"--catalog_table": layout.AUDIT_TABLE})
         self.attribute_job = self._job(
             "AttributeEvents", "attribute_events",
             "curated/events x curated/audit -> curated/attribution (who made each event)",
             arguments=lake | {
-                "--events_table": catalog.EVENTS_TABLE,
-                "--audit_table": catalog.AUDIT_TABLE,
-                "--attribution_table": catalog.ATTRIBUTION_TABLE,
+                "--events_table": layout.EVENTS_TABLE,
+                "--audit_table": layout.AUDIT_TABLE,
+                "--attribution_table": layout.ATTRIBUTION_TABLE,
                 "--log_group": attribution_log_group_name,
             })
         # Run per image, not on the schedule: after `hdfs-events-agent fetch-image`, with
@@ -88,7 +88,7 @@ class LakeJobs:
             with_jar=True, arguments={
                 "--target": lake_uri,
                 "--catalog_database": database_name,
-                "--catalog_table": catalog.INVENTORY_TABLE,
+                "--catalog_table": layout.INVENTORY_TABLE,
                 "--index_table": index_table.table_name,
                 "--index_prefixes": ",".join(settings.index_prefixes),
             })

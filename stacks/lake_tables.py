@@ -7,6 +7,7 @@ from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_s3 as s3
 
+from hdfs_events import lake_layout as layout
 from stacks import lake_catalog as catalog
 
 
@@ -27,9 +28,9 @@ class LakeTables:
         # location (glue_jobs/catalog.py); projection would make Athena ignore those locations
         # and read every run's files under dt=<d>/, superseded ones included.
         self.events_table = glue.S3Table(
-            stack, "EventsTable", table_name=catalog.EVENTS_TABLE, database=self.database,
+            stack, "EventsTable", table_name=layout.EVENTS_TABLE, database=self.database,
             description="Compacted HDFS events, one row per (cluster, txid, index)",
-            storage=in_lake, s3_prefix=catalog.CURATED_EVENTS, data_format=glue.DataFormat.PARQUET,
+            storage=in_lake, s3_prefix=layout.EVENTS_PREFIX, data_format=glue.DataFormat.PARQUET,
             columns=catalog.event_columns(), partition_keys=catalog.event_partition_keys())
         def projected_daily(table_id: str, name: str, description: str, prefix: str,
                             columns: list[glue.Column]) -> glue.S3Table:
@@ -44,38 +45,38 @@ class LakeTables:
 
         # The rollups' tables: the jobs never register their partitions.
         projected_daily(
-            "ActivityTable", catalog.ACTIVITY_TABLE,
-            "Daily activity per directory prefix and owner", catalog.CURATED_ACTIVITY,
+            "ActivityTable", layout.ACTIVITY_TABLE,
+            "Daily activity per directory prefix and owner", layout.ACTIVITY_PREFIX,
             catalog.activity_columns())
         projected_daily(
-            "MassDeletesTable", catalog.MASS_DELETES_TABLE, "UNLINK bursts over the threshold",
-            catalog.CURATED_MASS_DELETES, catalog.mass_delete_columns())
+            "MassDeletesTable", layout.MASS_DELETES_TABLE, "UNLINK bursts over the threshold",
+            layout.MASS_DELETES_PREFIX, catalog.mass_delete_columns())
         projected_daily(
-            "GapsTable", catalog.GAPS_TABLE,
+            "GapsTable", layout.GAPS_TABLE,
             "Edits purged before the agent read them, per cluster and day",
-            catalog.CURATED_GAPS, catalog.gap_columns())
+            layout.GAPS_PREFIX, catalog.gap_columns())
         # audit: registered partitions at run=<id>/ folders, as events (glue_jobs/compact_audit.py).
         self.audit_table = glue.S3Table(
-            stack, "AuditTable", table_name=catalog.AUDIT_TABLE, database=self.database,
+            stack, "AuditTable", table_name=layout.AUDIT_TABLE, database=self.database,
             description="NameNode audit records, one row per (cluster, host, file_id, offset)",
-            storage=in_lake, s3_prefix=catalog.CURATED_AUDIT, data_format=glue.DataFormat.PARQUET,
+            storage=in_lake, s3_prefix=layout.AUDIT_PREFIX, data_format=glue.DataFormat.PARQUET,
             columns=catalog.audit_columns(), partition_keys=catalog.event_partition_keys())
         # attribution: who made each event; registered partitions at run=<id>/ folders, as
         # events (glue_jobs/attribute_events.py).
         self.attribution_table = glue.S3Table(
-            stack, "AttributionTable", table_name=catalog.ATTRIBUTION_TABLE,
+            stack, "AttributionTable", table_name=layout.ATTRIBUTION_TABLE,
             database=self.database,
             description="Who made each event, from the NameNode audit log: one row per "
             "attributed (cluster, txid, index)",
-            storage=in_lake, s3_prefix=catalog.CURATED_ATTRIBUTION,
+            storage=in_lake, s3_prefix=layout.ATTRIBUTION_PREFIX,
             data_format=glue.DataFormat.PARQUET, columns=catalog.attribution_columns(),
             partition_keys=catalog.event_partition_keys())
         # The namespace at an fsimage's txid: registered partitions at run=<id>/ folders, as
         # events (glue_jobs/inventory_run.py).
         self.inventory_table = glue.S3Table(
-            stack, "InventoryTable", table_name=catalog.INVENTORY_TABLE, database=self.database,
+            stack, "InventoryTable", table_name=layout.INVENTORY_TABLE, database=self.database,
             description="The namespace at a checkpoint (fsimage): one row per path",
-            storage=in_lake, s3_prefix=catalog.CURATED_INVENTORY,
+            storage=in_lake, s3_prefix=layout.INVENTORY_PREFIX,
             data_format=glue.DataFormat.PARQUET, columns=catalog.inventory_columns(),
             partition_keys=catalog.inventory_partition_keys())
 

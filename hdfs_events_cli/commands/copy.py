@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from hdfs_events import names
+from hdfs_events import names, transfer_item
 from hdfs_events.copy_request import (
     MAX_COPY_LISTING_ENTRIES,
     CopyMode,
@@ -34,6 +34,7 @@ from hdfs_events.copy_request import (
     make_request,
     parse_s3_uri,
 )
+from hdfs_events.dynamodb_json import from_wire, to_wire
 
 PROG = "hdfs-events copy"
 
@@ -204,51 +205,31 @@ class _RequestIdTaken(Exception):
 def _record_requested(ddb: Any, table: str, cluster: str, request: CopyRequest,
                       retention_days: int) -> TransferState:
     """Puts the `requested` item unless one exists; returns the state the item is in."""
-    now = time.time()
-    stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
-    key = {names.TRANSFERS_PK: {"S": names.transfer_key(cluster, request.request_id)}}
-    item = {
-        **key,
-        "cluster": {"S": cluster},
-        "request_id": {"S": request.request_id},
-        "state": {"S": TransferState.REQUESTED.value},
-        "fingerprint": {"S": request.fingerprint},
-        "request": {"S": request.to_json()},
-        "source": {"S": request.source.uri},
-        "destination": {"S": request.destination},
-        "mode": {"S": str(request.mode)},
-        "attempts": {"N": "0"},
-        "created_at": {"S": stamp},
-        "updated_at": {"S": stamp},
-        "history": {"L": [{"M": {"state": {"S": TransferState.REQUESTED.value},
-                                 "at": {"S": stamp}}}]},
-        names.TTL_ATTRIBUTE: {"N": str(int(now) + retention_days * 86_400)},
-    }
+    item = transfer_item.requested(cluster, request, time.time(), retention_days)
     try:
-        ddb.put_item(TableName=table, Item=item,
+        ddb.put_item(TableName=table, Item=to_wire(item),
                      ConditionExpression="attribute_not_exists(#pk)",
                      ExpressionAttributeNames={"#pk": names.TRANSFERS_PK})
         return TransferState.REQUESTED
     except ddb.exceptions.ConditionalCheckFailedException:
         pass
-    existing = ddb.get_item(TableName=table, ConsistentRead=True,
-                            Key=key).get("Item", {})
-    if existing.get("fingerprint", {}).get("S") != request.fingerprint:
+    existing = from_wire(ddb.get_item(
+        TableName=table, ConsistentRead=True,
+        Key=to_wire(transfer_item.item_key(cluster, request.request_id))).get("Item", {}))
+    if existing.get(transfer_item.FINGERPRINT) != request.fingerprint:
         raise _RequestIdTaken(f"request_id {request.request_id!r} is already used for a "
                               "different request")
-    return TransferState(existing["state"]["S"])
+    return TransferState(existing[transfer_item.STATE])
 
 
 def _status(args: argparse.Namespace) -> int:
     import boto3
-    from boto3.dynamodb.types import TypeDeserializer
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         raw = boto3.client("dynamodb").get_item(
             TableName=args.transfers_table, ConsistentRead=True,
-            Key={names.TRANSFERS_PK: {"S": names.transfer_key(args.cluster,
-                                                              args.request_id)}}).get("Item")
+            Key=to_wire(transfer_item.item_key(args.cluster, args.request_id))).get("Item")
     except (BotoCoreError, ClientError) as exc:
         print(f"{PROG} status: {exc}", file=sys.stderr)
         return 1
@@ -257,8 +238,7 @@ def _status(args: argparse.Namespace) -> int:
               f"{args.transfers_table}",
               file=sys.stderr)
         return 1
-    deserializer = TypeDeserializer()
-    item = _plain({k: deserializer.deserialize(v) for k, v in raw.items()})
+    item = _plain(from_wire(raw))
     if args.json:
         print(json.dumps(item, ensure_ascii=False, sort_keys=True))
         return 0

@@ -16,13 +16,12 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.dynamodb_json import from_wire, to_wire
 from hdfs_events.index_item import (
     IndexItem,
     child_partitions,
-    from_wire,
     newest_by_name,
     partition_page,
-    to_wire,
     wire_key,
     wire_keys,
 )

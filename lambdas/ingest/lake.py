@@ -1,6 +1,7 @@
 """The raw lake: each message's events as gzip JSON lines, partitioned by NameNode time.
 
-raw/cluster=<c>/dt=<YYYY-MM-DD>/hour=<HH>/<key of the message's deduplication id>.jsonl.gz
+One object per message and hour, at hdfs_events.lake_layout.raw_key (cluster, UTC day and hour,
+and a name made from the message's deduplication id).
 
 The object name comes from the MessageDeduplicationId and the partition from times inside the
 message, never from the clock at receive time, so a redelivered message lands on the very same
@@ -27,10 +28,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hdfs_events import names
 from hdfs_events.envelope import unknown_envelope_json
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import deduplication_id
+from hdfs_events.lake_layout import raw_key
 
 # S3 keys: keep to characters that need no escaping anywhere (console, Athena, Spark paths).
 _UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]")
@@ -83,7 +84,7 @@ def lake_objects(
         by_hour.setdefault((when.strftime("%Y-%m-%d"), when.strftime("%H")), []).append(line)
     objects = []
     for (dt, hour), lines in sorted(by_hour.items()):
-        key = f"{names.RAW_PREFIX}cluster={cluster}/dt={dt}/hour={hour}/{name}"
+        key = raw_key(cluster, dt, hour, name)
         # mtime=0: the same events give byte-identical objects, so a redelivery is a no-op.
         body = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=6, mtime=0)
         objects.append(LakeObject(key=key, body=body, event_count=len(lines), metadata=metadata))

@@ -19,18 +19,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
-
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from hdfs_events import names
 from hdfs_events.copy_request import CopyRequest, TransferState
+from hdfs_events.dynamodb_json import from_wire, to_wire
+from hdfs_events.transfer_item import (
+    ATTEMPTS,
+    CLUSTER,
+    CREATED_AT,
+    FINGERPRINT,
+    HISTORY,
+    REASON_MAX_CHARS,
+    REQUEST_ID,
+    STATE,
+    UPDATED_AT,
+    described,
+    expires_at,
+    history_entry,
+    iso,
+    item_key,
+)
 from onprem_agent.copy_worker.failures import Rejected
-
-_MAX_REASON_CHARS = 2000
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 class AlreadyFinished(Exception):
@@ -51,14 +61,13 @@ class TransfersTable:
         self._ddb = dynamodb
         self._table = table_name
         self._cluster = cluster
-        self._retention_s = retention_days * 86_400
+        self._retention_days = retention_days
         self._clock = clock
 
     def get(self, request_id: str) -> dict[str, Any] | None:
         item = self._ddb.get_item(TableName=self._table, ConsistentRead=True,
                                   Key=self._key(request_id)).get("Item")
-        return None if item is None else {k: _deserializer.deserialize(v)
-                                          for k, v in item.items()}
+        return None if item is None else from_wire(item)
 
     def begin(self, request: CopyRequest, *, worker: str, message_id: str) -> int:
         """Marks the request running and returns its attempt number (1 for the first).
@@ -67,20 +76,18 @@ class TransfersTable:
         was recorded for a different request."""
         now = self._clock()
         values = {
-            "state": TransferState.RUNNING.value, "fingerprint": request.fingerprint,
-            "request": request.to_json(), "source": request.source.uri,
-            "destination": request.destination, "mode": str(request.mode),
-            "updated_at": _iso(now), "started_at": _iso(now), "worker": worker,
-            "message_id": message_id, names.TTL_ATTRIBUTE: int(now) + self._retention_s,
+            STATE: TransferState.RUNNING.value, **described(request),
+            UPDATED_AT: iso(now), "started_at": iso(now), "worker": worker,
+            "message_id": message_id,
+            names.TTL_ATTRIBUTE: expires_at(now, self._retention_days),
         }
-        set_once = {"created_at": _iso(now), "cluster": self._cluster,
-                    "request_id": request.request_id}
+        set_once = {CREATED_AT: iso(now), CLUSTER: self._cluster,
+                    REQUEST_ID: request.request_id}
         try:
             result = self._update(
                 request.request_id,
-                set_values=values, set_if_absent=set_once, increment="attempts",
-                history={"state": TransferState.RUNNING.value, "at": _iso(now),
-                         "worker": worker},
+                set_values=values, set_if_absent=set_once, increment=ATTEMPTS,
+                history=history_entry(TransferState.RUNNING, now, worker=worker),
                 remove=("reason", "final"),
                 condition="attribute_not_exists(#pk) OR (#fingerprint = :c_fp AND "
                           "#state IN (:c_requested, :c_running, :c_failed))",
@@ -91,35 +98,35 @@ class TransfersTable:
                 return_new=True)
         except self._ddb.exceptions.ConditionalCheckFailedException:
             item = self.get(request.request_id) or {}
-            state = item.get("state", "")
-            if item.get("fingerprint") != request.fingerprint:
+            state = item.get(STATE, "")
+            if item.get(FINGERPRINT) != request.fingerprint:
                 raise Rejected(f"request_id: {request.request_id!r} was already used for a "
                                "different request") from None
             raise AlreadyFinished(state) from None
-        return int(result["attempts"])
+        return int(result[ATTEMPTS])
 
     def verified(self, request_id: str, attempt: int, *, bytes_copied: int, files: int,
                  duration_ms: int) -> None:
         now = self._clock()
         self._finish(request_id, attempt, {
-            "state": TransferState.VERIFIED.value, "bytes": bytes_copied, "files": files,
-            "duration_ms": duration_ms, "finished_at": _iso(now), "updated_at": _iso(now),
-        }, history={"state": TransferState.VERIFIED.value, "at": _iso(now)})
+            STATE: TransferState.VERIFIED.value, "bytes": bytes_copied, "files": files,
+            "duration_ms": duration_ms, "finished_at": iso(now), UPDATED_AT: iso(now),
+        }, history=history_entry(TransferState.VERIFIED, now))
 
     def failed(self, request_id: str, attempt: int, *, reason: str, final: bool,
                retry_in_s: int | None, duration_ms: int) -> None:
         now = self._clock()
         values: dict[str, Any] = {
-            "state": TransferState.FAILED.value, "reason": reason[:_MAX_REASON_CHARS],
-            "final": final, "duration_ms": duration_ms, "updated_at": _iso(now),
+            STATE: TransferState.FAILED.value, "reason": reason[:REASON_MAX_CHARS],
+            "final": final, "duration_ms": duration_ms, UPDATED_AT: iso(now),
         }
         if retry_in_s is not None and not final:
-            values["retry_at"] = _iso(now + retry_in_s)
+            values["retry_at"] = iso(now + retry_in_s)
         if final:
-            values["finished_at"] = _iso(now)
-        self._finish(request_id, attempt, values, history={
-            "state": TransferState.FAILED.value, "at": _iso(now), "attempt": attempt,
-            "reason": reason[:_MAX_REASON_CHARS], "final": final})
+            values["finished_at"] = iso(now)
+        self._finish(request_id, attempt, values, history=history_entry(
+            TransferState.FAILED, now, attempt=attempt, reason=reason[:REASON_MAX_CHARS],
+            final=final))
 
     def rejected(self, key: str, *, reason: str, request: CopyRequest | None,
                  body_preview: str | None, attempt: int | None) -> bool:
@@ -128,14 +135,12 @@ class TransfersTable:
         under a key of its own."""
         now = self._clock()
         values: dict[str, Any] = {
-            "state": TransferState.REJECTED.value, "reason": reason[:_MAX_REASON_CHARS],
-            "final": True, "updated_at": _iso(now), "finished_at": _iso(now),
-            names.TTL_ATTRIBUTE: int(now) + self._retention_s,
+            STATE: TransferState.REJECTED.value, "reason": reason[:REASON_MAX_CHARS],
+            "final": True, UPDATED_AT: iso(now), "finished_at": iso(now),
+            names.TTL_ATTRIBUTE: expires_at(now, self._retention_days),
         }
         if request is not None:
-            values.update(request=request.to_json(), fingerprint=request.fingerprint,
-                          source=request.source.uri, destination=request.destination,
-                          mode=str(request.mode))
+            values.update(described(request))
         if body_preview is not None:
             values["body_preview"] = body_preview
         condition = "attribute_not_exists(#pk)"
@@ -148,10 +153,10 @@ class TransfersTable:
                                 "c_fp": request.fingerprint, "c_attempt": attempt or -1}
         try:
             self._update(key, set_values=values,
-                         set_if_absent={"created_at": _iso(now), "cluster": self._cluster,
-                                        "request_id": key},
-                         history={"state": TransferState.REJECTED.value, "at": _iso(now),
-                                  "reason": reason[:_MAX_REASON_CHARS]},
+                         set_if_absent={CREATED_AT: iso(now), CLUSTER: self._cluster,
+                                        REQUEST_ID: key},
+                         history=history_entry(TransferState.REJECTED, now,
+                                               reason=reason[:REASON_MAX_CHARS]),
                          condition=condition, condition_values=condition_values)
         except self._ddb.exceptions.ConditionalCheckFailedException:
             return False
@@ -174,8 +179,8 @@ class TransfersTable:
                 return_new: bool = False) -> dict[str, Any]:
         # Every attribute goes through #name placeholders: state, source, mode, bytes and size
         # are DynamoDB reserved words.
-        attr_names: dict[str, str] = {"#pk": names.TRANSFERS_PK, "#state": "state",
-                                      "#fingerprint": "fingerprint", "#attempts": "attempts"}
+        attr_names: dict[str, str] = {"#pk": names.TRANSFERS_PK, "#state": STATE,
+                                      "#fingerprint": FINGERPRINT, "#attempts": ATTEMPTS}
         attr_values: dict[str, Any] = {}
         clauses = []
         for i, (name, value) in enumerate(set_values.items()):
@@ -191,7 +196,7 @@ class TransfersTable:
             attr_values[":zero"], attr_values[":one"] = 0, 1
             clauses.append("#inc = if_not_exists(#inc, :zero) + :one")
         if history is not None:
-            attr_names["#history"] = "history"
+            attr_names["#history"] = HISTORY
             attr_values[":entry"], attr_values[":empty"] = [dict(history)], []
             clauses.append("#history = list_append(if_not_exists(#history, :empty), :entry)")
         expression = "SET " + ", ".join(clauses)
@@ -206,16 +211,10 @@ class TransfersTable:
             TableName=self._table, Key=self._key(key),
             UpdateExpression=expression, ConditionExpression=condition,
             ExpressionAttributeNames={k: v for k, v in attr_names.items() if k in used},
-            ExpressionAttributeValues={k: _serializer.serialize(v)
-                                       for k, v in attr_values.items()},
+            ExpressionAttributeValues=to_wire(attr_values),
             ReturnValues="ALL_NEW" if return_new else "NONE")
-        attributes = response.get("Attributes", {})
-        return {k: _deserializer.deserialize(v) for k, v in attributes.items()}
+        return from_wire(response.get("Attributes", {}))
 
 
     def _key(self, request_id: str) -> dict[str, Any]:
-        return {names.TRANSFERS_PK: {"S": names.transfer_key(self._cluster, request_id)}}
-
-
-def _iso(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
+        return to_wire(item_key(self._cluster, request_id))

@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from glue_jobs import layout
-from glue_jobs.attribution_days import ATTRIBUTION_PREFIX, ATTRIBUTION_TABLE
 from glue_jobs.jvm_settings import JVM_SETTINGS
+from hdfs_events import lake_layout as layout
 from hdfs_events.event import FIELDS
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
 from stacks.assets import GLUE_JOB_JAR, GLUE_SCRIPTS
@@ -113,7 +112,7 @@ def test_events_table_has_every_contract_field_and_cluster_dt_partitions(
 
 # Where each rollup table's days are written: the rollups job's output roots (rollup_run.py).
 ROLLUP_PREFIXES = {layout.ACTIVITY_TABLE: layout.ACTIVITY_PREFIX,
-                   layout.MASS_DELETE_TABLE: layout.MASS_DELETE_PREFIX,
+                   layout.MASS_DELETES_TABLE: layout.MASS_DELETES_PREFIX,
                    layout.GAPS_TABLE: layout.GAPS_PREFIX}
 PSEUDO = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Partition": "aws"}
 
@@ -121,7 +120,7 @@ PSEUDO = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Pa
 def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
         deployed_env: Synthesized) -> None:
     tables = glue_tables(deployed_env.templates["Analytics"], PSEUDO)
-    assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, ATTRIBUTION_TABLE,
+    assert set(tables) == {layout.EVENTS_TABLE, layout.AUDIT_TABLE, layout.ATTRIBUTION_TABLE,
                            layout.INVENTORY_TABLE, *ROLLUP_PREFIXES}
     bucket = f"hdfs-events-{deployed_env.env}-lake-123456789012-eu-west-1"
     # events: registered by the compaction job (a partition's location is its latest run
@@ -140,12 +139,12 @@ def test_every_table_has_partitions_athena_finds_where_the_jobs_write_them(
                         if name.endswith("-compact-audit")]
     assert compact_audit["--catalog_table"] == layout.AUDIT_TABLE
     # attribution: registered by its job, as events.
-    attribution = tables[ATTRIBUTION_TABLE]
+    attribution = tables[layout.ATTRIBUTION_TABLE]
     assert not attribution.projected
-    assert attribution.location == f"s3://{bucket}/{ATTRIBUTION_PREFIX}"
+    assert attribution.location == f"s3://{bucket}/{layout.ATTRIBUTION_PREFIX}"
     (attribute,) = [j["DefaultArguments"] for name, j in _jobs(deployed_env).items()
                     if name.endswith("-attribute-events")]
-    assert attribute["--attribution_table"] == ATTRIBUTION_TABLE
+    assert attribute["--attribution_table"] == layout.ATTRIBUTION_TABLE
     # namespace_inventory: registered by its job per (cluster, image_date), as events.
     inventory = tables[layout.INVENTORY_TABLE]
     assert not inventory.projected
@@ -287,7 +286,7 @@ def test_attribution_table_has_the_columns_the_attribution_job_writes(
 
     tables = {r["Properties"]["TableInput"]["Name"]: r["Properties"]["TableInput"]
               for r in deployed_env.resources("Analytics", "AWS::Glue::Table").values()}
-    table = tables[ATTRIBUTION_TABLE]
+    table = tables[layout.ATTRIBUTION_TABLE]
     columns = [(c["Name"], c["Type"]) for c in table["StorageDescriptor"]["Columns"]]
     assert columns == [(f.name, f.dataType.simpleString()) for f in ATTRIBUTION_SCHEMA.fields
                        if f.name != "cluster"]

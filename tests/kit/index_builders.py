@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hdfs_events.dynamodb_json import from_wire
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from hdfs_events.index_item import from_wire
 from lambdas.ingest.index import NamespaceIndex, SkippedEvent
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_table import item_to_entry

@@ -24,7 +24,8 @@ import boto3
 import pytest
 
 from hdfs_events import names
-from hdfs_events.index_item import from_wire, plain
+from hdfs_events.dynamodb_json import from_wire
+from hdfs_events.index_item import plain
 from hdfs_events_cli.index_status import read_status
 from tests.integration.hdfs.conftest import create_lake_and_index
 from tests.kit.glue_runs import LocalGlueRuns

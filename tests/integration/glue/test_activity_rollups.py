@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionSettings, compact
-from glue_jobs.layout import ACTIVITY_PREFIX, LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX
+from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.rollups import UNKNOWN_OWNER
 from hdfs_events.event import EventType, HdfsEvent, INodeType, MetadataType
+from hdfs_events.lake_layout import ACTIVITY_PREFIX, MASS_DELETES_PREFIX
 from tests.integration.glue.frames import assert_frames_equal
 from tests.integration.glue.lake import RawLake
 from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, MASS_DELETE_SCHEMA, read_table
@@ -103,7 +104,7 @@ def test_daily_activity_matches_the_hand_checked_figures(spark, rolled_up):
 
 
 def test_mass_delete_windows_over_the_threshold_are_flagged(spark, rolled_up):
-    got = read_table(spark, rolled_up.spark_uri(MASS_DELETE_PREFIX), MASS_DELETE_SCHEMA)
+    got = read_table(spark, rolled_up.spark_uri(MASS_DELETES_PREFIX), MASS_DELETE_SCHEMA)
     start, end = datetime(2015, 1, 14, 12, 0), datetime(2015, 1, 14, 12, 10)
     # /data/a between 10:00 and 10:10: 4 UNLINKs (tx 18, 21, 22, 24) but 1 + 0 (an empty
     # directory) + 1 + 1 = 3 files removed: under the threshold of 4.

@@ -21,27 +21,18 @@ from pyspark.sql import functions as F
 
 from glue_jobs import attribute_events
 from glue_jobs.attribution import ATTRIBUTION_SCHEMA
-from glue_jobs.attribution_days import (
-    ATTRIBUTION_LOCAL_CATALOG_KEY,
-    ATTRIBUTION_TABLE,
-    Inputs,
-    plan,
-)
+from glue_jobs.attribution_days import Inputs, plan
 from glue_jobs.attribution_log import log_lines, logs_client, put_lines
 from glue_jobs.audit_io import read_audit_table, write_audit_runs
 from glue_jobs.audit_schema import AUDIT_COLUMNS
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compact_audit import audit_catalog
 from glue_jobs.curated_io import read_published, write_runs
-from glue_jobs.layout import (
-    LOCAL_CATALOG_KEY,
-    audit_run_prefix,
-    new_run_id,
-    run_prefix,
-)
+from glue_jobs.layout import ATTRIBUTION_LOCAL_CATALOG_KEY, LOCAL_CATALOG_KEY
 from glue_jobs.storage import LocalStore
 from hdfs_events.audit import AuditRecord, LineSource, parse_line
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE, AUDIT_PREFIX, EVENTS_PREFIX, new_run_id, run_prefix
 from stacks.lake_catalog import DELETED_EXAMPLE_PATH, HISTORY_EXAMPLE_PATH, NAMED_QUERIES
 from tests.integration.glue.frames import curated_frame
 
@@ -84,7 +75,7 @@ def publish_events(spark, lake: LocalStore, events: list[HdfsEvent]) -> None:
     rows = curated_frame(spark, [(e, ms_day(e.timestamp or T0)) for e in events])
     write_runs(rows, lake.root_uri, run_id, "zstd")
     JsonFileCatalog(lake, LOCAL_CATALOG_KEY).publish(
-        {(C, d): lake.root_uri + run_prefix(C, d, run_id)
+        {(C, d): lake.root_uri + run_prefix(EVENTS_PREFIX, C, d, run_id)
          for d in {ms_day(e.timestamp or T0) for e in events}})
 
 
@@ -100,7 +91,7 @@ def publish_audit(spark, lake: LocalStore, records: list[AuditRecord]) -> None:
         read_audit_table(spark, {}).schema)
     run_id = new_run_id()
     write_audit_runs(frame, lake.root_uri, run_id, "zstd")
-    catalog.publish({(C, d): lake.root_uri + audit_run_prefix(C, d, run_id)
+    catalog.publish({(C, d): lake.root_uri + run_prefix(AUDIT_PREFIX, C, d, run_id)
                      for d in {ms_day(r.time or 0) for r in records}})
 
 

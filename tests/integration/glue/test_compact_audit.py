@@ -26,13 +26,9 @@ from glue_jobs.audit_compaction import (
 )
 from glue_jobs.audit_io import read_audit_table
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.layout import (
-    AUDIT_LOCAL_CATALOG_KEY,
-    AUDIT_PREFIX,
-    AUDIT_TABLE,
-    QUARANTINE_AUDIT_PREFIX,
-)
+from glue_jobs.layout import AUDIT_LOCAL_CATALOG_KEY, QUARANTINE_AUDIT_PREFIX
 from hdfs_events.audit import AuditRecord, TimeFormat
+from hdfs_events.lake_layout import AUDIT_PREFIX, AUDIT_TABLE
 from hdfs_events.names import audit_object_key
 from onprem_agent.audit.logfiles import Chunk
 from onprem_agent.audit.shipper import build_object

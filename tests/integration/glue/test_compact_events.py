@@ -17,9 +17,10 @@ import pytest
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
-from glue_jobs.layout import EVENTS_PREFIX, LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
+from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
 from glue_jobs.storage import LakeStore, ObjectInfo
 from hdfs_events.event import HdfsEvent
+from hdfs_events.lake_layout import EVENTS_PREFIX
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.generated_events import DAY_MS, generated_events
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake

@@ -21,7 +21,8 @@ from glue_jobs.inventory_image import (
     decoded_inodes,
     decoded_links,
 )
-from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY, INVENTORY_TABLE
+from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
+from hdfs_events.lake_layout import INVENTORY_TABLE
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.fsimage_bytes import (

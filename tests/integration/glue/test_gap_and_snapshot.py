@@ -21,15 +21,10 @@ from glue_jobs import activity_rollups
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionReport, CompactionSettings, compact
 from glue_jobs.curated_io import location_key, read_curated
-from glue_jobs.layout import (
-    ACTIVITY_PREFIX,
-    GAPS_PREFIX,
-    LOCAL_CATALOG_KEY,
-    MASS_DELETE_PREFIX,
-    QUARANTINE_GLUE_PREFIX,
-)
+from glue_jobs.layout import LOCAL_CATALOG_KEY, QUARANTINE_GLUE_PREFIX
 from glue_jobs.schema import ADDED_FIELDS
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.lake_layout import ACTIVITY_PREFIX, GAPS_PREFIX, MASS_DELETES_PREFIX
 from tests.integration.glue.frames import assert_frames_equal, curated_frame
 from tests.integration.glue.generated_events import generated_events
 from tests.integration.glue.lake import JAN_13_2015_MS, RawLake, partition_of
@@ -261,7 +256,7 @@ def test_snapshot_and_gap_records_are_not_activity_but_snapshots_name_owners(spa
 
 def test_mass_deletes_see_only_unlinks_with_owners_from_the_snapshot(spark, rolled_up):
     lake, _ = rolled_up
-    got = spark.read.parquet(lake.spark_uri(MASS_DELETE_PREFIX))
+    got = spark.read.parquet(lake.spark_uri(MASS_DELETES_PREFIX))
     # 2 UNLINKs, 1 file (the directory held none) under the threshold of 2 files, but its
     # 7000 bytes (the snapshot's size) reach the bytes threshold of 7000.
     assert sorted((r["scope"], r["subject"], r["unlinks"], r["first_txid"], r["last_txid"],

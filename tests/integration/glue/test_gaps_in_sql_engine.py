@@ -21,7 +21,8 @@ from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionSettings, compact
 from glue_jobs.layout import LOCAL_CATALOG_KEY
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from stacks.lake_catalog import GAPS_TABLE, NAMED_QUERIES
+from hdfs_events.lake_layout import GAPS_TABLE
+from stacks.lake_catalog import NAMED_QUERIES
 from tests.infra.synth import synthesized
 from tests.integration.glue.generated_events import generated_events
 from tests.integration.glue.lake import RawLake

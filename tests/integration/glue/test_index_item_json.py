@@ -1,6 +1,6 @@
 """The image job's items as the JVM builds them (glue_jobs/index_item_json.py, from the contract's
 attribute list hdfs_events/snapshot_wire.py) are the contract's own: for every kind of entry,
-`to_wire(snapshot_item(...).to_item(now_s=0))`, attribute for attribute and type for type (a
+`dynamodb_json.to_wire(snapshot_item(...).to_item(now_s=0))`, attribute for attribute and type for type (a
 number's digits, NULL where the consumer keeps no value, `shards` only on a hot directory)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from glue_jobs.index_item_json import put_request_json
 from hdfs_events import names
-from hdfs_events.index_item import to_wire
+from hdfs_events.dynamodb_json import to_wire
 from hdfs_events.snapshot_index import DIRECTORY, PathState, snapshot_item
 
 CLUSTER, T = "prod-1", 9_007_199_254_740_993  # past a double's exact integers

@@ -35,12 +35,9 @@ from glue_jobs.fsimage_format import (
     summary_length,
 )
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
-from glue_jobs.layout import (
-    INVENTORY_LOCAL_CATALOG_KEY,
-    INVENTORY_TABLE,
-    inventory_run_prefix,
-)
+from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
+from hdfs_events.lake_layout import INVENTORY_DATE, INVENTORY_PREFIX, INVENTORY_TABLE, run_prefix
 from hdfs_events.names import fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.hadoop.live_image import COLD, ONE_MB, LiveImage, live_image
@@ -212,7 +209,8 @@ def test_a_live_image_is_decoded_one_task_per_sub_section(spark, lake: RawLake, 
     assert list(locations) == [(CLUSTER, "2026-11-20")]
     assert locations[(CLUSTER, "2026-11-20")].rstrip("/").endswith(f"run={again['run_id']}")
     assert again["run_id"] != report["run_id"] and again["runs_removed"] == 1
-    assert lake.keys(inventory_run_prefix(CLUSTER, "2026-11-20", report["run_id"])) == []
+    assert lake.keys(run_prefix(INVENTORY_PREFIX, CLUSTER, "2026-11-20", report["run_id"],
+                                date_key=INVENTORY_DATE)) == []
     assert_same_rows(table_rows(spark, locations[(CLUSTER, "2026-11-20")]), rows)
 
 

@@ -24,11 +24,11 @@ from glue_jobs.audit_schema import AUDIT_COLUMNS
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compact_audit import audit_catalog
 from glue_jobs.curated_io import write_runs
-from glue_jobs.layout import LOCAL_CATALOG_KEY, MASS_DELETE_PREFIX, audit_run_prefix, new_run_id
-from glue_jobs.layout import run_prefix as events_run_prefix
+from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.storage import LocalStore
 from hdfs_events.audit import AuditRecord, LineSource, parse_line
 from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.lake_layout import AUDIT_PREFIX, EVENTS_PREFIX, MASS_DELETES_PREFIX, new_run_id, run_prefix
 from tests.integration.glue.frames import curated_frame
 from tests.integration.glue.rollup_outputs import MASS_DELETE_SCHEMA, read_table
 
@@ -70,7 +70,7 @@ def publish_events(spark, lake: LocalStore, events: list[HdfsEvent]) -> None:
     run_id = new_run_id()
     write_runs(curated_frame(spark, [(e, DAY) for e in events]), lake.root_uri, run_id, "zstd")
     JsonFileCatalog(lake, LOCAL_CATALOG_KEY).publish(
-        {(C, DAY): lake.root_uri + events_run_prefix(C, DAY, run_id)})
+        {(C, DAY): lake.root_uri + run_prefix(EVENTS_PREFIX, C, DAY, run_id)})
 
 
 def publish_audit(spark, lake: LocalStore, records: list[AuditRecord]) -> None:
@@ -83,7 +83,7 @@ def publish_audit(spark, lake: LocalStore, records: list[AuditRecord]) -> None:
                                   read_audit_table(spark, {}).schema)
     run_id = new_run_id()
     write_audit_runs(frame, lake.root_uri, run_id, "zstd")
-    catalog.publish({(C, DAY): lake.root_uri + audit_run_prefix(C, DAY, run_id)})
+    catalog.publish({(C, DAY): lake.root_uri + run_prefix(AUDIT_PREFIX, C, DAY, run_id)})
 
 
 def run(spark, job, lake: LocalStore, *args: str) -> dict:
@@ -95,7 +95,7 @@ def run(spark, job, lake: LocalStore, *args: str) -> dict:
 
 
 def mass_deletes(spark, lake: LocalStore) -> list[tuple]:
-    rows = read_table(spark, lake.root_uri + MASS_DELETE_PREFIX, MASS_DELETE_SCHEMA).collect()
+    rows = read_table(spark, lake.root_uri + MASS_DELETES_PREFIX, MASS_DELETE_SCHEMA).collect()
     return sorted((r["scope"], r["subject"], r["window_start"].hour, r["files_removed"],
                    r["user"], r["unattributed_deletes"]) for r in rows)
 

@@ -22,15 +22,10 @@ import pytest
 from glue_jobs import activity_rollups, rollup_days
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.compaction_run import CompactionSettings, compact
-from glue_jobs.layout import (
-    ACTIVITY_PREFIX,
-    LOCAL_CATALOG_KEY,
-    MASS_DELETE_PREFIX,
-    STATE_PREFIX,
-    partition_prefix,
-)
+from glue_jobs.layout import LOCAL_CATALOG_KEY, STATE_PREFIX
 from glue_jobs.rollups import UNKNOWN_OWNER
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.lake_layout import ACTIVITY_PREFIX, EVENTS_PREFIX, MASS_DELETES_PREFIX, partition_prefix
 from tests.integration.glue.frames import assert_frames_equal
 from tests.integration.glue.lake import RawLake
 from tests.integration.glue.rollup_outputs import ACTIVITY_SCHEMA, MASS_DELETE_SCHEMA, read_table
@@ -182,7 +177,7 @@ def steps(spark, s3) -> tuple[RawLake, dict[str, object]]:
     seen["full"], seen["full_report"] = full_recompute(spark, lake, s3)
     # The fourth run reads D2 on (a 7-minute window reaches back a day) and the state after D1:
     # without D1's files it still gives the full recompute's rows, or fails reading them.
-    with away(lake, partition_prefix(C, D1)) as hidden:
+    with away(lake, partition_prefix(EVENTS_PREFIX, C, D1)) as hidden:
         seen["hidden"] = hidden
         seen["fourth"] = Step(rollups_run(spark, lake), activity_files(lake))
     return lake, seen
@@ -209,7 +204,7 @@ def test_a_second_compaction_makes_the_next_run_recompute_its_day_only(steps):
 
 def test_a_window_across_midnight_counts_the_unlinks_of_both_days(spark, steps):
     lake, _ = steps
-    got = read_table(spark, lake.spark_uri(MASS_DELETE_PREFIX), MASS_DELETE_SCHEMA)
+    got = read_table(spark, lake.spark_uri(MASS_DELETES_PREFIX), MASS_DELETE_SCHEMA)
     assert sorted((r["dt"], r["scope"], r["subject"], r["unlinks"], r["first_txid"],
                    r["last_txid"]) for r in got.collect()) == [
         (D2, "owner", UNKNOWN_OWNER, 4, 23, 41), (D2, "prefix", "/tmp/m", 4, 23, 41)]
@@ -273,7 +268,7 @@ def test_the_runs_together_equal_a_full_recompute_by_hand(spark, steps):
     assert (seen["full_report"]["owner_state"], seen["full_report"]["owner_state_written"],
             seen["full_report"]["owner_states_dropped"]) == ("", "", [])
     for prefix, schema in ((ACTIVITY_PREFIX, ACTIVITY_SCHEMA),
-                           (MASS_DELETE_PREFIX, MASS_DELETE_SCHEMA)):
+                           (MASS_DELETES_PREFIX, MASS_DELETE_SCHEMA)):
         assert_frames_equal(read_table(spark, lake.spark_uri(prefix), schema),
                             read_table(spark, full.spark_uri(prefix), schema))
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+import pytest
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+
 from hdfs_events import names
+from hdfs_events.dynamodb_json import from_wire, to_wire
 from hdfs_events.index_item import (
     DELETE_MARKER_TTL_SECONDS,
     INDEX_SHARDS,
     IndexItem,
     child_partitions,
-    from_wire,
     item_key,
     newest_by_name,
     shard_of,
-    to_wire,
     wire_keys,
 )
 from hdfs_events_cli.index_reader import entry_from_item
@@ -82,3 +86,27 @@ def test_partitions_merge_by_name_the_later_write_kept() -> None:
     shard2 = [("c", (9, 1)), ("d", (3, 0))]
     merged = newest_by_name([base, shard1, shard2], lambda x: x[0], lambda x: x[1])
     assert list(merged) == [("a", (1, 0)), ("b", (2, 0)), ("c", (9, 1)), ("d", (3, 0))]
+
+
+def test_the_wire_form_is_boto3_s_own_both_ways() -> None:
+    # The contract writes DynamoDB's typed JSON itself (it imports no boto3): the same bytes
+    # boto3's TypeSerializer writes, and the values its TypeDeserializer reads.
+    item = {"s": "x", "t": True, "f": False, "n": 5, "neg": -10 ** 37, "none": None,
+            "dec": Decimal("3"), "bytes": b"\x00\xff", "empty": [],
+            "walk": {"kind": "RENAME", "pending": ["/a", {"depth": 2, "done": False}]}}
+    wire = to_wire(item)
+    assert wire == {k: TypeSerializer().serialize(v) for k, v in item.items()}
+    expected = {k: TypeDeserializer().deserialize(v) for k, v in wire.items()}
+    expected["bytes"] = expected["bytes"].value if isinstance(expected["bytes"], Binary) else None
+    assert from_wire(wire) == expected
+    assert from_wire({"ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]}}) == {
+        "ss": {"a", "b"}, "ns": {Decimal(1), Decimal(2)}}
+
+
+def test_a_value_dynamodb_cannot_hold_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="38 digits"):
+        to_wire({"n": 10 ** 38})
+    with pytest.raises(TypeError, match=r"float 1\.5"):
+        to_wire({"x": 1.5})
+    with pytest.raises(ValueError, match="XX: not a DynamoDB attribute type"):
+        from_wire({"x": {"XX": "1"}})

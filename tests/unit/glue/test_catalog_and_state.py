@@ -14,8 +14,9 @@ from moto import mock_aws
 from glue_jobs import watermark
 from glue_jobs.catalog import GlueCatalog, JsonFileCatalog
 from glue_jobs.curated_io import remove_superseded_runs
-from glue_jobs.layout import LOCAL_CATALOG_KEY, new_run_id, run_prefix
+from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.storage import LocalStore, S3Store, store_for
+from hdfs_events.lake_layout import EVENTS_PREFIX, new_run_id, run_prefix
 
 RAW = "raw/cluster=c1/dt=2015-01-13/hour=07/"
 
@@ -99,8 +100,10 @@ def test_superseded_runs_are_removed_after_their_grace_period(tmp_path: Path):
     old, failed, current = (new_run_id(t0), new_run_id(t0 + timedelta(minutes=5)),
                             new_run_id(t0 + timedelta(hours=2)))
     for run in (old, failed, current):
-        store.write_bytes(run_prefix("c1", "2015-01-13", run) + "part-0.parquet", b"p")
-    locations = {("c1", "2015-01-13"): store.root_uri + run_prefix("c1", "2015-01-13", current)}
+        store.write_bytes(run_prefix(EVENTS_PREFIX, "c1", "2015-01-13", run) + "part-0.parquet",
+                          b"p")
+    locations = {("c1", "2015-01-13"):
+                 store.root_uri + run_prefix(EVENTS_PREFIX, "c1", "2015-01-13", current)}
 
     assert remove_superseded_runs(store, locations, locations, t0 + timedelta(hours=3),
                                   timedelta(hours=24)) == 0

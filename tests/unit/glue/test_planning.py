@@ -17,7 +17,7 @@ from glue_jobs.compaction import (
     shuffle_partitions,
     total_files,
 )
-from glue_jobs.layout import new_run_id, parse_raw_key, run_started
+from hdfs_events.lake_layout import new_run_id, parse_raw_key, run_started
 
 
 def test_file_count_grows_with_rows_and_never_drops_to_zero():

@@ -10,7 +10,8 @@ import boto3
 from moto import mock_aws
 
 from hdfs_events import names
-from hdfs_events.index_item import INDEX_SHARDS, IndexItem, to_wire
+from hdfs_events.dynamodb_json import to_wire
+from hdfs_events.index_item import INDEX_SHARDS, IndexItem
 from onprem_agent.verify import QUERY_PAGE_ITEMS, DynamoIndexReader, IndexedEntry
 from tests.kit.ingest_aws import TABLE, create_resources
 

@@ -1,0 +1,150 @@
+"""The lake bucket's keys: every key one component writes and another reads (or the stacks
+grant, or a catalog table locates), built and parsed here and nowhere else.
+
+    raw/cluster=<c>/dt=<YYYY-MM-DD>/hour=<HH>/<name>.jsonl.gz          consumer -> compact_events
+    raw-audit/cluster=<c>/dt=<d>/hour=<HH>/<host>-<file id>-<offset>.jsonl.gz
+                                                                       agent's audit run -> compact_audit
+    fsimage/cluster=<c>/txid=<t>/fsimage_<t, 19 digits>, _fetched.json, _indexed.json
+                                                                       fetch-image <-> inventory job
+    curated/<table>/cluster=<c>/dt=<d>/run=<run id>/part-*.parquet     Glue jobs -> catalog, Athena
+    curated/namespace_inventory/cluster=<c>/image_date=<d>/run=<run id>/
+    curated/<rollup table>/dt=<d>/                                     activity_rollups -> catalog
+    quarantine/                                                        what a component refused
+    scripts/                                                           the Glue jobs' scripts
+
+Partitions are Hive-style `key=value` folders, as Glue's catalog and Athena read them. A
+curated partition holds one `run=<run id>` folder per run; the catalog points at the newest
+whole one, so a reader never sees a run half written.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hdfs_events.inventory_schema import INVENTORY_TABLE
+from hdfs_events.names import (
+    AUDIT_RAW_PREFIX,
+    CURATED_PREFIX,
+    FSIMAGE_PREFIX,
+    RAW_PREFIX,
+)
+
+# --- Raw objects -------------------------------------------------------------------------
+# The names a raw key may end in, as a Hadoop glob (Spark's pathGlobFilter) and a pattern.
+RAW_OBJECT_GLOB = "*.jsonl.gz"
+_RAW_NAME = r"[^/]+\.jsonl\.gz"
+_HOURLY = r"cluster=(?P<cluster>[^/]+)/dt=(?P<dt>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{2})/"
+RAW_KEY = re.compile(re.escape(RAW_PREFIX) + _HOURLY + f"(?P<name>{_RAW_NAME})")
+AUDIT_RAW_KEY = re.compile(re.escape(AUDIT_RAW_PREFIX) + _HOURLY + f"(?P<name>{_RAW_NAME})")
+
+
+@dataclass(frozen=True, slots=True)
+class RawKey:
+    """A raw object's key (events or audit lines), as the compaction's watermark tracks it."""
+
+    cluster: str
+    dt: str
+    hour: str
+    name: str
+
+    @property
+    def partition(self) -> tuple[str, str]:
+        return (self.cluster, self.dt)
+
+    @property
+    def member(self) -> str:
+        """The object's name inside its (cluster, dt) state document."""
+        return f"hour={self.hour}/{self.name}"
+
+
+def raw_key(cluster: str, dt: str, hour: str, name: str) -> str:
+    """The consumer's object for a message's events of one hour (dt YYYY-MM-DD, hour HH)."""
+    return f"{RAW_PREFIX}{partition_path(cluster, dt)}/hour={hour}/{name}"
+
+
+def parse_raw_key(key: str) -> RawKey | None:
+    m = RAW_KEY.fullmatch(key)
+    return None if m is None else RawKey(m["cluster"], m["dt"], m["hour"], m["name"])
+
+
+def raw_key_in_path(prefix: str) -> str:
+    """A pattern whose group 1 is the store key of a raw object under `prefix` (RAW_PREFIX or
+    AUDIT_RAW_PREFIX) at the end of the path Spark reports for it (file:/..., s3://...)."""
+    return f"({re.escape(prefix)}cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
+
+
+def parse_audit_raw_key(key: str) -> RawKey | None:
+    """An audit object's key (audit_object_key) as the watermark tracks it."""
+    m = AUDIT_RAW_KEY.fullmatch(key)
+    return None if m is None else RawKey(m["cluster"], m["dt"], m["hour"], m["name"])
+
+
+# --- The fsimage -------------------------------------------------------------------------
+FSIMAGE_KEY = re.compile(re.escape(FSIMAGE_PREFIX)
+                         + r"cluster=(?P<cluster>[^/]+)/txid=(?P<txid>\d+)/fsimage_(?P<name_txid>\d{19})")
+
+
+def parse_fsimage_key(key: str) -> tuple[str, int] | None:
+    """(cluster, txid) of a key fsimage_key made; None for any other key."""
+    m = FSIMAGE_KEY.fullmatch(key)
+    if m is None or int(m["txid"]) != int(m["name_txid"]):
+        return None
+    return m["cluster"], int(m["txid"])
+
+
+# --- Curated tables (the Glue catalog's names; the stacks define them, the jobs write them) --
+EVENTS_TABLE = "events"
+ACTIVITY_TABLE = "activity_daily"
+MASS_DELETES_TABLE = "mass_deletes"
+GAPS_TABLE = "gaps_daily"
+AUDIT_TABLE = "audit"
+ATTRIBUTION_TABLE = "attribution"
+
+EVENTS_PREFIX = f"{CURATED_PREFIX}{EVENTS_TABLE}/"
+ACTIVITY_PREFIX = f"{CURATED_PREFIX}{ACTIVITY_TABLE}/"
+MASS_DELETES_PREFIX = f"{CURATED_PREFIX}{MASS_DELETES_TABLE}/"
+GAPS_PREFIX = f"{CURATED_PREFIX}{GAPS_TABLE}/"
+AUDIT_PREFIX = f"{CURATED_PREFIX}{AUDIT_TABLE}/"
+ATTRIBUTION_PREFIX = f"{CURATED_PREFIX}{ATTRIBUTION_TABLE}/"
+INVENTORY_PREFIX = f"{CURATED_PREFIX}{INVENTORY_TABLE}/"
+# The inventory's date partition is the image's date, not an event's.
+INVENTORY_DATE = "image_date"
+
+# A run folder: its UTC start, sortable, and 32 random bits (two runs in one second).
+RUN_ID = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-[0-9a-f]{8}")
+# A file of a (cluster, dt) table's run folder, at the end of its path: groups cluster and dt.
+RUN_FILE_PARTITION = r"cluster=([^/]+)/dt=([^/]+)/run=[^/]+/[^/]+$"
+
+
+def partition_path(cluster: str, date: str, *, date_key: str = "dt") -> str:
+    """`cluster=<c>/dt=<d>`: a (cluster, date) partition below its table's prefix (the Glue
+    jobs' own state documents are named by it too)."""
+    return f"cluster={cluster}/{date_key}={date}"
+
+
+def partition_prefix(table_prefix: str, cluster: str, date: str, *,
+                     date_key: str = "dt") -> str:
+    """A curated table's (cluster, date) partition; date_key INVENTORY_DATE for the inventory."""
+    return f"{table_prefix}{partition_path(cluster, date, date_key=date_key)}/"
+
+
+def run_prefix(table_prefix: str, cluster: str, date: str, run_id: str, *,
+               date_key: str = "dt") -> str:
+    """One run's folder inside the partition: written whole before the catalog points at it."""
+    return f"{partition_prefix(table_prefix, cluster, date, date_key=date_key)}run={run_id}/"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: UTC start time plus 32 random bits (two runs in one second)."""
+    now = now or datetime.now(UTC)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
+
+
+def run_started(run_id: str) -> datetime | None:
+    m = RUN_ID.fullmatch(run_id)
+    if m is None:
+        return None
+    return datetime.strptime(m["stamp"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
