@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hdfs_events.names import fsimage_key, fsimage_marker_key
-from onprem_agent.config import AgentConfig, ConfigError
-from onprem_agent.live.settings import _bounded, _Section
+from onprem_agent.agent_toml import Key, Section, Values
 from onprem_agent.sync.hdfs_files import JavaCrc
 from onprem_agent.sync.replica import check_stored, crc_b64, crc_int, upload_parts
 
@@ -59,27 +58,23 @@ class FsImageSettings:
     index_wait_s: int = 7200
 
 
-def load_fsimage_settings(config: AgentConfig) -> FsImageSettings:
-    s = _Section(config, "fsimage")
-    if not config.section("fsimage"):
-        raise ConfigError(f"{config.path.name}: [fsimage]: required for `fetch-image` "
-                          "(bucket at least)")
-    s.check_keys(("bucket", "download_dir", "part_size_mb", "inventory_job", "index_wait_s"))
-    bucket = s.get("bucket", str, None)
-    if not bucket:
-        raise s.error("bucket", "required (the lake bucket: CDK output LakeBucket)")
-    raw = s.get("download_dir", str, None)
-    download_dir = None
-    if raw:
-        path = Path(raw).expanduser()
-        download_dir = path if path.is_absolute() else config.path.parent / path
-        if not download_dir.is_dir():
-            raise s.error("download_dir", f"{download_dir} is not a directory")
-    return FsImageSettings(
-        bucket=bucket, download_dir=download_dir,
-        part_size=_bounded(s, "part_size_mb", 64, _MIN_PART_MB, _MAX_PART_MB) * MIB,
-        inventory_job=s.get("inventory_job", str, ""),
-        index_wait_s=_bounded(s, "index_wait_s", 7200, 10, 7 * 86_400))
+def _download_dir(v: Values) -> Path | None:
+    directory = v.path("download_dir")
+    if directory is not None and not directory.is_dir():
+        raise v.error("download_dir", f"{directory} is not a directory")
+    return directory
+
+
+FSIMAGE = Section("fsimage", {
+    "bucket": Key(str, required="the lake bucket: CDK output LakeBucket"),
+    "download_dir": Key(str),  # relative: to the config file; default: $TMPDIR
+    "part_size_mb": Key(int, 64, low=_MIN_PART_MB, high=_MAX_PART_MB),
+    "inventory_job": Key(str, ""),
+    "index_wait_s": Key(int, 7200, low=10, high=7 * 86_400),
+}, build=lambda v: FsImageSettings(
+    bucket=v["bucket"], download_dir=_download_dir(v), part_size=v["part_size_mb"] * MIB,
+    inventory_job=v["inventory_job"], index_wait_s=v["index_wait_s"]),
+    absent="required for `fetch-image` (bucket at least)")
 
 
 @dataclass(frozen=True, slots=True)

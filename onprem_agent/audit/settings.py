@@ -26,8 +26,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hdfs_events.audit import DEFAULT_TIME_FORMAT, TimeFormat
-from onprem_agent.config import AgentConfig, ConfigError
-from onprem_agent.live.settings import _bounded, _Section
+from onprem_agent.agent_toml import Key, Section, Values
+from onprem_agent.config import hdfs_path
 
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
@@ -47,61 +47,61 @@ class AuditSettings:
     metrics_interval_s: int = 60
 
 
-def load_audit_settings(config: AgentConfig) -> AuditSettings:
-    s = _Section(config, "audit")
-    if not config.section("audit"):
-        raise ConfigError(f"{config.path.name}: [audit]: required for `audit run` "
-                          "(log_dir, bucket and state_file at least)")
-    s.check_keys(("log_dir", "file", "bucket", "host", "read_paths", "time_format", "timezone",
-                  "flush_interval_s", "max_batch_lines", "poll_interval_ms",
-                  "metrics_interval_s", "state_file"))
-    log_dir = _path(config, s, "log_dir")
-    state_file = _path(config, s, "state_file")
-    bucket = s.get("bucket", str, None)
-    if bucket is None:
-        raise s.error("bucket", "required (the lake bucket: CDK output LakeBucket)")
-    name = s.get("file", str, "hdfs-audit.log")
+def _file_name(name: str) -> str:
     if "/" in name:
-        raise s.error("file", f"{name!r} must be a file name in log_dir, not a path")
-    host = s.get("host", str, None) or socket.getfqdn()
+        raise ValueError(f"{name!r} must be a file name in log_dir, not a path")
+    return name
+
+
+def _host(host: str) -> str:
     if not _HOST.fullmatch(host):
         # Part of every object key and record identity: one plain S3 key segment.
-        raise s.error("host", f"{host!r} is not a host name (letters, digits, '.', '-', '_')")
-    read_paths = s.strings("read_paths", ())
-    for p in read_paths:
-        if not p.startswith("/"):
-            raise s.error("read_paths", f"{p!r} is not an absolute HDFS path")
-    return AuditSettings(
-        log_dir=log_dir, file=name, bucket=bucket, host=host, state_file=state_file,
-        read_paths=tuple(p.rstrip("/") or "/" for p in read_paths),
-        time_format=_time_format(s),
-        flush_interval_s=_bounded(s, "flush_interval_s", 10, 1, 3600),
-        # 20,000 lines of ~250 bytes gzip to well under 1 MB: one PutObject, no multipart.
-        max_batch_lines=_bounded(s, "max_batch_lines", 20_000, 1, 1_000_000),
-        poll_interval_ms=_bounded(s, "poll_interval_ms", 500, 10, 60_000),
-        metrics_interval_s=_bounded(s, "metrics_interval_s", 60, 0, 3600))
+        raise ValueError(f"{host!r} is not a host name (letters, digits, '.', '-', '_')")
+    return host
 
 
-def _time_format(s: _Section) -> TimeFormat:
-    pattern = s.get("time_format", str, DEFAULT_TIME_FORMAT)
+def _strptime_format(pattern: str) -> str:
     try:
         datetime.strptime(datetime(2001, 2, 3, 4, 5, 6, 7000).strftime(pattern), pattern)
     except ValueError as exc:
-        raise s.error("time_format", f"{pattern!r} is not a usable strptime format: {exc}"
-                      ) from None
-    zone_name = s.get("timezone", str, "UTC")
+        raise ValueError(f"{pattern!r} is not a usable strptime format: {exc}") from None
+    return pattern
+
+
+def _zone(name: str) -> ZoneInfo:
     try:
-        zone = ZoneInfo(zone_name)
+        return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise s.error("timezone", f"{zone_name!r} is not an IANA time zone "
-                      "(e.g. UTC, Europe/Paris)") from None
-    return TimeFormat(strptime=pattern, zone=zone)
+        raise ValueError(f"{name!r} is not an IANA time zone (e.g. UTC, Europe/Paris)") from None
 
 
-def _path(config: AgentConfig, s: _Section, key: str) -> Path:
-    value = s.get(key, str, None)
-    if value is None:
-        raise s.error(key, "required")
-    raw = Path(value).expanduser()
-    # Relative to the config file, as [checkpoint] path is.
-    return raw if raw.is_absolute() else config.path.parent / raw
+def _audit(v: Values) -> AuditSettings:
+    log_dir, state_file = v.path("log_dir"), v.path("state_file")
+    assert log_dir is not None and state_file is not None  # required keys
+    try:
+        host = v["host"] or _host(socket.getfqdn())
+    except ValueError as exc:
+        raise v.error("host", str(exc)) from None
+    return AuditSettings(
+        log_dir=log_dir, file=v["file"], bucket=v["bucket"], host=host, state_file=state_file,
+        read_paths=tuple(p.rstrip("/") or "/" for p in v["read_paths"]),
+        time_format=TimeFormat(strptime=v["time_format"], zone=v["timezone"]),
+        flush_interval_s=v["flush_interval_s"], max_batch_lines=v["max_batch_lines"],
+        poll_interval_ms=v["poll_interval_ms"], metrics_interval_s=v["metrics_interval_s"])
+
+
+AUDIT = Section("audit", {
+    "log_dir": Key(str, required=True),  # relative: to the config file, as [checkpoint] path
+    "file": Key(str, "hdfs-audit.log", parse=_file_name),
+    "bucket": Key(str, required="the lake bucket: CDK output LakeBucket"),
+    "host": Key(str, parse=_host),  # default: this host's FQDN (one tailer per NameNode)
+    "read_paths": Key(list, (), parse=hdfs_path),
+    "time_format": Key(str, DEFAULT_TIME_FORMAT, parse=_strptime_format),
+    "timezone": Key(str, ZoneInfo("UTC"), parse=_zone),
+    "flush_interval_s": Key(int, 10, low=1, high=3600),
+    # 20,000 lines of ~250 bytes gzip to well under 1 MB: one PutObject, no multipart.
+    "max_batch_lines": Key(int, 20_000, low=1, high=1_000_000),
+    "poll_interval_ms": Key(int, 500, low=10, high=60_000),
+    "metrics_interval_s": Key(int, 60, low=0, high=3600),
+    "state_file": Key(str, required=True),
+}, build=_audit, absent="required for `audit run` (log_dir, bucket and state_file at least)")

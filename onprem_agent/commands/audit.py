@@ -27,13 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from onprem_agent.agent_toml import ConfigError
     from onprem_agent.audit.position import PositionError, load_position
-    from onprem_agent.audit.settings import load_audit_settings
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.audit.settings import AUDIT
+    from onprem_agent.config import load_config
 
     try:
         config = load_config(args.config, {"cluster": args.cluster})
-        settings = load_audit_settings(config)
+        settings = config.read(AUDIT)
         position = load_position(settings.state_file)
     except (ConfigError, PositionError) as exc:
         print(f"hdfs-events-agent audit: {exc}", file=sys.stderr)

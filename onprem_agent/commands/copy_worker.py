@@ -13,7 +13,9 @@ import signal
 import sys
 import threading
 
-from onprem_agent.copy_worker.settings import SettingsError, load_copy_settings
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import load_config
+from onprem_agent.copy_worker.settings import COPY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = load_copy_settings(args.config)
-    except SettingsError as exc:
+        settings = load_config(args.config).read(COPY)
+    except ConfigError as exc:
         print(f"hdfs-events-agent copy-worker: {exc}", file=sys.stderr)
         return 2
 

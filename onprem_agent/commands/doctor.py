@@ -66,7 +66,8 @@ def diagnose(path: Path, overrides: dict[str, Any] | None = None,
             report(check)
         return bool(ok)
 
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.config import load_config
     from onprem_agent.live.settings import load_live_settings
 
     try:

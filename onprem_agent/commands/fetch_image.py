@@ -19,14 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onprem_agent.config import ConfigError, load_config
-    from onprem_agent.image_fetch import load_fsimage_settings
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.config import load_config
+    from onprem_agent.image_fetch import FSIMAGE
     from onprem_agent.live.settings import load_live_settings
 
     try:
         config = load_config(args.config, {"cluster": args.cluster})
         live = load_live_settings(config)
-        settings = load_fsimage_settings(config)
+        settings = config.read(FSIMAGE)
         if live.hdfs.uri is None:
             raise ConfigError(f"{config.path.name}: [hdfs] uri: required for `fetch-image`")
     except ConfigError as exc:

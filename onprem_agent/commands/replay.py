@@ -25,8 +25,9 @@ from types import FrameType
 from botocore.exceptions import BotoCoreError
 
 from hdfs_events.envelope import MessageTooLarge
+from onprem_agent.agent_toml import ConfigError
 from onprem_agent.checkpoint import CheckpointError, CheckpointStore, open_checkpoint_store
-from onprem_agent.config import AgentConfig, ConfigError, load_config
+from onprem_agent.config import AgentConfig, load_config
 from onprem_agent.editlog import EditLogError, read_ops
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.progress import ProgressReporter

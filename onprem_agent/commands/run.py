@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.config import load_config
     from onprem_agent.live.settings import load_live_settings
 
     try:

@@ -25,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from onprem_agent.agent_toml import ConfigError
     from onprem_agent.checkpoint import CheckpointError, open_checkpoint_store
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.config import load_config
     from onprem_agent.lease import Lease, LeaseError
     from onprem_agent.live.settings import load_live_settings
 

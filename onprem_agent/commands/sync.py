@@ -39,14 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.config import load_config
     from onprem_agent.live.settings import load_live_settings
-    from onprem_agent.sync.settings import check_sync_config
+    from onprem_agent.sync.settings import SYNC
 
     try:
         config = load_config(args.config, {"cluster": args.cluster})
         live = load_live_settings(config)
-        sync = check_sync_config(config)
+        sync = config.read(SYNC)
         if args.action != "status" and live.hdfs.uri is None:
             raise ConfigError(f"{config.path.name}: [hdfs] uri: required for `sync {args.action}`")
     except ConfigError as exc:

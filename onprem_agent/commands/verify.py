@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onprem_agent.config import ConfigError, load_config
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.config import load_config
     from onprem_agent.live.settings import load_live_settings
 
     try:

@@ -157,11 +157,11 @@ def image_start_for(config: Any, live: Any, client: Any) -> ImageStart:
     import boto3
     from botocore.config import Config
 
-    from onprem_agent.config import ConfigError
-    from onprem_agent.image_fetch import LakeImages, fetch_image, load_fsimage_settings
+    from onprem_agent.agent_toml import ConfigError
+    from onprem_agent.image_fetch import FSIMAGE, LakeImages, fetch_image
     from onprem_agent.live.hadoop import hadoop_configuration
 
-    settings = load_fsimage_settings(config)
+    settings = config.read(FSIMAGE)
     if not settings.inventory_job:
         raise ConfigError(f"{config.path.name}: [fsimage] inventory_job: required with "
                           "[inotify] first_start = \"fsimage\" (CDK output InventoryJobName)")

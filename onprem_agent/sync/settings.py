@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from onprem_agent.config import AgentConfig, ConfigError
+from onprem_agent.agent_toml import Key, Section, Values
+from onprem_agent.config import FILTER, hdfs_path
 from onprem_agent.filters import UPLOAD_IN_PROGRESS
-from onprem_agent.live.settings import _arn, _bounded, _Section
+from onprem_agent.live.settings import sns_topic_arn
 
 PRESERVABLE = ("owner", "group", "permissions", "replication", "mtime")
 MIB = 1024 * 1024
@@ -66,61 +67,61 @@ class SyncSettings:
         return f"s3://{self.bucket}/{self.prefix}"
 
 
-def load_sync_settings(config: AgentConfig) -> SyncSettings:
-    s = _Section(config, "sync")
-    s.check_keys(("destination", "table", "paths", "ignore_patterns", "preserve", "workers",
-                  "part_size_mb", "multipart_threshold_mb", "bandwidth_mb_s", "buffer_mb",
-                  "long_copy_mb", "window_ms",
-                  "max_window_events", "max_attempts", "alert_topic_arn", "kms_key_id"))
-    destination = s.get("destination", str, None)
-    if destination is None:
-        raise s.error("destination", "required (s3://bucket/prefix)")
-    if not destination.startswith("s3://") or not destination[5:].split("/", 1)[0]:
-        raise s.error("destination", f"must be s3://bucket/prefix, got {destination!r}")
-    bucket, _, prefix = destination[5:].partition("/")
+def _destination(uri: str) -> tuple[str, str]:
+    """(bucket, prefix: "" or ending in "/")."""
+    if not uri.startswith("s3://") or not uri[5:].split("/", 1)[0]:
+        raise ValueError(f"must be s3://bucket/prefix, got {uri!r}")
+    bucket, _, prefix = uri[5:].partition("/")
     prefix = prefix.strip("/")
-    table = s.get("table", str, None)
-    if table is None:
-        raise s.error("table", "required (the sync state table the CDK app creates)")
-    paths = s.strings("paths", config.filter.cover_dirs or ("/",))
-    for p in paths:
-        if not p.startswith("/"):
-            raise s.error("paths", f"{p!r} is not an absolute HDFS path")
-    preserve = s.strings("preserve", PRESERVABLE)
-    for p in preserve:
-        if p not in PRESERVABLE:
-            raise s.error("preserve", f"{p!r} is not one of {', '.join(PRESERVABLE)}")
-    part_mb = _bounded(s, "part_size_mb", 8, _MIN_PART_MB, _MAX_PART_MB)
-    threshold_mb = _bounded(s, "multipart_threshold_mb", 8, 0, _MAX_PART_MB)
-    buffer_mb = _bounded(s, "buffer_mb", 256, 1, 1024 * 1024)
+    return bucket, prefix + "/" if prefix else ""
+
+
+def _kms_key_arn(value: str) -> str:
+    if not _KMS_KEY_ARN.fullmatch(value):
+        raise ValueError("must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got "
+                         f"{value!r}")
+    return value
+
+
+def _sync(v: Values) -> SyncSettings:
+    part_mb, threshold_mb, buffer_mb = (v["part_size_mb"], v["multipart_threshold_mb"],
+                                        v["buffer_mb"])
     if buffer_mb < max(part_mb, threshold_mb):
         # One part, or one file below the threshold (a single PutObject), is held whole.
-        raise s.error("buffer_mb", f"must be at least part_size_mb ({part_mb}) and "
+        raise v.error("buffer_mb", f"must be at least part_size_mb ({part_mb}) and "
                       f"multipart_threshold_mb ({threshold_mb}), got {buffer_mb}")
-    kms_key_id = s.get("kms_key_id", str, None)
-    if kms_key_id is not None and not _KMS_KEY_ARN.fullmatch(kms_key_id):
-        raise s.error("kms_key_id", "must be a KMS key ARN (arn:aws:kms:<region>:<account>:"
-                      f"key/<id>), got {kms_key_id!r}")
+    bucket, prefix = v["destination"]
+    given = v.read(FILTER)
     return SyncSettings(
-        bucket=bucket, prefix=prefix + "/" if prefix else "", table=table, paths=paths,
+        bucket=bucket, prefix=prefix, table=v["table"],
+        paths=v["paths"] if v["paths"] is not None else given.cover_dirs or ("/",),
         # An upload's temporary file is never copied (it may be partial, and its final name
         # follows), while the agent itself must ship its events: added to [filter]'s here.
-        ignore_patterns=s.strings("ignore_patterns", tuple(dict.fromkeys(
-            (*config.filter.ignore_patterns, UPLOAD_IN_PROGRESS)))),
-        preserve=preserve, workers=_bounded(s, "workers", 4, 1, 64), part_size=part_mb * MIB,
-        multipart_threshold=threshold_mb * MIB,
-        bandwidth_bytes_s=_bounded(s, "bandwidth_mb_s", 0, 0, 100_000) * MIB,
-        buffer_bytes=buffer_mb * MIB,
-        long_copy_bytes=_bounded(s, "long_copy_mb", 64, 0, 5 * 1024 * 1024) * MIB,
-        window_ms=_bounded(s, "window_ms", 1000, 0, 600_000),
-        max_window_events=_bounded(s, "max_window_events", 10_000, 1, 1_000_000),
-        max_attempts=_bounded(s, "max_attempts", 5, 1, 20),
-        alert_topic_arn=_arn(s, "alert_topic_arn"), kms_key_id=kms_key_id)
+        ignore_patterns=v["ignore_patterns"] if v["ignore_patterns"] is not None else tuple(
+            dict.fromkeys((*given.ignore_patterns, UPLOAD_IN_PROGRESS))),
+        preserve=v["preserve"], workers=v["workers"], part_size=part_mb * MIB,
+        multipart_threshold=threshold_mb * MIB, bandwidth_bytes_s=v["bandwidth_mb_s"] * MIB,
+        buffer_bytes=buffer_mb * MIB, long_copy_bytes=v["long_copy_mb"] * MIB,
+        window_ms=v["window_ms"], max_window_events=v["max_window_events"],
+        max_attempts=v["max_attempts"], alert_topic_arn=v["alert_topic_arn"],
+        kms_key_id=v["kms_key_id"])
 
 
-def check_sync_config(config: AgentConfig) -> SyncSettings:
-    """load_sync_settings, or a ConfigError naming the file when [sync] is absent."""
-    if not config.section("sync"):
-        raise ConfigError(f"{config.path.name}: [sync]: required for `sync` "
-                          "(destination and table at least)")
-    return load_sync_settings(config)
+SYNC = Section("sync", {
+    "destination": Key(str, required="s3://bucket/prefix", parse=_destination),
+    "table": Key(str, required="the sync state table the CDK app creates"),
+    "paths": Key(list, parse=hdfs_path),  # default: [filter] cover_dirs, else "/"
+    "ignore_patterns": Key(list),  # default: [filter] ignore_patterns + UPLOAD_IN_PROGRESS
+    "preserve": Key(list, PRESERVABLE, one_of=PRESERVABLE),
+    "workers": Key(int, 4, low=1, high=64),
+    "part_size_mb": Key(int, 8, low=_MIN_PART_MB, high=_MAX_PART_MB),
+    "multipart_threshold_mb": Key(int, 8, low=0, high=_MAX_PART_MB),
+    "bandwidth_mb_s": Key(int, 0, low=0, high=100_000),
+    "buffer_mb": Key(int, 256, low=1, high=1024 * 1024),
+    "long_copy_mb": Key(int, 64, low=0, high=5 * 1024 * 1024),
+    "window_ms": Key(int, 1000, low=0, high=600_000),
+    "max_window_events": Key(int, 10_000, low=1, high=1_000_000),
+    "max_attempts": Key(int, 5, low=1, high=20),
+    "alert_topic_arn": Key(str, parse=sns_topic_arn),
+    "kms_key_id": Key(str, parse=_kms_key_arn),
+}, build=_sync, absent="required for `sync` (destination and table at least)")

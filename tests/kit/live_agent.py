@@ -10,12 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from onprem_agent.checkpoint import DynamoCheckpointStore
+from onprem_agent.config import load_config
 
 AGENT = Path(sys.executable).parent / "hdfs-events-agent"
 
@@ -73,12 +73,13 @@ class AgentProcess:
         return cls(config, log, process)
 
     def checkpoint(self) -> int | None:
-        doc = tomllib.loads(self.config.read_text(encoding="utf-8"))
-        if doc["checkpoint"].get("store") == "dynamodb":
-            return DynamoCheckpointStore(doc["checkpoint"]["table"], doc["cluster"]).load()
-        path = self.config.parent / "checkpoint.json"
+        config = load_config(self.config)
+        if config.checkpoint.store == "dynamodb":
+            assert config.checkpoint.table is not None
+            return DynamoCheckpointStore(config.checkpoint.table, config.cluster).load()
+        assert config.checkpoint.path is not None
         try:
-            return int(json.loads(path.read_text())["txid"])
+            return int(json.loads(config.checkpoint.path.read_text())["txid"])
         except (FileNotFoundError, ValueError, KeyError):
             return None
 

@@ -22,8 +22,9 @@ import boto3
 import pytest
 
 from hdfs_events import names
-from onprem_agent.config import ConfigError, load_config
-from onprem_agent.image_fetch import LakeImages, load_fsimage_settings, ship_image
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import load_config
+from onprem_agent.image_fetch import FSIMAGE, LakeImages, ship_image
 from onprem_agent.sync.replica import crc_int
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.jars import LIB
@@ -168,7 +169,7 @@ def test_a_bad_fsimage_section_is_named_with_its_rule(tmp_path: Path) -> None:
         path = tmp_path / "agent.toml"
         path.write_text(f'cluster = "{CLUSTER}"\n[sqs]\nqueue_url = "https://q/x.fifo"\n'
                         f'[checkpoint]\npath = "c.json"\n{text}', encoding="utf-8")
-        return load_fsimage_settings(load_config(path))
+        return load_config(path).read(FSIMAGE)
 
     for text, message in (
             ("", "agent.toml: [fsimage]: required for `fetch-image` (bucket at least)"),

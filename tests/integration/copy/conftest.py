@@ -21,10 +21,11 @@ import boto3
 import pytest
 
 from hdfs_events import names
+from onprem_agent.config import load_config
 from onprem_agent.copy_worker.distcp import DistcpRunner
 from onprem_agent.copy_worker.listing import HadoopShellLister
 from onprem_agent.copy_worker.outcome import OutcomePublisher
-from onprem_agent.copy_worker.settings import CopySettings, load_copy_settings
+from onprem_agent.copy_worker.settings import COPY, CopySettings
 from onprem_agent.copy_worker.transfers import TransfersTable
 from onprem_agent.copy_worker.worker import CopyWorker
 from tests.kit.hadoop.cluster import HdfsCluster
@@ -140,7 +141,7 @@ class CopyWorld:
         return path
 
     def settings(self, **overrides: Any) -> CopySettings:
-        return load_copy_settings(self.config(**overrides))
+        return load_config(self.config(**overrides)).read(COPY)
 
     def worker(self, settings: CopySettings) -> CopyWorker:
         return CopyWorker(

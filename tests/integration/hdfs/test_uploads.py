@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tomllib
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from glue_jobs.rollups import (
 from glue_jobs.schema import curated_schema
 from hdfs_events import names
 from hdfs_events.event import EventType
+from onprem_agent.config import load_config
 from tests.integration.hdfs.conftest import (
     CLUSTER,
     INDEX_TABLE,
@@ -89,10 +89,10 @@ def write_local(directory: Path, names_sizes: dict[str, bytes]) -> list[Path]:
 
 def example_filter() -> str:
     """The [filter] section of the shipped example config, as it is."""
-    section = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))["filter"]
+    section = load_config(EXAMPLE).filter
     # JSON arrays of strings are TOML arrays of basic strings.
-    return (f"[filter]\ncover_dirs = {json.dumps(section['cover_dirs'])}\n"
-            f"ignore_patterns = {json.dumps(section['ignore_patterns'])}\n")
+    return (f"[filter]\ncover_dirs = {json.dumps(list(section.cover_dirs))}\n"
+            f"ignore_patterns = {json.dumps(list(section.ignore_patterns))}\n")
 
 
 @dataclass

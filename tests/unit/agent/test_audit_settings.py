@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from onprem_agent.audit.settings import load_audit_settings
-from onprem_agent.config import ConfigError, parse_config
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.audit.settings import AUDIT
+from onprem_agent.config import parse_config
 
 DEPLOY = Path(__file__).resolve().parents[3] / "onprem_agent" / "deploy"
 # What a service does and when it ends; every other [Service] line is the agent's sandbox.
@@ -22,7 +23,7 @@ BASE = {"cluster": "prod", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws
 def settings(**audit: Any) -> Any:
     doc = {**BASE, "audit": {"log_dir": "/var/log/hadoop/hdfs", "bucket": "lake",
                              "state_file": "audit.json", **audit}}
-    return load_audit_settings(parse_config(doc, Path("/etc/hdfs-events/agent.toml")))
+    return parse_config(doc, Path("/etc/hdfs-events/agent.toml")).read(AUDIT)
 
 
 def test_defaults_and_paths_relative_to_the_config_file() -> None:
@@ -50,12 +51,12 @@ def test_a_bad_value_is_refused_naming_the_key(audit: dict[str, Any], message: s
     for key in (k for k, v in audit.items() if v is None):
         del doc["audit"][key]
     with pytest.raises(ConfigError, match=message):
-        load_audit_settings(parse_config(doc, Path("agent.toml")))
+        parse_config(doc, Path("agent.toml")).read(AUDIT)
 
 
 def test_without_the_section_audit_run_says_what_it_needs() -> None:
     with pytest.raises(ConfigError, match=r"\[audit\]: required for `audit run`"):
-        load_audit_settings(parse_config(BASE, Path("agent.toml")))
+        parse_config(BASE, Path("agent.toml")).read(AUDIT)
 
 
 def service_lines(name: str) -> list[tuple[str, str]]:

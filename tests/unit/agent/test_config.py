@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from onprem_agent.config import ConfigError, load_config
+from onprem_agent import config as config_module
+from onprem_agent import image_fetch
+from onprem_agent.agent_toml import ConfigError, Section
+from onprem_agent.audit import settings as audit
+from onprem_agent.config import SECTIONS, load_config
+from onprem_agent.copy_worker import settings as copy
+from onprem_agent.live import settings as live
+from onprem_agent.live.settings import HDFS, INOTIFY
+from onprem_agent.sync import settings as sync
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "onprem_agent" / "examples" / "agent.toml"
 QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/events.fifo"
@@ -45,7 +53,7 @@ def test_minimal_config_takes_code_defaults_and_no_filters(tmp_path: Path) -> No
     assert config.filter.cover_dirs == () and config.filter.ignore_patterns == ()
     assert config.sending.retry_mode == "adaptive"
     assert config.checkpoint.path == tmp_path / "state" / "cp.json"
-    assert config.section("hdfs") == {}
+    assert config.read(HDFS).max_heap == "512m"  # an absent section: its declared defaults
 
 
 def test_overrides_replace_file_values(tmp_path: Path) -> None:
@@ -117,11 +125,18 @@ def test_endpoint_and_region_keys_are_refused(tmp_path: Path) -> None:
         load_config(write(tmp_path, 'region = "eu-west-1"\n' + MINIMAL))
 
 
-def test_other_components_sections_are_handed_out_raw(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, MINIMAL + '[inotify]\npoll_ms = 5\nweird = "ok"\n'))
-    assert dict(config.section("inotify")) == {"poll_ms": 5, "weird": "ok"}
-    with pytest.raises(KeyError):
-        config.section("packing")
+def test_another_components_section_is_checked_when_its_command_reads_it(
+        tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, MINIMAL + '[inotify]\npoll_ms = 5\n'))
+    with pytest.raises(ConfigError, match=r"^agent\.toml: \[inotify\] poll_ms: unknown key; "
+                                          r"known: poll_timeout_ms, "):
+        config.read(INOTIFY)
+
+
+def test_every_section_the_file_may_hold_is_declared() -> None:
+    declared = {section.name for module in (config_module, live, sync, audit, copy, image_fetch)
+                for section in vars(module).values() if isinstance(section, Section)}
+    assert declared == {"", *SECTIONS}
 
 
 def test_bad_toml_and_missing_file_name_the_file(tmp_path: Path) -> None:

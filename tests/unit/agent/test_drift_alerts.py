@@ -182,7 +182,7 @@ def test_without_a_queue_verify_sends_no_alerts_and_the_cap_is_1000() -> None:
     ({"alert_max_paths": 2_000_000}, "[verify] alert_max_paths: must be <= 1000000"),
 ])
 def test_drift_alert_mistakes_name_the_key(verify: dict[str, Any], message: str) -> None:
-    from onprem_agent.config import ConfigError
+    from onprem_agent.agent_toml import ConfigError
 
     with pytest.raises(ConfigError) as info:
         live_settings(**verify)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hdfs_events.copy_request import make_request
+from onprem_agent.config import parse_config
 from onprem_agent.copy_worker.allowlist import check_allowed
 from onprem_agent.copy_worker.failures import Rejected
-from onprem_agent.copy_worker.settings import parse_copy_settings
+from onprem_agent.copy_worker.settings import COPY
 
-SETTINGS = parse_copy_settings({
+SETTINGS = parse_config({"cluster": "prod-nn1", "sqs": {"queue_url": "https://sqs.x/1/q.fifo"},
+                         "checkpoint": {"path": "cp.json"}, "copy": {
     "queue_url": "q", "transfers_table": "t",
     "allowed_sources": ["s3://lake-exports/exports/", "s3://whole-bucket"],
     "allowed_destinations": ["/data/imports/", "/user/etl/in"],
     "notify_topic_arn": "arn:aws:sns:eu-west-1:123456789012:ops",
     "allowed_notify_topics": ["arn:aws:sns:eu-west-1:123456789012:team"],
-    "max_objects": 3, "max_bytes": 100}, "agent.toml", cluster="prod-nn1")
+    "max_objects": 3, "max_bytes": 100}}, Path("agent.toml")).read(COPY)
 
 
 def request(source: str = "s3://lake-exports/exports/a/", destination: str = "/data/imports/a",

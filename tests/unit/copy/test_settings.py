@@ -6,21 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from onprem_agent.copy_worker.settings import (
-    SettingsError,
-    load_copy_settings,
-    parse_copy_settings,
-)
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import load_config, parse_config
+from onprem_agent.copy_worker.settings import COPY
 
 BASE = {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/copy.fifo",
         "transfers_table": "transfers", "allowed_sources": ["s3://lake-exports/exports/"],
         "allowed_destinations": ["/data/imports/"]}
+CONFIG = {"cluster": "prod-nn1", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+          "checkpoint": {"path": "cp.json"}}
 
 
 def parse(**changes: object):  # type: ignore[no-untyped-def]
     table = {**BASE, **changes}
-    return parse_copy_settings({k: v for k, v in table.items() if v is not None}, "agent.toml",
-                               cluster="prod-nn1")
+    return parse_config({**CONFIG, "copy": {k: v for k, v in table.items() if v is not None}},
+                        Path("/etc/hdfs-events/agent.toml")).read(COPY)
 
 
 def test_minimal_section_gets_safe_defaults() -> None:
@@ -56,7 +56,7 @@ def test_minimal_section_gets_safe_defaults() -> None:
     ({"queue": "typo"}, "queue"),
 ])
 def test_bad_setting_is_named_with_the_file(changes: dict, key: str) -> None:
-    with pytest.raises(SettingsError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse(**changes)
     assert str(caught.value).startswith(f"agent.toml: [copy] {key}:"), str(caught.value)
 
@@ -65,7 +65,7 @@ def test_load_reads_the_copy_section_of_the_agent_config(tmp_path: Path) -> None
     path = tmp_path / "agent.toml"
     path.write_text(Path(__file__).parents[3].joinpath(
         "onprem_agent", "examples", "copy-worker.toml").read_text())
-    settings = load_copy_settings(path)
+    settings = load_config(path).read(COPY)
     assert settings.cluster == "prod-nn1"
     assert settings.max_concurrent == 2
     assert settings.allowed_destinations == ("/data/imports",)
@@ -75,10 +75,10 @@ def test_load_without_copy_section_says_so(tmp_path: Path) -> None:
     path = tmp_path / "agent.toml"
     path.write_text('cluster = "c1"\n[sqs]\nqueue_url = "https://sqs.x/1/q.fifo"\n'
                     '[checkpoint]\npath = "cp.json"\n')
-    with pytest.raises(SettingsError, match=r"no \[copy\] section"):
-        load_copy_settings(path)
+    with pytest.raises(ConfigError, match=r"no \[copy\] section"):
+        load_config(path).read(COPY)
 
 
 def test_load_of_a_missing_file_names_it(tmp_path: Path) -> None:
-    with pytest.raises(SettingsError, match=r"nope\.toml"):
-        load_copy_settings(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match=r"nope\.toml"):
+        load_config(tmp_path / "nope.toml")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from onprem_agent.config import ConfigError, parse_config
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import parse_config
 from onprem_agent.live.settings import load_live_settings
 
 BASE = {"cluster": "prod", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},

@@ -14,12 +14,13 @@ import crc32c
 import pytest
 
 from hdfs_events.event import INodeType
-from onprem_agent.config import ConfigError, parse_config
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import parse_config
 from onprem_agent.live.snapshot import NamespaceEntry
 from onprem_agent.sync.encryption import in_zone, read_problem
 from onprem_agent.sync.hdfs_files import FileChecksum
 from onprem_agent.sync.replica import ChecksumMismatch, S3Replica, Throttle, crc_b64
-from onprem_agent.sync.settings import SyncSettings, check_sync_config
+from onprem_agent.sync.settings import SYNC, SyncSettings
 
 KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 SETTINGS = SyncSettings(bucket="replica", prefix="m/", table="sync", paths=("/z",),
@@ -123,6 +124,6 @@ def test_kms_key_id_must_be_a_key_arn(value):
             "sync": {"destination": "s3://r/p", "table": "t", "kms_key_id": value}}
     with pytest.raises(ConfigError, match=r"^agent\.toml: \[sync\] kms_key_id: must be a KMS "
                                           r"key ARN"):
-        check_sync_config(parse_config(base, Path("/etc/agent.toml")))
+        parse_config(base, Path("/etc/agent.toml")).read(SYNC)
     base["sync"]["kms_key_id"] = KEY_ARN
-    assert check_sync_config(parse_config(base, Path("agent.toml"))).kms_key_id == KEY_ARN
+    assert parse_config(base, Path("agent.toml")).read(SYNC).kms_key_id == KEY_ARN

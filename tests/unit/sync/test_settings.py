@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from onprem_agent.config import ConfigError, parse_config
-from onprem_agent.sync.settings import check_sync_config
+from onprem_agent.agent_toml import ConfigError
+from onprem_agent.config import parse_config
+from onprem_agent.sync.settings import SYNC
 
 BASE = {"cluster": "prod", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
         "checkpoint": {"store": "dynamodb", "table": "state"},
@@ -15,8 +16,7 @@ BASE = {"cluster": "prod", "sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws
 
 
 def settings(**sync):
-    return check_sync_config(parse_config(BASE | {"sync": sync},
-                                          Path("/etc/hdfs-events/agent.toml")))
+    return parse_config(BASE | {"sync": sync}, Path("/etc/hdfs-events/agent.toml")).read(SYNC)
 
 
 def test_paths_and_patterns_default_to_the_filter_and_the_prefix_ends_with_a_slash():
@@ -51,7 +51,7 @@ def test_mistakes_name_the_file_and_the_key(sync, message):
 
 def test_sync_without_a_section_says_what_it_needs():
     with pytest.raises(ConfigError, match=r"agent\.toml: \[sync\]: required for `sync`"):
-        check_sync_config(parse_config(BASE, Path("agent.toml")))
+        parse_config(BASE, Path("agent.toml")).read(SYNC)
 
 
 def _re(text: str) -> str:
