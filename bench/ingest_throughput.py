@@ -6,16 +6,16 @@ against moto server, with the time split by part.
                                      [--ddb-latency-ms 0]
 
 The index is fed in txid order (lambdas/ingest/sequencer.py): a message records its arrival,
-the manifest closes its txid range, and the drain at the end of the invocation applies the
-range. So every invocation carries the manifest the agent would send for its messages: the
+the manifest closes its txid range, and applying ranges at the end of the invocation applies
+the range. So every invocation carries the manifest the agent would send for its messages: the
 range (end of the previous invocation's range, last txid of its messages], naming them
 (hdfs_events.manifest.manifests_for). Messages end at a txid's end, so a range never waits for
 a message of the next invocation; every message of a range is processed by the same
-invocation, so the drain reads its events from memory, not from the lake.
+invocation, so applying it reads its events from memory, not from the lake.
 
 Parts timed inside the real handler (powertools batch processor included): decode (envelope
 decode + checks), logging (powertools Logger lines, to /dev/null), metrics (EMF aggregation and
-flush), S3 (PutObject of the lake objects, GetObject of any the drain reads), DynamoDB (the
+flush), S3 (PutObject of the lake objects, GetObject of any applying ranges reads), DynamoDB (the
 index store's and the sequence store's calls: arrivals, manifests, the position and its
 lease), and the rest (index logic, sequencer, batch processor, key derivation).
 Configurations: index off / on, log mode all and summary. The baseline, measured in the same
@@ -24,7 +24,7 @@ own rate beside its previous design is bench/index_apply.py's (the previous code
 DynamoDB requests are counted on the wire (API calls, retries not counted), per event, split
 into the index's entries and the sequencer's items; round trips are the requests waited for
 one after another. Every index-on run must change the index: the bench counts the entries
-afterwards and fails if a drain did not apply its invocation's events.
+afterwards and fails if applying ranges missed its invocation's events.
 
 Moto server runs in this process and answers in CPU time alone, so requests issued at once
 barely overlap here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
@@ -337,17 +337,17 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         clients.append(sequencer.store.ddb)
         seq_trips = SequencerRoundTrips(sequencer.store)
         sequencer.store = TimedProxy(seq_trips, "dynamodb", timer)
-        sequencer.lake = consumer.lake  # the drain's lake reads count as S3
+        sequencer.lake = consumer.lake  # applying ranges' lake reads count as S3
         requests = DynamoRequests(clients, latency_s)
-    drains: list[dict[str, Any]] = []
+    applied: list[dict[str, Any]] = []
     apply_ranges = consumer.apply_ranges
 
-    def drain_noted(deadline_ms: int) -> dict[str, Any]:
+    def apply_noted(deadline_ms: int) -> dict[str, Any]:
         reports = apply_ranges(deadline_ms)
-        drains.append(reports)
+        applied.append(reports)
         return reports
 
-    consumer.apply_ranges = drain_noted  # type: ignore[method-assign]
+    consumer.apply_ranges = apply_noted  # type: ignore[method-assign]
     decode = consumer_module.decode_envelope  # the contract's checks included
     consumer_module.decode_envelope = timer.wrap("decode", decode)
     rows = []
@@ -361,14 +361,14 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
                 if counter is not None:
                     counter.waits = 0
             events = batch_events(batch)
-            drains.clear()
+            applied.clear()
             start = time.perf_counter()
             with contextlib.redirect_stdout(devnull):
                 response = handler.handler(batch, Context())
             total = time.perf_counter() - start
             assert response == {"batchItemFailures": []}, response
             if sequencer is not None:
-                _check_drain(name, drains, [e for e in events if sequencer.index.relevant(e)])
+                _check_applied(name, applied, [e for e in events if sequencer.index.relevant(e)])
             by_op = requests.take() if requests is not None else {}
             rows.append({"events": len(events), "total_s": total, **dict(timer.spent),
                          "s3_calls": timer.calls["s3"], "ddb_calls": sum(by_op.values()),
@@ -387,16 +387,17 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     return {**summarise(name, rows), "index_entries": entries}
 
 
-def _check_drain(name: str, drains: list[dict[str, Any]], relevant: list[Any]) -> None:
-    """The invocation's drain applied its range: every indexed event of its messages."""
-    reports = drains[-1] if drains else {}
+def _check_applied(name: str, applied: list[dict[str, Any]], relevant: list[Any]) -> None:
+    """The invocation applied its range: every indexed event of its messages."""
+    reports = applied[-1] if applied else {}
     report = reports.get(CLUSTER)
     if report is None:
-        raise AssertionError(f"{name}: the index drain failed (see the handler's log)")
+        raise AssertionError(f"{name}: applying ranges failed (the handler's log line "
+                             "'index apply failed')")
     if report.waiting_for is not None or report.more or report.busy:
-        raise AssertionError(f"{name}: the drain stopped short: {report}")
+        raise AssertionError(f"{name}: applying ranges stopped short: {report}")
     if report.ranges != 1 or report.events != len(relevant):
-        raise AssertionError(f"{name}: the drain applied {report.ranges} range(s), "
+        raise AssertionError(f"{name}: the invocation applied {report.ranges} range(s), "
                              f"{report.events} events; expected 1 and {len(relevant)}")
     last = max(e.txid for e in relevant)
     if report.position is None or report.position.txid is None or report.position.txid < last:

@@ -1,6 +1,6 @@
 """bench.ingest_throughput: invocations carry the agent's manifests, index-on runs really apply the
-events (the sequenced drain and the on-arrival baseline build the same index), DynamoDB calls
-are told apart by what they touch. The real handler against moto in-process."""
+events (ranges applied in sequence and the on-arrival baseline build the same index), DynamoDB
+calls are told apart by what they touch. The real handler against moto in-process."""
 
 from __future__ import annotations
 
@@ -95,19 +95,19 @@ def test_index_on_run_applies_every_range_and_counts_its_requests(bench_env):
                                      log_mode="summary")
     assert sequenced["index_entries"] > 0
     by_op = sequenced["dynamodb_by_op"]
-    # Per invocation: an arrival per message, the manifest, the drain's reads and writes.
+    # Per invocation: an arrival per message, the manifest, applying ranges' reads and writes.
     assert by_op["arrival.PutItem"] == bench.BATCH - 1
     assert by_op["manifest.PutItem"] == 1
     assert by_op["arrival.BatchGetItem"] >= 1 and by_op["index.BatchWriteItem"] > 0
     assert sequenced["dynamodb_sequencer_calls_per_event"] > 0
 
 
-def test_bench_fails_when_a_drain_leaves_the_index_unfed(bench_env):
+def test_bench_fails_when_applying_ranges_leaves_the_index_unfed(bench_env):
     batches = bench.lambda_events(workload(), per_message=10)[:1]
     without_manifests = [{"Records": [r for r in b["Records"]
                                       if not is_manifest(r["messageAttributes"])]}
                          for b in batches]
-    with mock_aws(), pytest.raises(AssertionError, match="drain applied 0 range"):
+    with mock_aws(), pytest.raises(AssertionError, match="invocation applied 0 range"):
         bench.run_config("index on, log summary", without_manifests, index=True,
                          log_mode="summary")
 
