@@ -34,9 +34,10 @@ SHARD_AFTER_WRITES = 100
 
 
 def crowded(children_num: int) -> bool:
-    """A directory whose snapshot record (or image inode) has this many children is sharded
-    from that record on: the consumer at its SNAPSHOT record, glue_jobs/image_index.py from the
-    image's count, so both write the same items."""
+    """Whether a directory of `children_num` children is sharded from its own snapshot record
+    on: the consumer applies it at a directory's SNAPSHOT record, glue_jobs/image_index.py
+    (`hot_directories`) the same comparison in Spark to the image's counts, so both write the
+    same items."""
     return children_num > SHARD_AFTER_WRITES
 
 
