@@ -100,7 +100,7 @@ class Pipeline:
         self._acks: deque[PackedMessage] = deque()
         self._events_read = self._events_filtered = self._events_sent = 0
         self._messages = self._batches = self._manifests_acked = 0
-        self._last_txid: int | None = None  # the newest txid with events
+        self._piece_txid: int | None = None  # the last snapshot piece's txid (progress)
         self._gap_txid: int | None = None  # the last GAP record's txid (see the module doc)
         self._started = clock()
         self._background_error: BaseException | None = None
@@ -162,7 +162,7 @@ class Pipeline:
         floor = self.resume_after
         # The txid of a snapshot whose next piece is still to come.
         open_piece: int | None = None
-        empty = 0  # batches without events, counted here and added to _batches at the end
+        taken = 0  # batches, counted here and added to _batches at the end
         try:
             for batch in batches:
                 if stopped():
@@ -178,7 +178,7 @@ class Pipeline:
                         # and the flusher reads a consistent T before or after this write
                         # (CheckpointTracker; one writer, this thread).
                         tracker.finished = floor = txid
-                        empty += 1
+                        taken += 1
                         continue
                 floor = txid
                 if self._background_error is not None:
@@ -193,20 +193,20 @@ class Pipeline:
                         if sealed:  # one event in hundreds seals one
                             send(sealed)
                     if batch.more:
-                        open_piece = txid
+                        open_piece = self._piece_txid = txid
                     else:
                         open_piece = None
                         tracker.finished = txid
                     if acks:
                         self._apply_acks()
+                taken += 1
                 # Counters of this thread alone: the flusher's progress line reads them.
                 self._events_read += len(events)
-                self._events_filtered += len(events) - len(kept)
-                self._batches += 1
-                self._last_txid = txid
+                if len(kept) != len(events):
+                    self._events_filtered += len(events) - len(kept)
         finally:
             with lock:
-                self._batches += empty
+                self._batches += taken
 
     def _flush(self, wait: _ShutdownWait) -> bool:
         with self._lock:
@@ -328,7 +328,7 @@ class Pipeline:
             return ProgressSnapshot(
                 events_read=self._events_read, events_filtered=self._events_filtered,
                 events_sent=self._events_sent, messages=self._messages,
-                last_txid=_newest(self._last_txid, self._tracker.finished),
+                last_txid=_newest(self._piece_txid, self._tracker.finished),
                 checkpoint_txid=self._saved,
                 elapsed_s=self._clock() - self._started, manifests=self._manifests_acked)
 
