@@ -203,7 +203,7 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
             load_json = work / "load.json"
             parts = {"NameNode": [hdfs.pid], "agent": [agent.process.pid],
                      "moto server SQS": [sqs_pid], "DynamoDB double": [double_pid],
-                     "consumers": [c.pid for c in consumers]}
+                     **{f"consumer {i}": [c.pid] for i, c in enumerate(consumers)}}
             cpu = CpuMeter(parts)
             drive = subprocess.run(
                 [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
@@ -317,10 +317,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{GOAL_P99_MS} ms)")
     cpu = r["cpu_s_during_the_drive"]
     parts = {k: v for k, v in cpu.items() if k not in ("wall_s", "cores")}
+    each = [v for k, v in parts.items() if k.startswith("consumer ")]
+    shown = {k: v for k, v in parts.items() if not k.startswith("consumer ")}
     print(f"CPU during the drive ({cpu['wall_s']:.0f} s, {cpu['cores']} cores = "
           f"{cpu['wall_s'] * cpu['cores']:.0f} core-s): "
-          + ", ".join(f"{CPU_PARTS.get(k, k)} {v / cpu['wall_s']:.0%}" for k, v in parts.items())
-          + f" of a core; all {sum(parts.values()) / cpu['wall_s']:.0%}")
+          + ", ".join(f"{CPU_PARTS.get(k, k)} {v / cpu['wall_s']:.0%}" for k, v in shown.items())
+          + f", consumers {sum(each) / cpu['wall_s']:.0%} (the busiest "
+          f"{max(each) / cpu['wall_s']:.0%}) of a core; all {sum(parts.values()) / cpu['wall_s']:.0%}")
     c = r["consumer"]
     by_service: Counter[str] = Counter()
     for operation, seconds in c["call_s"].items():
