@@ -39,7 +39,7 @@ from glue_jobs.index_item_json import parent_of, put_request_json
 from glue_jobs.runtime import AWS_RETRIES
 from glue_jobs.wire_batch_write import BatchWriteCalls, WireBody
 from hdfs_events import names
-from hdfs_events.sequencer_position import (
+from hdfs_events.sequencer_items import (
     POSITION_INDEX,
     POSITION_TXID,
     TXID_DONE,

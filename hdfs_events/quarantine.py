@@ -49,10 +49,16 @@ class RedriveRequestError(ValueError):
     """A redrive request that is not one; the message names the field."""
 
 
+def ingest_day_prefix(dt: str) -> str:
+    """The quarantine/ingest/ records of one day (YYYY-MM-DD); listing from it skips the days
+    before (S3 lists keys in order)."""
+    return f"{INGEST_PREFIX}dt={dt}/"
+
+
 def ingest_key(message_id: str, when_ms: int) -> str:
     dt = datetime.fromtimestamp(when_ms / 1000, tz=UTC).strftime("%Y-%m-%d")
     name = _UNSAFE_KEY_CHARS.sub("_", message_id) or "unknown"
-    return f"{INGEST_PREFIX}dt={dt}/{name}.json"
+    return f"{ingest_day_prefix(dt)}{name}.json"
 
 
 def key_date(key: str) -> str | None:

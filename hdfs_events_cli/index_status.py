@@ -1,7 +1,7 @@
 """Where the namespace index stands: how far the consumer applied the cluster's txids, whether a
 walk or an invocation applying ranges is under way, and what the next txid range still waits for.
 
-Read-only, from the consumer's sequencer items in the index table (hdfs_events.names), for the
+Read-only, from the consumer's sequencer items in the index table (hdfs_events.sequencer_items), for the
 runbook of the index-stalled alarm: `hdfs-events index status --cluster prod`.
 """
 
@@ -12,12 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events import names
-from hdfs_events.manifest import ManifestError, decode_manifest
-from hdfs_events.sequencer_position import (
+from hdfs_events.manifest import ManifestError
+from hdfs_events.sequencer_items import (
+    LEASE_UNTIL_MS,
     POSITION_INDEX,
     POSITION_TXID,
+    POSITION_WALK,
     TXID_DONE,
+    arrival_dedup_id,
+    arrival_key,
+    manifests_ending_from,
     position_key,
+    stored_manifest,
 )
 
 _LOOKAHEAD = 20
@@ -49,19 +55,19 @@ def read_status(client: Any, table: str, cluster: str) -> IndexStatus:
                                Key=position_key(cluster)).get("Item", {})
     txid = int(position[POSITION_TXID]["N"]) if POSITION_TXID in position else None
     index = int(position[POSITION_INDEX]["N"]) if POSITION_INDEX in position else None
-    walk = json.loads(position["walk"]["S"]) if "walk" in position else None
-    lease = int(position["lease_until_ms"]["N"]) if "lease_until_ms" in position else None
+    walk = json.loads(position[POSITION_WALK]["S"]) if POSITION_WALK in position else None
+    lease = int(position[LEASE_UNTIL_MS]["N"]) if LEASE_UNTIL_MS in position else None
     want = None if txid is None else (txid + 1 if index == TXID_DONE else txid)
     items = client.query(
         TableName=table, ConsistentRead=True, Limit=_LOOKAHEAD,
         KeyConditionExpression="#pk = :pk AND #sk >= :from",
         ExpressionAttributeNames={"#pk": names.INDEX_PK, "#sk": names.INDEX_SK},
         ExpressionAttributeValues={":pk": {"S": names.manifests_partition(cluster)},
-                                   ":from": {"S": f"{want or 0:020d}"}})["Items"]
+                                   ":from": manifests_ending_from(want or 0)})["Items"]
     parts = []
     for item in items:
         try:
-            parts.append((decode_manifest(item["manifest"]["S"]), int(item["received_ms"]["N"])))
+            parts.append(stored_manifest(item))
         except ManifestError:
             continue  # never stored by the consumer, which decodes before storing
     covering = [(m, r) for m, r in parts if want is None or m.covers(want)]
@@ -84,20 +90,16 @@ def read_status(client: Any, table: str, cluster: str) -> IndexStatus:
 def _arrived(client: Any, table: str, cluster: str, ids: list[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(ids), 100):  # BatchGetItem takes 100 keys
-        keys = [_key(names.arrival_partition(cluster, i)) for i in ids[start:start + 100]]
+        keys = [arrival_key(cluster, i) for i in ids[start:start + 100]]
         request = {table: {"Keys": keys, "ConsistentRead": True,
                            "ProjectionExpression": "#pk", "ExpressionAttributeNames": {
                                "#pk": names.INDEX_PK}}}
         while request:
             response = client.batch_get_item(RequestItems=request)
-            found |= {item[names.INDEX_PK]["S"].split("#", 1)[1]
+            found |= {arrival_dedup_id(item)
                       for item in response.get("Responses", {}).get(table, [])}
             request = response.get("UnprocessedKeys") or {}
     return found
-
-
-def _key(partition: str) -> dict[str, dict[str, str]]:
-    return {names.INDEX_PK: {"S": partition}, names.INDEX_SK: {"S": names.SEQUENCER_SK}}
 
 
 def _walk(op: dict[str, Any] | None) -> dict[str, Any] | None:

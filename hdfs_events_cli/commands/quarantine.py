@@ -30,6 +30,7 @@ from hdfs_events.quarantine import (
     MAX_REDRIVE_KEYS,
     RedriveRequestError,
     RedriveResult,
+    ingest_day_prefix,
     key_date,
     record_cluster,
     redrive_request,
@@ -91,7 +92,8 @@ class Selection:
 def selected_records(s3: Any, bucket: str, selection: Selection
                      ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, record) of each quarantine record the selection wants, oldest day first."""
-    start = {"StartAfter": f"{INGEST_PREFIX}dt={selection.since}"} if selection.since else {}
+    # StartAfter a day's own prefix: its records sort after it, the days before ahead of it.
+    start = {"StartAfter": ingest_day_prefix(selection.since)} if selection.since else {}
     for page in s3.get_paginator("list_objects_v2").paginate(
             Bucket=bucket, Prefix=INGEST_PREFIX, **start):
         for obj in page.get("Contents", []):

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from glue_jobs.image_index import IndexRefused, check_first_start, join_stream
-from hdfs_events.sequencer_position import applied_through
+from hdfs_events.sequencer_items import applied_through
 from hdfs_events_cli.index_status import read_status
 from tests.kit.index_table import create_index_table
 
