@@ -83,7 +83,7 @@ from bench import REPO
 from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
 from bench.inventory_scale import fit
 from demo.chain import local_aws
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from hdfs_events.dynamodb_json import from_wire
 from hdfs_events.index_item import plain, wire_keys
 from tests.kit.glue_runs import LocalGlueRuns
@@ -262,7 +262,7 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float,
     txid = agent.checkpoint()
     assert txid is not None
     marker = json.loads(boto3.client("s3").get_object(
-        Bucket=BUCKET, Key=names.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
+        Bucket=BUCKET, Key=lake_layout.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
     if latency_ms is not None:
         ddb = boto3.client("dynamodb")
         if any("Item" in ddb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)

@@ -24,8 +24,13 @@ from glue_jobs.curated_io import location_key
 from glue_jobs.layout import ATTRIBUTION_LOCAL_CATALOG_KEY, AUDIT_LOCAL_CATALOG_KEY, LOCAL_CATALOG_KEY
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELD_SET, FIELDS, HdfsEvent
-from hdfs_events.lake_layout import ATTRIBUTION_TABLE, AUDIT_TABLE
-from hdfs_events.names import CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
+from hdfs_events.lake_layout import (
+    ATTRIBUTION_TABLE,
+    AUDIT_TABLE,
+    CURATED_PREFIX,
+    QUARANTINE_PREFIX,
+    RAW_PREFIX,
+)
 
 # What a broken or hostile producer might put on the queue: each must be quarantined with its
 # reason, and none may block its message group.

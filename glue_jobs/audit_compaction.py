@@ -36,8 +36,7 @@ from glue_jobs.catalog import PartitionCatalog, PartitionKey
 from glue_jobs.curated_io import remove_superseded_runs
 from glue_jobs.layout import QUARANTINE_AUDIT_PREFIX
 from glue_jobs.storage import LakeStore
-from hdfs_events.lake_layout import AUDIT_PREFIX, new_run_id, raw_key_in_path, run_prefix
-from hdfs_events.names import AUDIT_RAW_PREFIX
+from hdfs_events.lake_layout import AUDIT_PREFIX, AUDIT_RAW_PREFIX, new_run_id, raw_key_in_path, run_prefix
 
 # The text source's line plus the raw layout's partition directories, all strings (Spark would
 # infer dt as a date and hour as an int otherwise).

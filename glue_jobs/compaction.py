@@ -26,8 +26,7 @@ from pyspark.sql import types as T
 from glue_jobs.contract_sql import contract_holds, parse_canonical_line
 from glue_jobs.schema import ADDED_FIELDS, CORRUPT_RECORD, KEY_COLUMNS, RAW_LINE_SCHEMA
 from hdfs_events.event import FIELDS
-from hdfs_events.lake_layout import raw_key_in_path
-from hdfs_events.names import RAW_PREFIX
+from hdfs_events.lake_layout import RAW_PREFIX, raw_key_in_path
 from hdfs_events.validation import line_problem
 
 PartitionKey = tuple[str, str]

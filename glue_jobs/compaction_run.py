@@ -36,8 +36,7 @@ from glue_jobs.curated_io import (
 from glue_jobs.layout import QUARANTINE_GLUE_PREFIX
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELDS
-from hdfs_events.lake_layout import EVENTS_PREFIX, new_run_id, run_prefix
-from hdfs_events.names import RAW_PREFIX
+from hdfs_events.lake_layout import EVENTS_PREFIX, RAW_PREFIX, new_run_id, run_prefix
 
 # The text source's line plus the raw layout's partition directories, all strings (Spark would
 # infer dt as a date and hour as an int otherwise).

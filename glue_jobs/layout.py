@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from hdfs_events.lake_layout import (
     ATTRIBUTION_TABLE,
+    AUDIT_RAW_PREFIX,
     AUDIT_TABLE,
+    CURATED_PREFIX,
     EVENTS_TABLE,
     INVENTORY_TABLE,
+    QUARANTINE_PREFIX,
+    RAW_PREFIX,
     partition_path,
 )
-from hdfs_events.names import AUDIT_RAW_PREFIX, CURATED_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX
 
 _STATE = f"{CURATED_PREFIX}_state/"
 STATE_PREFIX = f"{_STATE}compact_events/{RAW_PREFIX}"

@@ -37,8 +37,7 @@ from glue_jobs.inventory_run import InventorySettings, take_inventory
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
 from glue_jobs.runtime import Arg, job_session, resolve_args
 from glue_jobs.storage import LakeStore, store_for
-from hdfs_events.lake_layout import INVENTORY_TABLE
-from hdfs_events.names import fsimage_indexed_key
+from hdfs_events.lake_layout import INVENTORY_TABLE, fsimage_indexed_key
 
 JOB_NAME = "namespace_inventory"
 SPEC = (

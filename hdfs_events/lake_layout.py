@@ -25,12 +25,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from hdfs_events.inventory_schema import INVENTORY_TABLE
-from hdfs_events.names import (
-    AUDIT_RAW_PREFIX,
-    CURATED_PREFIX,
-    FSIMAGE_PREFIX,
-    RAW_PREFIX,
-)
+
+RAW_PREFIX = "raw/"
+CURATED_PREFIX = "curated/"
+QUARANTINE_PREFIX = "quarantine/"
+SCRIPTS_PREFIX = "scripts/"
+# The NameNode's audit log (hdfs_events/audit.py), written by the agent's `audit run`. A prefix
+# of its own, not under raw/: the event compaction lists raw/ whole every run, and audit objects
+# outnumber event objects by the reads and denials they hold.
+AUDIT_RAW_PREFIX = "raw-audit/"
+# The NameNode's checkpoint as `hdfs-events-agent fetch-image` uploads it (`hdfs dfsadmin
+# -fetchImage`), under the name the NameNode gives it, and the fetch marker beside it, last.
+FSIMAGE_PREFIX = "fsimage/"
 
 # --- Raw objects -------------------------------------------------------------------------
 # The names a raw key may end in, as a Hadoop glob (Spark's pathGlobFilter) and a pattern.
@@ -76,6 +82,21 @@ def raw_key_in_path(prefix: str) -> str:
     return f"({re.escape(prefix)}cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
 
 
+def audit_cluster_prefix(cluster: str) -> str:
+    """What a cluster's principal may write (s3:PutObject on this prefix and nothing else)."""
+    return f"{AUDIT_RAW_PREFIX}cluster={cluster}/"
+
+
+def audit_object_key(cluster: str, time_ms: int, host: str, file_id: str,
+                     first_offset: int) -> str:
+    """The object of the audit lines from `first_offset` of one log file: a re-send after a
+    crash starts at the same line, so it rewrites the same key. `time_ms` is the time of the
+    object's first line (the hour the compaction finds it in)."""
+    at = datetime.fromtimestamp(time_ms / 1000, UTC)
+    return (f"{AUDIT_RAW_PREFIX}{partition_path(cluster, f'{at:%Y-%m-%d}')}/hour={at:%H}/"
+            f"{host}-{file_id}-{first_offset}.jsonl.gz")
+
+
 def parse_audit_raw_key(key: str) -> RawKey | None:
     """An audit object's key (audit_object_key) as the watermark tracks it."""
     m = AUDIT_RAW_KEY.fullmatch(key)
@@ -85,6 +106,38 @@ def parse_audit_raw_key(key: str) -> RawKey | None:
 # --- The fsimage -------------------------------------------------------------------------
 FSIMAGE_KEY = re.compile(re.escape(FSIMAGE_PREFIX)
                          + r"cluster=(?P<cluster>[^/]+)/txid=(?P<txid>\d+)/fsimage_(?P<name_txid>\d{19})")
+
+
+def fsimage_cluster_prefix(cluster: str) -> str:
+    """What a cluster's principal may write its images under (and nothing else of fsimage/)."""
+    return f"{FSIMAGE_PREFIX}cluster={cluster}/"
+
+
+def fsimage_key(cluster: str, txid: int) -> str:
+    """The image of the last transaction `txid`, under the name the NameNode gives it."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/fsimage_{txid:019d}"
+
+
+def fsimage_marker_key(cluster: str, txid: int) -> str:
+    """The fetch marker beside the image (JSON: txid, size, crc32c, fetched_at, namenode):
+    written after the image, so an image with a marker is whole."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_fetched.json"
+
+
+def fsimage_indexed_key(cluster: str, txid: int) -> str:
+    """The marker the inventory job writes beside the image once it has written the namespace
+    index from it and put the sequencer's position at txid (JSON: counts and seconds): the
+    agent's first start from the image waits for it, then streams from txid + 1."""
+    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_indexed.json"
+
+
+_INDEXED = re.compile(r"txid=(\d+)/_indexed\.json$")
+
+
+def indexed_txid(key: str) -> int | None:
+    """The txid of a key fsimage_indexed_key made; None for any other key."""
+    m = _INDEXED.search(key)
+    return None if m is None else int(m[1])
 
 
 def parse_fsimage_key(key: str) -> tuple[str, int] | None:

@@ -1,11 +1,10 @@
 """Names that the CDK app, the consumer Lambda, the agent, the Glue jobs and the CLIs must agree
-on: environment variables, metric names, table key attributes and lake prefixes. Changing one
-here changes it everywhere; the infra tests check the stacks use these.
+on: environment variables, metric names and table key attributes (the lake's keys are
+hdfs_events/lake_layout.py's). Changing one here changes it everywhere; the infra tests check
+the stacks use these.
 """
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 # --- CloudWatch metrics (EMF from the Lambda, PutMetricData from the agent) ---------------
 METRICS_NAMESPACE = "HdfsEvents"
@@ -71,21 +70,6 @@ ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continue requests: the index goes on 
 # messages (lambdas/ingest/senders.py).
 ENV_CLUSTER_SENDERS = "CLUSTER_SENDERS"
 LOG_MODES = ("all", "mutations", "summary")
-
-# --- S3 lake layout -------------------------------------------------------------------------
-RAW_PREFIX = "raw/"  # raw/cluster=<c>/dt=YYYY-MM-DD/hour=HH/<dedup id>.jsonl.gz
-CURATED_PREFIX = "curated/"  # curated/events/cluster=<c>/dt=YYYY-MM-DD/*.parquet
-QUARANTINE_PREFIX = "quarantine/"
-SCRIPTS_PREFIX = "scripts/"
-# The NameNode's audit log (hdfs_events/audit.py), written by the agent's `audit run`:
-# raw-audit/cluster=<c>/dt=YYYY-MM-DD/hour=HH/<host>-<file id>-<first offset>.jsonl.gz. A prefix
-# of its own, not under raw/: the event compaction lists raw/ whole every run, and audit objects
-# outnumber event objects by the reads and denials they hold.
-AUDIT_RAW_PREFIX = "raw-audit/"
-# The NameNode's checkpoint as `hdfs-events-agent fetch-image` uploads it (`hdfs dfsadmin
-# -fetchImage`): fsimage/cluster=<c>/txid=<txid>/fsimage_<txid, 19 digits> (Hadoop's own file
-# name), and the fetch marker _fetched.json beside it, written last.
-FSIMAGE_PREFIX = "fsimage/"
 
 # --- DynamoDB tables -------------------------------------------------------------------------
 # Agent state: one partition per cluster (the on-prem principal may touch only its own, by a
@@ -166,41 +150,3 @@ def split_path(path: str) -> tuple[str, str]:
         return "", "/"
     parent, _, name = path.rstrip("/").rpartition("/")
     return parent or "/", name
-
-
-def audit_cluster_prefix(cluster: str) -> str:
-    """What a cluster's principal may write (s3:PutObject on this prefix and nothing else)."""
-    return f"{AUDIT_RAW_PREFIX}cluster={cluster}/"
-
-
-def audit_object_key(cluster: str, time_ms: int, host: str, file_id: str,
-                     first_offset: int) -> str:
-    """The object of the audit lines from `first_offset` of one log file: a re-send after a
-    crash starts at the same line, so it rewrites the same key. `time_ms` is the time of the
-    object's first line (the hour the compaction finds it in)."""
-    at = datetime.fromtimestamp(time_ms / 1000, UTC)
-    return (f"{audit_cluster_prefix(cluster)}dt={at:%Y-%m-%d}/hour={at:%H}/"
-            f"{host}-{file_id}-{first_offset}.jsonl.gz")
-
-
-def fsimage_cluster_prefix(cluster: str) -> str:
-    """What a cluster's principal may write its images under (and nothing else of fsimage/)."""
-    return f"{FSIMAGE_PREFIX}cluster={cluster}/"
-
-
-def fsimage_key(cluster: str, txid: int) -> str:
-    """The image of the last transaction `txid`, under the name the NameNode gives it."""
-    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/fsimage_{txid:019d}"
-
-
-def fsimage_marker_key(cluster: str, txid: int) -> str:
-    """The fetch marker beside the image (JSON: txid, size, crc32c, fetched_at, namenode):
-    written after the image, so an image with a marker is whole."""
-    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_fetched.json"
-
-
-def fsimage_indexed_key(cluster: str, txid: int) -> str:
-    """The marker the inventory job writes beside the image once it has written the namespace
-    index from it and put the sequencer's position at txid (JSON: counts and seconds): the
-    agent's first start from the image waits for it, then streams from txid + 1."""
-    return f"{fsimage_cluster_prefix(cluster)}txid={txid}/_indexed.json"

@@ -23,15 +23,17 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from hdfs_events import names
+from hdfs_events import lake_layout
 from hdfs_events.validation import preview
 
 INGEST_STAGE = "ingest"
 REDRIVEN_STAGE = "redriven"
-INGEST_PREFIX = f"{names.QUARANTINE_PREFIX}{INGEST_STAGE}/"
-REDRIVEN_PREFIX = f"{names.QUARANTINE_PREFIX}{REDRIVEN_STAGE}/"
+INGEST_PREFIX = f"{lake_layout.QUARANTINE_PREFIX}{INGEST_STAGE}/"
+REDRIVEN_PREFIX = f"{lake_layout.QUARANTINE_PREFIX}{REDRIVEN_STAGE}/"
 _UNSAFE_KEY_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _INGEST_KEY = re.compile(r"quarantine/ingest/dt=(\d{4}-\d{2}-\d{2})/([A-Za-z0-9._-]{1,200})\.json")
+# The record key's form, as error messages name it.
+INGEST_KEY_FORM = f"{INGEST_PREFIX}dt=<date>/<name>.json"
 ENV_CONSUMER_FUNCTION = "CONSUMER_FUNCTION"  # the CLI's default for --function
 # The consumer runs each record through its own path (at most 1 MiB of body, a lake PUT per
 # hour it spans): 20 a request keep a request far under the function's timeout and the response

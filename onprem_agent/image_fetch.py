@@ -1,5 +1,5 @@
 """The NameNode's latest checkpoint into the lake: `hdfs dfsadmin -fetchImage` in the agent's own
-JVM, then one multipart upload to `fsimage/cluster=<c>/txid=<t>/fsimage_<t>` (names.fsimage_key)
+JVM, then one multipart upload to `fsimage/cluster=<c>/txid=<t>/fsimage_<t>` (lake_layout.fsimage_key)
 and the fetch marker beside it, written last (docs/fsimage.md, "The agent's fetch").
 
 Hadoop does the fetch: DFSAdmin.fetchImage asks the active NameNode's HTTP server for
@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hdfs_events.names import fsimage_key, fsimage_marker_key
+from hdfs_events.lake_layout import fsimage_key, fsimage_marker_key
 from onprem_agent.agent_toml import Key, Section, Values
 from onprem_agent.sync.hdfs_files import JavaCrc
 from onprem_agent.sync.replica import check_stored, crc_b64, crc_int, upload_parts

@@ -39,8 +39,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hdfs_events import names, quarantine
-from hdfs_events.lake_layout import ATTRIBUTION_TABLE, EVENTS_TABLE
-from hdfs_events.names import CURATED_PREFIX
+from hdfs_events.lake_layout import ATTRIBUTION_TABLE, CURATED_PREFIX, EVENTS_TABLE
 from stacks import nag
 from stacks.settings import DeploySettings
 from stacks.storage import ATHENA_RESULTS_PREFIX

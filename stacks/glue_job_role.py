@@ -10,14 +10,14 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 
-from hdfs_events import names
+from hdfs_events import lake_layout
 from stacks import nag
 from stacks.lake_tables import LakeTables
 from stacks.settings import DeploySettings
 
-GLUE_QUARANTINE = f"{names.QUARANTINE_PREFIX}glue/"
-# names.fsimage_indexed_key of any cluster and txid.
-IMAGE_INDEXED = f"{names.FSIMAGE_PREFIX}cluster=*/txid=*/_indexed.json"
+GLUE_QUARANTINE = f"{lake_layout.QUARANTINE_PREFIX}glue/"
+# lake_layout.fsimage_indexed_key of any cluster and txid.
+IMAGE_INDEXED = f"{lake_layout.FSIMAGE_PREFIX}cluster=*/txid=*/_indexed.json"
 
 
 class GlueJobRole:
@@ -44,9 +44,10 @@ class GlueJobRole:
         quarantine/glue/; the compactions switch the events
         and audit tables' partitions. Written out rather than CDK's grant_read_write, which adds object lock,
         tagging, versions and bucket reads on every prefix."""
-        listed = [names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE]
-        read = [*listed, names.FSIMAGE_PREFIX]  # an image is named in the run's arguments
-        write = [names.CURATED_PREFIX, GLUE_QUARANTINE]
+        listed = [lake_layout.RAW_PREFIX, lake_layout.AUDIT_RAW_PREFIX, lake_layout.CURATED_PREFIX,
+                  GLUE_QUARANTINE]
+        read = [*listed, lake_layout.FSIMAGE_PREFIX]  # an image is named in the run's arguments
+        write = [lake_layout.CURATED_PREFIX, GLUE_QUARANTINE]
         statements = [
             iam.PolicyStatement(sid="ListLake", actions=["s3:ListBucket"],
                                 resources=[lake.bucket_arn],
@@ -78,7 +79,7 @@ class GlueJobRole:
             iam.PolicyStatement(sid="WriteIndexFromImage", actions=[
                 "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"],
                 resources=[index_table.table_arn]),
-            # ... and the marker beside the image the agent waits for (names.fsimage_indexed_key).
+            # ... and the marker beside the image the agent waits for (lake_layout.fsimage_indexed_key).
             iam.PolicyStatement(sid="MarkImageIndexed", actions=["s3:PutObject"],
                                 resources=[lake.arn_for_objects(IMAGE_INDEXED)]),
             # glue_jobs/attribution_log.py: a stream per run of the attribution job, its lines
@@ -105,11 +106,11 @@ class GlueJobRole:
                     "scripts and library zip it uploads as assets (PySparkEtlJob), on the "
                     "asset bucket only")
         nag.ack_lake_prefixes(self.role, settings, [
-            names.RAW_PREFIX, names.AUDIT_RAW_PREFIX, names.CURATED_PREFIX, GLUE_QUARANTINE,
-            names.FSIMAGE_PREFIX])
+            lake_layout.RAW_PREFIX, lake_layout.AUDIT_RAW_PREFIX, lake_layout.CURATED_PREFIX, GLUE_QUARANTINE,
+            lake_layout.FSIMAGE_PREFIX])
         nag.ack(self.role, f"IAM5[Resource::{nag.lake_arn_as_nag_prints_it(settings)}/"
                 f"{IMAGE_INDEXED}]", "The marker beside each image the job indexed "
-                "(names.fsimage_indexed_key): the cluster and txid are the run's arguments")
+                "(lake_layout.fsimage_indexed_key): the cluster and txid are the run's arguments")
         nag.ack(self.role, "IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
                 "<AWS::AccountId>:log-group:/aws-glue/*]", "Glue names its job log groups under "
                 "/aws-glue/ at run time; AssociateKmsKey encrypts them with the job key")

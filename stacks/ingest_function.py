@@ -17,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from hdfs_events import names, quarantine
+from hdfs_events import lake_layout, names, quarantine
 from stacks import nag
 from stacks.assets import REPO, MissingAssetError, lambda_package_dir
 from stacks.settings import DeploySettings
@@ -128,14 +128,14 @@ class IngestFunction(Construct):
         # message's events go to raw/, refused records to quarantine/, one PUT each.
         self.role.add_to_policy(iam.PolicyStatement(
             sid="WriteLake", actions=["s3:PutObject"],
-            resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*"),
-                       lake.arn_for_objects(f"{names.QUARANTINE_PREFIX}*")]))
+            resources=[lake.arn_for_objects(f"{lake_layout.RAW_PREFIX}*"),
+                       lake.arn_for_objects(f"{lake_layout.QUARANTINE_PREFIX}*")]))
         # Applying a range reads the events of messages other invocations received:
         # back from raw/. Plain GetObject, not grant_read (s3:GetObject*, s3:List*,
         # s3:GetBucket*): the keys come from the arrival items, nothing is listed.
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadRawEvents", actions=["s3:GetObject"],
-            resources=[lake.arn_for_objects(f"{names.RAW_PREFIX}*")]))
+            resources=[lake.arn_for_objects(f"{lake_layout.RAW_PREFIX}*")]))
         # `hdfs-events quarantine redrive`: the consumer reads the records it quarantined
         # (never a body an operator sends) and deletes each once it is moved to
         # quarantine/redriven/ (a PUT under quarantine/, above).
@@ -162,7 +162,7 @@ class IngestFunction(Construct):
                 "run on (pyproject pins 3.11, as Glue 5.1 does); upgrade both together")
         nag.ack(self.role, "IAM5[Resource::*]", "X-Ray PutTraceSegments/PutTelemetryRecords "
                 "(active tracing) support no resource-level permissions")
-        nag.ack_lake_prefixes(self.role, settings, [names.RAW_PREFIX, names.QUARANTINE_PREFIX,
+        nag.ack_lake_prefixes(self.role, settings, [lake_layout.RAW_PREFIX, lake_layout.QUARANTINE_PREFIX,
                                                     quarantine.INGEST_PREFIX])
 
     def accept_senders(self, senders: Mapping[str, Sequence[str]],

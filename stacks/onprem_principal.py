@@ -24,7 +24,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from stacks import nag
 from stacks.analytics import inventory_job_name
 from stacks.settings import DeploySettings
@@ -108,22 +108,22 @@ def onprem_statements(cluster: str, settings: DeploySettings,
                             conditions={"ForAllValues:StringLike": {
                                 "dynamodb:LeadingKeys": [names.index_partition(cluster, "*")]}}),
         # `audit run`: the NameNode's audit log, into this cluster's own audit prefix only, so
-        # a cluster's audit records come from that cluster's principal (names.audit_object_key).
+        # a cluster's audit records come from that cluster's principal (lake_layout.audit_object_key).
         iam.PolicyStatement(sid="ShipAuditLog", actions=["s3:PutObject"],
                             resources=[t.lake.arn_for_objects(
-                                f"{names.audit_cluster_prefix(cluster)}*")]),
+                                f"{lake_layout.audit_cluster_prefix(cluster)}*")]),
         # `fetch-image`: the NameNode's checkpoint, into this cluster's own fsimage prefix only
-        # (names.fsimage_key): the multipart upload and the marker (s3:PutObject), the CRC32C
+        # (lake_layout.fsimage_key): the multipart upload and the marker (s3:PutObject), the CRC32C
         # and the marker read back so a rerun uploads nothing (s3:GetObject), a failed upload's
         # abort; and the listing of that prefix only, to see what a txid already has.
         iam.PolicyStatement(sid="ShipFsImage",
                             actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
                             resources=[t.lake.arn_for_objects(
-                                f"{names.fsimage_cluster_prefix(cluster)}*")]),
+                                f"{lake_layout.fsimage_cluster_prefix(cluster)}*")]),
         iam.PolicyStatement(sid="ListOwnFsImages", actions=["s3:ListBucket"],
                             resources=[t.lake.bucket_arn],
                             conditions={"StringLike": {"s3:prefix": [
-                                f"{names.fsimage_cluster_prefix(cluster)}*"]}}),
+                                f"{lake_layout.fsimage_cluster_prefix(cluster)}*"]}}),
         # `run` with [inotify] first_start = "fsimage" (onprem_agent/live/image_start.py): the
         # namespace inventory job's runs for this cluster's image, started once (a restart
         # finds the run it started by its arguments) and watched until the index is written.
@@ -264,8 +264,8 @@ class OnPremPrincipal(Construct):
                 "resource-level permissions; the cloudwatch:namespace condition limits it to "
                 f"the {names.METRICS_NAMESPACE} namespace")
         nag.ack_lake_prefixes(self.policy, settings, [*settings.export_prefixes,
-                                                      names.audit_cluster_prefix(cluster),
-                                                      names.fsimage_cluster_prefix(cluster)])
+                                                      lake_layout.audit_cluster_prefix(cluster),
+                                                      lake_layout.fsimage_cluster_prefix(cluster)])
         for bucket, prefix in settings.sync_destinations_of(cluster):
             nag.ack(self.policy, f"IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{prefix}*]",
                     "`sync` writes one object per replicated HDFS file under this destination "

@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from stacks.settings import DeploySettings
 
 # Athena query results live in the lake bucket under their own prefix, expired after 30 days.
@@ -124,11 +124,11 @@ def _lake_lifecycle(settings: DeploySettings) -> list[s3.LifecycleRule]:
     # after curated/ holds it. Quarantine is evidence for operators: kept longer. raw-audit/
     # (no prefix of raw/'s) is compacted on the same schedule and kept as long.
     rules = [
-        s3.LifecycleRule(id="expire-raw", prefix=names.RAW_PREFIX,
+        s3.LifecycleRule(id="expire-raw", prefix=lake_layout.RAW_PREFIX,
                          expiration=Duration.days(settings.raw_expire_days)),
-        s3.LifecycleRule(id="expire-raw-audit", prefix=names.AUDIT_RAW_PREFIX,
+        s3.LifecycleRule(id="expire-raw-audit", prefix=lake_layout.AUDIT_RAW_PREFIX,
                          expiration=Duration.days(settings.raw_expire_days)),
-        s3.LifecycleRule(id="expire-quarantine", prefix=names.QUARANTINE_PREFIX,
+        s3.LifecycleRule(id="expire-quarantine", prefix=lake_layout.QUARANTINE_PREFIX,
                          expiration=Duration.days(settings.quarantine_expire_days)),
         s3.LifecycleRule(id="abort-incomplete-uploads",
                          abort_incomplete_multipart_upload_after=Duration.days(2)),

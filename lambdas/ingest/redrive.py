@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from hdfs_events.names import KIND_ATTRIBUTE
-from hdfs_events.quarantine import RedriveResult, key_date, redriven_key
+from hdfs_events.quarantine import INGEST_KEY_FORM, RedriveResult, key_date, redriven_key
 from lambdas.ingest.consumer import UNKNOWN_CLUSTER, EventLogger, MessageConsumer, cluster_hint
 from lambdas.ingest.quarantine import message_from_record
 from lambdas.ingest.records import QueueMessage
@@ -62,7 +62,7 @@ class QuarantineRedrive:
     def _one(self, key: str) -> RedriveResult:
         if key_date(key) is None:
             return RedriveResult(key, "refused", reason="not a record of the consumer's "
-                                 "quarantine (quarantine/ingest/dt=<date>/<name>.json)")
+                                 f"quarantine ({INGEST_KEY_FORM})")
         raw = self.records.read(key)
         if raw is None:
             return RedriveResult(key, "missing", reason="no such record: redriven already, or "

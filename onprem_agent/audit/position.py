@@ -1,6 +1,6 @@
 """Where the tailer stands: the log file (by identity) and the byte offset of its next unshipped
 line. Saved only after the object holding the lines before it was written, so a crash re-sends
-at most the last object (to the same key: hdfs_events.names.audit_object_key).
+at most the last object (to the same key: hdfs_events.lake_layout.audit_object_key).
 
 The file is replaced atomically (onprem_agent.atomic_file), as the agent's checkpoint is.
 """

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events.audit import MUTATING_COMMANDS, AuditRecord, LineSource, TimeFormat, parse_line
-from hdfs_events.names import audit_object_key
+from hdfs_events.lake_layout import audit_object_key
 from onprem_agent.audit.logfiles import AuditTailer, Chunk
 from onprem_agent.audit.metrics import AuditCounters
 from onprem_agent.audit.position import TailPosition, save_position

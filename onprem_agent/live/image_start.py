@@ -16,17 +16,20 @@ no listing RPC, however large the namespace.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hdfs_events.names import fsimage_cluster_prefix, fsimage_indexed_key, fsimage_key
+from hdfs_events.lake_layout import (
+    fsimage_cluster_prefix,
+    fsimage_indexed_key,
+    fsimage_key,
+    indexed_txid,
+)
 
 log = logging.getLogger(__name__)
 
-_INDEXED = re.compile(r"txid=(\d+)/_indexed\.json$")
 # Glue's JobRunState values: a run in these is (or will be) writing the index.
 _LIVE = ("STARTING", "RUNNING", "WAITING", "STOPPING")
 _FAILED = ("FAILED", "ERROR", "TIMEOUT", "STOPPED", "EXPIRED")
@@ -53,8 +56,8 @@ def indexed_txids(s3: Any, bucket: str, cluster: str) -> list[int]:
         Bucket=bucket, Prefix=fsimage_cluster_prefix(cluster))
     for page in pages:
         for obj in page.get("Contents", ()):
-            if (m := _INDEXED.search(obj["Key"])) is not None:
-                found.append(int(m.group(1)))
+            if (txid := indexed_txid(obj["Key"])) is not None:
+                found.append(txid)
     return sorted(found, reverse=True)
 
 

@@ -60,10 +60,10 @@ DRIFT_QUEUE = Target("DriftAlertsQueue")
 # The lake's export prefixes (settings.export_prefixes) and a cluster's sync destinations
 # (settings.sync_destinations_of): read from cdk.json by the test.
 EXPORTS, REPLICA = Target("exports"), Target("replica")
-# The cluster's own audit prefix in the lake (names.audit_cluster_prefix): per cluster, so the
+# The cluster's own audit prefix in the lake (lake_layout.audit_cluster_prefix): per cluster, so the
 # test names the prefix.
 AUDIT = Target("audit")
-# The cluster's own fsimage prefix in the lake (names.fsimage_cluster_prefix), `fetch-image`'s.
+# The cluster's own fsimage prefix in the lake (lake_layout.fsimage_cluster_prefix), `fetch-image`'s.
 FSIMAGE = Target("fsimage")
 INVENTORY_JOB = Target("-namespace-inventory")  # the Glue job, by the name the stack gives it
 METRICS, NO_RESOURCE, ANY = Target("metrics"), Target("none"), Target("any")

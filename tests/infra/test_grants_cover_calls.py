@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from stacks.settings import DeploySettings, load_settings
 from tests.infra import aws_calls
 from tests.infra.aws_calls import Need, Target
@@ -106,10 +106,10 @@ def _needs(component: str, s: Synthesized, cluster: str | None = None,
                     for p in need.target.prefixes]
         elif need.target.kind == "audit":
             out.append(Need(need.action, Target(
-                "lake", (names.audit_cluster_prefix(cluster or ""),)), need.why))
+                "lake", (lake_layout.audit_cluster_prefix(cluster or ""),)), need.why))
         elif need.target.kind == "fsimage":
             out.append(Need(need.action, Target(
-                "lake", (names.fsimage_cluster_prefix(cluster or ""),)), need.why))
+                "lake", (lake_layout.fsimage_cluster_prefix(cluster or ""),)), need.why))
         elif need.target.kind == "CopyQueue":
             queue = "CopyRequests" + re.sub(r"[^A-Za-z0-9]", "", cluster or "") + "Queue"
             out.append(Need(need.action, Target(queue), need.why))

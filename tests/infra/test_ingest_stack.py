@@ -8,7 +8,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from stacks.assets import MissingAssetError
 from stacks.ingest_function import INDEX_ACTIONS, pinned_version
 from stacks.queues import MAX_MESSAGE_BYTES
@@ -210,8 +210,8 @@ def test_consumer_role_is_scoped_to_its_prefixes_table_and_queue(
                                                          "xray:PutTelemetryRecords"}
     puts = [s for s in statements if "s3:PutObject" in _actions(s)]
     put_resources = json.dumps([s["Resource"] for s in puts])
-    assert f"/{names.RAW_PREFIX}*" in put_resources
-    assert f"/{names.QUARANTINE_PREFIX}*" in put_resources
+    assert f"/{lake_layout.RAW_PREFIX}*" in put_resources
+    assert f"/{lake_layout.QUARANTINE_PREFIX}*" in put_resources
     assert "curated/" not in put_resources
     for s in statements:
         assert not any(a.endswith(":*") or a == "*" for a in _actions(s)), s
@@ -285,7 +285,7 @@ def test_consumer_reads_back_only_raw_objects_and_its_quarantine_records(
     # moved. Nothing is listed; nothing else is read.
     assert [_actions(s) for s in reads] == [["s3:GetObject"],
                                             ["s3:GetObject", "s3:DeleteObject"]]
-    for statement, prefix in zip(reads, (names.RAW_PREFIX, "quarantine/ingest/"), strict=True):
+    for statement, prefix in zip(reads, (lake_layout.RAW_PREFIX, "quarantine/ingest/"), strict=True):
         assert statement["Resource"] == {"Fn::Join": ["", [
             "arn:", {"Ref": "AWS::Partition"}, f":s3:::hdfs-events-{deployed_env.env}-lake-",
             {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"/{prefix}*"]]}

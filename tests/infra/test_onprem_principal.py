@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from tests.infra.conftest import Synthesized
 
 pytestmark = pytest.mark.slow
@@ -116,7 +116,7 @@ def test_agent_state_is_limited_to_its_own_cluster_by_leading_keys(
     # another cluster's audit records
     assert _actions(by_sid["ShipAuditLog"]) == ["s3:PutObject"]
     assert json.dumps(by_sid["ShipAuditLog"]["Resource"]).endswith(
-        f'"/{names.audit_cluster_prefix(cluster)}*"]]}}')
+        f'"/{lake_layout.audit_cluster_prefix(cluster)}*"]]}}')
 
 
 def _identity(s: Synthesized, ref: object, concern: str) -> tuple[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from tests.infra.conftest import Synthesized
 
 pytestmark = pytest.mark.slow
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def _lake(s: Synthesized) -> dict:
     (lake,) = [r for r in s.resources("Storage", "AWS::S3::Bucket").values()
                if "LifecycleConfiguration" in r["Properties"]
-               and any(rule.get("Prefix") == names.RAW_PREFIX
+               and any(rule.get("Prefix") == lake_layout.RAW_PREFIX
                        for rule in r["Properties"]["LifecycleConfiguration"]["Rules"])]
     return lake
 
@@ -61,11 +61,11 @@ def test_lake_logs_access_and_expires_raw_before_quarantine(deployed_env: Synthe
     assert lake["LoggingConfiguration"]["DestinationBucketName"]["Ref"] in \
         deployed_env.resources("Storage", "AWS::S3::Bucket")
     rules = {r.get("Prefix"): r for r in lake["LifecycleConfiguration"]["Rules"]}
-    raw_days = rules[names.RAW_PREFIX]["ExpirationInDays"]
+    raw_days = rules[lake_layout.RAW_PREFIX]["ExpirationInDays"]
     assert raw_days >= 2
-    assert rules[names.QUARANTINE_PREFIX]["ExpirationInDays"] > raw_days
+    assert rules[lake_layout.QUARANTINE_PREFIX]["ExpirationInDays"] > raw_days
     # raw-audit/ is no prefix of raw/'s: its own rule, as long as raw/'s.
-    assert rules[names.AUDIT_RAW_PREFIX]["ExpirationInDays"] == raw_days
+    assert rules[lake_layout.AUDIT_RAW_PREFIX]["ExpirationInDays"] == raw_days
 
 
 def test_lake_is_versioned_in_prod_only(dev: Synthesized, prod: Synthesized) -> None:

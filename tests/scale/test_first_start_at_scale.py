@@ -53,7 +53,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from hdfs_events.dynamodb_json import from_wire
 from hdfs_events.index_item import plain
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
@@ -151,7 +151,7 @@ def starts(aws: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Start
         out.image_txid = out.timed("fsimage start (fetch, inventory job, index writes)",
                                    lambda: image_start(hdfs, work / IMAGED, queues[IMAGED]))
         out.image_listing_rpcs = listing_calls(hdfs) - before
-        written = json.loads(s3.get_object(Bucket=LAKE, Key=names.fsimage_indexed_key(
+        written = json.loads(s3.get_object(Bucket=LAKE, Key=lake_layout.fsimage_indexed_key(
             IMAGED, out.image_txid))["Body"].read())
         print(f"{FILES:,} files: the job's index writes into moto server: {written}", flush=True)
         out.listed_txid = hdfs.txid()  # nothing writes: the listing's snapshot is at this txid

@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from hdfs_events.audit import AuditRecord
 from onprem_agent.audit.logfiles import RotatingLog
 from onprem_agent.audit.shipper import is_shipped
@@ -133,7 +133,7 @@ def test_users_mutations_and_denials_reach_the_lake_once_and_reads_only_under_re
 
     objects = lake_objects()
     shipped = [r for records in objects.values() for r in records]
-    assert all(k.startswith(names.audit_cluster_prefix(CLUSTER)) for k in objects)
+    assert all(k.startswith(lake_layout.audit_cluster_prefix(CLUSTER)) for k in objects)
     assert Counter(identity(r) for r in shipped) == Counter(set(expected))  # once each
     assert {identity(r): r for r in shipped} == expected
     seen = {(r["user"], r["cmd"], r["src"], r["allowed"]) for r in shipped}

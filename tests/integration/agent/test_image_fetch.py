@@ -21,7 +21,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout
 from onprem_agent.agent_toml import ConfigError
 from onprem_agent.config import load_config
 from onprem_agent.image_fetch import FSIMAGE, LakeImages, ship_image
@@ -97,13 +97,13 @@ def test_the_newest_image_lands_in_the_lake_once(hdfs: HdfsCluster, lake: str,
 
     line = fetch_image(agent_toml)
 
-    key = names.fsimage_key(CLUSTER, txid)
+    key = lake_layout.fsimage_key(CLUSTER, txid)
     assert key == f"fsimage/cluster={CLUSTER}/txid={txid}/{image.name}"
     assert line.startswith(f"fsimage txid {txid}: {image.stat().st_size:,} bytes in ")
     assert line.endswith(f"uploaded: s3://{lake}/{key}"), line
     stored = s3.get_object(Bucket=lake, Key=key, ChecksumMode="ENABLED")
     assert stored["Body"].read() == image.read_bytes()
-    marker_key = names.fsimage_marker_key(CLUSTER, txid)
+    marker_key = lake_layout.fsimage_marker_key(CLUSTER, txid)
     marker = json.loads(s3.get_object(Bucket=lake, Key=marker_key)["Body"].read())
     assert (marker["txid"], marker["size"], marker["key"]) == (txid, image.stat().st_size, key)
     assert int(marker["crc32c"], 16) == crc_int(stored["ChecksumCRC32C"])
@@ -134,7 +134,7 @@ def test_a_newer_checkpoint_is_a_new_object(hdfs: HdfsCluster, lake: str,
     line = fetch_image(config(tmp_path, hdfs, tmp_path / "downloads"))
 
     assert f"fsimage txid {txid}:" in line
-    body = boto3.client("s3").get_object(Bucket=lake, Key=names.fsimage_key(CLUSTER, txid))
+    body = boto3.client("s3").get_object(Bucket=lake, Key=lake_layout.fsimage_key(CLUSTER, txid))
     assert body["Body"].read() == image.read_bytes()
 
 
@@ -149,7 +149,7 @@ def test_other_bytes_under_the_key_are_replaced_and_a_missing_marker_is_written(
     image = tmp_path / f"fsimage_{42:019d}"
     image.write_bytes(b"HDFSIMG1" + bytes(range(256)) * 64)
     s3 = boto3.client("s3")
-    key, marker_key = names.fsimage_key(CLUSTER, 42), names.fsimage_marker_key(CLUSTER, 42)
+    key, marker_key = lake_layout.fsimage_key(CLUSTER, 42), lake_layout.fsimage_marker_key(CLUSTER, 42)
     # A killed run's leftover of the same size but other bytes, with no marker.
     s3.put_object(Bucket=lake, Key=key, Body=b"X" * image.stat().st_size)
 

@@ -27,7 +27,7 @@ import boto3
 import pytest
 
 from demo.localcloud import Assembly, deploy_to_moto
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from stacks.ingest_function import POWERTOOLS_DISTRIBUTION, pinned_version
 from tests.infra.synth import REPO, synthesized
 from tests.kit.ingest_aws import lake_lines
@@ -188,7 +188,7 @@ def test_deployed_handler_writes_a_real_batch_to_the_lake_on_the_runtime_and_lay
     assert result["response"] == {"batchItemFailures": []}
     s3 = boto3.client("s3")
     bucket = function.environment[names.ENV_LAKE_BUCKET]
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=names.RAW_PREFIX)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=lake_layout.RAW_PREFIX)
             .get("Contents", [])]
     landed = sorted((e["txid"], e["index"]) for key in keys for line in lake_lines(
         s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for e in [json.loads(line)])

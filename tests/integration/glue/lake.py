@@ -14,7 +14,7 @@ from typing import Any
 
 from glue_jobs.storage import LakeStore, store_for
 from hdfs_events.event import HdfsEvent
-from hdfs_events.names import RAW_PREFIX
+from hdfs_events.lake_layout import RAW_PREFIX
 
 JAN_13_2015_MS = 1421107200000  # 2015-01-13T00:00:00Z, the day of the sample edit log
 _BUCKETS = itertools.count(1)

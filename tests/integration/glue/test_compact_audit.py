@@ -28,8 +28,7 @@ from glue_jobs.audit_io import read_audit_table
 from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.layout import AUDIT_LOCAL_CATALOG_KEY, QUARANTINE_AUDIT_PREFIX
 from hdfs_events.audit import AuditRecord, TimeFormat
-from hdfs_events.lake_layout import AUDIT_PREFIX, AUDIT_TABLE
-from hdfs_events.names import audit_object_key
+from hdfs_events.lake_layout import AUDIT_PREFIX, AUDIT_TABLE, audit_object_key
 from onprem_agent.audit.logfiles import Chunk
 from onprem_agent.audit.shipper import build_object
 from tests.integration.glue.lake import RawLake

@@ -22,8 +22,7 @@ from glue_jobs.inventory_image import (
     decoded_links,
 )
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
-from hdfs_events.lake_layout import INVENTORY_TABLE
-from hdfs_events.names import fsimage_key
+from hdfs_events.lake_layout import INVENTORY_TABLE, fsimage_key
 from tests.integration.glue.lake import RawLake
 from tests.kit.fsimage_bytes import (
     b,

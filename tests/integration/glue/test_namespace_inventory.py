@@ -37,8 +37,7 @@ from glue_jobs.fsimage_format import (
 from glue_jobs.inventory_image import image_object, read_layout, s3_client
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
 from hdfs_events.inventory_schema import INVENTORY_FILE_COLUMNS
-from hdfs_events.lake_layout import INVENTORY_DATE, INVENTORY_PREFIX, INVENTORY_TABLE, run_prefix
-from hdfs_events.names import fsimage_key
+from hdfs_events.lake_layout import INVENTORY_DATE, INVENTORY_PREFIX, INVENTORY_TABLE, fsimage_key, run_prefix
 from tests.integration.glue.lake import RawLake
 from tests.kit.hadoop.live_image import COLD, ONE_MB, LiveImage, live_image
 from tests.kit.hadoop.namespace_image import (

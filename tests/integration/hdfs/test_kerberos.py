@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hdfs_events import lake_layout
 from hdfs_events.event import EventType
 from tests.integration.hdfs.conftest import CLUSTER, received_events
 from tests.kit.hadoop.cluster import HdfsCluster, Kerberos
@@ -220,7 +221,6 @@ def test_fetch_image_over_spnego_as_an_administrator_and_one_line_for_others(
         tmp_path, secure_hdfs, kerberos, moto_endpoint):
     import boto3
 
-    from hdfs_events import names
     from tests.kit.hadoop.jars import LIB
 
     boto3.client("s3").create_bucket(
@@ -241,7 +241,7 @@ def test_fetch_image_over_spnego_as_an_administrator_and_one_line_for_others(
 
     assert admin.returncode == 0, admin.stderr[-3000:]
     key = admin.stdout.strip().rsplit("s3://lake/", 1)[1]
-    assert key.startswith(names.fsimage_cluster_prefix(CLUSTER)), admin.stdout
+    assert key.startswith(lake_layout.fsimage_cluster_prefix(CLUSTER)), admin.stdout
     assert boto3.client("s3").get_object(Bucket="lake", Key=key)["Body"].read(8) == b"HDFSIMG1"
     assert other.returncode == 1
     line = one_line_about(other.stderr, "hdfs-events-agent fetch-image:")

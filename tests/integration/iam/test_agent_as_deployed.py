@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from hdfs_events.drift_alert import parse_alert
 from onprem_agent.checkpoint import DynamoCheckpointStore
 from tests.kit.hadoop.cluster import HdfsCluster
@@ -329,7 +329,7 @@ def test_audit_run_ships_the_namenodes_audit_log_as_the_agent(
     # The NameNode's own audit log (the kit's log4j writes it under <base_dir>/audit), which
     # holds the live workload's calls: PutObject under raw-audit/cluster=demo/ and the audit
     # metrics, as the deployed on-prem user.
-    lake, prefix = cloud.outputs["LakeBucketName"], names.audit_cluster_prefix(CLUSTER)
+    lake, prefix = cloud.outputs["LakeBucketName"], lake_layout.audit_cluster_prefix(CLUSTER)
     audit_config = work / "agent-audit.toml"
     audit_config.write_text(config.read_text() + f"""[audit]
 log_dir = "{hdfs.audit_dir}"
@@ -386,14 +386,14 @@ def test_fetch_image_puts_the_image_under_its_own_cluster_only(
                           capture_output=True, text=True, timeout=300,
                           env=cloud.environ(agent) | {"HADOOP_CLASSPATH": f"{LIB}/*"})
     assert done.returncode == 0, done.stderr[-3000:]
-    own = names.fsimage_cluster_prefix(CLUSTER)
+    own = lake_layout.fsimage_cluster_prefix(CLUSTER)
     assert f" s3://{lake}/{own}txid=" in done.stdout, done.stdout
     keys = [o["Key"] for o in cloud.client("s3").list_objects_v2(Bucket=lake, Prefix=own)[
         "Contents"]]
     assert len(keys) == 2 and any(k.endswith("/_fetched.json") for k in keys), keys
     assert cloud.denials()[before:] == []
 
-    other = names.fsimage_key("other", 1)
+    other = lake_layout.fsimage_key("other", 1)
     with pytest.raises(ClientError) as refused:
         cloud.client("s3", agent).put_object(Bucket=lake, Key=other, Body=b"HDFSIMG1")
     assert refused.value.response["Error"]["Code"] == "AccessDenied"

@@ -7,7 +7,7 @@ import boto3
 import pytest
 
 from demo.localcloud import deploy_to_moto
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from tests.infra.synth import synthesized
 
 pytestmark = pytest.mark.slow
@@ -82,9 +82,9 @@ def test_consumer_function_is_configured_and_its_mapping_disabled(
 
 def test_lake_bucket_and_agent_user_exist(outputs: dict[str, str]) -> None:
     s3 = boto3.client("s3")
-    s3.put_object(Bucket=outputs["LakeBucketName"], Key=f"{names.RAW_PREFIX}probe", Body=b"x")
+    s3.put_object(Bucket=outputs["LakeBucketName"], Key=f"{lake_layout.RAW_PREFIX}probe", Body=b"x")
     assert s3.get_object(Bucket=outputs["LakeBucketName"],
-                         Key=f"{names.RAW_PREFIX}probe")["Body"].read() == b"x"
+                         Key=f"{lake_layout.RAW_PREFIX}probe")["Body"].read() == b"x"
     iam = boto3.client("iam")
     user = outputs["AgentUserNameDemo"]
     assert len(iam.list_access_keys(UserName=user)["AccessKeyMetadata"]) == 1

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from hdfs_events.audit import AuditRecord, LineSource, TimeFormat, parse_line
-from hdfs_events.names import audit_object_key
+from hdfs_events.lake_layout import audit_object_key
 
 LOG = (Path(__file__).parent / "data" / "hdfs-audit.log").read_text().splitlines()
 SOURCE = LineSource("nn1.example.com", "1234-00ff", 0)

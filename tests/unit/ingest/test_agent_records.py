@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hdfs_events import names
+from hdfs_events import lake_layout, names
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import handler
 from lambdas.ingest.logging_modes import GAP_MESSAGE
@@ -192,9 +192,9 @@ def test_a_gap_without_a_later_end_is_quarantined_naming_the_field(aws, capsys,
                     gap_end_txid=GAP_TXID)  # nothing lost: not a gap
     sent = pack([bad], strategy="prefix:2", sent_ms=DETECTED_MS)
     assert handler.handler(event(*sent), Context()) == {"batchItemFailures": []}
-    (key,) = aws.lake_keys(names.QUARANTINE_PREFIX)
+    (key,) = aws.lake_keys(lake_layout.QUARANTINE_PREFIX)
     assert "gap_end_txid" in json.loads(aws.get(key))["reason"]
-    assert not aws.lake_keys(names.RAW_PREFIX)
+    assert not aws.lake_keys(lake_layout.RAW_PREFIX)
     (main,) = [d for d in emf_documents(capsys.readouterr().out)
                if names.METRIC_QUARANTINED in d]
     assert main[names.METRIC_QUARANTINED] == [1.0] and main[names.METRIC_STREAM_GAPS] == [0.0]

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hdfs_events.names import fsimage_indexed_key, fsimage_key
+from hdfs_events.lake_layout import fsimage_indexed_key, fsimage_key
 from onprem_agent.live.image_start import ImageStart, ImageStartError, ImageStartPlan
 
 CLUSTER, BUCKET, JOB, T = "prod", "lake", "inventory", 1513
