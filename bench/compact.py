@@ -161,6 +161,8 @@ def generate(lake: Path, events: int, duplicates: float) -> dict:
         "xattrs": null.cast("array<struct<namespace:string,name:string,value:string>>"),
         "xattrs_removed": null.cast("boolean"),
         "gap_end_txid": F.when(gap, i + 2),
+        # A listed directory's children (contract minor 1), as the listing start sends it.
+        "children_num": F.when(listed_dir, (i % 200).cast("int")),
     }
     # Fails loudly when the contract gains or reorders a field: the generator must follow it.
     if tuple(cols) != FIELDS:

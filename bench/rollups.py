@@ -111,6 +111,7 @@ def generate(spark: Any, root: Path, per_day: int, days: int) -> None:
         "metadata_type": F.when(typ == "METADATA", "TIMES"),
         "mtime": F.when(typ == "METADATA", ts), "atime": F.when(typ == "METADATA", ts),
         "acls": null, "xattrs": null, "xattrs_removed": null, "gap_end_txid": null,
+        "children_num": null,
     }
     # Fails loudly when the contract gains or reorders a field: the generator must follow it.
     if tuple(cols) != FIELDS:
