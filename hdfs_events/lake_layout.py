@@ -78,7 +78,9 @@ def parse_raw_key(key: str) -> RawKey | None:
 
 def raw_key_in_path(prefix: str) -> str:
     """A pattern whose group 1 is the store key of a raw object under `prefix` (RAW_PREFIX or
-    AUDIT_RAW_PREFIX) at the end of the path Spark reports for it (file:/..., s3://...)."""
+    AUDIT_RAW_PREFIX) at the end of the path Spark reports for it (file:/..., s3://...).
+    Spelt apart from RAW_KEY: Spark's regexp_extract runs Java's regex, which has no Python
+    `(?P<name>...)` groups."""
     return f"({re.escape(prefix)}cluster=[^/]+/dt=[^/]+/hour=[^/]+/[^/]+)$"
 
 
