@@ -33,9 +33,9 @@ from operator import attrgetter
 
 from hdfs_events.envelope import WireMessage, encode_message
 from hdfs_events.event import EventFormatError, HdfsEvent
+from hdfs_events.event_json import checked_sparse_json
 from hdfs_events.ids import group_key, sqs_safe_id
 from hdfs_events.manifest import Manifest
-from onprem_agent.event_json import checked_event_json
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class EventPacker:
         for event in events:
             gid = group_ids.get(group_key(event.path)) or self.group_id(event)
             try:
-                text = checked_event_json(event)
+                text = checked_sparse_json(event)
             except EventFormatError as exc:
                 sealed += self._alone(gid, event, str(exc), after)
                 continue

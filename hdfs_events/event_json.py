@@ -1,26 +1,28 @@
-"""An event checked against the contract and written as its sparse JSON, in one step.
+"""An event checked against the contract and written as its JSON, in one step: the one writer
+of event JSON that the agent (the wire's sparse form) and the consumer (the lake's canonical
+line) both use.
 
-`checked_event_json(event)` raises EventFormatError exactly when `hdfs_events.validation.
-check_event` does (it is the consumer's check too) and otherwise returns byte for byte what
-`HdfsEvent.to_sparse_json()` writes (the wire's form: the canonical JSON without nulls). The
-agent does this for every event, and the two done separately (check_event's generic walk over
-every rule, then a generic serialiser) were most of
-the packing cost: ~6 us and ~5.5 us an event against ~15 us for the seed design's whole
-per-event work (profiled on bench.ship's workload, docs/agent.md "Packing").
+`checked_sparse_json(event)` and `checked_canonical_json(event)` raise EventFormatError exactly
+when `hdfs_events.validation.check_event` does, with its message, and otherwise return byte for
+byte what `HdfsEvent.to_sparse_json()` (the wire's form: the canonical JSON without nulls) and
+`HdfsEvent.to_json()` (the lake's line: every field, null where the event has none) write. The
+two done separately (check_event's generic walk over every rule, then a generic serialiser)
+were most of the agent's packing cost: ~6 us and ~5.5 us an event against ~15 us for the seed
+design's whole per-event work (profiled on bench.ship's workload, docs/agent.md "Packing").
 
 Events of one shape (the same fields null) differ only in their values, so each shape gets one
 generated function that reads the slots it needs, tests a *sufficient* condition for every rule
 of check_event (a cheap, stricter form: an ASCII path of at most 255 characters cannot break a
 component, depth, length or index-key limit, see `_path_rule`), and writes the values into an
-f-string holding the keys of its non-null fields: ints as int.__repr__ writes them (what json
-writes), strings through the json module's own C string encoder, enum members and the cluster
-name by lookup of their JSON. Each function first tests that its shape's null fields are null
-(a present field that is None fails its type rule), so an event tries the one or two functions
-its type had before, and only then is its whole shape read. Whatever the cheap form cannot
-clear (a non-ASCII or long path, a name with a ".." component, acls, xattrs, a value of an
-unexpected type) goes to check_event itself, then `to_sparse_json()`: the verdict and the
-bytes stay exact, only slower. A unit test pins both, on real, generated and adversarial events
-(tests/unit/agent/test_event_json.py).
+f-string holding the keys of its fields (the canonical form also its nulls): ints as
+int.__repr__ writes them (what json writes), strings through the json module's own C string
+encoder, enum members and the cluster name by lookup of their JSON. Each function first tests
+that its shape's null fields are null (a present field that is None fails its type rule), so an
+event tries the one or two functions its type had before, and only then is its whole shape
+read. Whatever the cheap form cannot clear (a non-ASCII or long path, a name with a ".."
+component, acls, xattrs, a value of an unexpected type) goes to check_event itself, then the
+generic serialiser: the verdict and the bytes stay exact, only slower. A unit test pins both
+forms, on real, generated and adversarial events (tests/unit/contract/test_event_json.py).
 
 The generated source holds only slot names, the contract's numeric limits and fixed helper
 names, never event data. The condition's parts are generated from the contract's own tables
@@ -103,60 +105,60 @@ def _kinds() -> dict[str, type]:
 _KINDS = _kinds()
 
 
-def checked_event_json(event: HdfsEvent) -> str:
-    """The sparse JSON of `event`; EventFormatError (from check_event) if the contract
-    refuses it."""
-    # First the plans of the shapes this event type had (one or two): reading the type costs
-    # less than reading the whole shape (~0.75 us an event).
-    tried = _by_type.get(event.type, ()) if type(event.type) is EventType else ()
-    for plan in tried:
-        text = plan(event)
-        if text is not None:
-            return text
-    plan = _shape_plan(event, tried)
-    if plan is not None:
-        text = plan(event)
-        if text is not None:
-            return text
-    return _checked_to_json(event)
+def _writer(*, sparse: bool) -> Callable[[HdfsEvent], str]:
+    """The checked writer of one form, with the plans of the shapes it has seen."""
+    plans: dict[tuple[bool, ...], _Plan | None] = {}
+    by_type: dict[EventType, tuple[_Plan, ...]] = {}
+    generic = HdfsEvent.to_sparse_json if sparse else HdfsEvent.to_json
 
+    def checked_json(event: HdfsEvent) -> str:
+        # First the plans of the shapes this event type had (one or two): reading the type
+        # costs less than reading the whole shape (~0.75 us an event).
+        tried = by_type.get(event.type, ()) if type(event.type) is EventType else ()
+        for plan in tried:
+            text = plan(event)
+            if text is not None:
+                return text
+        plan = shape_plan(event, tried)
+        if plan is not None:
+            text = plan(event)
+            if text is not None:
+                return text
+        # What the generated plans cannot clear: the contract's own check, then the generic
+        # serialiser.
+        check_event(event)
+        if len(_clusters) < _MAX_CLUSTERS and CLUSTER_NAME.fullmatch(event.cluster):
+            _clusters[event.cluster] = encode_basestring(event.cluster)
+        return generic(event)
 
-def _shape_plan(event: HdfsEvent, tried: tuple[_Plan, ...]) -> _Plan | None:
-    """The plan of the event's shape, unless it is among those `tried` already (None also for
-    shapes only the contract's check takes)."""
-    shape = _shape(event)
-    if shape in _plans:
-        plan = _plans[shape]
-    else:
-        plan = _plan(shape)
-        if len(_plans) < _MAX_PLANS:
-            _plans[shape] = plan
-            if (plan is not None and type(event.type) is EventType
-                    and len(tried) < _PLANS_BY_TYPE):
-                _by_type[event.type] = (*tried, plan)
-    return None if plan in tried else plan
+    def shape_plan(event: HdfsEvent, tried: tuple[_Plan, ...]) -> _Plan | None:
+        """The plan of the event's shape, unless it is among those `tried` already (None also
+        for shapes only the contract's check takes)."""
+        shape = _shape(event)
+        if shape in plans:
+            plan = plans[shape]
+        else:
+            plan = _plan(shape, sparse=sparse)
+            if len(plans) < _MAX_PLANS:
+                plans[shape] = plan
+                if (plan is not None and type(event.type) is EventType
+                        and len(tried) < _PLANS_BY_TYPE):
+                    by_type[event.type] = (*tried, plan)
+        return None if plan in tried else plan
 
-
-def _checked_to_json(event: HdfsEvent) -> str:
-    """What the generated plans cannot clear: the contract's own check, then its serialiser."""
-    check_event(event)
-    if len(_clusters) < _MAX_CLUSTERS and CLUSTER_NAME.fullmatch(event.cluster):
-        _clusters[event.cluster] = encode_basestring(event.cluster)
-    return event.to_sparse_json()
+    return checked_json
 
 
 # Which fields are null: one generated expression reading every slot (a tuple of 26 bools costs
 # a third of tuple(map(type, attrgetter(...)(event)))).
 _shape: Callable[[HdfsEvent], tuple[bool, ...]] = eval(
     f"lambda e: ({', '.join(f'e.{name} is None' for name in FIELDS)},)")
-_plans: dict[tuple[bool, ...], _Plan | None] = {}
-_by_type: dict[EventType, tuple[_Plan, ...]] = {}
 _PLANS_BY_TYPE = 4  # shapes tried by type before the whole shape is looked up
 _NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "false"},
                           "C": _clusters, "GAP": EventType.GAP}
 
 
-def _plan(shape: tuple[bool, ...]) -> _Plan | None:
+def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:
     present = {name for name, null in zip(FIELDS, shape, strict=True) if not null}
     if not present.issuperset(REQUIRED) or any(_KINDS[n] is tuple for n in present):
         return None  # acls or xattrs (rare), or an event without its txid...
@@ -173,7 +175,9 @@ def _plan(shape: tuple[bool, ...]) -> _Plan | None:
         a = f"a{i}"
         kind = _KINDS[name]
         if name not in present:
-            continue  # the wire leaves a null field out
+            if not sparse:  # the lake's line keeps every field; the wire leaves a null out
+                parts.append(f'{"," if parts else ""}"{name}":null')
+            continue
         typed.setdefault(kind, []).append(f"type({a})")
         sep = "," if parts else ""
         if name == "cluster":
@@ -234,3 +238,12 @@ def _plan(shape: tuple[bool, ...]) -> _Plan | None:
     exec(source, scope)
     plan: _Plan = scope["plan"]
     return plan
+
+
+checked_sparse_json = _writer(sparse=True)
+checked_sparse_json.__doc__ = """The sparse JSON of `event` (the wire's form, what
+HdfsEvent.to_sparse_json writes); EventFormatError (from check_event) if the contract refuses
+it."""
+checked_canonical_json = _writer(sparse=False)
+checked_canonical_json.__doc__ = """The canonical JSON of `event` (the lake's line, what
+HdfsEvent.to_json writes); EventFormatError (from check_event) if the contract refuses it."""

@@ -1,4 +1,5 @@
-"""The agent's one-step check and JSON: check_event's verdict and the sparse JSON, exactly."""
+"""The contract's one-step check and JSON, both forms: check_event's verdict and the sparse JSON
+(the agent's wire), the canonical JSON (the consumer's lake line), exactly."""
 
 from __future__ import annotations
 
@@ -8,30 +9,35 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hdfs_events.envelope import decode_message
+from hdfs_events.envelope import decode_envelope, decode_message, encode_body
 from hdfs_events.event import EventFormatError, EventType, HdfsEvent, INodeType, MetadataType, XAttr
+from hdfs_events.event_json import checked_canonical_json, checked_sparse_json
 from hdfs_events.validation import INT_FIELD_RANGES, check_event
 from onprem_agent.editlog import read_ops
-from onprem_agent.event_json import checked_event_json
 from onprem_agent.packer import EventPacker
 from onprem_agent.translate import translate_ops
 from tests.kit.workload import write_edit_log
+from tests.unit.contract import strategies
 
 
-def verdict(event: HdfsEvent) -> str:
-    """What the agent must do with `event`: the contract's reason, or the sparse JSON."""
+def verdict(event: HdfsEvent) -> tuple[str, str]:
+    """What the agent and the consumer must do with `event`: the contract's reason, or the
+    sparse JSON and the canonical JSON (the generic serialisers)."""
     try:
         check_event(event)
     except EventFormatError as exc:
-        return f"refused: {exc}"
-    return event.to_sparse_json()
+        return f"refused: {exc}", f"refused: {exc}"
+    return event.to_sparse_json(), event.to_json()
 
 
-def checked(event: HdfsEvent) -> str:
-    try:
-        return checked_event_json(event)
-    except EventFormatError as exc:
-        return f"refused: {exc}"
+def checked(event: HdfsEvent) -> tuple[str, str]:
+    written = []
+    for write in (checked_sparse_json, checked_canonical_json):
+        try:
+            written.append(write(event))
+        except EventFormatError as exc:
+            written.append(f"refused: {exc}")
+    return written[0], written[1]
 
 
 def test_matches_the_contract_on_the_real_edit_log(edits_sample: Path) -> None:
@@ -110,7 +116,28 @@ def test_a_value_of_another_type_gets_the_contracts_own_json(field: str, value: 
     try:
         expected = verdict(event)
     except TypeError:  # json cannot write bytes: neither may the agent
-        with pytest.raises(TypeError):
-            checked_event_json(event)
+        for write in (checked_sparse_json, checked_canonical_json):
+            with pytest.raises(TypeError):
+                write(event)
         return
     assert checked(event) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(strategies.events)
+def test_valid_records_of_every_kind_get_both_forms_exactly(event: HdfsEvent) -> None:
+    # Any Unicode in paths and names, int64 values, acls, xattrs, GAP and SNAPSHOT records.
+    assert checked(event) == verdict(event)
+
+
+@settings(max_examples=200, deadline=None)
+@given(strategies.ordered_run(), st.booleans())
+def test_the_lake_lines_are_the_generic_canonical_json_of_what_was_sent(
+        events: list[HdfsEvent], nulls_sent: bool) -> None:
+    # What the consumer wrote to the lake before the contract's writer (HdfsEvent.to_json of
+    # each checked event), whether the agent sent sparse events or (before sparse) every key.
+    body = encode_body([e.to_json() if nulls_sent else e.to_sparse_json() for e in events],
+                       compress=False, minor=1)
+    decoded = decode_envelope(body)
+    assert decoded.events == events
+    assert decoded.lines == [e.to_json() for e in events]
