@@ -33,10 +33,10 @@ from operator import attrgetter
 from typing import Any
 
 from hdfs_events.event import EventFormatError, HdfsEvent
+from hdfs_events.event_json import checked_canonical_json
 from hdfs_events.ids import deduplication_id
 from hdfs_events.validation import (
     JsonTextError,
-    check_event,
     check_message_events,
     parse_json,
     preview,
@@ -181,11 +181,11 @@ def decode_envelope(body: str, attributes: Mapping[str, Any] | None = None) -> D
         try:
             known, unknown = split_known_fields(d) if newer else (d, {})
             event = HdfsEvent.from_dict(known)
-            check_event(event)
+            line = checked_canonical_json(event)  # check_event's verdict, then the lake's line
         except EventFormatError as exc:
             raise EnvelopeError(f"event {i}: {exc}") from exc
         events.append(event)
-        lines.append(_line(event, unknown))
+        lines.append(_with_unknown(line, unknown) if unknown else line)
     try:
         check_message_events(events)
     except EventFormatError as exc:
@@ -203,10 +203,8 @@ def unknown_envelope_json(unknown: Mapping[str, Any]) -> str:
     return json.dumps(unknown, ensure_ascii=True, separators=(",", ":"))
 
 
-def _line(event: HdfsEvent, unknown: Mapping[str, Any]) -> str:
-    line = event.to_json()
-    if not unknown:
-        return line
+def _with_unknown(line: str, unknown: Mapping[str, Any]) -> str:
+    """The canonical line, then the fields of a newer minor this reader does not know."""
     extra = json.dumps(unknown, ensure_ascii=False, separators=(",", ":"))
     return f"{line[:-1]},{extra[1:]}"
 
