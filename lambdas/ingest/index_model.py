@@ -48,6 +48,11 @@ class Entry:
     def type(self) -> str | None:
         return self.attrs.get("type")
 
+    @property
+    def may_have_children(self) -> bool:
+        """A directory, or a path of unknown type (older than the index, or learnt)."""
+        return self.attrs.get("type") in (DIRECTORY, None)
+
     # Built directly, not with dataclasses.replace: a backlog makes millions of them.
     def changed(self, attrs: Mapping[str, Any], version: Version) -> Entry:
         """Alive with `attrs` from `version` on (a new inode's, or updated ones)."""

@@ -105,10 +105,6 @@ def _snapshot_walk(event: HdfsEvent) -> SubtreeOp | None:
                      src=event.path)
 
 
-def _may_have_children(entry: Entry) -> bool:
-    return entry.type in (DIRECTORY, None)  # None: older than the index, or a learnt entry
-
-
 def _end(entries: Entries, cluster: str, path: str, version: Version) -> SubtreeOp | None:
     entry = entries.get(path)
     if entry.version > version:
@@ -117,7 +113,7 @@ def _end(entries: Entries, cluster: str, path: str, version: Version) -> Subtree
         # takes nothing newer than the UNLINK.
         return SubtreeOp(kind=UNLINK, cluster=cluster, version=version, src=path)
     op = (SubtreeOp(kind=UNLINK, cluster=cluster, version=version, src=path)
-          if _may_have_children(entry) else None)
+          if entry.may_have_children else None)
     if entry.version < version and (entry.stored or op is not None):
         entries.put(entry.ended(version).marked(op.marker() if op else None))
     return op
@@ -140,7 +136,7 @@ def _rename(entries: Entries, cluster: str, src: str, dst: str, version: Version
     carried: dict[str, Any] = dict(source.attrs) if (
         source.alive or (source.deleted and source.version == version)) else {}
     op = (SubtreeOp(kind=RENAME, cluster=cluster, version=version, src=src, dst=dst)
-          if _may_have_children(source) else None)
+          if source.may_have_children else None)
     marker = op.marker() if op else None
     target = entries.get(dst)
     if target.version < version:

@@ -26,7 +26,7 @@ from typing import Protocol
 from hdfs_events import names
 from hdfs_events.index_item import INDEX_SHARDS
 from hdfs_events.snapshot_index import SHARD_AFTER_WRITES
-from lambdas.ingest.index_model import DIRECTORY, Entry
+from lambdas.ingest.index_model import Entry
 from lambdas.ingest.subtree import ChildPages
 
 
@@ -96,6 +96,11 @@ class IndexView:
         if dirs and left <= 0:
             dirs = []
         self.read(points)
+        # A path the pass had to take as absent (hence of unknown type) starts a walk when it
+        # goes (an UNLINK, a RENAME away); the read may show it a file: no listing then (the
+        # next pass walks only what is still a directory, and asks for it then).
+        read_now = set(points)
+        dirs = [d for d in dirs if d not in read_now or self._base[d].may_have_children]
         shards = [self._base[d].shards if d in self._known else None for d in dirs]
         listings = (self.store.children_many(self.cluster, [(d, None) for d in dirs],
                                              limit=left + 1, shards=shards) if dirs else [])
@@ -213,7 +218,7 @@ class IndexView:
         for parent, count in counts.items():
             held = own.get(parent) or self._base.get(parent)
             if (count > SHARD_AFTER_WRITES and held is not None and held.alive
-                    and held.shards == 0 and held.type in (DIRECTORY, None)):
+                    and held.shards == 0 and held.may_have_children):
                 own[parent] = held.placed(shards=INDEX_SHARDS, in_shard=held.in_shard,
                                           twin=held.twin)
         placed = []

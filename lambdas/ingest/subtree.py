@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from lambdas.ingest.index_model import DIRECTORY, Entry, Version
+from lambdas.ingest.index_model import Entry, Version
 
 RENAME = "RENAME"
 UNLINK = "UNLINK"
@@ -211,7 +211,7 @@ def walk_descends(op: SubtreeOp, child: Entry) -> bool:
     """Into a directory the walk takes, and beneath any path changed after the operation (a
     chunk applied again after a crash: created again since), since what lay there before the
     operation is the walk's all the same."""
-    return (walk_takes(op, child) and child.type in (DIRECTORY, None)) or (
+    return (walk_takes(op, child) and child.may_have_children) or (
         child.version > op.version)
 
 

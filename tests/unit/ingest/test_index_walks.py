@@ -111,6 +111,28 @@ def test_a_tree_created_and_deleted_in_one_chunk_is_neither_listed_nor_written()
     assert store.puts == 1  # /data/part-0; the temporary tree was born and gone unseen
 
 
+def test_files_an_earlier_chunk_wrote_are_read_not_listed_when_they_go() -> None:
+    """A path the chunk did not create is of unknown type until read, so its UNLINK or RENAME
+    away starts a walk; the read shows a file, and no Query is made for it (the whole chain's
+    steady state: create, rename, delete of a file written a while before, bench.chain_speed)."""
+    before = [mkdir(1, "/data"), mkdir(2, "/data/t"), mkfile(3, "/data/t/a"),
+              mkfile(4, "/data/t/b"), mkdir(5, "/data/t/d"), mkfile(6, "/data/t/d/c")]
+    store = MemoryIndexStore()
+    apply_in_order(NamespaceIndex(store, ["/data"]), before)
+    store.calls = {"get": 0, "put": 0, "query": 0}
+    chunk = [unlink(10, "/data/t/a"), rename(11, "/data/t/b", "/data/t/b.done"),
+             mkfile(12, "/data/t/e")]
+    assert apply_in_order(NamespaceIndex(store, ["/data"]), chunk) == []
+    assert store.live("prod") == in_order_state([*before, *chunk], "/data")
+    assert store.calls == {"get": 1, "put": 1, "query": 0}
+    # A directory among them is still listed, in the wave after the read.
+    store.calls = {"get": 0, "put": 0, "query": 0}
+    later = [unlink(20, "/data/t/b.done"), unlink(21, "/data/t/d")]
+    assert apply_in_order(NamespaceIndex(store, ["/data"]), later) == []
+    assert store.live("prod") == in_order_state([*before, *chunk, *later], "/data")
+    assert store.calls == {"get": 1, "put": 1, "query": 1}
+
+
 def test_a_walk_over_the_listing_budget_goes_on_from_the_table() -> None:
     store = MemoryIndexStore()
     apply_in_order(NamespaceIndex(store, ["/data"]), BEFORE)
