@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 if TYPE_CHECKING:
-    from demo.localcloud import Assembly
+    from tests.kit.local_cloud import Assembly
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_EDITS = REPO / "onprem_agent/examples/edits/editsStored-layout-61.xml"
@@ -101,7 +101,7 @@ class Chain:
     def deploy(cls, endpoint: str, work: Path, cluster: str = "demo",
                assembly: Assembly | None = None) -> Chain:
         """`assembly`: the `local` environment already synthesized (None: synthesized here)."""
-        from demo.localcloud import deploy_to_moto, synth
+        from tests.kit.local_cloud import deploy_to_moto, synth
 
         assembly = assembly or synth("local")
         outputs = deploy_to_moto(endpoint, "local", assembly=assembly)

@@ -17,7 +17,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from demo.localcloud import Assembly, read_assembly
+from tests.kit.local_cloud import Assembly, read_assembly
 
 REPO = Path(__file__).resolve().parents[2]
 ENVIRONMENTS = ("dev", "prod", "local")

@@ -1,7 +1,7 @@
 """The Glue resources of a synthesized Analytics template, made real on a moto server.
 
-moto's CloudFormation skips AWS::Glue::Database, ::Table and ::Job (demo/localcloud.py), so a
-test that runs the jobs or queries the tables creates them from the same template here, never
+moto's CloudFormation skips AWS::Glue::Database, ::Table and ::Job (tests/kit/local_cloud.py),
+so a test that runs the jobs or queries the tables creates them from the same template here, never
 from a hand-made copy: the databases and tables through the Glue API, and each job's script
 arguments as Glue would hand them to the entry script.
 """

@@ -4,7 +4,7 @@ deployed on-prem user, the consumer role or the Glue role and sees what AWS woul
 
 Flow (`IamCloud.start()` then `deploy(assembly)`): authorization off; an administrator user
 (`*` on `*`, the kit's own, standing in for whoever runs `cdk deploy`) and its key;
-demo.localcloud deploys the stacks (moto's CloudFormation creates the users, roles, managed
+tests/kit/local_cloud.py deploys the stacks (moto's CloudFormation creates the users, roles, managed
 and inline policies and attachments from the templates); the SQS queue policies moto's
 CloudFormation skips are set from the same templates; each IAM user of the templates gets an
 access key (the template's own key goes to Secrets Manager, which moto skips), each role is
@@ -30,7 +30,7 @@ from typing import Any
 
 import boto3
 
-from demo.localcloud import Assembly, deploy_to_moto, read_assembly
+from tests.kit.local_cloud import Assembly, deploy_to_moto, read_assembly
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = "kit-admin"

@@ -24,7 +24,6 @@ from pathlib import Path
 import boto3
 import pytest
 
-from demo.localcloud import Assembly
 from lambdas.ingest.lake import lake_objects
 from tests.infra.synth import REPO, synthesized
 from tests.kit.glue_template import (
@@ -36,6 +35,7 @@ from tests.kit.glue_template import (
     resources,
 )
 from tests.kit.ingest_builders import sample_events
+from tests.kit.local_cloud import Assembly
 
 pytestmark = pytest.mark.slow
 

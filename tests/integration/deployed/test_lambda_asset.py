@@ -26,12 +26,12 @@ from typing import Any
 import boto3
 import pytest
 
-from demo.localcloud import Assembly, deploy_to_moto
 from hdfs_events import lake_layout, names
 from stacks.ingest_function import POWERTOOLS_DISTRIBUTION, pinned_version
 from tests.infra.synth import REPO, synthesized
 from tests.kit.ingest_aws import lake_lines
 from tests.kit.ingest_builders import pack, sample_events, with_manifests
+from tests.kit.local_cloud import Assembly, deploy_to_moto
 from tests.kit.sqs_lambda import SYSTEM_ATTRIBUTES, lambda_record
 
 pytestmark = pytest.mark.slow

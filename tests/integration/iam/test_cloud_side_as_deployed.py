@@ -31,12 +31,12 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from demo.localcloud import Assembly
 from tests.kit import glue_template
 from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
 from tests.kit.glue_workflow import reports, run_in_one_process
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
 from tests.kit.index_builders import mkdir, mkfile
+from tests.kit.local_cloud import Assembly
 from tests.kit.next_agent import next_agent_message
 
 pytestmark = pytest.mark.slow

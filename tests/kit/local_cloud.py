@@ -1,9 +1,10 @@
 """The CDK app's own templates, deployed into moto server's CloudFormation.
 
-`make demo` and the e2e tests run on the resources users deploy: this synthesizes the `local`
-environment of cdk.json (`app.py --env local`, in a subprocess so no jsii/Node process stays
-behind), uploads the file assets where the CDK bootstrap bucket would hold them, creates the
-stacks in dependency order, waits for CREATE_COMPLETE and returns the stacks' outputs merged.
+`make demo`, the e2e tests and the benches on the local chain run on the resources users
+deploy: this synthesizes the `local` environment of cdk.json (`app.py --env local`, in a
+subprocess so no jsii/Node process stays behind), uploads the file assets where the CDK
+bootstrap bucket would hold them, creates the stacks in dependency order, waits for
+CREATE_COMPLETE and returns the stacks' outputs merged.
 
 What moto does with the templates (moto 5.2): it creates the queues, IAM users/roles/policies
 and access keys, tables, buckets, KMS keys, log groups, the Lambda function and its (disabled)
@@ -12,7 +13,7 @@ does not model: queue and bucket policies, Secrets Manager secrets, Roles Anywhe
 Athena, CloudWatch alarms, Logs query definitions and EventBridge rules of Glue metrics. An
 output naming a skipped resource comes back as moto renders it (not a usable value).
 
-Usage: python -m demo.localcloud [--env local] --endpoint http://127.0.0.1:5000
+Usage: python -m tests.kit.local_cloud [--env local] --endpoint http://127.0.0.1:5000
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 import boto3
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 BOOTSTRAP_VERSION = "30"  # what `cdk bootstrap` of aws-cdk 2.1148 writes; templates need >= 6
 # CloudFormation takes at most 51,200 bytes inline; larger templates go through S3.

@@ -6,9 +6,9 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from demo.localcloud import deploy_to_moto
 from hdfs_events import lake_layout, names
 from tests.infra.synth import synthesized
+from tests.kit.local_cloud import deploy_to_moto
 
 pytestmark = pytest.mark.slow
 
