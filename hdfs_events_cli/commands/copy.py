@@ -242,15 +242,15 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(item, ensure_ascii=False, sort_keys=True))
         return 0
-    for key in ("request_id", "state", "reason", "final", "attempts", "files", "bytes",
-                "duration_ms", "source", "destination", "mode", "created_at", "updated_at",
-                "retry_at", "finished_at", "worker"):
+    for key in transfer_item.STATUS_FIELDS:
         if key in item:
             print(f"{key:12} {item[key]}")
-    for entry in item.get("history", ()):
-        extra = f" attempt {entry['attempt']}" if "attempt" in entry else ""
-        reason = f": {entry['reason']}" if entry.get("reason") else ""
-        print(f"  {entry.get('at', '?')}  {entry.get('state')}{extra}{reason}")
+    for entry in item.get(transfer_item.HISTORY, ()):
+        attempt = entry.get(transfer_item.ATTEMPT)
+        extra = f" attempt {attempt}" if attempt is not None else ""
+        reason = f": {entry[transfer_item.REASON]}" if entry.get(transfer_item.REASON) else ""
+        print(f"  {entry.get(transfer_item.AT, '?')}  {entry.get(transfer_item.STATE)}{extra}"
+              f"{reason}")
     return 0
 
 

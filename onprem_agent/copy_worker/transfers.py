@@ -28,17 +28,20 @@ from hdfs_events.transfer_item import (
     ATTEMPTS,
     CLUSTER,
     CREATED_AT,
+    FINAL,
     FINGERPRINT,
     HISTORY,
+    REASON,
     REASON_MAX_CHARS,
     REQUEST_ID,
     STATE,
-    UPDATED_AT,
-    described,
-    expires_at,
+    failed,
     history_entry,
     iso,
     item_key,
+    rejected,
+    running,
+    verified,
 )
 from onprem_agent.copy_worker.failures import Rejected
 
@@ -75,12 +78,8 @@ class TransfersTable:
         Raises AlreadyFinished when it is verified or rejected, Rejected when the request_id
         was recorded for a different request."""
         now = self._clock()
-        values = {
-            STATE: TransferState.RUNNING.value, **described(request),
-            UPDATED_AT: iso(now), "started_at": iso(now), "worker": worker,
-            "message_id": message_id,
-            names.TTL_ATTRIBUTE: expires_at(now, self._retention_days),
-        }
+        values = running(request, now, self._retention_days, worker=worker,
+                         message_id=message_id)
         set_once = {CREATED_AT: iso(now), CLUSTER: self._cluster,
                     REQUEST_ID: request.request_id}
         try:
@@ -88,7 +87,7 @@ class TransfersTable:
                 request.request_id,
                 set_values=values, set_if_absent=set_once, increment=ATTEMPTS,
                 history=history_entry(TransferState.RUNNING, now, worker=worker),
-                remove=("reason", "final"),
+                remove=(REASON, FINAL),
                 condition="attribute_not_exists(#pk) OR (#fingerprint = :c_fp AND "
                           "#state IN (:c_requested, :c_running, :c_failed))",
                 condition_values={"c_fp": request.fingerprint,
@@ -108,22 +107,15 @@ class TransfersTable:
     def verified(self, request_id: str, attempt: int, *, bytes_copied: int, files: int,
                  duration_ms: int) -> None:
         now = self._clock()
-        self._finish(request_id, attempt, {
-            STATE: TransferState.VERIFIED.value, "bytes": bytes_copied, "files": files,
-            "duration_ms": duration_ms, "finished_at": iso(now), UPDATED_AT: iso(now),
-        }, history=history_entry(TransferState.VERIFIED, now))
+        self._finish(request_id, attempt, verified(now, bytes_copied=bytes_copied, files=files,
+                                                   duration_ms=duration_ms),
+                     history=history_entry(TransferState.VERIFIED, now))
 
     def failed(self, request_id: str, attempt: int, *, reason: str, final: bool,
                retry_in_s: int | None, duration_ms: int) -> None:
         now = self._clock()
-        values: dict[str, Any] = {
-            STATE: TransferState.FAILED.value, "reason": reason[:REASON_MAX_CHARS],
-            "final": final, "duration_ms": duration_ms, UPDATED_AT: iso(now),
-        }
-        if retry_in_s is not None and not final:
-            values["retry_at"] = iso(now + retry_in_s)
-        if final:
-            values["finished_at"] = iso(now)
+        values = failed(now, reason=reason, final=final, retry_in_s=retry_in_s,
+                        duration_ms=duration_ms)
         self._finish(request_id, attempt, values, history=history_entry(
             TransferState.FAILED, now, attempt=attempt, reason=reason[:REASON_MAX_CHARS],
             final=final))
@@ -134,15 +126,8 @@ class TransfersTable:
         overwritten (it belongs to a different request, or finished): the caller then records
         under a key of its own."""
         now = self._clock()
-        values: dict[str, Any] = {
-            STATE: TransferState.REJECTED.value, "reason": reason[:REASON_MAX_CHARS],
-            "final": True, UPDATED_AT: iso(now), "finished_at": iso(now),
-            names.TTL_ATTRIBUTE: expires_at(now, self._retention_days),
-        }
-        if request is not None:
-            values.update(described(request))
-        if body_preview is not None:
-            values["body_preview"] = body_preview
+        values = rejected(now, self._retention_days, reason=reason, request=request,
+                          body_preview=body_preview)
         condition = "attribute_not_exists(#pk)"
         condition_values: dict[str, Any] = {}
         if request is not None:

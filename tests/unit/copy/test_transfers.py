@@ -104,3 +104,27 @@ def test_items_are_keyed_by_cluster_so_two_clusters_reuse_a_request_id_apart(
     keys = {i[names.TRANSFERS_PK]["S"]: i["cluster"]["S"]
             for i in ddb.scan(TableName="transfers")["Items"]}
     assert keys == {"prod-nn1#r1": "prod-nn1", "prod-nn2#r1": "prod-nn2"}
+
+
+def test_copy_status_prints_what_the_worker_recorded(table: TransfersTable, capsys) -> None:
+    """The worker writes the item and `hdfs-events copy status` reads it: both by
+    hdfs_events.transfer_item's names, so a renamed attribute shows here as a missing line."""
+    from hdfs_events_cli import cli
+
+    table.begin(REQUEST, worker="w1", message_id="m1")
+    table.failed("r1", 1, reason="distcp: exited with status 1", final=False, retry_in_s=30,
+                 duration_ms=5)
+    table.begin(REQUEST, worker="w2", message_id="m2")
+    table.verified("r1", 2, bytes_copied=30, files=3, duration_ms=1200)
+    capsys.readouterr()
+    assert cli.main(["copy", "status", "r1", "--cluster", "prod-nn1",
+                     "--transfers-table", "transfers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    fields = {line.split()[0]: line.split(None, 1)[1] for line in lines if line[:1] != " "}
+    assert fields["state"] == "verified" and fields["attempts"] == "2"
+    assert (fields["files"], fields["bytes"], fields["duration_ms"]) == ("3", "30", "1200")
+    assert fields["worker"] == "w2" and fields["destination"] == "/data/imports/a"
+    assert fields["retry_at"] and fields["finished_at"] and "reason" not in fields
+    history = [line.split()[1:] for line in lines if line.startswith("  ")]
+    assert [entry[0] for entry in history] == ["running", "failed", "running", "verified"]
+    assert history[1][1:4] == ["attempt", "1:", "distcp:"]
