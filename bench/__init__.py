@@ -1,6 +1,6 @@
 """Benchmarks, each printing its figures beside a baseline measured in the same run. Their
-inputs come from the test kit (tests/kit); the freshness bench runs on the demo's local chain
-(demo/chain.py)."""
+inputs come from the test kit (tests/kit); the benches of the whole chain run on the kit's
+local chain (tests/kit/local_chain.py), as the demo and the e2e tests do."""
 
 import os
 from pathlib import Path

@@ -158,7 +158,7 @@ def verify(config: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from demo.chain import local_aws
+    from tests.kit.local_chain import local_aws
     from tests.kit.service_process import dynamodb_double, moto_service
 
     # S3 on the moto server local_aws starts in this process (which otherwise waits), SQS on

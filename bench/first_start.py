@@ -24,7 +24,7 @@ through moto's SQS and verify's second listing do not fit a bench's time):
 4. Up to `--index-max-files` (default: every size), the consumer Lambda's handler
    (tests/kit/sqs_lambda.py, its own process) applies the queue to the index, timed. moto
    answers the index's Query from its one partition (tests/kit/moto_fast_query.py, applied by
-   demo.chain.local_aws): without it moto sorts the whole table on every Query and indexed ~40
+   local_chain.local_aws): without it moto sorts the whole table on every Query and indexed ~40
    entries/s at 100k files. Above the limit the index stays empty.
 5. `hdfs-events-agent verify --prefix /`: its peak RSS and wall time. It must count every entry
    the generator made in HDFS (namespace_shape's counts, not a listing) and, when indexed, the
@@ -82,7 +82,6 @@ import boto3
 from bench import REPO
 from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
 from bench.inventory_scale import fit
-from demo.chain import local_aws
 from hdfs_events import lake_layout, names
 from hdfs_events.dynamodb_json import from_wire
 from hdfs_events.index_item import plain, wire_keys
@@ -93,6 +92,7 @@ from tests.kit.image_start import image_agent_config, listing_calls
 from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT, AgentProcess, write_agent_config
+from tests.kit.local_chain import local_aws
 
 OUT = Path("bench-out/first_start.json")
 CLUSTER = "bench"

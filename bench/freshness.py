@@ -2,7 +2,7 @@
 
     python -m bench.freshness [--rates 200,1000] [--seconds 20] [--out bench-out/freshness.json]
 
-The chain, all real parts on one machine: moto server (demo.chain.local_aws), the CDK
+The chain, all real parts on one machine: moto server (tests.kit.local_chain.local_aws), the CDK
 `local` environment deployed into moto's CloudFormation (Chain.deploy), the agent's live
 pipeline (onprem_agent.pipeline.Pipeline + SqsSender, `[packing] linger_ms` = 200 ms, the live
 linger, not replay's), and the consumer Lambda handler behind tests.kit.sqs_lambda in
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.consumer:
         return consumer_child(args.consumer, args.stop_file, args.stats, args.ready_file)
 
-    from demo.chain import Chain, local_aws
+    from tests.kit.local_chain import Chain, local_aws
 
     rates = [float(r) for r in args.rates.split(",") if r]
     plan = [(r, args.seconds, "all", False) for r in rates]

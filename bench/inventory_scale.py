@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    from demo.chain import local_aws
+    from tests.kit.local_chain import local_aws
 
     runs: list[dict[str, Any]] = []
     with local_aws(), tempfile.TemporaryDirectory(prefix="inventory-scale-") as tmp:

@@ -24,9 +24,7 @@ import time
 from pathlib import Path
 
 from demo.audit import DemoAudit
-from demo.chain import Chain, local_aws, run_glue_job, say
-from demo.index_check import check_index
-from demo.lake import ATTRIBUTION_CHECKED, POISON_BODIES, build_report
+from demo.lake import ATTRIBUTION_CHECKED, build_report
 from demo.live import backfill, watch_live
 from demo.report import text_summary, write_html
 from demo.sync import DemoSync
@@ -34,6 +32,8 @@ from glue_jobs.storage import store_for
 from hdfs_events import names
 from tests.kit.client_workload import HDFS_CONF, client_workload, run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.index_check import check_index
+from tests.kit.local_chain import POISON_BODIES, Chain, local_aws, run_glue_job
 
 REPO = Path(__file__).resolve().parents[1]
 LAKE_EQUALS = "Lake equals source exactly (every field)"
@@ -43,6 +43,10 @@ MASS_DELETE_USER = "etl-cleanup"
 # 2026-11-26 gave 9,511 of 9,651 (98.55 %; 140 CREATEs without a user, not yet explained), under
 # the 99 % the issue asks; the figure is printed and the mass delete's naming is enforced.
 MIN_ATTRIBUTED: float | None = None
+
+
+def say(message: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

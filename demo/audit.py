@@ -9,11 +9,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from demo.chain import Chain
 from onprem_agent.audit.logfiles import RotatingLog, file_id
 from onprem_agent.audit.position import load_position
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AgentProcess
+from tests.kit.local_chain import Chain
 
 AUDIT_LOG = "hdfs-audit.log"  # the live file's name in log4j.properties
 

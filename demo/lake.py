@@ -1,10 +1,9 @@
 """Reads what the chain left in the lake bucket (as a user of the lake would: the curated table
-through its catalog, the rollup tables, the quarantine), through boto3, and turns it into the
-demo's report."""
+through its catalog, the rollup tables, the quarantine; tests/kit/lake_reads.py), through boto3,
+and turns it into the demo's report."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import posixpath
@@ -14,35 +13,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from demo.index_check import IndexCheck
 from demo.report import DemoReport, MassDelete
 from glue_jobs.catalog import JsonFileCatalog
-from glue_jobs.curated_io import location_key
-from glue_jobs.layout import ATTRIBUTION_LOCAL_CATALOG_KEY, AUDIT_LOCAL_CATALOG_KEY, LOCAL_CATALOG_KEY
+from glue_jobs.layout import ATTRIBUTION_LOCAL_CATALOG_KEY, AUDIT_LOCAL_CATALOG_KEY
 from glue_jobs.storage import LakeStore
 from hdfs_events.event import FIELD_SET, FIELDS, HdfsEvent
 from hdfs_events.lake_layout import (
     ATTRIBUTION_TABLE,
     AUDIT_TABLE,
     CURATED_PREFIX,
-    QUARANTINE_PREFIX,
     RAW_PREFIX,
 )
-
-# What a broken or hostile producer might put on the queue: each must be quarantined with its
-# reason, and none may block its message group.
-POISON_BODIES: list[tuple[str, dict[str, Any]]] = [
-    ("this is not JSON", {}),
-    ('{"v": 99, "events": []}', {}),
-    (base64.b64encode(b"not gzip at all").decode(),
-     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
-    (base64.b64encode(gzip.compress(b'{"v":1,"events":[{"cluster":"demo","txid":"x"}]}')).decode(),
-     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
-]
-
+from tests.kit.index_check import IndexCheck
+from tests.kit.lake_reads import catalogued, curated_table, parquet_tables, quarantined_messages
 
 ATTRIBUTION_CHECKED = "Attribution check (see attribution_problems)"
 
@@ -70,20 +53,9 @@ def lake_differences(rows: Sequence[dict[str, Any]], expected: Sequence[HdfsEven
     return out
 
 
-def _parquet(lake: LakeStore, prefix: str) -> list[tuple[str, pa.Table]]:
-    """(key, table) of each Parquet object under prefix."""
-    return [(o.key, pq.read_table(pa.BufferReader(lake.read_bytes(o.key))))
-            for o in lake.list_objects(prefix) if o.key.endswith(".parquet")]
-
-
-def curated_table(lake: LakeStore) -> pa.Table:
-    """The curated events at the locations the catalog names (never superseded runs)."""
-    return _catalogued(lake, JsonFileCatalog(lake, LOCAL_CATALOG_KEY))
-
-
 def attribution_rows(lake: LakeStore) -> list[dict[str, Any]]:
     """Who made each change (glue_jobs.attribute_events), at its catalog's locations."""
-    table = _catalogued(lake, JsonFileCatalog(lake, ATTRIBUTION_LOCAL_CATALOG_KEY,
+    table = catalogued(lake, JsonFileCatalog(lake, ATTRIBUTION_LOCAL_CATALOG_KEY,
                                               ATTRIBUTION_TABLE))
     return table.to_pylist() if table.num_rows else []
 
@@ -91,7 +63,7 @@ def attribution_rows(lake: LakeStore) -> list[dict[str, Any]]:
 def made_as_parents(events: Sequence[dict[str, Any]], lake: LakeStore) -> set[tuple[str, int, int]]:
     """The directories a create or mkdirs made as parents: no audit line names them (the
     NameNode audits the call once, with the path it was given), so no join can find a user."""
-    table = _catalogued(lake, JsonFileCatalog(lake, AUDIT_LOCAL_CATALOG_KEY, AUDIT_TABLE))
+    table = catalogued(lake, JsonFileCatalog(lake, AUDIT_LOCAL_CATALOG_KEY, AUDIT_TABLE))
     named = set() if not table.num_rows else {
         (r["cluster"], r["src"]) for r in table.select(["cluster", "cmd", "src"]).to_pylist()
         if r["cmd"] == "mkdirs"}
@@ -100,23 +72,10 @@ def made_as_parents(events: Sequence[dict[str, Any]], lake: LakeStore) -> set[tu
             and (e["cluster"], e["path"]) not in named}
 
 
-def _catalogued(lake: LakeStore, catalog: JsonFileCatalog) -> pa.Table:
-    tables = []
-    for (cluster, dt), location in catalog.locations().items():
-        prefix = location_key(lake, location)
-        if prefix is None:
-            raise ValueError(f"catalog location {location} is outside the lake {lake.root_uri}")
-        for _, table in _parquet(lake, prefix):
-            n = table.num_rows
-            table = table.append_column("cluster", pa.array([cluster] * n))
-            tables.append(table.append_column("dt", pa.array([dt] * n)))
-    return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
-
-
 def _rows(lake: LakeStore, name: str) -> list[dict[str, Any]]:
     """A dt-partitioned rollup table's rows, dt taken from each object's key."""
     rows = []
-    for key, table in _parquet(lake, f"{CURATED_PREFIX}{name}/"):
+    for key, table in parquet_tables(lake, f"{CURATED_PREFIX}{name}/"):
         dt = key.split("/dt=", 1)[1].split("/", 1)[0]
         rows += [{**r, "dt": dt} for r in table.to_pylist()]
     return rows
@@ -125,12 +84,6 @@ def _rows(lake: LakeStore, name: str) -> list[dict[str, Any]]:
 def _raw_rows(lake: LakeStore) -> int:
     return sum(gzip.decompress(lake.read_bytes(o.key)).count(b"\n")
                for o in lake.list_objects(RAW_PREFIX) if o.key.endswith(".jsonl.gz"))
-
-
-def quarantined_messages(lake: LakeStore) -> list[dict[str, Any]]:
-    """What the consumer quarantined: one JSON document per message, with its reason."""
-    return [json.loads(lake.read_bytes(o.key))
-            for o in lake.list_objects(f"{QUARANTINE_PREFIX}ingest/") if o.key.endswith(".json")]
 
 
 def _log_lines(log_path: Path, limit: int = 12) -> list[str]:

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from demo.chain import REPO, Chain
 from hdfs_events.event import HdfsEvent
 from tests.kit.client_workload import run_calls
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.live_agent import AGENT
+from tests.kit.local_chain import REPO, Chain
 
 
 @dataclass

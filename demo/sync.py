@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from demo.chain import REPO, Chain
 from hdfs_events import names
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.local_chain import REPO, Chain
 
 ROOT = "/data/finance"  # ~250 files of the generated workload, written, renamed and deleted
 HEARTBEAT_S = 5

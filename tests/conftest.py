@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-EDITS_SAMPLE = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
+from tests.kit.sample_edits import SAMPLE_EDITS
 
 # Never let a test reach a real account: fake credentials, a fixed region, no profile files.
 _FAKE_AWS = {
@@ -113,7 +112,7 @@ def botocore_data_parsed_once() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def edits_sample() -> Path:
-    return EDITS_SAMPLE
+    return SAMPLE_EDITS
 
 
 @pytest.fixture(scope="session")

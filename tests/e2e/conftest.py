@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 
-from demo.chain import SAMPLE_EDITS, Chain, local_aws
-from demo.index_check import IndexCheck, check_index
-from demo.lake import POISON_BODIES
 from glue_jobs.storage import LakeStore, store_for
 from hdfs_events import names
 from hdfs_events.event import HdfsEvent
@@ -22,6 +19,9 @@ from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
 from tests.infra.synth import synthesized
 from tests.kit.glue_workflow import reports, run_in_one_process
+from tests.kit.index_check import IndexCheck, check_index
+from tests.kit.local_chain import POISON_BODIES, Chain, local_aws
+from tests.kit.sample_edits import SAMPLE_EDITS
 from tests.kit.workload import write_edit_log
 
 KILLS = 3

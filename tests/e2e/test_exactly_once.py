@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from demo.lake import POISON_BODIES, curated_table, quarantined_messages
 from hdfs_events.event import FIELDS
+from tests.kit.lake_reads import curated_table, quarantined_messages
+from tests.kit.local_chain import POISON_BODIES
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ parameter's, not SQL text. The SQL is run in the request's thread: a query is SU
 FAILED before StartQueryExecution returns.
 
 Scope: `apply(spark)` patches moto's Athena classes for the calling process; the moto server
-must run in it (ThreadedMotoServer, as tests/conftest.py and demo.chain.local_aws start it).
+must run in it (ThreadedMotoServer, as tests/conftest.py and local_chain.local_aws start it).
 """
 
 from __future__ import annotations

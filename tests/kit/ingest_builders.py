@@ -10,12 +10,12 @@ from hdfs_events.ids import message_group_id
 from hdfs_events.manifest import manifests_for
 from onprem_agent.editlog import read_ops
 from onprem_agent.translate import translate_ops
-from tests.conftest import EDITS_SAMPLE
 from tests.kit.lambda_events import Sent, from_wire
+from tests.kit.sample_edits import SAMPLE_EDITS
 
 
 def sample_events(cluster: str = "prod") -> list[HdfsEvent]:
-    return list(translate_ops(read_ops(EDITS_SAMPLE), cluster))
+    return list(translate_ops(read_ops(SAMPLE_EDITS), cluster))
 
 
 def pack(events: Sequence[HdfsEvent], *, per_message: int = 1000, compress: bool = True,

@@ -20,7 +20,7 @@ concurrent. AWS's DynamoDB never loses an acknowledged write, which is what the 
 exactly-once proof assumes.
 
 Scope: `apply()` patches the class for the whole process, once; every place that starts an
-in-process ThreadedMotoServer calls it first (demo.chain.local_aws, tests/conftest.py,
+in-process ThreadedMotoServer calls it first (local_chain.local_aws, tests/conftest.py,
 tests/kit/iam_server.py).
 """
 

@@ -19,7 +19,7 @@ Queries of an index (GSI/LSI), Scan and every other call still read all items.
 tests/unit/kit/test_moto_fast_query.py runs the same Queries on moto with and without it.
 
 Scope: `apply()` patches moto's `Table` class for the whole calling process, once (a second
-call does nothing). `demo.chain.local_aws` calls it before starting its ThreadedMotoServer, which
+call does nothing). `local_chain.local_aws` calls it before starting its ThreadedMotoServer, which
 serves in that process, so the demo, the benches and the integration tests that share that
 server get it, and so does in-process moto (`mock_aws`) in the same process, with the same
 results. The override is thread-local, so concurrent requests to the threaded server each see

@@ -35,13 +35,13 @@ from onprem_agent.checkpoint import DynamoCheckpointStore
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local
 from tests.kit.live_agent import AGENT
+from tests.kit.sample_edits import SAMPLE_EDITS
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[3]
 CDK_JSON = REPO / "cdk.json"
 CLOUD_CLI = Path(sys.executable).parent / "hdfs-events"
-EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
 CLUSTER = "demo"  # cdk.json local clusters
 FINANCE = "/data/finance"
 # The live workload: a directory tree under the indexed and synced prefix, and a user's file.
@@ -311,7 +311,8 @@ def test_replay_ships_an_edit_log_as_the_agent(cloud: IamCloud, agent: Principal
                                                indexed: str, work: Path) -> None:
     # After the consumer ran: the edit log's txids are another history than the live
     # cluster's, so its messages stay on the queue instead of going into this index.
-    done = agent_command(cloud, agent, "replay", "--config", str(config), "--edits", str(EDITS),
+    done = agent_command(cloud, agent, "replay", "--config", str(config),
+                         "--edits", str(SAMPLE_EDITS),
                          "--checkpoint", str(work / "replay-checkpoint.json"))
     assert done.returncode == 0, done.stdout + done.stderr
     saved = json.loads((work / "replay-checkpoint.json").read_text())

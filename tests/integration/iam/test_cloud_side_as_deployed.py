@@ -38,6 +38,7 @@ from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, withou
 from tests.kit.index_builders import mkdir, mkfile
 from tests.kit.local_cloud import Assembly
 from tests.kit.next_agent import next_agent_message
+from tests.kit.sample_edits import SAMPLE_EDITS
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,6 @@ REPO = Path(__file__).resolve().parents[3]
 CDK_JSON = REPO / "cdk.json"
 CLI = Path(sys.executable).parent / "hdfs-events"
 AGENT = Path(sys.executable).parent / "hdfs-events-agent"
-EDITS = REPO / "onprem_agent" / "examples" / "edits" / "editsStored-layout-61.xml"
 CLUSTER = "demo"
 
 
@@ -102,7 +102,8 @@ def _replay(cloud: IamCloud, work: Path, run: str = "first") -> None:
     config.write_text(f'cluster = "{CLUSTER}"\n[sqs]\nqueue_url = '
                       f'"{cloud.outputs["EventQueueUrl"]}"\n[checkpoint]\n'
                       f'path = "{work / f"checkpoint-{run}.json"}"\n', encoding="utf-8")
-    done = subprocess.run([str(AGENT), "replay", "--config", str(config), "--edits", str(EDITS)],
+    done = subprocess.run([str(AGENT), "replay", "--config", str(config),
+                           "--edits", str(SAMPLE_EDITS)],
                           capture_output=True, text=True, timeout=300,
                           env=cloud.environ(cloud.principal("OnPremdemoUser")))
     assert done.returncode == 0, done.stderr[-3000:]

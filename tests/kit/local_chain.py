@@ -1,16 +1,20 @@
-"""The whole chain on one machine, as the demo and the end-to-end proof run it.
+"""The whole chain on one machine, as the demo, the end-to-end proof and the chain's benches
+run it.
 
 moto server on 127.0.0.1 stands in for AWS and is reached only through AWS_ENDPOINT_URL, as a
 deployment reaches AWS. The resources come from the CDK app itself (the `local` environment's
-synthesized templates deployed into moto's CloudFormation). The agent is the real
-`hdfs-events-agent replay` in its own process; the consumer is the real handler in its own
-process behind the local SQS event source mapping; compaction and rollups are the real Glue
-entry scripts on a local SparkSession, given the lake as Glue gives it (`s3://<bucket>`) and
-reaching the bucket through Hadoop's S3A connector (glue_jobs/runtime.py).
+synthesized templates deployed into moto's CloudFormation, tests/kit/local_cloud.py). The agent
+is the real `hdfs-events-agent replay` in its own process; the consumer is the real handler in
+its own process behind the local SQS event source mapping (tests/kit/lambda_process.py);
+compaction and rollups are the real Glue entry scripts on a local SparkSession, given the lake as
+Glue gives it (`s3://<bucket>`) and reaching the bucket through Hadoop's S3A connector
+(glue_jobs/runtime.py).
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import logging
 import os
@@ -31,13 +35,19 @@ import boto3
 if TYPE_CHECKING:
     from tests.kit.local_cloud import Assembly
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_EDITS = REPO / "onprem_agent/examples/edits/editsStored-layout-61.xml"
+REPO = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"
 
-
-def say(message: str) -> None:
-    print(f"[demo {time.strftime('%H:%M:%S')}] {message}", flush=True)
+# What a broken or hostile producer might put on the queue (Chain.send_poison): each must be
+# quarantined with its reason, and none may block its message group.
+POISON_BODIES: list[tuple[str, dict[str, Any]]] = [
+    ("this is not JSON", {}),
+    ('{"v": 99, "events": []}', {}),
+    (base64.b64encode(b"not gzip at all").decode(),
+     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
+    (base64.b64encode(gzip.compress(b'{"v":1,"events":[{"cluster":"demo","txid":"x"}]}')).decode(),
+     {"encoding": {"DataType": "String", "StringValue": "gzip+base64"}}),
+]
 
 
 @contextmanager
@@ -214,7 +224,7 @@ class Chain:
         log_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.lambda_env}
         return subprocess.Popen(
-            [sys.executable, "-m", "demo.lambda_process", self.queue_url, "--stop-file", str(stop),
+            [sys.executable, "-m", "tests.kit.lambda_process", self.queue_url, "--stop-file", str(stop),
              "--stats", str(stats), "--fail-share", str(fail_share),
              "--visibility-timeout", str(visibility_timeout_s), "--idle-polls", str(idle_polls)],
             stdout=open(log_dir / "ingest.log", "w", encoding="utf-8"),

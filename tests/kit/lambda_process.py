@@ -1,7 +1,8 @@
-"""The consumer Lambda as the demo runs it: a process of its own whose stdout is the function's
-CloudWatch log stream, fed by the local SQS event source mapping (tests/kit/sqs_lambda.py).
+"""The consumer Lambda as the local chain runs it (tests/kit/local_chain.py): a process of its
+own whose stdout is the function's CloudWatch log stream, fed by the local SQS event source
+mapping (tests/kit/sqs_lambda.py).
 
-    python -m demo.lambda_process QUEUE_URL --stop-file F --stats F [--fail-share 0.2]
+    python -m tests.kit.lambda_process QUEUE_URL --stop-file F --stats F [--fail-share 0.2]
 
 Runs until the stop file exists and the queue has been idle for a few polls, then writes its
 counters and the send-to-lake latency of every record (ms from SQS SentTimestamp to the end of

@@ -1,5 +1,6 @@
-"""The demo's check of the namespace index: what `hdfs-events index` reads back from DynamoDB
-(moto server) under the indexed prefixes equals the source events applied in order."""
+"""The check of the namespace index the demo and the e2e chain make: what `hdfs-events index`
+reads back from DynamoDB (moto server) under the indexed prefixes equals the source events
+applied in order."""
 
 from __future__ import annotations
 
