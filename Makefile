@@ -86,7 +86,7 @@ $(GLUE_RUNTIME)/.installed: constraints.txt | $(STAMP)
 # The slowest tests are listed last: where the suite's time goes.
 test: $(STAMP) $(HADOOP_STAMP) $(GLUE_JAR) .make/chromium $(LAMBDA_RUNTIME)/.installed \
   $(GLUE_RUNTIME)/.installed
-	$(PY) -m pytest tests --durations=25
+	$(PY) -m pytest tests -n 2 --durations=25
 
 # Issue #32's must-show at production size (tests/scale, marker `scale`, which `make test`
 # leaves out): both first starts and the inventory on the kit's namespace of SCALE_FILES files.

@@ -29,6 +29,7 @@ writes into its name directory, so a cluster gets hard links of these files in i
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -99,6 +100,15 @@ def namespace_image(files: int, *, cache: Path = CACHE, heap: str = "2g") -> Nam
     reconstructor's -Xmx (it streams: 2g holds 10M files)."""
     root = cache / f"{SHAPE}-v{SHAPE_VERSION}.{IMAGE_VERSION}-{files}"
     done = root / "build.json"
+    cache.mkdir(parents=True, exist_ok=True)
+    # One builder per image: a test process and a bench smoke (or two test workers) asking at
+    # once wait for the first build instead of removing each other's half-written files.
+    with (cache / f"{root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _cached_or_built(root, done, files, heap)
+
+
+def _cached_or_built(root: Path, done: Path, files: int, heap: str) -> NamespaceImage:
     if done.exists():
         return NamespaceImage(root, files, _read_summary(root / "summary.json"),
                               {**json.loads(done.read_text()), "cached": True})
