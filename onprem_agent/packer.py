@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 
-from hdfs_events.envelope import WireMessage, encode_message
+from hdfs_events.envelope import WireMessage, encode_message, encode_written, minor_needed
 from hdfs_events.event import EventFormatError, HdfsEvent
 from hdfs_events.event_json import checked_sparse_json
 from hdfs_events.ids import group_key, sqs_safe_id
@@ -64,7 +64,7 @@ class PackedMessage:
 
 
 class _OpenMessage:
-    __slots__ = ("after", "deadline", "events", "json", "raw", "txids")
+    __slots__ = ("after", "deadline", "events", "json", "minor", "raw", "txids")
 
     def __init__(self, deadline: float, after: int | None) -> None:
         self.events: list[HdfsEvent] = []
@@ -73,6 +73,9 @@ class _OpenMessage:
         # a pass over ~1,600 events when it seals reads them from memory they have long left
         # (~0.4 us an event on bench.ship, where the same pass right after packing is ~0.07).
         self.txids: dict[int, None] = {}
+        # The envelope's minor its events need (hdfs_events.envelope.minor_needed), noted as
+        # they come for the same reason.
+        self.minor = 0
         self.raw = _ENVELOPE_OVERHEAD
         self.deadline, self.after = deadline, after
 
@@ -83,6 +86,7 @@ class _OpenMessage:
         part = cls(whole.deadline, whole.after)
         part.events, part.json, part.raw = events, texts, _raw_size(texts)
         part.txids = dict.fromkeys(map(_txid, events))
+        part.minor = minor_needed(events)
         return part
 
 
@@ -149,9 +153,13 @@ class EventPacker:
         if not events:
             return sealed
         group_ids, open_messages, group_key = self._group_ids, self._open, self._group_key
+        cluster = self.cluster
         txid = events[0].txid
         room = self._fill_bytes / self._ratio  # raw bytes a message may hold; seals change it
         for event in events:
+            if event.cluster != cluster:  # what encode_message checks at sealing, noted now
+                raise ValueError(f"event ({event.txid}, {event.index}) is of cluster "
+                                 f"{event.cluster!r}; this packer packs {cluster!r}'s")
             gid = group_ids.get(group_key(event.path)) or self.group_id(event)
             try:
                 text = checked_sparse_json(event)
@@ -169,6 +177,8 @@ class EventPacker:
             message.events.append(event)
             message.json.append(text)
             message.txids[txid] = None
+            if event.children_num is not None:
+                message.minor = 1
             message.raw += size
         return sealed
 
@@ -208,9 +218,13 @@ class EventPacker:
         sealed: list[PackedMessage] = []
         events, texts = message.events, message.json
         while events:
-            wire = encode_message(events, group_id=gid, compress=self.compress,
-                                  level=self.level, event_json=texts)
             whole = len(events) == len(message.events)
+            # The envelope from what was noted as the events came, not read from them again.
+            wire = encode_written(
+                texts, cluster=self.cluster, first=(events[0].txid, events[0].index),
+                last=(events[-1].txid, events[-1].index),
+                minor=message.minor if whole else minor_needed(events), group_id=gid,
+                compress=self.compress, level=self.level)
             raw = message.raw if whole else _raw_size(texts)
             if wire.size > self.max_bytes and len(events) > 1:
                 self.stats.resplits += 1

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hdfs_events.envelope import EnvelopeError, decode_message
-from hdfs_events.event import EventType, HdfsEvent
+from hdfs_events.envelope import EnvelopeError, decode_message, encode_message
+from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.ids import group_key, message_group_id
 from onprem_agent.editlog import read_ops
 from onprem_agent.packer import EventPacker, PackedMessage, prefix_group_key
@@ -162,3 +166,38 @@ def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_messa
         decode_message(out[1].wire.body, out[1].wire.attributes)
     assert decoded([out[0], out[2]]) == [before, after]
     assert "(4, 0) breaks the contract" in caplog.text
+
+
+@pytest.mark.parametrize("limit", [4096, 65_536])
+def test_each_message_is_what_the_envelope_encoder_writes_reading_its_events_again(
+        limit: int) -> None:
+    # The packer notes a message's keys, cluster and minor as events come (encode_written);
+    # with re-splits and directory SNAPSHOTs (minor 1) here and there, every message is the
+    # one encode_message makes from its events.
+    rng = random.Random(3)
+    events = []
+    for t in range(1, 4000):
+        # Random owners make the compression ratio vary from message to message.
+        event = ev(t, f"/data/{'ab'[t % 2]}/f",
+                   owner="".join(rng.choices("abcdefghij", k=rng.randint(1, 256))))
+        if rng.random() < 0.002:
+            event = replace(event, type=EventType.SNAPSHOT, inode_type=INodeType.DIRECTORY,
+                            children_num=t)
+        events.append(event)
+    packer = EventPacker("c1", max_message_bytes=limit, linger_s=10)
+    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
+    assert packer.stats.resplits or limit > 4096
+    minors = set()
+    for message in out:
+        held = decode_message(message.wire.body, message.wire.attributes)
+        again = encode_message(held, group_id=message.wire.group_id)
+        assert message.wire == again
+        minors.add(json.loads(gzip.decompress(base64.b64decode(again.body))).get("minor", 0))
+    assert minors == {0, 1}
+
+
+def test_an_event_of_another_cluster_is_refused_when_added() -> None:
+    packer = EventPacker("c1", linger_s=10)
+    packer.add((ev(1, "/data/a/f"),), now=0.0)
+    with pytest.raises(ValueError, match="of cluster 'c2'; this packer packs 'c1'"):
+        packer.add((replace(ev(2, "/data/a/g"), cluster="c2"),), now=0.0)
