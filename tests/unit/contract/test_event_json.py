@@ -130,7 +130,7 @@ def test_valid_records_of_every_kind_get_both_forms_exactly(event: HdfsEvent) ->
     assert checked(event) == verdict(event)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)  # each a message of up to 30 events
 @given(strategies.ordered_run(), st.booleans())
 def test_the_lake_lines_are_the_generic_canonical_json_of_what_was_sent(
         events: list[HdfsEvent], nulls_sent: bool) -> None:
