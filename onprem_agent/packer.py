@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 
-from hdfs_events.envelope import WireMessage, encode_message, encode_written, minor_needed
+from hdfs_events.envelope import (
+    WireMessage,
+    encode_message,
+    encode_written,
+    event_minor,
+    minor_needed,
+)
 from hdfs_events.event import EventFormatError, HdfsEvent
 from hdfs_events.event_json import checked_sparse_json
 from hdfs_events.ids import group_key, sqs_safe_id
@@ -177,8 +183,8 @@ class EventPacker:
             message.events.append(event)
             message.json.append(text)
             message.txids[txid] = None
-            if event.children_num is not None:
-                message.minor = 1
+            if (minor := event_minor(event)) > message.minor:
+                message.minor = minor
             message.raw += size
         return sealed
 
