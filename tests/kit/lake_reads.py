@@ -14,7 +14,7 @@ from glue_jobs.catalog import JsonFileCatalog
 from glue_jobs.curated_io import location_key
 from glue_jobs.layout import LOCAL_CATALOG_KEY
 from glue_jobs.storage import LakeStore
-from hdfs_events.lake_layout import QUARANTINE_PREFIX
+from hdfs_events.quarantine import INGEST_PREFIX
 
 
 def parquet_tables(lake: LakeStore, prefix: str) -> list[tuple[str, pa.Table]]:
@@ -46,4 +46,4 @@ def curated_table(lake: LakeStore) -> pa.Table:
 def quarantined_messages(lake: LakeStore) -> list[dict[str, Any]]:
     """What the consumer quarantined: one JSON document per message, with its reason."""
     return [json.loads(lake.read_bytes(o.key))
-            for o in lake.list_objects(f"{QUARANTINE_PREFIX}ingest/") if o.key.endswith(".json")]
+            for o in lake.list_objects(INGEST_PREFIX) if o.key.endswith(".json")]

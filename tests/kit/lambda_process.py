@@ -26,6 +26,7 @@ from urllib.parse import unquote
 import boto3
 from botocore.awsrequest import AWSResponse
 
+from hdfs_events.lake_layout import RAW_PREFIX
 from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
 
 
@@ -38,7 +39,7 @@ class FirstReceiveFaults:
     def __call__(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict] | None:
         # before-call sees the serialised request: the object key is in the URL path.
         key = unquote(str(params.get("url_path", "")))
-        if "raw/" not in key or key in self.seen:
+        if RAW_PREFIX not in key or key in self.seen:
             return None
         self.seen.add(key)
         bucket = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
