@@ -9,27 +9,15 @@ three environments run side by side (each synth is a Node process; ~10-30 s).
 from __future__ import annotations
 
 import atexit
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
-from tests.kit.local_cloud import Assembly, read_assembly
+from tests.kit.local_cloud import REPO, Assembly, offline_env, read_assembly, synth_command
 
-REPO = Path(__file__).resolve().parents[2]
 ENVIRONMENTS = ("dev", "prod", "local")
-_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL")
-
-
-def offline_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CREDENTIALS}
-    env.update(AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
-               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
-    return env
 
 
 @cache
@@ -38,9 +26,8 @@ def synthesized() -> dict[str, Assembly]:
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     procs = {
         env: subprocess.Popen(
-            [sys.executable, "app.py", "--env", env, "--outdir", str(root / env)],
-            cwd=REPO, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
+            synth_command(env, root / env), cwd=REPO, env=offline_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for env in ENVIRONMENTS
     }
     failures = []

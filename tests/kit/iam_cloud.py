@@ -30,14 +30,12 @@ from typing import Any
 
 import boto3
 
-from tests.kit.local_cloud import Assembly, deploy_to_moto, read_assembly
+from tests.kit.local_cloud import CREDENTIAL_VARIABLES, Assembly, deploy_to_moto
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = "kit-admin"
 REGION = "eu-west-1"  # tests/conftest.py's fake region
 DENIED = "IAM-DENIED"  # marks a denial's line in the server's stderr (tests/kit/iam_server.py)
-_CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                         "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,24 +67,7 @@ class Principal:
 
 
 def without_credentials(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k not in _CREDENTIAL_VARIABLES}
-
-
-def synth_local(outdir: Path, context: Mapping[str, Any] | None = None) -> Assembly:
-    """`app.py --env local` with `context` overriding cdk.json's keys, passed the way the CDK
-    CLI passes `-c` values (CDK_CONTEXT_JSON, which aws-cdk-lib's App reads over the context
-    its constructor got)."""
-    env = without_credentials(os.environ) | {
-        "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    env.pop("AWS_ENDPOINT_URL", None)
-    if context:
-        env["CDK_CONTEXT_JSON"] = json.dumps(context)
-    done = subprocess.run([sys.executable, "app.py", "--env", "local", "--outdir", str(outdir)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"app.py --env local exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return read_assembly(outdir)
+    return {k: v for k, v in env.items() if k not in CREDENTIAL_VARIABLES}
 
 
 class IamCloud:
@@ -194,8 +175,8 @@ class IamCloud:
         """Deploys `assembly` as the admin, makes every principal's credentials, then switches
         IAM enforcement on. Returns the stacks' outputs."""
         admin_env = self.admin.environ(self.endpoint)
-        saved = {k: os.environ.get(k) for k in (*_CREDENTIAL_VARIABLES, *admin_env)}
-        for key in _CREDENTIAL_VARIABLES:
+        saved = {k: os.environ.get(k) for k in (*CREDENTIAL_VARIABLES, *admin_env)}
+        for key in CREDENTIAL_VARIABLES:
             os.environ.pop(key, None)
         os.environ.update(admin_env)
         try:

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -63,22 +64,40 @@ class DeployError(RuntimeError):
     """A stack that did not reach CREATE_COMPLETE, with CloudFormation's reasons."""
 
 
-def synth(env: str = "local", outdir: Path | None = None) -> Assembly:
-    """Runs `app.py --env ENV` into `outdir` (a temporary directory by default)."""
+# What would let a synth reach an account; with none of them and the config files at /dev/null,
+# a synth that needed an account, a lookup or credentials fails.
+CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                        "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+
+
+def offline_env(context: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The environment `app.py` synthesizes in: no credentials, profile or endpoint, and
+    `context` over cdk.json's keys, passed the way the CDK CLI passes `-c` values
+    (CDK_CONTEXT_JSON, which aws-cdk-lib's App reads over the context its constructor got)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in CREDENTIAL_VARIABLES and k != "AWS_ENDPOINT_URL"}
+    env.update(AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null",
+               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
+    if context:
+        env["CDK_CONTEXT_JSON"] = json.dumps(context)
+    return env
+
+
+def synth_command(env: str, outdir: Path) -> list[str]:
+    """`make synth ENV=<env>`'s command (a subprocess, so no jsii/Node process stays behind)."""
+    return [sys.executable, str(REPO / "app.py"), "--env", env, "--outdir", str(outdir)]
+
+
+def synth(env: str = "local", outdir: Path | None = None,
+          context: Mapping[str, Any] | None = None) -> Assembly:
+    """Runs `app.py --env ENV` offline into `outdir` (a temporary directory by default)."""
     directory = Path(outdir) if outdir else Path(tempfile.mkdtemp(prefix=f"cdk-{env}-"))
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "app.py"), "--env", env, "--outdir", str(directory)],
-        cwd=REPO, capture_output=True, text=True,
-        env={**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"})
+    proc = subprocess.run(synth_command(env, directory), cwd=REPO, capture_output=True,
+                          text=True, env=offline_env(context), timeout=600)
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
         raise RuntimeError(f"cdk synth of {env!r} failed (exit {proc.returncode}):\n{tail}")
     return read_assembly(directory)
-
-
-def synth_template(env: str = "local") -> dict[str, dict[str, Any]]:
-    """The CloudFormation templates of `env`, by stack name, in deployment order."""
-    return synth(env).templates()
 
 
 def read_assembly(directory: Path) -> Assembly:

@@ -33,8 +33,9 @@ from hdfs_events import lake_layout, names
 from hdfs_events.drift_alert import parse_alert
 from onprem_agent.checkpoint import DynamoCheckpointStore
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local
+from tests.kit.iam_cloud import REGION, IamCloud, Principal
 from tests.kit.live_agent import AGENT
+from tests.kit.local_cloud import synth
 from tests.kit.sample_edits import SAMPLE_EDITS
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def deployment(work: Path) -> Iterator[tuple[IamCloud, HdfsCluster]]:
     """The cloud and the NameNode; the synth (a Node process) runs while the NameNode starts."""
     context, destination = _local_context()
     with ThreadPoolExecutor(1) as pool:
-        assembly = pool.submit(synth_local, work / "cdk.out", context)
+        assembly = pool.submit(synth, "local", work / "cdk.out", context)
         with HdfsCluster.start(work / "hdfs") as cluster, \
                 IamCloud.start(work / "moto.log") as cloud:
             cloud.deploy(assembly.result())

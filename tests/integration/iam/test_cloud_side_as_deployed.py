@@ -34,9 +34,9 @@ from botocore.exceptions import ClientError
 from tests.kit import glue_template
 from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
 from tests.kit.glue_workflow import reports, run_in_one_process
-from tests.kit.iam_cloud import REGION, IamCloud, Principal, synth_local, without_action
+from tests.kit.iam_cloud import REGION, IamCloud, Principal, without_action
 from tests.kit.index_builders import mkdir, mkfile
-from tests.kit.local_cloud import Assembly
+from tests.kit.local_cloud import Assembly, synth
 from tests.kit.next_agent import next_agent_message
 from tests.kit.sample_edits import SAMPLE_EDITS
 
@@ -60,9 +60,10 @@ def deployed(work: Path) -> Iterator[tuple[IamCloud, Assembly]]:
     environments["local"]["index_prefixes"] = ["/"]
     # The synth (a Node process) runs while the server starts.
     with ThreadPoolExecutor(1) as pool:
-        synth = pool.submit(synth_local, work / "cdk.out", {"environments": environments})
+        synthesized = pool.submit(synth, "local", work / "cdk.out",
+                                  {"environments": environments})
         with IamCloud.start(work / "moto.log") as cloud:
-            assembly = synth.result()
+            assembly = synthesized.result()
             cloud.deploy(assembly)
             yield cloud, assembly
 

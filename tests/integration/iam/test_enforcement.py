@@ -17,7 +17,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
-from tests.kit.iam_cloud import IamCloud, Principal, synth_local
+from tests.kit.iam_cloud import IamCloud, Principal
+from tests.kit.local_cloud import synth
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +67,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[IamClou
         local = environments["local"]
         local["extra_senders"] = [*local.get("extra_senders", []),
                                   f"demo={site.role_ids['site-listed']}"]
-        cloud.deploy(synth_local(work / "cdk.out", {"environments": environments}))
+        cloud.deploy(synth("local", work / "cdk.out", {"environments": environments}))
         site.allow_sending(cloud.outputs["EventQueueArn"])
         yield cloud, site
 
