@@ -2,8 +2,10 @@
 handler behind the local SQS event source mapping (tests/kit/sqs_lambda.py), as one of the
 concurrent invocations Lambda makes for a FIFO queue's message groups. Its DynamoDB is wherever
 AWS_ENDPOINT_URL_DYNAMODB points (the bench's shared double). It runs until the bench writes
-`consumer.stop` in the work dir, then writes `<name>.json`: what each event met, the
-sequencer's position advances it made, its calls and their seconds.
+`consumer.stop` in the work dir, then writes `<name>.json`: what each event met (its stages:
+NameNode time, the message's SentTimestamp and ApproximateFirstReceiveTimestamp, the handler
+called, its lake objects written, the handler returned), the sequencer's position advances it
+made, its calls and their seconds.
 
     python -m bench.chain_consumer QUEUE_URL WORK_DIR NAME
 """
@@ -24,6 +26,14 @@ CLUSTER = "speed"
 FUNCTION_TIMEOUT_MS = 60_000
 VISIBILITY_S = 6 * FUNCTION_TIMEOUT_MS // 1000
 IDLE_PAUSE_S = 0.05
+# What each event met, in this order: its NameNode time, its message's SentTimestamp and
+# ApproximateFirstReceiveTimestamp (SQS's clock), the handler called, its lake objects written,
+# the handler returned (the message deleted right after). One clock: all on this machine.
+STAGES = ("namenode", "sent", "received", "called", "written", "returned")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def consume(queue_url: str, work: Path, name: str) -> int:
@@ -34,7 +44,8 @@ def consume(queue_url: str, work: Path, name: str) -> int:
 
     from hdfs_events import names
     from hdfs_events.envelope import decode_message
-    from hdfs_events.names import KIND_ATTRIBUTE
+    from hdfs_events.manifest import decode_manifest
+    from hdfs_events.names import KIND_ATTRIBUTE, KIND_MANIFEST
     from tests.kit.sqs_lambda import LocalSqsLambdaRunner, load_handler
 
     # The handler's clients come from boto3's default session: hook it before they exist.
@@ -45,12 +56,20 @@ def consume(queue_url: str, work: Path, name: str) -> int:
     started = threading.local()
     advances: list[tuple[int, int, int, bool]] = []  # (ms, txid, idx, walk unfinished)
     position = names.position_partition(CLUSTER)
+    # When the handler first asked for the index's lease: its records' lake objects are
+    # written by then (the consumer applies ranges after the batch), so what follows is the
+    # invocation applying the index while SQS still holds its messages' groups.
+    lease_asked: list[int | None] = [None]
 
     def advance(params: dict[str, Any], **_: Any) -> None:
         values = params.get("ExpressionAttributeValues", {})
-        if ":txid" in values and params["Key"][names.INDEX_PK]["S"] == position:
-            advances.append((int(time.time() * 1000), int(values[":txid"]["N"]),
+        if params["Key"][names.INDEX_PK]["S"] != position:
+            return
+        if ":txid" in values:
+            advances.append((now_ms(), int(values[":txid"]["N"]),
                              int(values[":idx"]["N"]), ":walk" in values))
+        elif ":until" in values and lease_asked[0] is None:
+            lease_asked[0] = now_ms()
 
     def before(**_: Any) -> None:
         started.at = time.perf_counter()
@@ -64,22 +83,35 @@ def consume(queue_url: str, work: Path, name: str) -> int:
     events.register("before-call", before)
     events.register("after-call", after)
     real = load_handler("lambdas.ingest.handler:handler")
-    seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (NameNode ms, lake ms)
+    seen: dict[tuple[int, int], tuple[int, ...]] = {}  # key -> STAGES, in ms
+    manifests: list[tuple[int, int, int]] = []  # (after, end, stored ms) of each range
     invocations: list[float] = []
 
     def timed(event: dict[str, Any], context: Any) -> Any:
         start = time.perf_counter()
+        called = now_ms()
+        lease_asked[0] = None
         response = real(event, context)
-        done = int(time.time() * 1000)
+        done = now_ms()
+        written = lease_asked[0] or done
         invocations.append(time.perf_counter() - start)
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         for record in event["Records"]:
-            if (record["messageId"] in failed
-                    or KIND_ATTRIBUTE in record["messageAttributes"]):
-                continue  # failed (comes again), or a manifest / continue request
+            kind = record["messageAttributes"].get(KIND_ATTRIBUTE, {}).get("stringValue")
+            if record["messageId"] in failed:
+                continue  # comes again
+            if kind == KIND_MANIFEST:
+                m = decode_manifest(record["body"])
+                manifests.append((m.after or 0, m.end, written))
+            if kind is not None:
+                continue  # a manifest or a continue request: no events
+            attributes = record["attributes"]
+            sent = int(attributes["SentTimestamp"])
+            received = int(attributes["ApproximateFirstReceiveTimestamp"])
             for e in decode_message(record["body"], record["messageAttributes"]):
                 if e.timestamp is not None:
-                    seen.setdefault((e.txid, e.index), (e.timestamp, done))
+                    seen.setdefault((e.txid, e.index),
+                                    (e.timestamp, sent, received, called, written, done))
         return response
 
     runner = LocalSqsLambdaRunner(queue_url, timed, wait_seconds=0,
@@ -108,18 +140,21 @@ def consume(queue_url: str, work: Path, name: str) -> int:
         "failures": runner.failures, "batch_errors": runner.batch_errors,
         "calls": dict(calls), "call_s": {k: round(v, 2) for k, v in call_s.items()},
         "consumer_s": round(consumer_s, 2), "invocation_s": invocations,
-        "events": [[*k, *v] for k, v in seen.items()], "advances": advances}))
+        "events": [[*k, *v] for k, v in seen.items()], "advances": advances,
+        "manifests": manifests}))
     return 0
 
 
 def merge_consumers(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The consumers' figures as one: counts and seconds summed, each event's earliest lake
-    time (a message redelivered to another consumer is seen twice), all position advances."""
-    first: dict[tuple[int, int], tuple[int, int]] = {}
+    """The consumers' figures as one: counts and seconds summed, each event's earliest
+    delivery (a message redelivered to another consumer is seen twice), all position
+    advances."""
+    first: dict[tuple[int, int], tuple[int, ...]] = {}
+    returned = STAGES.index("returned")
     for part in parts:
-        for txid, idx, nn, lake in part["events"]:
-            if (txid, idx) not in first or lake < first[(txid, idx)][1]:
-                first[(txid, idx)] = (nn, lake)
+        for txid, idx, *stages in part["events"]:
+            if (txid, idx) not in first or stages[returned] < first[(txid, idx)][returned]:
+                first[(txid, idx)] = tuple(stages)
     calls: Counter[str] = Counter()
     call_s: Counter[str] = Counter()
     for part in parts:
@@ -132,7 +167,8 @@ def merge_consumers(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "consumer_s": max(p["consumer_s"] for p in parts),
         "invocation_s": [s for p in parts for s in p["invocation_s"]],
         "events": [[*k, *first[k]] for k in sorted(first)],
-        "advances": [a for p in parts for a in p["advances"]]}
+        "advances": [a for p in parts for a in p["advances"]],
+        "manifests": sorted(m for p in parts for m in p["manifests"])}
 
 
 if __name__ == "__main__":

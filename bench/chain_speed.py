@@ -28,20 +28,23 @@ Measured: the NameNode's journal rate (the client's operations, one event each, 
 client's seconds on the JVM clock the NameNode stamps edits with); per event, NameNode commit
 (the event's own NameNode timestamp) -> lake object (the handler returned: it puts the object
 before) and -> index entry (the sequencer's position passed the event: its entries are written
-before the position moves); the chain's rate: the driven events over the time from the first
-operation to the last event's index entry (to its lake object for the lake's rate). A chain
-falling behind ends later and its rate drops below the NameNode's. Goal: >= 0.9x the journal
-rate, freshness p99 <= 2 s. The CPU each part took during the drive (/proc, each process with
-its descendants), against the machine's cores. Then `hdfs-events-agent verify` (the real
-command, the NameNode's listing against the index the consumers wrote, read from the double)
-over the driven root: the run fails unless it reports 0 entries differ. Writes
-bench-out/chain_speed.json.
+before the position moves), and the stages between (bench/chain_consumer.py STAGES: the agent
+to SQS's SentTimestamp, the queue to its first receive, the handler to its lake objects, the
+invocation's own index work to its return, and the lake to the index); the chain's rate: the
+driven events over the time from the first operation to the last event's index entry (to its
+lake object for the lake's rate). A chain falling behind ends later and its rate drops below
+the NameNode's. Goal: >= 0.9x the journal rate, freshness p99 <= 2 s. The CPU each part took
+during the drive (/proc, each process with its descendants), against the machine's cores. Then
+`hdfs-events-agent verify` (the real command, the NameNode's listing against the index the
+consumers wrote, read from the double) over the driven root: the run fails unless it reports 0
+entries differ. Writes bench-out/chain_speed.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import itertools
 import json
 import os
 import subprocess
@@ -53,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import OUT_DIR
-from bench.chain_consumer import CLUSTER, VISIBILITY_S, merge_consumers
+from bench.chain_consumer import CLUSTER, STAGES, VISIBILITY_S, merge_consumers
 from bench.proc_cpu import CpuMeter
 
 REPO = Path(__file__).resolve().parent.parent
@@ -141,6 +144,18 @@ def index_times(events: list[list[int]], advances: list[list[Any]]) -> list[int 
     for txid, idx, *_ in events:
         at = bisect.bisect_left(marks, (txid, idx))
         out.append(stamps[at] if at < len(marks) else None)
+    return out
+
+
+def range_stored(events: list[list[int]], manifests: list[list[int]]) -> list[int | None]:
+    """Per event (sorted by key), when the first manifest of the range holding its txid was
+    stored (None: never seen): before then the index cannot apply it."""
+    ends = [end for _, end, _ in manifests]
+    out: list[int | None] = []
+    for txid, *_ in events:
+        at = bisect.bisect_left(ends, txid)
+        stored = [ms for after, end, ms in manifests[at:at + 4] if after < txid <= end]
+        out.append(min(stored) if stored else None)
     return out
 
 
@@ -239,15 +254,32 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
               ) -> dict[str, Any]:
     events = [e for e in consumed["events"] if first < e[0] <= last]
     applied = index_times(events, consumed["advances"])
-    to_lake = [lake - nn for _, _, nn, lake in events]
-    to_index = [at - e[2] for e, at in zip(events, applied, strict=True) if at is not None]
+    at = {stage: 2 + i for i, stage in enumerate(STAGES)}  # after txid, index
+    nn, returned = at["namenode"], at["returned"]
+    to_lake = [e[returned] - e[nn] for e in events]
+    to_index = [t - e[nn] for e, t in zip(events, applied, strict=True) if t is not None]
     start = load["started_ms"]
     journal_rate = load["events"] / load["seconds"]
 
     def rate(count: int, end_ms: int) -> float:
         return count / max(0.001, (end_ms - start) / 1000)
 
-    lake_rate = rate(len(events), max((e[3] for e in events), default=start))
+    def spread(values: list[int]) -> dict[str, float]:
+        return {"p50": pct(values, 0.5), "p99": pct(values, 0.99), "max": pct(values, 1.0)}
+
+    # Each stage from the one before: where the freshness goes.
+    stages = {f"{a} -> {b}": spread([e[at[b]] - e[at[a]] for e in events])
+              for a, b in itertools.pairwise(STAGES)}
+    # The index needs the message and its range's manifest: the later of the two is when the
+    # event became ready to apply.
+    ready = [None if m is None else max(m, e[at["written"]])
+             for e, m in zip(events, range_stored(events, consumed["manifests"]), strict=True)]
+    stages["written -> ready"] = spread([r - e[at["written"]] for e, r
+                                         in zip(events, ready, strict=True) if r is not None])
+    stages["ready -> index"] = spread([t - r for r, t in zip(ready, applied, strict=True)
+                                       if t is not None and r is not None])
+    saves = sorted(a[0] for a in consumed["advances"])
+    lake_rate = rate(len(events), max((e[returned] for e in events), default=start))
     index_rate = rate(len(to_index), max((a for a in applied if a is not None), default=start))
     calls = {k: v for k, v in consumed["calls"].items() if k.startswith("dynamodb.")}
     return {
@@ -262,10 +294,11 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
         "lake_events_per_s": round(lake_rate), "index_events_per_s": round(index_rate),
         "ratio": round(index_rate / journal_rate, 3),
         "lake_ratio": round(lake_rate / journal_rate, 3),
-        "edit_to_lake_ms": {"p50": pct(to_lake, 0.5), "p99": pct(to_lake, 0.99),
-                            "max": pct(to_lake, 1.0)},
-        "edit_to_index_ms": {"p50": pct(to_index, 0.5), "p99": pct(to_index, 0.99),
-                             "max": pct(to_index, 1.0)},
+        "edit_to_lake_ms": spread(to_lake), "edit_to_index_ms": spread(to_index),
+        "stages_ms": stages,
+        "position_saves": {"count": len(saves), "ms_apart_p50": pct(
+            [b - a for a, b in itertools.pairwise(saves)], 0.5),
+            "events_apart_mean": round(len(to_index) / max(1, len(saves)))},
         "consumer": {k: consumed[k] for k in ("invocations", "records", "failures",
                                               "batch_errors")}
         | {"invocation_s_p50": pct(consumed["invocation_s"], 0.5),
@@ -315,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"freshness NameNode commit -> lake p50 {lake['p50']:.0f} ms, p99 {lake['p99']:.0f} ms; "
           f"-> index p50 {index['p50']:.0f} ms, p99 {index['p99']:.0f} ms (goal p99 <= "
           f"{GOAL_P99_MS} ms)")
+    print("stages p50/p99 ms: " + "; ".join(
+        f"{name} {s['p50']:.0f}/{s['p99']:.0f}" for name, s in r["stages_ms"].items()))
+    saves = r["position_saves"]
+    print(f"index position saves: {saves['count']:,}, {saves['events_apart_mean']:,} events "
+          f"apart on average, p50 {saves['ms_apart_p50']:.0f} ms apart")
     cpu = r["cpu_s_during_the_drive"]
     parts = {k: v for k, v in cpu.items() if k not in ("wall_s", "cores")}
     each = [v for k, v in parts.items() if k.startswith("consumer ")]
