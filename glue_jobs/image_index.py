@@ -35,7 +35,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from glue_jobs.index_item_json import parent_of, put_request_json
+from glue_jobs.index_item_json import parent_of, put_request_texts
 from glue_jobs.runtime import AWS_RETRIES
 from glue_jobs.wire_batch_write import BatchWriteCalls, WireBody
 from hdfs_events import names
@@ -174,14 +174,21 @@ def walk_key_column(prefixes: tuple[str, ...]) -> Column:
     return F.concat(root, chars)
 
 
+@dataclass(frozen=True, slots=True)
+class WalkNumbered:
+    rows: DataFrame  # the covered rows with `index`
+    directories: int  # of them
+
+
 @contextmanager
 def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...], partitions: int
-                  ) -> Iterator[DataFrame]:
+                  ) -> Iterator[WalkNumbered]:
     """The covered rows with `index`, each row's position in the agent's walk (0..n-1).
 
     Sorted into `partitions` range partitions (the write tasks), each numbered from its offset
     (the sizes of the partitions before it, counted on the cached sort, as zipWithIndex does): no
-    single-partition window. The sort stays cached while the caller reads it."""
+    single-partition window; the directories counted in the same pass. The sort stays cached
+    while the caller reads it."""
     # The key as a column of its own: a sort by the expression evaluates it in every comparison
     # (paths share long prefixes, so the sorter's 8-byte prefixes rarely decide), ~20 times a
     # row; carried through the shuffle, it is computed twice a row (the range sample, the map).
@@ -191,29 +198,32 @@ def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...], partitions: int
                .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         part = F.shiftright(F.col("_row"), _ROW_BITS)
-        sizes = dict(ordered.groupBy(part.alias("part")).count().collect())
+        counted = ordered.groupBy(part.alias("part")).agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum((F.col("type") == DIRECTORY).cast("long")).alias("directories")).collect()
+        sizes = {r["part"]: r["rows"] for r in counted}
         offsets, at = [], 0
         for p in range(max(sizes, default=0) + 1):
             offsets.append(at)
             at += sizes.get(p, 0)
         offset = F.element_at(F.array(*(F.lit(o) for o in offsets)), (part + 1).cast("int"))
         within = F.col("_row").bitwiseAND((1 << _ROW_BITS) - 1)
-        yield ordered.select(*ROW_COLUMNS, (offset + within).alias("index"))
+        yield WalkNumbered(ordered.select(*ROW_COLUMNS, (offset + within).alias("index")),
+                           sum(r["directories"] for r in counted))
     finally:
         ordered.unpersist()
 
 
 def write_partition(table: str, threads: int, client: ClientFactory
-                    ) -> Callable[[Iterator[tuple[str, bool]]], Iterator[dict[str, int]]]:
-    """Writes a task's (PutRequest JSON, is a directory) rows, BatchWriteItem calls of 25."""
-    def write(rows: Iterator[tuple[str, bool]]) -> Iterator[dict[str, int]]:
+                    ) -> Callable[[Iterator[str]], Iterator[dict[str, int]]]:
+    """Writes a task's PutRequest JSON texts, BatchWriteItem calls of 25."""
+    def write(puts: Iterator[str]) -> Iterator[dict[str, int]]:
         calls = BatchWriteCalls(client(threads), table)
-        counts = {"entries": 0, "directories": 0, "batch_calls": 0, "unprocessed_retries": 0}
+        counts = {"entries": 0, "batch_calls": 0, "unprocessed_retries": 0}
 
         def batches() -> Iterator[WireBody]:
             batch: list[str] = []
-            for put, is_directory in rows:
-                counts["directories"] += is_directory
+            for put in puts:
                 batch.append(put)
                 if len(batch) == BATCH_WRITE_LIMIT:
                     counts["entries"] += len(batch)
@@ -271,19 +281,18 @@ def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSetting
     partitions = settings.partitions or rows.sparkSession.sparkContext.defaultParallelism
     covered = rows.transform(covered_rows(settings.prefixes))
     with walk_numbered(covered, settings.prefixes, partitions) as numbered:
-        hot = hot_directories(numbered, settings.prefixes)
+        hot = hot_directories(numbered.rows, settings.prefixes)
         numbering_seconds = clock() - started
         write = write_partition(settings.table, settings.threads, client)
         # Each task writes its stretch of the walk from the cached sort. Not shuffled again by
         # partition key: that cost a pass over every row (~2 executor CPU s at 1M), and a key's
         # rows reached their task one after another either way (a shuffle keeps each map
         # side's order), so no key was written at a lower rate.
-        counts = (numbered.select(put_request_json(cluster, txid, hot),
-                          F.col("type") == DIRECTORY).rdd
+        counts = (put_request_texts(numbered.rows, cluster, txid, hot)
                   .mapPartitions(write).collect())
     join_stream(ddb, settings.table, cluster, txid)
     total = {k: sum(c[k] for c in counts) for k in counts[0]} if counts else {}
-    return IndexReport(txid, total.get("entries", 0), total.get("directories", 0), len(hot),
+    return IndexReport(txid, total.get("entries", 0), numbered.directories, len(hot),
                        len(counts), total.get("batch_calls", 0),
                        total.get("unprocessed_retries", 0), clock() - started,
                        numbering_seconds=numbering_seconds)

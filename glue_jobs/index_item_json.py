@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pyspark.sql import Column
+from pyspark import RDD
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from hdfs_events.index_item import INDEX_SHARDS
@@ -77,11 +78,15 @@ def _wire_value(attribute: WireAttribute, own: dict[Own, Column]) -> Column:
                     F.when(value.isNull(), F.lit(True)).alias("NULL"))
 
 
-def put_request_json(cluster: str, txid: int, hot: Iterable[str]) -> Column:
+def put_request_texts(rows: DataFrame, cluster: str, txid: int, hot: Iterable[str]) -> RDD[str]:
     """A BatchWriteItem PutRequest of each numbered row's item (rows with the inventory's
     columns and `index`), as JSON text: nulls left out, so a value is {"S": ...} or
-    {"NULL": true}, never both."""
+    {"NULL": true}, never both.
+
+    DataFrame.toJSON, not a to_json column through DataFrame.rdd: the JVM hands Python each
+    text as a UTF-8 string, where .rdd pickles every row and Python rebuilds it as a Row
+    (`_create_row`, the write tasks' largest Python cost at 1M inodes, py-spy). toJSON leaves
+    nulls out by the session's spark.sql.jsonGenerator.ignoreNullFields, true unless set."""
     own = _own_values(cluster, txid, sorted(hot))
     item = F.struct(*(_wire_value(a, own).alias(a.name) for a in SNAPSHOT_WIRE))
-    return F.concat(F.lit('{"PutRequest":{"Item":'),
-                    F.to_json(item, {"ignoreNullFields": "true"}), F.lit("}}"))
+    return rows.select(F.struct(item.alias("Item")).alias("PutRequest")).toJSON()

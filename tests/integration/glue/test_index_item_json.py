@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from glue_jobs.index_item_json import put_request_json
+from glue_jobs.index_item_json import put_request_texts
 from hdfs_events import names
 from hdfs_events.dynamodb_json import to_wire
 from hdfs_events.snapshot_index import DIRECTORY, PathState, snapshot_item
@@ -60,7 +60,7 @@ def contract_item(row: tuple[Any, ...]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def built(spark) -> dict[str, dict[str, Any]]:
     frame = spark.createDataFrame(rows(), SCHEMA)
-    texts = [r[0] for r in frame.select(put_request_json(CLUSTER, T, HOT)).collect()]
+    texts = put_request_texts(frame, CLUSTER, T, HOT).collect()
     puts = [json.loads(text)["PutRequest"]["Item"] for text in texts]
     return {item["path"]["S"]: item for item in puts}
 
