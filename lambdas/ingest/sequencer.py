@@ -47,6 +47,12 @@ TXID_DONE = names.POSITION_TXID_DONE  # event_index: "every event of this txid i
 CHUNK_EVENTS = 1000  # events applied between two position saves: one read and one write wave
 LEASE_MARGIN_MS = 5_000  # the lease outlives apply_ranges' deadline by this much
 MANIFEST_LOOKAHEAD = 20  # stored ranges read per position: overlaps after a failover are few
+# Messages whose arrivals one look for the next range reads: one BatchGetItem page (DynamoDB
+# takes 100 keys a call). Complete ranges that follow the next one are applied with it, as one
+# span, while their messages fit: an index behind by n ranges catches up in about n / (ranges a
+# span) passes of the chunk's round trips, not n (the agent closes a range every checkpoint
+# interval, a few hundred events at a NameNode's full speed).
+SPAN_MESSAGES = 100
 _NO_KEY, _LAST_KEY = (-1, -1), (2**63, 2**63)  # (txid, index) bounds of a message of unknown keys
 
 
@@ -167,6 +173,53 @@ class _Range:
         return sorted({i for p in self.parts for i in p.manifest.messages})
 
 
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """Consecutive complete ranges applied as one: `manifest` spans them (the first's `after`
+    to the last's `end`), `arrivals` holds every message they name."""
+
+    manifest: Manifest
+    arrivals: dict[str, Arrival]
+    ranges: int
+
+
+def _following(first: _Range, stored: list[StoredManifest], budget: int) -> list[_Range]:
+    """The stored ranges that continue `first` one after another (each `after` the previous
+    `end`, every part stored), while their messages fit in `budget`. A range is one range id:
+    a standby's overlapping range ends the chain, as does anything not plainly complete."""
+    by_after: dict[int, dict[str, _Range]] = {}
+    for part in stored:
+        m = part.manifest
+        if m.after is not None:
+            by_after.setdefault(m.after, {}).setdefault(m.range_id, _Range([])).parts.append(part)
+    chain: list[_Range] = []
+    end = first.manifest.end
+    while len(candidates := by_after.get(end, {})) == 1:
+        (range_,) = candidates.values()
+        if not range_.complete or (budget := budget - len(range_.ids)) < 0:
+            break
+        chain.append(range_)
+        end = range_.manifest.end
+    return chain
+
+
+def _span(first: _Range, following: list[_Range], arrivals: dict[str, Arrival]) -> _Span:
+    """`first` and the ranges of `following` whose messages have all arrived, up to the first
+    that waits for one."""
+    ranges = [first]
+    for range_ in following:
+        if not all(i in arrivals for i in range_.ids):
+            break
+        ranges.append(range_)
+    names_ = {i for r in ranges for i in r.ids}
+    held = {i: a for i, a in arrivals.items() if i in names_}
+    if len(ranges) == 1:
+        return _Span(first.manifest, held, 1)
+    m, last = first.manifest, ranges[-1].manifest
+    return _Span(Manifest(cluster=m.cluster, after=m.after, end=last.end, messages=(),
+                          range_id=f"{m.range_id}..{last.range_id}"), held, len(ranges))
+
+
 @dataclass(slots=True)
 class IndexSequencer:
     store: SequenceStore
@@ -249,23 +302,22 @@ class IndexSequencer:
                 report.more = True
                 return position
         while True:
-            found = self._next(cluster, position, report=report)
-            if found is None:
+            span = self._next(cluster, position, report=report)
+            if span is None:
                 return position
-            range_, arrivals = found
-            position = self._apply(cluster, owner, position, range_, arrivals, deadline_ms,
-                                   report)
-            if (position.txid, position.event_index) != (range_.manifest.end, TXID_DONE):
-                report.more = True  # out of time mid-range
+            position = self._apply(cluster, owner, position, span, deadline_ms, report)
+            if (position.txid, position.event_index) != (span.manifest.end, TXID_DONE):
+                report.more = True  # out of time mid-span
                 return position
-            report.ranges += 1
+            report.ranges += span.ranges
             if self.clock_ms() >= deadline_ms:
                 return position
 
     def _next(self, cluster: str, position: Position,
-              report: ApplyReport | None) -> tuple[_Range, dict[str, Arrival]] | None:
-        """The complete range that continues from `position`, with its arrivals; None (and
-        what is missing, in `report`) when there is none yet."""
+              report: ApplyReport | None) -> _Span | None:
+        """The complete range that continues from `position` and the complete ranges that
+        follow it without a gap, with their arrivals; None (and what is missing, in `report`)
+        when there is none yet."""
         want = position.next_txid
         # From the range that ends at the position (when still stored): when the manifest
         # after it was lost, that range's arrival time bounds when the loss happened.
@@ -305,9 +357,11 @@ class IndexSequencer:
                                            lost.reason))
                 range_ = _Range(range_.parts, bridged=True)
             ids = range_.ids
-            arrivals = self.store.arrivals(cluster, ids)
-            if len(arrivals) == len(ids):
-                return range_, arrivals
+            following = _following(range_, stored, SPAN_MESSAGES - len(ids))
+            arrivals = self.store.arrivals(
+                cluster, sorted({*ids, *(i for r in following for i in r.ids)}))
+            if all(i in arrivals for i in ids):
+                return _span(range_, following, arrivals)
             missing = [i for i in ids if i not in arrivals]
             waiting = (f"{len(missing)} message(s) of txids ({m.after}, {m.end}], e.g. "
                        f"{missing[0]}", since)
@@ -316,8 +370,7 @@ class IndexSequencer:
         return None
 
     def _bridge_hole(self, cluster: str, want: int, stored: list[StoredManifest],
-                     previous_ms: int, report: ApplyReport | None
-                     ) -> tuple[_Range, dict[str, Arrival]] | None:
+                     previous_ms: int, report: ApplyReport | None) -> _Span | None:
         """No stored range continues from txid `want`, a later one is stored. When a manifest
         of the cluster's own was quarantined between the range before and the one after (SQS
         FIFO delivers the manifest group in order, so it is the missing one), the hole is
@@ -337,7 +390,7 @@ class IndexSequencer:
         if report is not None:
             report.bridged.append((f"txids ({want - 1}, {next_after}]: manifest lost, "
                                    "their events not indexed", lost.reason))
-        return _Range([StoredManifest(hole, lost.received_ms)], bridged=True), {}
+        return _Span(hole, {}, 1)
 
     def _lost_between(self, cluster: str, previous_ms: int, stored: list[StoredManifest], *,
                       after_end: int) -> LostManifest | None:
@@ -352,11 +405,10 @@ class IndexSequencer:
                                          received_to_ms=min(later))
         return lost[0] if lost else None
 
-    def _apply(self, cluster: str, owner: str, position: Position, range_: _Range,
-               arrivals: dict[str, Arrival], deadline_ms: int,
-               report: ApplyReport) -> Position:
-        manifest = range_.manifest
-        events = self._range_events(manifest, position, arrivals, report)
+    def _apply(self, cluster: str, owner: str, position: Position, span: _Span,
+               deadline_ms: int, report: ApplyReport) -> Position:
+        manifest = span.manifest
+        events = self._range_events(manifest, position, span.arrivals, report)
         pending = list(islice(events, self.chunk_events))
         while pending:
             applied = self.index.apply_until_walk(pending)

@@ -62,9 +62,11 @@ def jobs(events: int) -> Iterator[HdfsEvent]:
             return
 
 
-def backlog(events: list[HdfsEvent], per_message: int = 1000) -> IndexSequencer:
-    """Every message arrived and every range closed while the index was not applying ranges."""
-    store = MemorySequenceStore()
+def backlog(events: list[HdfsEvent], per_message: int = 1000,
+            store: MemorySequenceStore | None = None) -> IndexSequencer:
+    """Every message arrived and every range closed while the index was not applying ranges
+    (a range a message)."""
+    store = store or MemorySequenceStore()
     sequencer = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), [INDEXED]),
                                lake=None)  # type: ignore[arg-type]
     after = None

@@ -6,9 +6,12 @@ bench.index_backlog's figure."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Position
+from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Arrival, Position
 from tests.kit.backlog import CLUSTER, INDEXED, T0, backlog, jobs
+from tests.kit.memory_stores import MemorySequenceStore
 from tests.kit.replay import in_order_state
 
 
@@ -34,5 +37,36 @@ def test_an_event_dynamodb_cannot_store_is_skipped_and_the_ranges_after_it_apply
     assert report.position == Position(events[-1].txid, TXID_DONE)
     assert [(s.txid, s.event_index) for s in report.skipped_events] == [(bad.txid, 1)]
     assert "1024" in report.skipped_events[0].reason
+    assert sequencer.index.store.live(CLUSTER) == in_order_state(  # type: ignore[attr-defined]
+        events, INDEXED)
+
+
+class CountingSequenceStore(MemorySequenceStore):
+    """Counts the round trips the sequencer's own items cost: arrival reads, position saves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrival_reads = self.saves = 0
+
+    def arrivals(self, cluster: str, dedup_ids: Iterable[str]) -> dict[str, Arrival]:
+        self.arrival_reads += 1
+        return super().arrivals(cluster, dedup_ids)
+
+    def advance(self, cluster: str, owner: str, position: Position) -> None:
+        self.saves += 1
+        super().advance(cluster, owner, position)
+
+
+def test_complete_ranges_waiting_one_after_another_are_applied_as_one_span() -> None:
+    """An index behind by twenty small ranges (the agent closes one every checkpoint interval)
+    reads their arrivals once and saves its position once a chunk, not once a range: a
+    backlog costs the chunk's round trips per CHUNK_EVENTS, however the ranges cut it."""
+    events = list(jobs(CHUNK_EVENTS))[:CHUNK_EVENTS]
+    store = CountingSequenceStore()
+    sequencer = backlog(events, per_message=CHUNK_EVENTS // 20, store=store)
+    report = sequencer.apply_ranges(CLUSTER, deadline_ms=2**62)
+    assert report.position == Position(events[-1].txid, TXID_DONE)
+    assert report.ranges == 20 and report.events == len(events)
+    assert (store.arrival_reads, store.saves) == (1, 1)
     assert sequencer.index.store.live(CLUSTER) == in_order_state(  # type: ignore[attr-defined]
         events, INDEXED)
