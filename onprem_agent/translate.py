@@ -432,8 +432,22 @@ def translate_ops(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>
 def translate_batches(ops: Iterable[EditOp], cluster: str, *, source: str = "<edits>",
                       from_txid: int | None = None, to_txid: int | None = None,
                       stats: TranslationStats | None = None) -> Iterator[TxBatch]:
-    """One TxBatch per op in range, empty for ops without events, so a checkpoint can move past
-    the no-event ops (block allocations dominate real logs) at the end of a file."""
+    """One TxBatch per op in range that yields events, in order, and an empty one for the last
+    op when it yields none, so the checkpoint moves past the no-event ops (block allocations
+    dominate real logs) at the end of a file.
+
+    Ops without events in between are not handed on: a batch of txid t tells the pipeline that
+    every lower txid is done (txids come in order), so they only let a message opened at t rest
+    on t - 1 instead of the txid of the event before; on a restart the checkpoint may sit a few
+    no-event ops lower, which yield nothing again. Two thirds of a log's ops are such ops, and
+    the pipeline's loop over them was ~0.15 us an event on bench.ship."""
     stats = stats if stats is not None else TranslationStats()
+    last: int | None = None  # the txid of the last op read, when it yielded no event
     for txid, events in _translated(ops, cluster, source, from_txid, to_txid, stats):
-        yield TxBatch(txid=txid, events=tuple(events))
+        if events:
+            last = None
+            yield TxBatch(txid=txid, events=tuple(events))
+        else:
+            last = txid
+    if last is not None:
+        yield TxBatch(txid=last, events=())
