@@ -157,7 +157,9 @@ class Pipeline:
     def _consume(self, batches: Iterable[TxBatch], stop: threading.Event) -> None:
         kept_of = self._filter.kept_of_batch
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
-        lock, acks, add, send = self._lock, self._acks, packer.add, self._send
+        # The lock's own methods, not `with`: ~0.07 us a batch less (bench.ship).
+        acquire, release = self._lock.acquire, self._lock.release
+        acks, add, send = self._acks, packer.add, self._send
         wait_for_capacity, stopped, gap = sender.wait_for_capacity, stop.is_set, EventType.GAP
         floor = self.resume_after
         # The txid of a snapshot whose next piece is still to come.
@@ -173,10 +175,10 @@ class Pipeline:
                     if floor is not None and txid <= floor:
                         continue  # at or below the checkpoint, or a source repeating itself
                     if not events and not batch.more:
-                        # Two thirds of the ops (block allocations...) yield no event: the
-                        # txid is finished as it comes. Without the lock: no message changes,
-                        # and the flusher reads a consistent T before or after this write
-                        # (CheckpointTracker; one writer, this thread).
+                        # A txid without events (a replay's last op, say) is finished as it
+                        # comes. Without the lock: no message changes, and the flusher reads a
+                        # consistent T before or after this write (CheckpointTracker; one
+                        # writer, this thread).
                         tracker.finished = floor = txid
                         taken += 1
                         continue
@@ -185,7 +187,8 @@ class Pipeline:
                     raise self._background_error
                 wait_for_capacity(stop)
                 kept = kept_of(events)
-                with lock:
+                acquire()
+                try:
                     if kept:
                         if kept[0].type is gap:
                             self._gap_txid = txid
@@ -199,13 +202,15 @@ class Pipeline:
                         tracker.finished = txid
                     if acks:
                         self._apply_acks()
+                finally:
+                    release()
                 taken += 1
                 # Counters of this thread alone: the flusher's progress line reads them.
                 self._events_read += len(events)
                 if len(kept) != len(events):
                     self._events_filtered += len(events) - len(kept)
         finally:
-            with lock:
+            with self._lock:
                 self._batches += taken
 
     def _flush(self, wait: _ShutdownWait) -> bool:
