@@ -31,6 +31,7 @@ import heapq
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -409,26 +410,32 @@ class IndexSequencer:
                deadline_ms: int, report: ApplyReport) -> Position:
         manifest = span.manifest
         events = self._range_events(manifest, position, span.arrivals, report)
-        pending = list(islice(events, self.chunk_events))
-        while pending:
-            applied = self.index.apply_until_walk(pending)
-            walk, taken = applied.walk, pending[:applied.taken]
-            pending = pending[applied.taken:]
-            pending += islice(events, self.chunk_events - len(pending))
-            report.events += len(taken)
-            report.skipped_events += applied.skipped
-            stamped = [e.timestamp for e in taken if e.timestamp]
-            if stamped:
-                report.applied_timestamp_ms = max(stamped)
-            position = Position(taken[-1].txid, taken[-1].index, walk)
-            if walk is not None or pending:
-                self.store.advance(cluster, owner, position)
-            if walk is not None:
-                position = self._walk(cluster, owner, position, deadline_ms, report)
-                if position.walk is not None:
+        fetched = _take(events, self.chunk_events)  # taken from the merge, not yet applied
+        # The next chunk's events (its lake objects read and decoded) are taken on a thread of
+        # their own while this chunk applies: those reads were a third to a half of a chunk's
+        # time in bench.chain_speed (docs/bench.md). One thread, waited for before the merge
+        # is touched again; at most two chunks are held.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-ahead") as ahead:
+            while pending := fetched[:self.chunk_events]:
+                following = (ahead.submit(_take, events, self.chunk_events)
+                             if len(fetched) < 2 * self.chunk_events else None)
+                applied = self.index.apply_until_walk(pending)
+                walk, taken = applied.walk, pending[:applied.taken]
+                fetched = fetched[applied.taken:] + (following.result() if following else [])
+                report.events += len(taken)
+                report.skipped_events += applied.skipped
+                stamped = [e.timestamp for e in taken if e.timestamp]
+                if stamped:
+                    report.applied_timestamp_ms = max(stamped)
+                position = Position(taken[-1].txid, taken[-1].index, walk)
+                if walk is not None or fetched:
+                    self.store.advance(cluster, owner, position)
+                if walk is not None:
+                    position = self._walk(cluster, owner, position, deadline_ms, report)
+                    if position.walk is not None:
+                        return position
+                if fetched and self.clock_ms() >= deadline_ms:
                     return position
-            if pending and self.clock_ms() >= deadline_ms:
-                return position
         position = Position(manifest.end, TXID_DONE)
         self.store.advance(cluster, owner, position)
         return position
@@ -514,3 +521,7 @@ class IndexSequencer:
 
 def _event_key(e: HdfsEvent) -> tuple[int, int]:
     return e.txid, e.index
+
+
+def _take(events: Iterator[HdfsEvent], count: int) -> list[HdfsEvent]:
+    return list(islice(events, count))

@@ -6,12 +6,17 @@ bench.index_backlog's figure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
-from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Arrival, Position
+from hdfs_events.ids import deduplication_id
+from hdfs_events.manifest import manifests_for
+from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index_view import Refused
+from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Arrival, IndexSequencer, Position
 from tests.kit.backlog import CLUSTER, INDEXED, T0, backlog, jobs
-from tests.kit.memory_stores import MemorySequenceStore
+from tests.kit.memory_stores import MemoryIndexStore, MemorySequenceStore
 from tests.kit.replay import in_order_state
 
 
@@ -70,3 +75,59 @@ def test_complete_ranges_waiting_one_after_another_are_applied_as_one_span() -> 
     assert (store.arrival_reads, store.saves) == (1, 1)
     assert sequencer.index.store.live(CLUSTER) == in_order_state(  # type: ignore[attr-defined]
         events, INDEXED)
+
+
+class Lake:
+    """The lake objects another invocation wrote, read in order; says when the `watch`-th is
+    read."""
+
+    def __init__(self, objects: dict[str, list[HdfsEvent]], watch: int) -> None:
+        self.objects, self.watch, self.reads = objects, watch, 0
+        self.read_watched = threading.Event()
+
+    def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
+        for key in keys:
+            self.reads += 1
+            if self.reads > self.watch:
+                self.read_watched.set()
+            yield list(self.objects[key])
+
+
+class FirstWriteWaits(MemoryIndexStore):
+    """The first chunk's write wave waits (up to 5 s) for the next chunk's first lake read."""
+
+    def __init__(self, lake: Lake) -> None:
+        super().__init__()
+        self.lake, self.overlapped = lake, None  # type: ignore[assignment]
+
+    def put_many(self, entries: Sequence) -> list[Refused]:  # type: ignore[type-arg]
+        if self.overlapped is None:
+            self.overlapped = self.lake.read_watched.wait(timeout=5)
+        return super().put_many(entries)
+
+
+def test_the_next_chunks_lake_objects_are_read_while_a_chunk_applies() -> None:
+    """A range of messages other invocations received: its objects come from the lake, and
+    the next chunk's are read while this chunk writes, not after its position is saved."""
+    per_message = CHUNK_EVENTS // 4
+    events = list(jobs(3 * CHUNK_EVENTS))[:3 * CHUNK_EVENTS]
+    objects: dict[str, list[HdfsEvent]] = {}
+    store = MemorySequenceStore()
+    receiver = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), [INDEXED]),
+                              lake=None)  # type: ignore[arg-type]
+    for start in range(0, len(events), per_message):
+        part = events[start:start + per_message]
+        dedup = deduplication_id(CLUSTER, (part[0].txid, part[0].index),
+                                 (part[-1].txid, part[-1].index), len(part))
+        objects[f"raw/{dedup}"] = part
+        receiver.arrived(dedup, part, [f"raw/{dedup}"])
+    for manifest in manifests_for(CLUSTER, None, events[-1].txid,
+                                  [k.removeprefix("raw/") for k in objects]):
+        receiver.manifest(manifest)
+    lake = Lake(objects, watch=CHUNK_EVENTS // per_message)  # the second chunk's first object
+    index = FirstWriteWaits(lake)
+    applier = IndexSequencer(store, NamespaceIndex(index, [INDEXED]), lake)
+    report = applier.apply_ranges(CLUSTER, deadline_ms=2**62)
+    assert report.position == Position(events[-1].txid, TXID_DONE)
+    assert index.overlapped is True
+    assert index.live(CLUSTER) == in_order_state(events, INDEXED)
