@@ -8,7 +8,8 @@ its lake objects, or that it was quarantined); the agent's manifests (hdfs_event
 which messages hold the txid range (after, end]; and once a range's manifest and all the
 messages it names are here, one invocation at a time (a lease on the cluster's *position*)
 applies exactly those events, sorted by (txid, index), and moves the position to the range's
-end. That is in-order application by construction; the index's merge rules keep what they add
+end (complete ranges that follow it without a gap go with it, as one span). That is in-order
+application by construction; the index's merge rules keep what they add
 besides (redelivery, applying resumed mid-range).
 
 The position advances after every chunk of events, so an invocation that runs out of time
