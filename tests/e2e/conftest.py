@@ -36,6 +36,7 @@ class ChainRun:
     lake: LakeStore  # the lake bucket, read through boto3
     source: list[HdfsEvent]
     kills: int
+    mid_flight_kills: int  # of them, before the agent logged its replay done
     consumer: dict[str, Any]
     dlq_depth: int
     compaction: dict[str, Any]
@@ -80,6 +81,7 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         ])
         assert jobs.returncode == 0, jobs.stderr[-4000:]
         compaction, rollups = reports(jobs)
-        yield ChainRun(chain=chain, lake=store_for(uri), source=source, kills=run.kills, consumer=stats,
+        yield ChainRun(chain=chain, lake=store_for(uri), source=source, kills=run.kills,
+                       mid_flight_kills=run.mid_flight, consumer=stats,
                        dlq_depth=dlq, compaction=compaction, rollups=rollups,
                        log_path=work / "cloudwatch/ingest.log", index=index)

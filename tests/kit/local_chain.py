@@ -93,6 +93,15 @@ def local_aws() -> Iterator[str]:
 class AgentRun:
     exits: list[int] = field(default_factory=list)
     kills: int = 0
+    # Of the kills, those that landed before the agent logged its replay done: the rest hit a
+    # process that had shipped and checkpointed everything and was only exiting.
+    mid_flight: int = 0
+
+
+def _replays_done(log: Path) -> int:
+    """How many `hdfs-events-agent replay` runs logged their end in `log`."""
+    return log.read_text(encoding="utf-8").count("hdfs-events-agent.replay: done:") \
+        if log.exists() else 0
 
 
 @dataclass
@@ -171,26 +180,31 @@ class Chain:
                max_message_bytes: int = 65536, config: Path | None = None) -> AgentRun:
         """Runs `hdfs-events-agent replay` to completion, killing it with SIGKILL `kills` times
         and restarting it each time, as systemd would. Each kill comes at a random moment within
-        `kill_within_s` after the agent's checkpoint first moves: mid-flight, with events sent
-        but not yet checkpointed, so the restart re-sends some."""
+        `kill_within_s` after SQS first acknowledged a message of this run (a message on the
+        queue, or the checkpoint moved): mid-flight, with events sent but not yet
+        checkpointed, so the restart re-sends some. `AgentRun.mid_flight` counts the kills
+        that came before the agent logged its replay done (a replay of a few seconds can
+        finish inside the window)."""
         config = config or self.agent_config(max_message_bytes=max_message_bytes)
         checkpoint = self.checkpoint_path()
         cmd = [sys.executable, "-m", "onprem_agent.cli", "replay", "--config", str(config),
                "--edits", *map(str, edits)]
         rng, run = random.Random(seed), AgentRun()
-        log_file = open(log or self.work / "agent.log", "a", encoding="utf-8")  # noqa: SIM115
+        log_path = log or self.work / "agent.log"
+        log_file = open(log_path, "a", encoding="utf-8")  # noqa: SIM115
         try:
             while True:
+                finished_before = _replays_done(log_path)
                 proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO)
                 if on_start:
                     on_start(len(run.exits))
-                if run.kills < kills and self.shipping(proc, checkpoint, 60):
-                    # Mid-flight: the agent has had events acknowledged and has more in flight.
+                if run.kills < kills and self.sending(proc, checkpoint, 60):
                     time.sleep(rng.uniform(0, kill_within_s))
                     if proc.poll() is None:
                         proc.send_signal(signal.SIGKILL)
                         proc.wait()
                         run.kills += 1
+                        run.mid_flight += _replays_done(log_path) == finished_before
                         run.exits.append(-9)
                         continue
                 code = proc.wait(timeout=1800)
@@ -200,6 +214,22 @@ class Chain:
                 return run
         finally:
             log_file.close()
+
+    def sending(self, proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
+        """Waits until SQS has acknowledged a message of the agent's: the event queue holds
+        more messages than when it started (only the agent adds to it; the consumer takes
+        away), or its checkpoint moves. A fast replay's checkpoint may move only at its end:
+        a message of a quiet group lingers open and holds it back."""
+        def stamp() -> str:
+            return checkpoint.read_text() if checkpoint.exists() else ""
+
+        before, depth = stamp(), self.queue_depth()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and proc.poll() is None:
+            if stamp() != before or self.queue_depth() > depth:
+                return True
+            time.sleep(0.02)
+        return False
 
     @staticmethod
     def shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
