@@ -3,9 +3,12 @@ bench.first_start run it: its agent.toml, and the listing RPCs it must not make.
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.host import TRASH_INTERVAL_MIN
 from tests.kit.hadoop.jars import LIB
 from tests.kit.live_agent import write_agent_config
 
@@ -24,7 +27,27 @@ def image_agent_config(directory: Path, hdfs: HdfsCluster, *, cluster: str, queu
                f'inventory_job = "{inventory_job}"\n{fsimage_extra}'))
 
 
+# The NameNode's own trash emptier (fs.trash.interval > 0, tests/kit/hadoop/host.py) wakes at
+# every multiple of the interval since the epoch (TrashPolicyDefault.Emptier: ceiling(now,
+# interval)) and lists the homes' parent for their trash roots (DistributedFileSystem.
+# getTrashRoots(true)): one `listStatus /user` at each full hour, in any test or bench that spans
+# one. It is the NameNode's call, not a client's.
+_LIST_STATUS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .*\tcmd=listStatus\tsrc=([^\t]*)\t",
+                          re.MULTILINE)
+_EMPTIER_WAKE_MS = 5_000  # how late after its wake-up the emptier's call is still its own
+
+
 def listing_calls(hdfs: HdfsCluster) -> int:
-    """listStatus calls the NameNode's audit log holds (every file of its rotation)."""
-    return sum(f.read_text(errors="replace").count("cmd=listStatus")
-               for f in hdfs.audit_dir.glob("hdfs-audit.log*"))
+    """Clients' listStatus calls in the NameNode's audit log (every file of its rotation), the
+    trash emptier's own left out."""
+    return sum(1 for f in hdfs.audit_dir.glob("hdfs-audit.log*")
+               for m in _LIST_STATUS.finditer(f.read_text(errors="replace"))
+               if not _emptiers(m))
+
+
+def _emptiers(call: re.Match[str]) -> bool:
+    if call[3] != "/user":
+        return False
+    # The audit log's time is the JVM's local time, this process's too (one machine).
+    at_ms = time.mktime(time.strptime(call[1], "%Y-%m-%d %H:%M:%S")) * 1000 + int(call[2])
+    return at_ms % (TRASH_INTERVAL_MIN * 60_000) < _EMPTIER_WAKE_MS

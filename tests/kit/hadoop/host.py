@@ -26,6 +26,9 @@ from tests.kit.hadoop.namespace_image import link_name_dir
 from tests.kit.hadoop.ops import Workload
 from tests.kit.hadoop.realm import Realm
 
+# The NameNode's trash emptier then lists /user at every full hour (tests/kit/image_start.py).
+TRASH_INTERVAL_MIN = 60
+
 # Client-side keys a Hadoop client needs to reach this cluster (written to <base>/conf):
 # the default file system, the HA nameservice and its NameNodes, and security settings.
 _CLIENT_KEY_PREFIXES = (
@@ -60,7 +63,7 @@ class Host:
         hconf.set("hdfs.minidfs.basedir", str(self.base / "dfs"))
         hconf.setInt("dfs.replication", 1)
         # A delete or rename into .Trash, as `hdfs dfs -rm` does, needs a trash interval.
-        hconf.set("fs.trash.interval", "60")
+        hconf.set("fs.trash.interval", str(TRASH_INTERVAL_MIN))
         if kind == "secure":
             # The NameNode and DataNode log in from the service keytab (JVM-wide login user:
             # this process's own client workload then runs as hdfs, the superuser).
