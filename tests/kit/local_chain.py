@@ -198,7 +198,7 @@ class Chain:
                 proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO)
                 if on_start:
                     on_start(len(run.exits))
-                if run.kills < kills and self.sending(proc, checkpoint, 60):
+                if run.kills < kills and self.shipping(proc, checkpoint, 60, self.queue_depth):
                     time.sleep(rng.uniform(0, kill_within_s))
                     if proc.poll() is None:
                         proc.send_signal(signal.SIGKILL)
@@ -215,33 +215,23 @@ class Chain:
         finally:
             log_file.close()
 
-    def sending(self, proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
-        """Waits until SQS has acknowledged a message of the agent's: the event queue holds
-        more messages than when it started (only the agent adds to it; the consumer takes
-        away), or its checkpoint moves. A fast replay's checkpoint may move only at its end:
-        a message of a quiet group lingers open and holds it back."""
-        def stamp() -> str:
-            return checkpoint.read_text() if checkpoint.exists() else ""
+    @staticmethod
+    def shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float,
+                 queue_depth: Callable[[], int] | None = None) -> bool:
+        """Waits until SQS has acknowledged some of the agent's events: its checkpoint moves,
+        or (with `queue_depth`) the event queue holds more messages than when it started (only
+        the agent adds to it; the consumer takes away). A fast replay's checkpoint may move only
+        at its end: a message of a quiet group lingers open and holds it back."""
+        def moved() -> tuple[str, int]:
+            return (checkpoint.read_text() if checkpoint.exists() else "",
+                    queue_depth() if queue_depth else 0)
 
-        before, depth = stamp(), self.queue_depth()
-        deadline = time.monotonic() + timeout_s
+        (before, depth), deadline = moved(), time.monotonic() + timeout_s
         while time.monotonic() < deadline and proc.poll() is None:
-            if stamp() != before or self.queue_depth() > depth:
+            stamp, now = moved()
+            if stamp != before or now > depth:
                 return True
             time.sleep(0.02)
-        return False
-
-    @staticmethod
-    def shipping(proc: subprocess.Popen, checkpoint: Path, timeout_s: float) -> bool:
-        """Waits until the agent's checkpoint moves (SQS acknowledged some of its events)."""
-        def stamp() -> str:
-            return checkpoint.read_text() if checkpoint.exists() else ""
-
-        before, deadline = stamp(), time.monotonic() + timeout_s
-        while time.monotonic() < deadline and proc.poll() is None:
-            if stamp() != before:
-                return True
-            time.sleep(0.05)
         return False
 
     # --- the consumer ---------------------------------------------------------------------
