@@ -139,6 +139,7 @@ def _serve(config: Any, live: Any, sync: Any, state: Any, client: Any,
                                     workers=live.inotify.snapshot_workers),
         poll_timeout_ms=live.inotify.poll_timeout_ms,
         max_batches_per_drain=live.inotify.max_batches_per_drain,
+        roll_edits_every_txids=live.inotify.roll_edits_every_txids,
         on_idle=windows.flush_if_due)
     log.info("replicating %s to %s from txid %s", ", ".join(sync.paths), sync.destination,
              replicator.resume_after if replicator.resume_after is not None else "<listing>")

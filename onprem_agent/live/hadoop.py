@@ -108,6 +108,12 @@ class HadoopClient:
         with self._superuser_required():
             return int(self._fs.getClient().getNamenode().getCurrentEditLogTxid())
 
+    def roll_edits(self) -> int:
+        """Closes the NameNode's in-progress edit segment and opens the next (what `hdfs
+        dfsadmin -rollEdits` calls; HDFS superuser): returns the new segment's first txid."""
+        with self._superuser_required():
+            return int(self._fs.rollEdits())
+
     @contextlib.contextmanager
     def _superuser_required(self) -> Iterator[None]:
         try:
@@ -120,7 +126,7 @@ class HadoopClient:
 
     def stream_source(self) -> StreamSource:
         return StreamSource(open_stream=self.open_stream, current_txid=self.current_txid,
-                            uri=self.uri)
+                            uri=self.uri, roll_edits=self.roll_edits)
 
     def lister(self) -> HadoopLister:
         return HadoopLister(self._fs)

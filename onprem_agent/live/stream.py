@@ -7,6 +7,19 @@
   NameNode hands out up to dfs.namenode.inotify.max.events.per.rpc events per RPC) and the
   drain is converted in one JVM call (onprem_agent.live.convert).
 - Lag: getTxidsBehindEstimate() after every poll.
+- The in-progress edit segment: each getEditsFromTxid call (one a poll that finds nothing
+  read ahead) opens the NameNode's in-progress segment and reads it op by op from its first
+  txid up to the one asked for (RedundantEditLogInputStream's skipUntil), and hands out at most
+  dfs.namenode.inotify.max.events.per.rpc (1,000) events. A call therefore costs more the
+  longer the segment has grown: ~0.8 us a txid on an idle NameNode (a 333,000-txid segment:
+  ~140 ms a call at its start, ~400 ms near its end), and under load the reader falls behind a
+  NameNode journalling 2,000 txids/s once calls take over ~500 ms (bench.chain_speed: 531 ms a
+  call in the last quarter of a 120 s drive, the agent 13 s behind). An HA standby rolls the
+  active's segment every dfs.ha.log-roll.period (120 s); a NameNode without one rolls at a
+  checkpoint or at 500,000 txids. So every `roll_edits_every_txids` txids it reads, the agent
+  rolls the edit log itself (ClientProtocol.rollEdits, what `hdfs dfsadmin -rollEdits` calls:
+  HDFS superuser, which inotify needs anyway), bounding every call's reread. A failed roll is
+  logged and tried again an interval later: reading goes on either way.
 - Purged edits: poll() raises MissingEventsException(expected, actual) when the NameNode no
   longer has the txid we need (a checkpoint older than dfs.namenode.num.extra.edits.retained
   allows). Never skipped silently: the gap is reported (error log, InotifyGap metric, alert)
@@ -107,6 +120,7 @@ class LiveStats:
     snapshots: int = 0
     unavailable_since_s: float | None = None  # monotonic; None while the NameNode answers
     outages: int = 0  # spells of unavailability ridden through
+    edit_log_rolls: int = 0  # segments the agent closed (see the module doc)
 
     @property
     def namenode_unavailable(self) -> bool:
@@ -134,6 +148,7 @@ class StreamSource:
     open_stream: Callable[[int], InotifyStream]  # events with txid > the argument
     current_txid: Callable[[], int]
     uri: str = "the NameNode"  # for log lines
+    roll_edits: Callable[[], int] | None = None  # the new segment's first txid
 
 
 def _missing_events_class() -> type[BaseException]:
@@ -155,6 +170,7 @@ class LiveSource:
                  start_txid: int | None, stop: threading.Event, gap_policy: str = "snapshot",
                  snapshot: Snapshot | None = None, on_gap: Callable[[Gap], None] | None = None,
                  poll_timeout_ms: int = 1000, max_batches_per_drain: int = 1000,
+                 roll_edits_every_txids: int = 0,
                  stats: LiveStats | None = None, on_idle: Callable[[], None] | None = None,
                  backoff: Backoff | None = None,
                  before_reconnect: Callable[[], None] | None = None,
@@ -178,6 +194,8 @@ class LiveSource:
         self._before_reconnect, self._shipped = before_reconnect, shipped
         self._outage: Outage | None = None
         self._last: int | None = start_txid  # the last txid yielded: where a reopen resumes
+        self._roll_every = roll_edits_every_txids if source.roll_edits is not None else 0
+        self._rolled_at: int | None = None  # the txid read when the agent last rolled
         self._missing = missing_events or _missing_events_class()
         self._unit = time_unit if time_unit is not None else _milliseconds()
 
@@ -209,6 +227,8 @@ class LiveSource:
                     self._last = batch.txid
                     self._count(batch)
                     yield batch
+                if self._roll_every:
+                    self._roll_if_due()
             elif gap is None and not failed and self._on_idle is not None:
                 self._on_idle()
             if failed:
@@ -242,6 +262,30 @@ class LiveSource:
         finally:
             self.stats.txids_behind = int(stream.getTxidsBehindEstimate())
         return drained, None, False
+
+    def _roll_if_due(self) -> None:
+        """Rolls the NameNode's edit log once `roll_every` txids were read since the last roll
+        (or since the stream started: the segment before is of unknown length)."""
+        last, rolled_at = self._last, self._rolled_at
+        assert last is not None and self._source.roll_edits is not None
+        if rolled_at is None:
+            self._rolled_at = last
+            return
+        if last - rolled_at < self._roll_every:
+            return
+        self._rolled_at = last
+        try:
+            segment = self._source.roll_edits()
+        except Exception as exc:  # JPype raises the Java exception
+            from onprem_agent.live.hadoop import java_error_line  # hadoop.py imports us
+
+            log.warning("could not roll the NameNode's edit log (inotify reads slow down as "
+                        "its segment grows; trying again after %d txids): %s",
+                        self._roll_every, java_error_line(exc))
+            return
+        self.stats.edit_log_rolls += 1
+        log.debug("rolled the NameNode's edit log after txid %d: new segment from txid %d",
+                  last, segment)
 
     # --- NameNode restarts (reconnect.py) --------------------------------------------------
 

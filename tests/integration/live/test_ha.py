@@ -77,15 +77,24 @@ def test_failovers_while_reading_and_while_down_lose_and_repeat_nothing(
     root = "/ha-failover"
     ha.run([["mkdirs", root]])
     start = ha.txid()
+    # The agent rolls the active's edit log every 10 txids it reads (as every 100,000 in
+    # production, onprem_agent/live/stream.py), through the failover proxy: also while the
+    # NameNodes swap roles below.
     config = write_agent_config(
         tmp_path / "agent", cluster=CLUSTER, queue_url=queue, uri=ha.uri,
-        conf_dir=ha.conf_dir, checkpoint_txid=start)
+        conf_dir=ha.conf_dir, checkpoint_txid=start,
+        inotify_extra="roll_edits_every_txids = 10\n")
+    segments = len(ha.edit_segments())
     agent = AgentProcess.start(config)
     try:
-        ha.run(changes(root, "before"))
-        agent.wait_for_checkpoint(ha.txid())
+        for step in range(6):  # a drain each: every roll check sees the txids read so far
+            ha.run(changes(root, f"before-{step}"))
+            agent.wait_for_checkpoint(ha.txid())
     finally:
         assert agent.stop() == 0, agent.log_tail()
+    # ~70 txids read: the agent's rolls (a standby rolls every dfs.ha.log-roll.period, 120 s,
+    # so at most one of these is its own).
+    assert len(ha.edit_segments()) - segments >= 4
 
     # While the agent is down: edits on NameNode 0, a failover, edits on NameNode 1. The
     # client conf lists NameNode 0 first, so the restarted agent meets the standby first.
@@ -105,7 +114,7 @@ def test_failovers_while_reading_and_while_down_lose_and_repeat_nothing(
 
     java = java_rows(ha.java_events(start, end))
     assert {row["path"] for row in java} >= {
-        f"{root}/{name}" for name in ("before", "down-on-0", "down-on-1", "live-on-1",
+        f"{root}/{name}" for name in ("before-0", "before-5", "down-on-0", "down-on-1", "live-on-1",
                                       "live-on-0")}
     consume(queue, [root])
     lake = raw_lake_events()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from itertools import islice
 
+import jpype
 import pytest
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
@@ -81,6 +83,74 @@ def test_drain_stops_at_its_limit(converter):
     got = list(LiveSource(nn.source(), Counting(), cluster=C, start_txid=0, stop=stop,
                           gap_policy="stop", poll_timeout_ms=10, max_batches_per_drain=3, on_idle=stop.set))
     assert len(got) == 7 and calls == [3, 3, 1]
+
+
+class RollingNameNode(NameNodeDouble):
+    """A NameNode double whose source can roll its edit log. `rolls` holds the agent's last txid
+    read at each roll it asked for; the first `fail_first` rolls raise the Java exception a
+    NameNode in safe mode gives."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        super().__init__()
+        self.rolls: list[int] = []
+        self.reader: LiveSource | None = None
+        self._failing = fail_first
+
+    def live(self, converter, **kw) -> LiveSource:
+        stop = threading.Event()
+        source = replace(self.source(), roll_edits=self._roll)
+        self.reader = LiveSource(source, converter, cluster=C, start_txid=0, stop=stop,
+                                 gap_policy="stop", poll_timeout_ms=10, on_idle=stop.set, **kw)
+        return self.reader
+
+    def _roll(self) -> int:
+        if self._failing:
+            self._failing -= 1
+            raise jpype.JClass("java.io.IOException")("Log not rolled. Name node is in safe mode.")
+        assert self.reader is not None
+        self.rolls.append(self.reader.stats.last_txid)
+        return self.last_txid + 1
+
+
+def test_the_agent_rolls_the_edit_log_every_so_many_txids_it_reads(converter):
+    """Each inotify call rereads the in-progress segment up to the txid asked for: the agent
+    rolls it every roll_edits_every_txids txids it read, counted from its first drain."""
+    nn = RollingNameNode()
+    for i in range(10):
+        nn.log(unlink(f"/{i}"))
+    source = nn.live(converter, max_batches_per_drain=2, roll_edits_every_txids=3)
+    assert [b.txid for b in source] == list(range(1, 11))
+    # Drains end at txids 2 (counting starts), 4, 6 (4 read: a roll), 8 and 10 (a roll).
+    assert nn.rolls == [6, 10] and source.stats.edit_log_rolls == 2
+
+
+def test_rolls_follow_the_txids_read_as_they_are_logged(converter):
+    nn = RollingNameNode()
+    source = iter(nn.live(converter, roll_edits_every_txids=5))
+    for i in range(1, 13):
+        nn.log(unlink(f"/{i}"))
+        assert next(source).txid == i  # a drain a txid
+    assert nn.rolls == [6, 11]  # counted from txid 1: 6 - 1 >= 5, 11 - 6 >= 5
+
+
+def test_a_failed_roll_is_logged_and_reading_goes_on(converter, caplog):
+    nn = RollingNameNode(fail_first=1)
+    for i in range(10):
+        nn.log(unlink(f"/{i}"))
+    source = nn.live(converter, max_batches_per_drain=2, roll_edits_every_txids=3)
+    assert [b.txid for b in source] == list(range(1, 11))
+    # Drains end at 2 (counting starts), 4, 6 (the roll fails: next try 3 txids on), 8, 10.
+    assert nn.rolls == [10] and source.stats.edit_log_rolls == 1
+    failed = [r.getMessage() for r in caplog.records if "could not roll" in r.getMessage()]
+    assert len(failed) == 1 and "Name node is in safe mode" in failed[0]
+
+
+def test_no_roll_when_switched_off(converter):
+    nn = RollingNameNode()
+    for i in range(10):
+        nn.log(unlink(f"/{i}"))
+    source = nn.live(converter, max_batches_per_drain=1, roll_edits_every_txids=0)
+    assert len(list(source)) == 10 and nn.rolls == []
 
 
 def test_lag_is_the_streams_txids_behind_estimate(converter):
