@@ -50,6 +50,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -220,11 +221,12 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
                      "moto server SQS": [sqs_pid], "DynamoDB double": [double_pid],
                      **{f"consumer {i}": [c.pid] for i, c in enumerate(consumers)}}
             cpu = CpuMeter(parts)
-            drive = subprocess.run(
-                [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
-                 str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
-                 "--seconds", str(args.seconds), "--out", str(load_json)],
-                capture_output=True, text=True, cwd=REPO, check=False)
+            with InotifyRpcs(hdfs.conf_dir) as rpcs:
+                drive = subprocess.run(
+                    [sys.executable, "-m", "tests.kit.hadoop.namenode_load", hdfs.uri,
+                     str(hdfs.conf_dir), ROOT, "--threads", str(args.threads),
+                     "--seconds", str(args.seconds), "--out", str(load_json)],
+                    capture_output=True, text=True, cwd=REPO, check=False)
             cpu_s = cpu.read()
             if drive.returncode != 0:
                 raise SystemExit(f"the client failed: {drive.stderr[-2000:]}")
@@ -246,7 +248,67 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
         checked = verify(config) if caught_up else None
     load = json.loads(load_json.read_text())
     return {**summarize(load, consumed, checked, first, last, agent_exit, args),
-            "caught_up": caught_up, "cpu_s_during_the_drive": cpu_s}
+            "caught_up": caught_up, "cpu_s_during_the_drive": cpu_s,
+            "inotify_rpcs_by_quarter": rpcs.by_quarter()}
+
+
+
+class InotifyRpcs:
+    """The NameNode's getEditsFromTxid calls during the drive, from its RPC metrics (/jmx) read
+    every `every_s`: how many and how long each took, by quarter of the drive. Each call reads
+    the in-progress edit segment from its first op up to the txid asked for
+    (RedundantEditLogInputStream's skipUntil), so a call costs more as the segment grows, and
+    the agent reads at most dfs.namenode.inotify.max.events.per.rpc (1,000) events a call.
+    AvgTime is the mean over the metrics' last interval (a MutableRate), NumOps a running
+    count: each sample weighs the interval's mean by the calls made in it."""
+
+    def __init__(self, conf_dir: Path, every_s: float = 5.0) -> None:
+        import re
+
+        site = (conf_dir / "hdfs-site.xml").read_text(encoding="utf-8")
+        found = re.search(
+            r"<name>dfs\.namenode\.http-address[^<]*</name>\s*<value>([^<]+)</value>", site)
+        if found is None:
+            raise SystemExit(f"no dfs.namenode.http-address in {conf_dir / 'hdfs-site.xml'}")
+        self._url = (f"http://{found[1]}/jmx?qry="
+                     "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*")
+        self._every_s = every_s
+        self.samples: list[tuple[float, int, float]] = []  # (monotonic s, calls, mean ms)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> InotifyRpcs:
+        self.samples.append(self._read())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(self._read())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            self.samples.append(self._read())
+
+    def _read(self) -> tuple[float, int, float]:
+        import urllib.request
+
+        with urllib.request.urlopen(self._url, timeout=30) as answer:
+            beans = json.load(answer)["beans"]
+        calls = sum(int(b.get("GetEditsFromTxidNumOps", 0)) for b in beans)
+        mean = max((float(b.get("GetEditsFromTxidAvgTime", 0.0)) for b in beans), default=0.0)
+        return time.monotonic(), calls, mean
+
+    def by_quarter(self) -> list[dict[str, float]]:
+        first, last = self.samples[0][0], self.samples[-1][0]
+        quarters = [{"calls": 0, "ms": 0.0} for _ in range(4)]
+        for (_, calls_a, _), (at, calls_b, mean) in itertools.pairwise(self.samples):
+            q = quarters[min(3, int(4 * (at - first) / max(1e-9, last - first)))]
+            q["calls"] += calls_b - calls_a
+            q["ms"] += (calls_b - calls_a) * mean
+        return [{"calls": q["calls"], "ms_per_call": round(q["ms"] / max(1, q["calls"]), 1)}
+                for q in quarters]
 
 
 def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str, Any] | None,
@@ -278,6 +340,12 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
                                          in zip(events, ready, strict=True) if r is not None])
     stages["ready -> index"] = spread([t - r for r, t in zip(ready, applied, strict=True)
                                        if t is not None and r is not None])
+    # The agent's stage by quarter of the drive (by NameNode time): a stage that grows as the
+    # drive goes on is falling behind, one that is flat is paying a fixed cost.
+    span = max(1, load["ended_ms"] - start)
+    quarters: list[list[int]] = [[] for _ in range(4)]
+    for e in events:
+        quarters[min(3, max(0, 4 * (e[nn] - start) // span))].append(e[at["sent"]] - e[nn])
     saves = sorted(a[0] for a in consumed["advances"])
     lake_rate = rate(len(events), max((e[returned] for e in events), default=start))
     index_rate = rate(len(to_index), max((a for a in applied if a is not None), default=start))
@@ -296,6 +364,7 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
         "lake_ratio": round(lake_rate / journal_rate, 3),
         "edit_to_lake_ms": spread(to_lake), "edit_to_index_ms": spread(to_index),
         "stages_ms": stages,
+        "namenode_to_sent_by_quarter_ms": [spread(q) for q in quarters],
         "position_saves": {"count": len(saves), "ms_apart_p50": pct(
             [b - a for a, b in itertools.pairwise(saves)], 0.5),
             "events_apart_mean": round(len(to_index) / max(1, len(saves)))},
@@ -350,6 +419,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{GOAL_P99_MS} ms)")
     print("stages p50/p99 ms: " + "; ".join(
         f"{name} {s['p50']:.0f}/{s['p99']:.0f}" for name, s in r["stages_ms"].items()))
+    print("NameNode -> sent p50/p99 ms by quarter of the drive: " + ", ".join(
+        f"{q['p50']:.0f}/{q['p99']:.0f}" for q in r["namenode_to_sent_by_quarter_ms"])
+          + "; the NameNode's inotify calls by quarter: " + ", ".join(
+        f"{q['calls']:,} of {q['ms_per_call']:.0f} ms" for q in r["inotify_rpcs_by_quarter"]))
     saves = r["position_saves"]
     print(f"index position saves: {saves['count']:,}, {saves['events_apart_mean']:,} events "
           f"apart on average, p50 {saves['ms_apart_p50']:.0f} ms apart")
