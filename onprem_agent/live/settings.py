@@ -16,7 +16,7 @@ and the key; an unknown key is an error, so a typo never falls back to a default
     [inotify]
     poll_timeout_ms = 1000               # bounded poll: worst-case idle latency
     max_batches_per_drain = 1000
-    roll_edits_every_txids = 100000      # the agent rolls the edit log (0 = never; stream.py)
+    roll_edits_every_txids = 50000       # the agent rolls the edit log (0 = never; stream.py)
     gap_policy = "snapshot"              # or "stop"
     first_start = "listing"              # or "fsimage": the index written from the image
     snapshot_paths = []                  # else [filter] cover_dirs, else ["/"]
@@ -212,9 +212,10 @@ INOTIFY = Section("inotify", {
     "poll_timeout_ms": Key(int, 1000, low=10, high=30_000),
     "max_batches_per_drain": Key(int, 1000, low=1, high=100_000),
     # Each inotify call rereads the in-progress edit segment up to the txid asked for
-    # (onprem_agent/live/stream.py): 100,000 txids keep a call's reread under ~80 ms on an
-    # idle NameNode, at one roll a minute at 2,000 txids/s (an HA standby rolls every 120 s).
-    "roll_edits_every_txids": Key(int, 100_000, low=0),
+    # (onprem_agent/live/stream.py): 50,000 txids keep a call's reread under ~40 ms on an idle
+    # NameNode (~120 ms on a loaded one, bench.chain_speed), at one roll every 25 s at 2,000
+    # txids/s (an HA standby rolls every 120 s whatever the rate).
+    "roll_edits_every_txids": Key(int, 50_000, low=0),
     "gap_policy": Key(str, "snapshot", one_of=GAP_POLICIES),
     "first_start": Key(str, "listing", one_of=FIRST_STARTS),
     "snapshot_paths": Key(list, parse=hdfs_path),  # default: [filter] cover_dirs, else "/"

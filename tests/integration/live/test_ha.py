@@ -77,7 +77,7 @@ def test_failovers_while_reading_and_while_down_lose_and_repeat_nothing(
     root = "/ha-failover"
     ha.run([["mkdirs", root]])
     start = ha.txid()
-    # The agent rolls the active's edit log every 10 txids it reads (as every 100,000 in
+    # The agent rolls the active's edit log every 10 txids it reads (as every 50,000 in
     # production, onprem_agent/live/stream.py), through the failover proxy: also while the
     # NameNodes swap roles below.
     config = write_agent_config(
