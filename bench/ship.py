@@ -134,6 +134,9 @@ def billed(entries: list[dict[str, Any]]) -> int:
 def start_moto() -> tuple[Any, str]:
     from moto.server import ThreadedMotoServer
 
+    from tests.kit import moto_fixes
+
+    moto_fixes.apply()  # the drain deletes while the agent sends (tests/kit/moto_sqs_lock.py)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server.start()

@@ -219,10 +219,10 @@ def install() -> None:
 def main() -> int:
     from moto.server import ThreadedMotoServer
 
-    from tests.kit import moto_dynamodb_lock
+    from tests.kit import moto_fixes
 
     install()
-    moto_dynamodb_lock.apply()  # moto can lose concurrent writes into a new partition
+    moto_fixes.apply()  # moto can lose DynamoDB writes and SQS messages under concurrency
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

@@ -56,13 +56,13 @@ def local_aws() -> Iterator[str]:
     throwaway credentials, so nothing here can reach a real account."""
     from moto.server import ThreadedMotoServer
 
-    from tests.kit import moto_dynamodb_lock, moto_fast_query
+    from tests.kit import moto_fast_query, moto_fixes
 
     # moto's base-table Query sorts the whole table per call; our index has one partition per
     # directory, so an index of 100k entries took ~40 entries/s without this (same results).
     moto_fast_query.apply()
-    # Concurrent writes into a new partition can lose items in moto (tests/kit/moto_dynamodb_lock.py).
-    moto_dynamodb_lock.apply()
+    # moto can lose DynamoDB writes and SQS messages under concurrency (tests/kit/moto_fixes.py).
+    moto_fixes.apply()
 
     # werkzeug logs every request at INFO, and moto warns about every CloudFormation resource
     # type it skips (Glue, alarms, policies: see README): lines that bury the demo's own output.

@@ -19,9 +19,9 @@ the GIL either way, so this costs little throughput; the HTTP parsing and socket
 concurrent. AWS's DynamoDB never loses an acknowledged write, which is what the index's
 exactly-once proof assumes.
 
-Scope: `apply()` patches the class for the whole process, once; every place that starts an
-in-process ThreadedMotoServer calls it first (local_chain.local_aws, tests/conftest.py,
-tests/kit/iam_server.py).
+Scope: `apply()` patches the class for the whole process, once; every place that starts a moto
+server calls it first, through tests/kit/moto_fixes.py (bench/hot_directory.py, DynamoDB alone,
+directly).
 """
 
 from __future__ import annotations

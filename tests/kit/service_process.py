@@ -59,9 +59,10 @@ class ServiceProcess:
 
 
 def moto_service(log: Path) -> ServiceProcess:
-    """moto server (its own CLI, all services; the caller points one service's endpoint at it)."""
+    """moto server (its own CLI, all services, with the kit's fixes: tests/kit/moto_fixes.py;
+    the caller points one service's endpoint at it)."""
     port = free_port()
-    return ServiceProcess.start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+    return ServiceProcess.start([sys.executable, "-m", "tests.kit.moto_fixes", "-H", "127.0.0.1",
                                  "-p", str(port)], port, log)
 
 
