@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import itertools
 import json
 import os
@@ -179,8 +180,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     # S3 on the moto server local_aws starts in this process (which otherwise waits), SQS on
     # one of its own, DynamoDB on the double: three services, three processes, as on AWS.
-    with tempfile.TemporaryDirectory(prefix="chain-speed-") as tmp, local_aws():
+    with (contextlib.nullcontext(str(args.keep)) if args.keep is not None
+          else tempfile.TemporaryDirectory(prefix="chain-speed-")) as tmp, local_aws():
         work = Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         sqs_server = moto_service(work / "moto-sqs.log")
         double = dynamodb_double(work / "dynamodb.log", args.latency_ms)
         os.environ["AWS_ENDPOINT_URL_SQS"] = sqs_server.endpoint
@@ -396,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="after the drive, how long the chain may take to catch up")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--keep", type=Path,
+                        help="work in this directory and keep it: the agent's, the consumers' "
+                             "and the services' logs")
     args = parser.parse_args(argv)
     args.consumers = args.consumers or min(args.threads, 8)
 
