@@ -26,27 +26,15 @@ directly).
 
 from __future__ import annotations
 
-import functools
 import threading
-from typing import Any
 
 from moto.dynamodb.responses import DynamoHandler
 
+from tests.kit.moto_fixes import under_lock
+
 _lock = threading.Lock()
-_applied = False
 
 
 def apply() -> None:
     """Serialize moto's DynamoDB request handling in this process (idempotent)."""
-    global _applied
-    if _applied:
-        return
-    call_action = DynamoHandler.call_action
-
-    @functools.wraps(call_action)
-    def serialized(self: DynamoHandler, *args: Any, **kwargs: Any) -> Any:
-        with _lock:
-            return call_action(self, *args, **kwargs)
-
-    DynamoHandler.call_action = serialized  # type: ignore[method-assign]
-    _applied = True
+    under_lock(DynamoHandler, "call_action", lambda _: _lock)

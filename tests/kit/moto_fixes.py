@@ -6,7 +6,27 @@ Each is a case where moto acknowledged what AWS would have kept and then did not
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+
+def under_lock(cls: type, name: str, lock_of: Callable[[Any], AbstractContextManager[Any]]
+               ) -> None:
+    """Patches `cls.name` to run under `lock_of(self)`, for the whole process, once."""
+    method = getattr(cls, name)
+    if getattr(method, "_kit_locked", False):
+        return
+
+    @functools.wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock_of(self):
+            return method(self, *args, **kwargs)
+
+    locked._kit_locked = True  # type: ignore[attr-defined]
+    setattr(cls, name, locked)
 
 
 def apply() -> None:

@@ -25,25 +25,11 @@ moto server processes of tests/kit/service_process.py).
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 from moto.sqs.models import Queue
 
-_applied = False
+from tests.kit.moto_fixes import under_lock
 
 
 def apply() -> None:
     """Delete messages under each queue's own lock in this process (idempotent)."""
-    global _applied
-    if _applied:
-        return
-    delete_message = Queue.delete_message
-
-    @functools.wraps(delete_message)
-    def locked(self: Queue, *args: Any, **kwargs: Any) -> Any:
-        with self._messages_lock:
-            return delete_message(self, *args, **kwargs)
-
-    Queue.delete_message = locked  # type: ignore[method-assign]
-    _applied = True
+    under_lock(Queue, "delete_message", lambda queue: queue._messages_lock)
