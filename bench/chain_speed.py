@@ -59,6 +59,7 @@ from typing import Any
 
 from bench import OUT_DIR
 from bench.chain_consumer import CLUSTER, STAGES, VISIBILITY_S, merge_consumers
+from bench.hadoop_jmx import beans, namenode_http
 from bench.proc_cpu import CpuMeter
 
 REPO = Path(__file__).resolve().parent.parent
@@ -255,7 +256,6 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
             "inotify_rpcs_by_quarter": rpcs.by_quarter()}
 
 
-
 class InotifyRpcs:
     """The NameNode's getEditsFromTxid calls during the drive, from its RPC metrics (/jmx) read
     every `every_s`: how many and how long each took, by quarter of the drive. Each call reads
@@ -266,15 +266,7 @@ class InotifyRpcs:
     count: each sample weighs the interval's mean by the calls made in it."""
 
     def __init__(self, conf_dir: Path, every_s: float = 5.0) -> None:
-        import re
-
-        site = (conf_dir / "hdfs-site.xml").read_text(encoding="utf-8")
-        found = re.search(
-            r"<name>dfs\.namenode\.http-address[^<]*</name>\s*<value>([^<]+)</value>", site)
-        if found is None:
-            raise SystemExit(f"no dfs.namenode.http-address in {conf_dir / 'hdfs-site.xml'}")
-        self._url = (f"http://{found[1]}/jmx?qry="
-                     "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*")
+        self._namenode = namenode_http(conf_dir)
         self._every_s = every_s
         self.samples: list[tuple[float, int, float]] = []  # (monotonic s, calls, mean ms)
         self._stop = threading.Event()
@@ -295,13 +287,12 @@ class InotifyRpcs:
             self.samples.append(self._read())
 
     def _read(self) -> tuple[float, int, float]:
-        import urllib.request
-
-        with urllib.request.urlopen(self._url, timeout=30) as answer:
-            beans = json.load(answer)["beans"]
-        calls = sum(int(b.get("GetEditsFromTxidNumOps", 0)) for b in beans)
-        mean = max((float(b.get("GetEditsFromTxidAvgTime", 0.0)) for b in beans), default=0.0)
-        return time.monotonic(), calls, mean
+        # One bean per RPC port; the agent's calls reach the client port's.
+        busiest = max(beans(self._namenode,
+                            "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*"),
+                      key=lambda b: int(b.get("GetEditsFromTxidNumOps", 0)))
+        return (time.monotonic(), int(busiest.get("GetEditsFromTxidNumOps", 0)),
+                float(busiest.get("GetEditsFromTxidAvgTime", 0.0)))
 
     def by_quarter(self) -> list[dict[str, float]]:
         first, last = self.samples[0][0], self.samples[-1][0]

@@ -64,8 +64,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,6 +75,7 @@ import boto3
 from botocore.config import Config
 
 from bench import OUT_DIR
+from bench.hadoop_jmx import beans, namenode_http
 
 BUCKET = "bench-replica"
 CLUSTER = "bench"
@@ -390,18 +389,11 @@ class HdfsLoad:
     method, and the DataNode's read-block and block-checksum operations and bytes read."""
 
     def __init__(self, conf_dir: Path) -> None:
-        site = ET.parse(conf_dir / "hdfs-site.xml").getroot()
-        http = next(p.findtext("value", "") for p in site.iter("property")
-                    if p.findtext("name", "").startswith("dfs.namenode.http-address"))
-        self._namenode = f"http://{http}"
-        info = self._beans(self._namenode, "Hadoop:service=NameNode,name=NameNodeInfo")[0]
+        self._namenode = namenode_http(conf_dir)
+        info = beans(self._namenode, "Hadoop:service=NameNode,name=NameNodeInfo")[0]
         (node,) = json.loads(info["LiveNodes"]).values()
         self._datanode = f"http://{node['infoAddr']}"
 
-    @staticmethod
-    def _beans(base: str, query: str) -> list[dict[str, Any]]:
-        with urllib.request.urlopen(f"{base}/jmx?qry={query}", timeout=10) as r:
-            return json.load(r)["beans"]
 
     # Hadoop's metrics system refreshes what JMX shows at most once a period (10 s by
     # default, MetricsSourceAdapter's JMX cache): a copy done within it read 0 block reads.
@@ -410,12 +402,12 @@ class HdfsLoad:
     def snapshot(self) -> Counter[str]:
         time.sleep(self.JMX_CACHE_S)
         out: Counter[str] = Counter()
-        for bean in self._beans(self._namenode,
+        for bean in beans(self._namenode,
                                 "Hadoop:service=NameNode,name=RpcDetailedActivityForPort*"):
             for k, v in bean.items():
                 if k.endswith("NumOps") and isinstance(v, int):
                     out["namenode." + k[:-len("NumOps")]] += v
-        for bean in self._beans(self._datanode, "Hadoop:service=DataNode,name=DataNodeActivity*"):
+        for bean in beans(self._datanode, "Hadoop:service=DataNode,name=DataNodeActivity*"):
             for k in ("ReadBlockOpNumOps", "BlockChecksumOpNumOps", "BytesRead"):
                 out["datanode." + k.removesuffix("NumOps")] += int(bean.get(k, 0))
         return out

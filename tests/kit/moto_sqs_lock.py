@@ -19,8 +19,7 @@ waits for a delete's few microseconds. AWS's SQS never loses an acknowledged mes
 what the agent's checkpoint and the index's exactly-once proof assume.
 
 Scope: `apply()` patches the class for the whole process, once; every place that starts a moto
-server calls it first (local_chain.local_aws, tests/conftest.py, tests/kit/iam_server.py, the
-moto server processes of tests/kit/service_process.py).
+server calls it first, through tests/kit/moto_fixes.py.
 """
 
 from __future__ import annotations
