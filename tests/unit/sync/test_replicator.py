@@ -255,11 +255,12 @@ def test_a_long_copy_runs_beside_the_next_windows_and_a_rename_of_it_waits_for_i
     state = SyncState(SYNC_TABLE, "prod", settings.destination)
     r = Replicator(settings, hdfs=hdfs, lister=None, replica=S3Replica(settings), state=state,
                    current_txid=lambda: 0, on_park=lambda p, why: None, sleep=lambda s: None)
-    gate = threading.Event()
+    gate, opened = threading.Event(), threading.Event()
 
     def slow(path, chunk=4, *, start=0):
         data = hdfs.files[path]  # an open stream reads on after a rename, as HDFS's does
         if path == "/c/big":
+            opened.set()
             assert gate.wait(30)
         for i in range(start, len(data), chunk):
             yield jvm.JArray(jvm.JByte)(data[i:i + chunk]), len(data[i:i + chunk])
@@ -272,6 +273,9 @@ def test_a_long_copy_runs_beside_the_next_windows_and_a_rename_of_it_waits_for_i
     assert keys == {"m/c/small"}
 
     threading.Timer(0.2, gate.set).start()
+    # The copy runs on its own thread: the rename comes once it has opened the file (before,
+    # the file is gone when it opens it: a flake, 1 run in 3 on 2 cores).
+    assert opened.wait(30)
     hdfs.files["/c/moved"] = hdfs.files.pop("/c/big")
     r.apply_window([HdfsEvent("prod", 7, 0, EventType.RENAME, "/c/big", dst_path="/c/moved")], 7)
     keys = {o["Key"] for o in aws.list_objects_v2(Bucket="replica").get("Contents", [])}
