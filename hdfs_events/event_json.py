@@ -79,13 +79,29 @@ def _path_rule(a: str) -> str:
             f'and "/../" not in {a} and {a}[-2:] != "/." and {a}[-3:] != "/..")))')
 
 
+# Paths _path_rule cleared, with their JSON: an event's path comes again in the next few
+# thousand events about half the time (a file's CREATE, CLOSE and RENAME; a rename's two
+# sides), and a lookup costs less than the rule and the encoding (bench.ship). Bounded: cleared
+# when full.
+_PATH_FIELDS = frozenset({"path", "dst_path"})
+_MAX_PATHS = 8192
+_paths: dict[str, str] = {}
+
+
+def _note_path(path: str) -> str:
+    """The JSON of `path`, which _path_rule cleared, noted for the next time it comes."""
+    if len(_paths) >= _MAX_PATHS:
+        _paths.clear()
+    encoded = _paths[path] = encode_basestring(path)
+    return encoded
+
+
 def _text_rule(max_chars: int) -> Callable[[str], str]:
     # ASCII: valid UTF-8 (no lone surrogate), and characters are bytes.
     return lambda a: f"(len({a}) <= {max_chars} and {a}.isascii())"
 
 
 _STRING_RULES: dict[str, Callable[[str], str]] = {
-    "path": _path_rule, "dst_path": _path_rule,
     "symlink_target": _text_rule(MAX_PATH_CHARS),
     **{name: _text_rule(MAX_NAME_CHARS) for name in NAME_FIELDS},
 }
@@ -109,12 +125,17 @@ def _writer(*, sparse: bool) -> Callable[[HdfsEvent], str]:
     """The checked writer of one form, with the plans of the shapes it has seen."""
     plans: dict[tuple[bool, ...], _Plan | None] = {}
     by_type: dict[EventType, tuple[_Plan, ...]] = {}
+    present: dict[_Plan, int] = {}  # fields a plan writes, of the plans in by_type
     generic = HdfsEvent.to_sparse_json if sparse else HdfsEvent.to_json
 
     def checked_json(event: HdfsEvent) -> str:
         # First the plans of the shapes this event type had (one or two): reading the type
-        # costs less than reading the whole shape (~0.75 us an event).
-        tried = by_type.get(event.type, ()) if type(event.type) is EventType else ()
+        # costs less than reading the whole shape (~0.75 us an event). A type that is no
+        # EventType finds none, or an equal member's (a str "CLOSE"), whose type test fails it.
+        try:
+            tried = by_type.get(event.type, ())
+        except TypeError:  # unhashable: the contract's check below refuses it
+            tried = ()
         for plan in tried:
             text = plan(event)
             if text is not None:
@@ -143,7 +164,12 @@ def _writer(*, sparse: bool) -> Callable[[HdfsEvent], str]:
                 plans[shape] = plan
                 if (plan is not None and type(event.type) is EventType
                         and len(tried) < _PLANS_BY_TYPE):
-                    by_type[event.type] = (*tried, plan)
+                    # Fewest fields first: a plan's null test fails within a few slots on an
+                    # event with more fields, where a plan of fewer nulls would load and type
+                    # every field before a None failed it (a directory's CREATE, whose null
+                    # replication failed the file's plan there: ~0.9 us, bench.ship).
+                    present[plan] = shape.count(False)
+                    by_type[event.type] = tuple(sorted((*tried, plan), key=present.__getitem__))
         return None if plan in tried else plan
 
     return checked_json
@@ -155,7 +181,8 @@ _shape: Callable[[HdfsEvent], tuple[bool, ...]] = eval(
     f"lambda e: ({', '.join(f'e.{name} is None' for name in FIELDS)},)")
 _PLANS_BY_TYPE = 4  # shapes tried by type before the whole shape is looked up
 _NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "false"},
-                          "C": _clusters, "GAP": EventType.GAP}
+                          "C": _clusters, "GAP": EventType.GAP, "P": _paths,
+                          "NOTE": _note_path}
 
 
 def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:
@@ -200,6 +227,13 @@ def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:
             scope[f"J{i}"] = {m: encode_basestring(m.value) for m in kind}
             parts.append(f'{sep}"{name}":\0')
             args.append(f"J{i}[{a}]")
+        elif name in _PATH_FIELDS:
+            # A path cleared before is looked up with its JSON; a new one is tested, then
+            # noted (the type chain above has made it a str, so it can be looked up).
+            parts.append(f'{sep}"{name}":\0')
+            args.append(f"p{i}")
+            rules.append(f"((p{i} := P.get({a})) is not None "
+                         f"or ({_path_rule(a)} and (p{i} := NOTE({a}))))")
         else:  # str
             parts.append(f'{sep}"{name}":\0')
             args.append(f"E({a})")

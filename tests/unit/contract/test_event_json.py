@@ -108,7 +108,7 @@ def test_refuses_exactly_what_the_contract_refuses_and_writes_its_json(event: Hd
 
 @pytest.mark.parametrize("field, value", [
     ("txid", True), ("size", 1.5), ("path", b"/a"), ("owner", 7), ("overwrite", 1),
-    ("type", "CLOSE"),
+    ("type", "CLOSE"), ("type", ["CLOSE"]),
 ])
 def test_a_value_of_another_type_gets_the_contracts_own_json(field: str, value: object) -> None:
     event = HdfsEvent(**{"cluster": "c1", "txid": 3, "index": 0, "type": EventType.CLOSE,
@@ -121,6 +121,26 @@ def test_a_value_of_another_type_gets_the_contracts_own_json(field: str, value: 
                 write(event)
         return
     assert checked(event) == expected
+
+
+def test_a_path_cleared_before_clears_only_itself() -> None:
+    # Paths the cheap rule cleared are looked up the next time (event_json._paths): the other
+    # fields of a later event are still checked, and a cleared path says nothing of another.
+    def close(path: object, **fields: object) -> HdfsEvent:
+        return HdfsEvent(**{"cluster": "c1", "txid": 3, "index": 0, "type": EventType.CLOSE,
+                            "path": path, "size": 4, **fields})
+
+    rename = HdfsEvent(cluster="c1", txid=4, index=0, type=EventType.RENAME, path="/a/b",
+                       dst_path="/a/b/../c")
+    for event in [close("/a/b"), close("/a/b", size=-1), close("/a/b", txid=True), rename,
+                  close("/a/b/../c"), close("/a//b"), close("/a/b")]:
+        assert checked(event) == verdict(event), event
+    # Past the bound the paths are cleared and noted again, the verdicts the same.
+    events = [close(f"/many/f{i}") for i in range(20_000)]
+    assert [checked(e) for e in events[::997]] == [verdict(e) for e in events[::997]]
+    for event in events:
+        checked_sparse_json(event)
+    assert [checked(e) for e in events[::997]] == [verdict(e) for e in events[::997]]
 
 
 @settings(max_examples=300, deadline=None)
