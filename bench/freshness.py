@@ -94,7 +94,8 @@ TICK_S = 0.01
 
 def paced_source(rate: float, seconds: float, cluster: str, first_txid: int,
                  dirs: tuple[str, ...]) -> Iterator[Any]:
-    """TxBatches at `rate` events/s for `seconds`, one event per txid, timestamped now."""
+    """TxBatches at `rate` events/s for `seconds`, one event per txid, timestamped now; the
+    batches due at each tick are one chunk, as a drain of the live source is."""
     from hdfs_events.event import EventType, HdfsEvent, INodeType
     from onprem_agent.source import TxBatch
 
@@ -103,6 +104,7 @@ def paced_source(rate: float, seconds: float, cluster: str, first_txid: int,
     total = int(rate * seconds)
     while sent < total:
         due = min(total, int((time.monotonic() - start) * rate) + 1)
+        chunk = []
         while sent < due:
             now_ms = int(time.time() * 1000)
             path = f"{dirs[sent % len(dirs)]}/d{sent // 1000 % 100}/part-{sent:08d}"
@@ -121,9 +123,10 @@ def paced_source(rate: float, seconds: float, cluster: str, first_txid: int,
             else:
                 event = HdfsEvent(cluster, txid, 0, EventType.UNLINK, path + ".done",
                                   timestamp=now_ms)
-            yield TxBatch(txid=txid, events=(event,))
+            chunk.append(TxBatch(txid=txid, events=(event,)))
             txid += 1
             sent += 1
+        yield chunk
         time.sleep(TICK_S)
 
 

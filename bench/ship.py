@@ -35,7 +35,7 @@ from onprem_agent.config import AgentConfig, parse_config
 from onprem_agent.editlog import read_ops
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import NoopSender, SqsSender
-from onprem_agent.source import TxBatch
+from onprem_agent.source import TxBatch, chunked
 from onprem_agent.translate import translate_batches
 from tests.kit.workload import write_edit_log
 
@@ -89,7 +89,7 @@ def agent_noop(batches: Iterable[TxBatch], *, replay: bool = True,
     config = agent_config(**packing)
     pipeline = Pipeline(config, sender=sender, checkpoint=_MemoryCheckpoint(),
                         linger_ms=config.packing.replay_linger_ms if replay else None)
-    result = pipeline.run(batches)
+    result = pipeline.run(chunked(batches))  # as the replay hands them
     stats = pipeline.packer.stats
     return {"events": result.events_sent, "messages": result.messages,
             "manifests": result.manifests,
@@ -198,7 +198,7 @@ def moto_runs(batches: list[TxBatch], agent_events: int, baseline_events: int
         sender = SqsSender.from_config(agent_config(url))
         started = time.perf_counter()
         result = Pipeline(agent_config(url), sender=sender,
-                          checkpoint=_MemoryCheckpoint()).run(subset)
+                          checkpoint=_MemoryCheckpoint()).run(chunked(subset))
         took = time.perf_counter() - started
         drain.close()
         results["agent"] = {"events": result.events_sent, "seconds": round(took, 2),

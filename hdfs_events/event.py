@@ -246,10 +246,15 @@ def _xattr_from_dict(x: Any) -> XAttr:
     return XAttr(namespace=x["namespace"], name=x["name"], value=value)
 
 
+# Every permission string, made once: the events of a stream share them (an agent holding
+# thousands of events in flight holds 1,024 strings, not one each).
+_PERMS_OCTAL = tuple(f"{mode:04o}" for mode in range(0o2000))
+
+
 def perms_to_octal(mode: int) -> str:
     """FsPermission as a 4-digit octal string: sticky bit and rwx bits ("1777", "0644").
 
     FsPermission.fromShort keeps bits 0-9 only (rwx x3 and sticky; HDFS has no setuid/setgid),
     so higher bits in a MODE are dropped as Hadoop drops them.
     """
-    return f"{mode & 0o1777:04o}"
+    return _PERMS_OCTAL[mode & 0o1777]

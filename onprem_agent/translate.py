@@ -20,6 +20,7 @@ the same way makes replayed history indistinguishable from live events. Field by
 from __future__ import annotations
 
 import re
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -131,8 +132,10 @@ class _Fields:
             raise self.missing("PERMISSION_STATUS/USERNAME")
         if group is None:
             raise self.missing("PERMISSION_STATUS/GROUPNAME")
-        return (self.unmangled("PERMISSION_STATUS/USERNAME", owner),
-                self.unmangled("PERMISSION_STATUS/GROUPNAME", group),
+        # Interned: a cluster has few users and groups, and the events in flight share one
+        # string of each instead of holding a copy apiece.
+        return (sys.intern(self.unmangled("PERMISSION_STATUS/USERNAME", owner)),
+                sys.intern(self.unmangled("PERMISSION_STATUS/GROUPNAME", group)),
                 perms_to_octal(self.number("MODE", status)))
 
     def block_bytes(self) -> int:

@@ -32,7 +32,7 @@ from onprem_agent.editlog import EditLogError, read_ops
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.progress import ProgressReporter
 from onprem_agent.sender import NoopSender, PermanentSendError, Sender, SqsSender
-from onprem_agent.source import TxBatch
+from onprem_agent.source import TxBatch, chunked
 from onprem_agent.translate import TranslationStats, translate_batches
 
 log = logging.getLogger("hdfs-events-agent.replay")
@@ -121,7 +121,8 @@ def replay(config: AgentConfig, files: Sequence[Path], *, stop: threading.Event,
     log.info("replaying %d edit log file(s) for cluster %s to %s, after txid %s",
              len(files), config.cluster, "nowhere (dry run)" if dry_run else config.sqs.queue_url,
              pipeline.resume_after if pipeline.resume_after is not None else "- (from the start)")
-    result = pipeline.run(_batches(files, config.cluster, pipeline.resume_after, stats), stop)
+    result = pipeline.run(
+        chunked(_batches(files, config.cluster, pipeline.resume_after, stats)), stop)
     took = time.monotonic() - started
     if stats.unknown_opcodes:
         listed = ", ".join(f"{op} x{n}" for op, n in sorted(stats.unknown_opcodes.items()))

@@ -120,7 +120,7 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
     log.info("shipping cluster %s from txid %s", config.cluster,
              pipeline.resume_after if pipeline.resume_after is not None else "<current>")
     try:
-        return pipeline.run(source, term_stop)
+        return pipeline.run(source.chunks(), term_stop)
     finally:
         term_stop.set()
         watcher.join()

@@ -21,6 +21,7 @@ edit-log translator (onprem_agent.translate) for the same change:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,9 @@ def _create(cluster: str, txid: int, index: int, m: Any) -> HdfsEvent:
     return HdfsEvent(
         cluster, txid, index, EventType.CREATE, m.path, timestamp=m.ctime,
         inode_type=inode_type, ctime=m.ctime, replication=m.replication if is_file else None,
-        owner=m.ownerName, group=m.groupName, perms=perms_to_octal(m.perms.perm),
+        # Interned as the edit-log translation does (translate.py): few users, many events.
+        owner=sys.intern(m.ownerName), group=sys.intern(m.groupName),
+        perms=perms_to_octal(m.perms.perm),
         symlink_target=m.symlinkTarget or None, overwrite=m.overwrite if is_file else None,
         block_size=m.defaultBlockSize if is_file else None,
         erasure_coded=m.erasureCoded if is_file and m.HasField("erasureCoded") else None,

@@ -1,4 +1,5 @@
-"""The live source: Hadoop's DFSInotifyEventInputStream read as an iterator of TxBatch.
+"""The live source: Hadoop's DFSInotifyEventInputStream read as an iterator of TxBatch, a drain
+at a time (source.py's chunks).
 
 - Freshness: `poll(timeout)` with a short timeout. Hadoop's timed poll backs off exponentially
   (10 ms, 20 ms, ...) but never past the timeout, so the timeout bounds the idle latency.
@@ -59,6 +60,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Protocol, TypeVar
 
 from hdfs_events.event import EventType, HdfsEvent
@@ -200,6 +202,12 @@ class LiveSource:
         self._unit = time_unit if time_unit is not None else _milliseconds()
 
     def __iter__(self) -> Iterator[TxBatch]:
+        """The batches one by one (the sync's replicator takes them so)."""
+        return chain.from_iterable(self.chunks())
+
+    def chunks(self) -> Iterator[list[TxBatch]]:
+        """The batches a drain at a time (source.py's chunks, what the pipeline takes); a GAP
+        and each snapshot piece are chunks of their own."""
         last = self._start
         if last is None and self._snapshot is not None:
             # First start: the namespace as it stands, then every change after it, as SSM's
@@ -223,10 +231,12 @@ class LiveSource:
                     return
             drained, gap, failed = self._drain(stream)
             if drained:
-                for batch in self._converter.convert(drained):
-                    self._last = batch.txid
+                batches = self._converter.convert(drained)
+                for batch in batches:
                     self._count(batch)
-                    yield batch
+                if batches:
+                    self._last = batches[-1].txid
+                    yield batches
                 if self._roll_every:
                     self._roll_if_due()
             elif gap is None and not failed and self._on_idle is not None:
@@ -342,7 +352,7 @@ class LiveSource:
 
     # --- gaps -----------------------------------------------------------------------------
 
-    def _recover(self, gap: Gap) -> Iterator[TxBatch]:
+    def _recover(self, gap: Gap) -> Iterator[list[TxBatch]]:
         self.stats.gaps.append(gap)
         log.error("%s; gap_policy = %s", gap.describe(), self._policy)
         found_ms = self._clock_ms()
@@ -351,12 +361,12 @@ class LiveSource:
         gap_batch = TxBatch(txid=gap.expected_txid,
                             events=(gap.record(self._cluster, found_ms),))
         self._count(gap_batch, namenode_times=False)
-        yield gap_batch
+        yield [gap_batch]
         if self._policy == "stop" or self._snapshot is None:
             raise InotifyGapError(gap)
         return (yield from self._list_namespace())
 
-    def _list_namespace(self) -> Iterator[TxBatch]:
+    def _list_namespace(self) -> Iterator[list[TxBatch]]:
         """SNAPSHOT records of the covered namespace at T, piece by piece as the walk lists
         them; returns T, where the stream goes on (_STOPPED when stopped meanwhile)."""
         snapshot = self._snapshot
@@ -374,7 +384,7 @@ class LiveSource:
             for piece in snapshot(int(txid), self._call):
                 records += len(piece.events)
                 self._count(piece, namenode_times=False)
-                yield piece
+                yield [piece]
         except _SnapshotStopped:
             return _STOPPED
         self.stats.snapshots += 1

@@ -54,16 +54,13 @@ def test_several_patterns_any_one_ignores() -> None:
     assert f.keeps(event("/data/a/x"))
 
 
-def test_the_batch_filter_keeps_what_keeps_keeps_whatever_is_configured() -> None:
+def test_the_chunk_filter_keeps_what_keeps_keeps_whatever_is_configured() -> None:
     gap = HdfsEvent(cluster="c", txid=1, index=0, type=EventType.GAP, path="/", gap_end_txid=9)
     events = [event("/data/a/x"), event("/data/a"), event("/data/ab"), event("/other/x.tmp"),
               event("/data/a/x.tmp"), rename("/tmp/x", "/data/a/x"), rename("/data/a/y.tmp", "/u"),
               rename("/tmp/x", "/tmp/y"), gap]
-    batches = [(e,) for e in events] + [tuple(events), tuple(events[:2]), ()]
+    chunks = [[e] for e in events] + [list(events), events[:2], []]
     for f in (PathFilter(), PathFilter(["/"]), PathFilter(["/data/a"]),
               PathFilter([], [r"\.tmp$"]), PathFilter(["/data/a", "/other"], [r"\.tmp$"])):
-        for batch in batches:
-            kept = f.kept_of_batch(batch)
-            assert kept == tuple(e for e in batch if f.keeps(e)), (f, batch)
-            if len(kept) == len(batch):
-                assert kept is batch  # no tuple built when everything passes
+        for chunk in chunks:
+            assert f.kept_of(chunk) == [e for e in chunk if f.keeps(e)], (f, chunk)

@@ -17,7 +17,7 @@ from hdfs_events.envelope import EnvelopeError, decode_message, encode_message
 from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.ids import group_key, message_group_id
 from onprem_agent.editlog import read_ops
-from onprem_agent.packer import EventPacker, PackedMessage, prefix_group_key
+from onprem_agent.packer import EventPacker, PackedMessage, prefix_group_keys
 from onprem_agent.translate import translate_ops
 
 
@@ -29,6 +29,17 @@ def ev(txid: int, path: str, index: int = 0, type_: EventType = EventType.CLOSE,
 
 def decoded(messages: list[PackedMessage]) -> list[list[HdfsEvent]]:
     return [decode_message(m.wire.body, m.wire.attributes) for m in messages]
+
+
+def added(packer: EventPacker, events: list[HdfsEvent], chunk: int) -> list[PackedMessage]:
+    """`events` added `chunk` at a time (the pipeline adds a chunk's events in one call), each
+    call's `after` the txid before its first event; what they sealed."""
+    return [m for i in range(0, len(events), chunk)
+            for m in packer.add(events[i:i + chunk], now=0.0, after=events[i].txid - 1)]
+
+
+# One event a call, and chunks of events of several groups whose runs fill messages part way.
+CHUNKS = pytest.mark.parametrize("chunk", [1, 37])
 
 
 def test_events_of_one_group_pack_into_one_message_in_order() -> None:
@@ -43,11 +54,11 @@ def test_events_of_one_group_pack_into_one_message_in_order() -> None:
     assert out[0].wire.group_id == message_group_id("c1", "/data/a/x", "prefix:2")
 
 
-def test_interleaved_groups_get_separate_messages_each_in_order() -> None:
+@CHUNKS
+def test_interleaved_groups_get_separate_messages_each_in_order(chunk: int) -> None:
     packer = EventPacker("c1", linger_s=10)
     events = [ev(t, f"/data/{'ab'[t % 2]}/f{t}") for t in range(1, 41)]
-    for e in events:
-        packer.add((e,), now=0.0)
+    assert added(packer, events, chunk) == []
     by_group = {m.wire.group_id: decoded([m])[0] for m in packer.flush()}
     assert by_group == {
         "c1:/data/a": [e for e in events if e.path.startswith("/data/a/")],
@@ -62,16 +73,17 @@ def test_rename_goes_to_the_group_of_its_source() -> None:
     assert message.wire.group_id == "c1:/data/a"
 
 
+@CHUNKS
 @pytest.mark.parametrize("compress", [True, False])
-def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool) -> None:
+def test_no_message_exceeds_the_size_limit_and_nothing_is_lost(compress: bool, chunk: int
+                                                               ) -> None:
     rng = random.Random(7)
     # Random owners make the compression ratio vary from message to message.
     events = [ev(t, "/data/a/f", owner="".join(rng.choices("abcdefghij", k=rng.randint(1, 256))))
               for t in range(1, 3000)]
     limit = 4096
     packer = EventPacker("c1", max_message_bytes=limit, linger_s=10, compress=compress)
-    out = [m for e in events for m in packer.add((e,), now=0.0, after=e.txid - 1)]
-    out += packer.flush()
+    out = added(packer, events, chunk) + packer.flush()
     assert all(m.wire.size <= limit for m in out)
     assert [e for batch in decoded(out) for e in batch] == events
     # Re-split or not, a message holds back the checkpoint below its first txid.
@@ -149,28 +161,30 @@ def test_same_events_give_the_same_dedup_id() -> None:
 def test_fast_prefix_key_equals_the_contracts_group_key(path: str, absolute: bool,
                                                         depth: int) -> None:
     path = "/" + path if absolute else path
-    assert prefix_group_key(depth)(path) == group_key(path, f"prefix:{depth}")
+    assert prefix_group_keys(depth)([path, path]) == [group_key(path, f"prefix:{depth}")] * 2
 
 
+@pytest.mark.parametrize("chunk", [1, 8])
 def test_an_event_the_contract_refuses_travels_alone_after_its_groups_open_message(
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, chunk: int) -> None:
     packer = EventPacker("c1", linger_s=10)
     deep = "/data/a/" + "/".join(["d" * 200] * 12)  # its parent dir is too long an index key
     before = [ev(t, f"/data/a/f{t}") for t in (1, 2, 3)]
     after = [ev(t, f"/data/a/f{t}") for t in (5, 6)]
-    out = [m for e in [*before, ev(4, deep), *after] for m in packer.add((e,), now=0.0)]
-    out += packer.flush()
-    assert [m.txids for m in out] == [(1, 2, 3), (4,), (5, 6)]
+    elsewhere = [ev(t, f"/data/b/f{t}") for t in (7, 8)]  # another group, in the same chunk
+    out = added(packer, [*before, ev(4, deep), *after, *elsewhere], chunk) + packer.flush()
+    assert [m.txids for m in out] == [(1, 2, 3), (4,), (5, 6), (7, 8)]
     assert packer.stats.rejected == 1
     with pytest.raises(EnvelopeError, match="event 0: field 'path': the index key"):
         decode_message(out[1].wire.body, out[1].wire.attributes)
-    assert decoded([out[0], out[2]]) == [before, after]
+    assert decoded([out[0], out[2], out[3]]) == [before, after, elsewhere]
     assert "(4, 0) breaks the contract" in caplog.text
 
 
+@CHUNKS
 @pytest.mark.parametrize("limit", [4096, 65_536])
 def test_each_message_is_what_the_envelope_encoder_writes_reading_its_events_again(
-        limit: int) -> None:
+        limit: int, chunk: int) -> None:
     # The packer notes a message's keys, cluster and minor as events come (encode_written);
     # with re-splits and directory SNAPSHOTs (minor 1) here and there, every message is the
     # one encode_message makes from its events.
@@ -185,7 +199,7 @@ def test_each_message_is_what_the_envelope_encoder_writes_reading_its_events_aga
                             children_num=t)
         events.append(event)
     packer = EventPacker("c1", max_message_bytes=limit, linger_s=10)
-    out = [m for e in events for m in packer.add((e,), now=0.0)] + packer.flush()
+    out = added(packer, events, chunk) + packer.flush()
     assert packer.stats.resplits or limit > 4096
     minors = set()
     for message in out:

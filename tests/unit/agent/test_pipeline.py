@@ -15,7 +15,7 @@ from onprem_agent.config import parse_config
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import PermanentSendError
-from onprem_agent.source import TxBatch
+from onprem_agent.source import TxBatch, chunked
 from tests.unit.agent.doubles import (
     MemoryStore,
     RecordingSender,
@@ -71,13 +71,24 @@ def batch(txid: int, *paths: str) -> TxBatch:
 def test_everything_is_sent_and_the_checkpoint_reaches_the_last_txid() -> None:
     sender, store = RecordingSender(), MemoryStore()
     source = [batch(1, "/d/a/x"), batch(2), batch(3, "/d/b/y", "/d/a/z"), batch(4)]
-    result = Pipeline(config(), sender=sender, checkpoint=store).run(source)
+    result = Pipeline(config(), sender=sender, checkpoint=store).run(chunked(source))
     assert result.events_sent == result.events_read == 3
     assert store.txid == 4 and result.checkpoint_txid == 4 and result.flushed
     assert sent_keys(sender.sent) == [("c1", 1, 0), ("c1", 3, 0), ("c1", 3, 1)]
     assert result.messages == len(event_messages(sender.sent))
     assert result.manifests == len(manifests_sent(sender.sent)) >= 1
     assert manifests_sent(sender.sent)[-1].end == 4
+
+
+def test_a_chunk_longer_than_a_step_ships_whole_with_the_checkpoint_at_its_end() -> None:
+    # A live drain may hand over max_batches_per_drain batches at once: the pipeline takes
+    # them in steps of CHUNK_BATCHES, the flusher and the sender's capacity between steps.
+    sender, store = RecordingSender(), MemoryStore()
+    chunk = [batch(t, f"/d/{t % 7}/f{t}") if t % 3 else batch(t) for t in range(1, 1001)]
+    result = Pipeline(config(), sender=sender, checkpoint=store).run([chunk])
+    assert result.batches == 1000 and result.events_sent == result.events_read == 667
+    assert store.txid == result.checkpoint_txid == 1000
+    assert sorted(sent_keys(sender.sent)) == [("c1", t, 0) for t in range(1, 1001) if t % 3]
 
 
 def test_txids_without_events_are_counted_and_reported_while_the_source_waits() -> None:
@@ -90,7 +101,7 @@ def test_txids_without_events_are_counted_and_reported_while_the_source_waits() 
         yield from (batch(1, "/d/a/x"), batch(2), batch(3))
         seen.append(pipeline.snapshot().last_txid)
 
-    result = pipeline.run(source())
+    result = pipeline.run(chunked(source(), 1))
     assert seen == [3]
     assert result.batches == 3 and result.checkpoint_txid == 3
 
@@ -106,7 +117,8 @@ def test_linger_flushes_while_the_source_is_blocked() -> None:
         seen_during_block.append(len(event_messages(sender.sent)))
         yield batch(2, "/d/a/y")
 
-    Pipeline(config(linger_ms=20), sender=sender, checkpoint=MemoryStore()).run(slow_source())
+    Pipeline(config(linger_ms=20), sender=sender, checkpoint=MemoryStore()).run(
+        chunked(slow_source(), 1))
     assert seen_during_block == [1]
     assert [m.wire.event_count for m in event_messages(sender.sent)] == [1, 1]
 
@@ -117,7 +129,7 @@ def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
     pipeline = Pipeline(config(group_by="path", linger_ms=1), sender=sender, checkpoint=store)
     # txid 1 has events in two groups (two messages); txid 2 one more.
     source = [batch(1, "/d/a/x", "/d/b/y"), batch(2, "/d/c/z")]
-    runner = threading.Thread(target=pipeline.run, args=(source, stop))
+    runner = threading.Thread(target=pipeline.run, args=(chunked(source), stop))
     runner.start()
     while len(event_messages(sender.sent)) < 3:
         sender.arrived.wait(1)
@@ -142,7 +154,7 @@ def test_unacknowledged_events_hold_the_checkpoint_back_on_shutdown() -> None:
         stop.set()  # SIGTERM: wait only shutdown_timeout_ms for SQS
 
     pipeline = Pipeline(config(200, group_by="path"), sender=sender, checkpoint=store)
-    thread = threading.Thread(target=pipeline.run, args=(source(), stop))
+    thread = threading.Thread(target=pipeline.run, args=(chunked(source(), 1), stop))
     thread.start()
     while len(event_messages(sender.sent)) < 2:
         sender.arrived.wait(1)
@@ -155,7 +167,7 @@ def test_unacknowledged_events_hold_the_checkpoint_back_on_shutdown() -> None:
 def test_filtered_out_events_count_as_acknowledged() -> None:
     sender, store = RecordingSender(), MemoryStore()
     result = Pipeline(config(), sender=sender, checkpoint=store).run(
-        [batch(1, "/d/a/f._COPYING_"), batch(2, "/d/a/f._COPYING_")])
+        [[batch(1, "/d/a/f._COPYING_"), batch(2, "/d/a/f._COPYING_")]])
     assert event_messages(sender.sent) == [] and result.events_filtered == 2
     assert store.txid == 2
     # The range still gets its manifest, naming no message: the consumer moves past it.
@@ -165,7 +177,7 @@ def test_filtered_out_events_count_as_acknowledged() -> None:
 def test_restart_skips_txids_at_or_below_the_checkpoint() -> None:
     sender = RecordingSender()
     result = Pipeline(config(), sender=sender, checkpoint=MemoryStore(2)).run(
-        [batch(1, "/a"), batch(2, "/a"), batch(3, "/a")])
+        [[batch(1, "/a"), batch(2, "/a"), batch(3, "/a")]])
     assert result.events_read == 1
     [message] = event_messages(sender.sent)
     assert decode_message(message.wire.body, message.wire.attributes)[0].txid == 3
@@ -184,7 +196,7 @@ def test_stop_seals_what_is_open_and_saves() -> None:
         yield batch(3, "/d/a/z")
 
     result = Pipeline(config(linger_ms=60_000), sender=sender, checkpoint=store).run(
-        source(), stop)
+        chunked(source(), 1), stop)
     assert result.events_sent == 2 and store.txid == 2
 
 
@@ -196,7 +208,7 @@ def test_a_source_error_saves_what_was_acknowledged_then_raises() -> None:
         raise ValueError("bad record after txid 1")
 
     with pytest.raises(ValueError, match="bad record"):
-        Pipeline(config(), sender=RecordingSender(), checkpoint=store).run(source())
+        Pipeline(config(), sender=RecordingSender(), checkpoint=store).run(chunked(source(), 1))
     assert store.txid == 1
 
 
@@ -214,7 +226,7 @@ def test_a_permanent_send_error_stops_the_run() -> None:
         yield from (batch(t, "/d/a/x") for t in range(2, 10))
 
     with pytest.raises(PermanentSendError, match="AccessDenied"):
-        Pipeline(config(linger_ms=0), sender=sender, checkpoint=store).run(source())
+        Pipeline(config(linger_ms=0), sender=sender, checkpoint=store).run(chunked(source(), 1))
     assert store.txid is None
 
 
@@ -236,7 +248,7 @@ def test_a_snapshot_in_pieces_is_checkpointed_only_after_its_last_piece_is_ackno
         yield batch(10, "/d/a")
 
     pipeline = Pipeline(config(linger_ms=1), sender=sender, checkpoint=store)
-    runner = threading.Thread(target=pipeline.run, args=(source(), stop))
+    runner = threading.Thread(target=pipeline.run, args=(chunked(source(), 1), stop))
     runner.start()
     while not event_messages(sender.sent):
         sender.arrived.wait(1)

@@ -16,7 +16,7 @@ from onprem_agent.editlog import read_ops
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import NoopSender, PermanentSendError
-from onprem_agent.source import TxBatch
+from onprem_agent.source import TxBatch, chunked
 from onprem_agent.translate import translate_batches
 from tests.unit.agent.chain import check_chain
 from tests.unit.agent.doubles import (
@@ -53,11 +53,12 @@ def txids_by_message(messages: list[PackedMessage]) -> dict[str, list[int]]:
     return {m.wire.dedup_id: list(m.txids) for m in event_messages(messages)}
 
 
-def in_steps(batches: list[TxBatch], pipeline: Pipeline, step: int) -> Iterator[TxBatch]:
-    """Hands out `step` batches at a time, then waits for the next manifest to be
+def in_steps(batches: list[TxBatch], pipeline: Pipeline, step: int
+             ) -> Iterator[list[TxBatch]]:
+    """Hands out chunks of `step` batches, each once the manifest after the one before was
     acknowledged, so a run closes many ranges while its messages are still open."""
     for i in range(0, len(batches), step):
-        yield from batches[i:i + step]
+        yield batches[i:i + step]
         seen = pipeline.snapshot().manifests
         until(lambda seen=seen: pipeline.snapshot().manifests > seen, "the next manifest")
 
@@ -84,10 +85,10 @@ def test_a_restart_continues_the_chain_from_the_checkpoint(edits_sample: Path) -
     first, second = RecordingSender(), RecordingSender()
     pipeline = Pipeline(config(), sender=first, checkpoint=store)
 
-    def until_halfway() -> Iterator[TxBatch]:
-        for batch in in_steps(batches, pipeline, 8):
-            yield batch
-            if batch.txid >= 40:
+    def until_halfway() -> Iterator[list[TxBatch]]:
+        for chunk in in_steps(batches, pipeline, 8):
+            yield chunk
+            if chunk[-1].txid >= 40:
                 stop.set()  # SIGTERM
 
     pipeline.run(until_halfway(), stop)
@@ -96,7 +97,7 @@ def test_a_restart_continues_the_chain_from_the_checkpoint(edits_sample: Path) -
     check_chain(manifests_sent(first.sent), txids_by_message(first.sent), start=None,
                 end=resumed)
 
-    result = Pipeline(config(), sender=second, checkpoint=store).run(batches)
+    result = Pipeline(config(), sender=second, checkpoint=store).run(chunked(batches))
     assert manifests_sent(second.sent)[0].after == resumed
     check_chain(manifests_sent(second.sent), txids_by_message(second.sent), start=resumed,
                 end=batches[-1].txid)
@@ -137,10 +138,10 @@ def test_the_checkpoint_never_passes_an_unacknowledged_manifest(edits_sample: Pa
     sender, store, stop = ManifestWithholdingSender(), MemoryStore(), threading.Event()
     more, halfway = threading.Event(), batches.index(next(b for b in batches if b.txid >= 44))
 
-    def source() -> Iterator[TxBatch]:
-        yield from batches[:halfway]
+    def source() -> Iterator[list[TxBatch]]:
+        yield batches[:halfway]
         more.wait(30)
-        yield from batches[halfway:]
+        yield batches[halfway:]
         until(lambda: len(manifests_sent(sender.sent)) == 2, "the second manifest")
         stop.set()  # SIGTERM with the second manifest never acknowledged
 
@@ -193,13 +194,14 @@ class ManifestRefusingSender(RecordingSender):
 def test_a_refused_manifest_stops_the_run_below_its_range(edits_sample: Path) -> None:
     sender, store = ManifestRefusingSender(), MemoryStore()
     with pytest.raises(PermanentSendError, match="manifest"):
-        Pipeline(config(), sender=sender, checkpoint=store).run(edit_log(edits_sample))
+        Pipeline(config(), sender=sender, checkpoint=store).run(chunked(edit_log(edits_sample)))
     assert event_messages(sender.sent) and store.saves == []
 
 
 def test_the_noop_sender_acknowledges_manifests_like_any_message(edits_sample: Path) -> None:
     sender, store = NoopSender(), MemoryStore()
-    result = Pipeline(config(), sender=sender, checkpoint=store).run(edit_log(edits_sample))
+    result = Pipeline(config(), sender=sender, checkpoint=store).run(
+        chunked(edit_log(edits_sample)))
     assert result.checkpoint_txid == store.txid == 88 and result.flushed
     assert result.manifests >= 1 and result.events_sent == 32
     assert sender.stats.messages == result.messages + result.manifests

@@ -88,10 +88,9 @@ def test_policy_stop_ships_the_gap_and_the_checkpoint_stays_just_below_it():
     class GapStop(RuntimeError):
         pass
 
-    def source() -> Iterator[TxBatch]:
-        yield unlink(1, "/data/a")
-        yield unlink(2, "/elsewhere/b")  # filtered out
-        yield gap(5, 40)  # txids 3 and 4 held no events; 5..39 were purged
+    def source() -> Iterator[list[TxBatch]]:  # chunks, as the live source hands them
+        yield [unlink(1, "/data/a"), unlink(2, "/elsewhere/b")]  # the second filtered out
+        yield [gap(5, 40)]  # txids 3 and 4 held no events; 5..39 were purged
         raise GapStop("gap_policy = stop")
 
     sender, store = RecordingSender(), MemoryStore()
@@ -108,10 +107,10 @@ def test_policy_stop_ships_the_gap_and_the_checkpoint_stays_just_below_it():
 def test_the_checkpoint_passes_the_gap_only_with_the_acknowledged_snapshot():
     release = threading.Event()
 
-    def source() -> Iterator[TxBatch]:
-        yield unlink(2, "/data/a")
-        yield gap(3, 8)
-        yield snapshot(10, "/data", "/data/b")
+    def source() -> Iterator[list[TxBatch]]:
+        yield [unlink(2, "/data/a")]
+        yield [gap(3, 8)]
+        yield [snapshot(10, "/data", "/data/b")]
         release.wait(30)
 
     sender, store = HoldingSender(), MemoryStore(1)
