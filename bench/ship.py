@@ -4,7 +4,8 @@
 
 Measures, on a generated edit log (tests/kit/workload.py):
 - the agent alone (no network): events/s of translate (XML parse + op -> events), of the
-  pipeline from translated batches (filter + pack + gzip + envelope, NoopSender), and of both
+  pipeline from translated batches (filter + pack + gzip + envelope, NoopSender; in chunks of
+  256 batches, as the replay hands them, onprem_agent/source.py), and of both
   together, in CPU seconds of this process (one core; the GIL keeps it on one), the pipeline
   and the baseline as the best of `--rounds` rounds, each round running both back to back;
 - billed SQS requests per 1,000 events (each 64 KiB chunk of a SendMessageBatch is one
