@@ -49,7 +49,18 @@ CHUNK_BATCHES = 256
 
 def chunked(batches: Iterable[TxBatch], size: int = CHUNK_BATCHES) -> Iterator[list[TxBatch]]:
     """`batches` in chunks of up to `size`: for a source that never waits between batches (a
-    file being read), or `size` 1 for one that may."""
+    file being read), or `size` 1 for one that may. When `batches` raises (a record the replay
+    cannot read), the batches before it still come as a chunk, then the error: they ship, and
+    the checkpoint reaches them, as when the pipeline took one batch at a time."""
     it = iter(batches)
-    while chunk := list(islice(it, size)):
+    while True:
+        chunk: list[TxBatch] = []
+        try:
+            chunk.extend(islice(it, size))  # keeps what it appended before an error
+        except BaseException:
+            if chunk:
+                yield chunk
+            raise
+        if not chunk:
+            return
         yield chunk

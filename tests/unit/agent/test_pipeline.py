@@ -205,11 +205,13 @@ def test_a_source_error_saves_what_was_acknowledged_then_raises() -> None:
 
     def source() -> Iterator[TxBatch]:
         yield batch(1, "/d/a/x")
-        raise ValueError("bad record after txid 1")
+        yield batch(2, "/d/a/y")
+        raise ValueError("bad record after txid 2")
 
+    # Chunked as the replay's: the batches read before the error still ship.
     with pytest.raises(ValueError, match="bad record"):
-        Pipeline(config(), sender=RecordingSender(), checkpoint=store).run(chunked(source(), 1))
-    assert store.txid == 1
+        Pipeline(config(), sender=RecordingSender(), checkpoint=store).run(chunked(source()))
+    assert store.txid == 2
 
 
 def test_a_permanent_send_error_stops_the_run() -> None:
