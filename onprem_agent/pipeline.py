@@ -48,8 +48,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain, islice
-from operator import attrgetter, lt
 
 from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
@@ -64,8 +62,6 @@ from onprem_agent.source import CHUNK_BATCHES, Chunk
 log = logging.getLogger(__name__)
 
 GAP = EventType.GAP
-_txid, _more, _events = attrgetter("txid"), attrgetter("more"), attrgetter("events")
-_type = attrgetter("type")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,28 +207,15 @@ class Pipeline:
         """Under self._lock: the events of `chunk`'s batches past the checkpoint, and the txid
         finished after them (`finished`: the one before). Notes the batches taken, a GAP's txid
         and an open snapshot piece's."""
-        txids = list(map(_txid, chunk))
-        floor = self._floor
-        if (self._open_piece is None and (floor is None or txids[0] > floor)
-                and all(map(lt, txids, islice(txids, 1, None))) and not any(map(_more, chunk))):
-            # The common chunk, in C loops: every txid above the one before, none a snapshot's
-            # piece (the loop below was ~0.2 us a batch, bench.ship).
-            events = list(chain.from_iterable(map(_events, chunk)))
-            if GAP in map(_type, events):
-                for batch in chunk:  # a GAP is its txid's only event
-                    if batch.events and batch.events[0].type is GAP:
-                        self._gap_txid = batch.txid
-            self._floor = txids[-1]
-            self._batches += len(chunk)
-            return events, txids[-1]
-        events = []
-        open_piece = self._open_piece
+        floor, open_piece = self._floor, self._open_piece
+        events: list[HdfsEvent] = []
+        taken = 0
         for batch in chunk:
             txid = batch.txid
             if txid != open_piece and floor is not None and txid <= floor:
                 continue  # at or below the checkpoint, or a source repeating itself
             floor = txid
-            self._batches += 1
+            taken += 1
             if batch.events:
                 events += batch.events
                 if batch.events[0].type is GAP:
@@ -243,6 +226,7 @@ class Pipeline:
                 open_piece = None
                 finished = txid
         self._floor, self._open_piece = floor, open_piece
+        self._batches += taken
         return events, finished
 
     def _flush(self, wait: _ShutdownWait) -> bool:
