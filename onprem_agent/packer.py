@@ -192,14 +192,12 @@ class EventPacker:
             raw = sum(map(len, texts)) + len(texts)  # the events and their commas
             if not all(map(str.isascii, texts)):
                 raw = sum(len(t.encode("utf-8")) + 1 for t in texts)
-            if message is None:
-                if raw + _ENVELOPE_OVERHEAD > self._fill_bytes / self._ratio:
-                    sealed += self._add_each(gid, run, now, after, texts)
-                    continue
-                message = open_messages[gid] = _OpenMessage(now + self.linger_s, after)
-            elif message.raw + raw > self._fill_bytes / self._ratio:
+            held = _ENVELOPE_OVERHEAD if message is None else message.raw
+            if held + raw > self._fill_bytes / self._ratio:  # the run would fill its message
                 sealed += self._add_each(gid, run, now, after, texts)
                 continue
+            if message is None:
+                message = open_messages[gid] = _OpenMessage(now + self.linger_s, after)
             message.events += run
             message.json += texts
             message.txids.update(dict.fromkeys(map(_txid, run)))

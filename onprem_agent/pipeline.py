@@ -172,8 +172,8 @@ class Pipeline:
             # A long chunk (a large drain) in steps: the flusher never waits long for the lock,
             # and the sender's capacity is looked at every step.
             for start in range(0, len(whole), CHUNK_BATCHES):
-                chunk = whole[start:start + CHUNK_BATCHES] if start or len(whole) > \
-                    CHUNK_BATCHES else whole
+                chunk = (whole if len(whole) <= CHUNK_BATCHES
+                         else whole[start:start + CHUNK_BATCHES])
                 if stopped():
                     return
                 if self._background_error is not None:
