@@ -57,7 +57,7 @@ from onprem_agent.manifests import ManifestBuilder, manifest_message
 from onprem_agent.packer import EventPacker, PackedMessage
 from onprem_agent.progress import ProgressReporter, ProgressSnapshot
 from onprem_agent.sender import PermanentSendError, Sender
-from onprem_agent.source import CHUNK_BATCHES, Chunk
+from onprem_agent.source import CHUNK_BATCHES, Chunk, ReadChunk
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +167,11 @@ class Pipeline:
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
         acquire, release, take = self._lock.acquire, self._lock.release, self._take
         acks, add, send = self._acks, packer.add, self._send
+        next_deadline, expired = packer.next_deadline, packer.expired
         wait_for_capacity, stopped = sender.wait_for_capacity, stop.is_set
         for whole in chunks:
+            # Messages the chunk opens linger from when the source read it (ReadChunk).
+            read_at = whole.read_at if isinstance(whole, ReadChunk) else None
             # A long chunk (a large drain) in steps: the flusher never waits long for the lock,
             # and the sender's capacity is looked at every step.
             for start in range(0, len(whole), CHUNK_BATCHES):
@@ -188,7 +191,14 @@ class Pipeline:
                     events, finished = take(chunk, after)
                     kept = kept_of(events) if events else events
                     if kept:
-                        sealed = add(kept, clock(), after)
+                        now = clock()
+                        sealed = add(kept, now if read_at is None else read_at, after)
+                        if (read_at is not None and start + CHUNK_BATCHES >= len(whole)
+                                and (due := next_deadline()) is not None and due <= now):
+                            # The drain's last step, read a linger ago or more: what the drain
+                            # opened is due now, not when the flusher next wakes (up to a
+                            # linger later).
+                            sealed += expired(now)
                         if sealed:  # one event in hundreds seals one
                             send(sealed)
                     # After the chunk's events were packed: a txid without events (a replay's

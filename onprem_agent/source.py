@@ -42,6 +42,22 @@ def batches_by_txid(events: Iterable[HdfsEvent]) -> Iterator[TxBatch]:
 
 
 Chunk = Sequence[TxBatch]
+
+
+class ReadChunk(list[TxBatch]):
+    """A chunk of a source that waits for its batches (the live stream), and when its first batch
+    was read, on the pipeline's clock (time.monotonic). A message the chunk opens lingers from
+    then, not from when the pipeline packs it: a drain at full speed reads for ~0.5 s (up to
+    1,000 batches, at ~50 ms a getEditsFromTxid call), and lingering on after it held every
+    event 200 ms more without making messages larger (the next drain comes after the message
+    is due either way). `[packing] linger_ms` is thus how long an event waits in the agent for
+    company after it was read, as docs/agent.md says."""
+
+    __slots__ = ("read_at",)
+
+    def __init__(self, batches: Iterable[TxBatch], read_at: float) -> None:
+        super().__init__(batches)
+        self.read_at = read_at
 # Batches a replay hands over at once: ~1 ms of packing, so the pipeline's flusher (linger,
 # checkpoints) never waits long for the lock, and the per-chunk steps cost nothing per event.
 CHUNK_BATCHES = 256

@@ -66,7 +66,7 @@ from typing import Any, Protocol, TypeVar
 from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.live.reconnect import Backoff, Outage, is_retriable
 from onprem_agent.live.snapshot import Snapshot
-from onprem_agent.source import TxBatch
+from onprem_agent.source import ReadChunk, TxBatch
 
 log = logging.getLogger(__name__)
 
@@ -229,14 +229,14 @@ class LiveSource:
                 stream = self._retrying(lambda: self._source.open_stream(self._last))
                 if stream is _STOPPED:
                     return
-            drained, gap, failed = self._drain(stream)
+            drained, gap, failed, read_at = self._drain(stream)
             if drained:
                 batches = self._converter.convert(drained)
                 for batch in batches:
                     self._count(batch)
                 if batches:
                     self._last = batches[-1].txid
-                    yield batches
+                    yield ReadChunk(batches, read_at)
                 if self._roll_every:
                     self._roll_if_due()
             elif gap is None and not failed and self._on_idle is not None:
@@ -251,12 +251,16 @@ class LiveSource:
                     return
                 self._last, stream = last, None
 
-    def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None, bool]:
+    def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None, bool, float]:
         """A timed poll, then whatever is ready, up to the drain limit; a gap or an unavailable
-        NameNode ends the drain (the batches read before it are still delivered)."""
+        NameNode ends the drain (the batches read before it are still delivered). Also when the
+        first batch arrived (ReadChunk.read_at; the timed poll may have waited for it)."""
         drained: list[Any] = []
+        read_at = 0.0  # meaningless while nothing was drained
         try:
             batch = stream.poll(self._timeout_ms, self._unit)
+            if batch is not None:
+                read_at = self._monotonic()
             while batch is not None:
                 drained.append(batch)
                 if len(drained) >= self._max_drain:
@@ -264,14 +268,14 @@ class LiveSource:
                 batch = stream.poll()
         except self._missing as exc:
             gap = Gap(int(exc.getExpectedTxid()), int(exc.getActualTxid()))  # type: ignore[attr-defined]
-            return drained, gap, False
+            return drained, gap, False, read_at
         except Exception as exc:  # JPype raises the Java exception; what is not retriable ends us
             if not self._unavailable(exc):
                 raise
-            return drained, None, True
+            return drained, None, True, read_at
         finally:
             self.stats.txids_behind = int(stream.getTxidsBehindEstimate())
-        return drained, None, False
+        return drained, None, False, read_at
 
     def _roll_if_due(self) -> None:
         """Rolls the NameNode's edit log once `roll_every` txids were read since the last roll

@@ -15,7 +15,7 @@ from onprem_agent.config import parse_config
 from onprem_agent.packer import PackedMessage
 from onprem_agent.pipeline import Pipeline
 from onprem_agent.sender import PermanentSendError
-from onprem_agent.source import TxBatch, chunked
+from onprem_agent.source import ReadChunk, TxBatch, chunked
 from tests.unit.agent.doubles import (
     MemoryStore,
     RecordingSender,
@@ -121,6 +121,26 @@ def test_linger_flushes_while_the_source_is_blocked() -> None:
         chunked(slow_source(), 1))
     assert seen_during_block == [1]
     assert [m.wire.event_count for m in event_messages(sender.sent)] == [1, 1]
+
+
+def test_a_drain_read_a_linger_ago_goes_out_whole_before_the_next_drain_is_read() -> None:
+    # A drain at full speed reads for ~0.5 s: its messages linger from its first batch's read,
+    # so they are due once it is packed. They go out then, not a linger later, and not after
+    # the drain's first step of CHUNK_BATCHES (each group's message holds the whole drain).
+    sender = RecordingSender()
+    sent_before_next: list[list[int]] = []
+    drain = [batch(t, f"/d/{t % 3}/f{t}") for t in range(1, 601)]
+
+    def source() -> Iterator[ReadChunk]:
+        yield ReadChunk(drain, read_at=time.monotonic() - 0.6)
+        sent_before_next.append(sorted(m.wire.event_count for m in event_messages(sender.sent)))
+        yield ReadChunk([batch(601, "/d/0/g")], read_at=time.monotonic())
+        sent_before_next.append(sorted(m.wire.event_count for m in event_messages(sender.sent)))
+
+    result = Pipeline(config(linger_ms=500), sender=sender, checkpoint=MemoryStore()).run(
+        source())
+    assert sent_before_next == [[200, 200, 200], [200, 200, 200]]  # the fresh one lingers
+    assert result.events_sent == 601 and result.checkpoint_txid == 601
 
 
 def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:

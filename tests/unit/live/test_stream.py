@@ -85,6 +85,23 @@ def test_drain_stops_at_its_limit(converter):
     assert len(got) == 7 and calls == [3, 3, 1]
 
 
+def test_a_drain_is_stamped_with_its_first_batchs_read(converter):
+    # The pipeline lingers a drain's messages from when its first batch was read
+    # (source.ReadChunk), so the stamp is taken when the timed poll returns, not before it
+    # waited, nor after the drain.
+    nn = NameNodeDouble()
+    for i in range(5):
+        nn.log(unlink(f"/{i}"))
+    ticks = iter(range(100, 1000))
+    stop = threading.Event()
+    source = LiveSource(nn.source(), converter, cluster=C, start_txid=0, stop=stop,
+                        gap_policy="stop", poll_timeout_ms=10, max_batches_per_drain=2,
+                        on_idle=stop.set, monotonic=lambda: float(next(ticks)))
+    chunks = list(source.chunks())
+    assert [len(c) for c in chunks] == [2, 2, 1]
+    assert [c.read_at for c in chunks] == [100.0, 101.0, 102.0]  # one stamp a drain
+
+
 class RollingNameNode(NameNodeDouble):
     """A NameNode double whose source can roll its edit log. `rolls` holds the agent's last txid
     read at each roll it asked for; the first `fail_first` rolls raise the Java exception a
