@@ -74,6 +74,12 @@ class IndexView:
             if path not in self._base:
                 self._hold(Entry(self.cluster, path), known=False)
 
+    def seed(self, entries: Iterable[Entry]) -> None:
+        """Known without a read: `entries` as the table holds them (the lease holder read or
+        wrote them earlier in its hold, index.HeldEntries)."""
+        for entry in entries:
+            self._hold(entry, known=True)
+
     def read(self, paths: Iterable[str]) -> None:
         """Reads `paths` not held yet (one store call)."""
         missing = [p for p in dict.fromkeys(paths) if p not in self._base]
@@ -204,7 +210,18 @@ class IndexView:
         if late:
             refused += self.store.put_many(late)
         self.writes += len(writes) + len(late)
+        not_stored = {r.entry.path for r in refused}
+        for entry in (*writes, *late):
+            if entry.path not in not_stored:
+                # Written with its twin's delete: the table holds this copy alone.
+                self._base[entry.path] = entry.placed(shards=entry.shards,
+                                                      in_shard=entry.in_shard)
+                self._known.add(entry.path)
         return refused
+
+    def table(self) -> list[Entry]:
+        """After flush: every entry whose table state the view knows (read, listed, written)."""
+        return [self._base[p] for p in self._known]
 
     def _placed(self, writes: list[Entry]) -> list[Entry]:
         """Shards a directory given more than SHARD_AFTER_WRITES child writes (its own item,

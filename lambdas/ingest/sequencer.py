@@ -42,7 +42,7 @@ from hdfs_events import names
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import deduplication_range
 from hdfs_events.manifest import Manifest
-from lambdas.ingest.index import NamespaceIndex, SkippedEvent
+from lambdas.ingest.index import HeldEntries, NamespaceIndex, SkippedEvent
 from lambdas.ingest.subtree import SubtreeOp
 
 TXID_DONE = names.POSITION_TXID_DONE  # event_index: "every event of this txid is applied"
@@ -303,11 +303,12 @@ class IndexSequencer:
             if position.walk is not None:
                 report.more = True
                 return position
+        held = HeldEntries()  # this hold's own writes: the table's, while the lease is held
         while True:
             span = self._next(cluster, position, report=report)
             if span is None:
                 return position
-            position = self._apply(cluster, owner, position, span, deadline_ms, report)
+            position = self._apply(cluster, owner, position, span, deadline_ms, report, held)
             if (position.txid, position.event_index) != (span.manifest.end, TXID_DONE):
                 report.more = True  # out of time mid-span
                 return position
@@ -408,7 +409,7 @@ class IndexSequencer:
         return lost[0] if lost else None
 
     def _apply(self, cluster: str, owner: str, position: Position, span: _Span,
-               deadline_ms: int, report: ApplyReport) -> Position:
+               deadline_ms: int, report: ApplyReport, held: HeldEntries) -> Position:
         manifest = span.manifest
         events = self._range_events(manifest, position, span.arrivals, report)
         fetched = _take(events, self.chunk_events)  # taken from the merge, not yet applied
@@ -420,7 +421,7 @@ class IndexSequencer:
             while pending := fetched[:self.chunk_events]:
                 following = (ahead.submit(_take, events, self.chunk_events)
                              if len(fetched) < 2 * self.chunk_events else None)
-                applied = self.index.apply_until_walk(pending)
+                applied = self.index.apply_until_walk(pending, held)
                 walk, taken = applied.walk, pending[:applied.taken]
                 fetched = fetched[applied.taken:] + (following.result() if following else [])
                 report.events += len(taken)
@@ -432,6 +433,7 @@ class IndexSequencer:
                 if walk is not None or fetched:
                     self.store.advance(cluster, owner, position)
                 if walk is not None:
+                    held.entries.clear()  # the walk writes from the table, past the chunk
                     position = self._walk(cluster, owner, position, deadline_ms, report)
                     if position.walk is not None:
                         return position

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hdfs_events.event import EventType
-from lambdas.ingest.index import NamespaceIndex
+from lambdas.ingest.index import HeldEntries, NamespaceIndex
 from lambdas.ingest.index_model import Entry
 from lambdas.ingest.index_view import Refused
 from tests.kit.index_builders import apply_in_order, ev, mkdir, mkfile
@@ -140,3 +140,28 @@ def test_an_entry_the_store_refuses_is_reported_and_the_others_land(refused_path
     assert [(s.path, s.txid) for s in skipped] == [(refused_path, 3)]
     assert set(store.live("prod")) == {"/data", "/data/a"}
     assert isinstance(store.entries()[0], Entry)
+
+
+def test_a_lease_hold_takes_what_it_read_or_wrote_from_memory_not_the_table() -> None:
+    # The chain's step: create a file, then, chunks later, rename it and delete one written
+    # chunks before. Within one lease hold the table holds what the hold wrote: no read.
+    events = [mkdir(1, "/data"), mkdir(2, "/data/d")]
+    events += [mkfile(10 + i, f"/data/d/f{i}") for i in range(10)]
+    events += [ev(30 + i, EventType.RENAME, f"/data/d/f{i}", dst_path=f"/data/d/f{i}.done")
+               for i in range(5)]
+    events += [ev(40 + i, EventType.UNLINK, f"/data/d/f{i}.done") for i in range(3)]
+    events += [ev(50, EventType.CLOSE, "/data/d/f9", size=7)]
+    chunks = [events[:12], events[12:17], events[17:]]
+    reads: dict[bool, int] = {}
+    for hold in (False, True):
+        store = MemoryIndexStore()
+        index = NamespaceIndex(store, ["/data"])
+        held = HeldEntries() if hold else None
+        for chunk in chunks:
+            assert index.apply_until_walk(chunk, held).taken == len(chunk)
+        assert store.live("prod") == in_order_state(events, "/data")
+        reads[hold] = index.reads
+    # Without: the 5 renamed files, the 3 deleted ones and the closed one (each written a chunk
+    # before), and both parents in the second and third chunks. With: nothing (every path was
+    # first created in the hold).
+    assert reads == {False: 5 + 3 + 1 + 2 * 2, True: 0}
