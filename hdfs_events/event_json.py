@@ -102,6 +102,7 @@ def _text_rule(max_chars: int) -> Callable[[str], str]:
 
 
 _STRING_RULES: dict[str, Callable[[str], str]] = {
+    "perms": lambda a: f"{a} in PERMS",  # check_event's 4 octal digits, by a set lookup
     "symlink_target": _text_rule(MAX_PATH_CHARS),
     **{name: _text_rule(MAX_NAME_CHARS) for name in NAME_FIELDS},
 }
@@ -182,7 +183,8 @@ _shape: Callable[[HdfsEvent], tuple[bool, ...]] = eval(
 _PLANS_BY_TYPE = 4  # shapes tried by type before the whole shape is looked up
 _NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "false"},
                           "C": _clusters, "GAP": EventType.GAP, "P": _paths,
-                          "NOTE": _note_path}
+                          "NOTE": _note_path,
+                          "PERMS": frozenset(f"{mode:04o}" for mode in range(0o10000))}
 
 
 def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:

@@ -198,12 +198,20 @@ def check_event(event: HdfsEvent) -> None:
         value = getattr(event, name)
         if value is not None:
             _check_text(value, name, MAX_NAME_CHARS)
+    # The patterns HdfsEvent.from_dict (the consumer's decode) holds them to: an event that
+    # passed here and failed there would have its whole message quarantined.
+    if event.perms is not None and not _PERMS.fullmatch(event.perms):
+        raise EventFormatError(f"field 'perms' must be 4 octal digits, got "
+                               f"{preview(event.perms)}")
     if event.acls is not None:
         if len(event.acls) > MAX_ACL_ENTRIES:
             raise EventFormatError(f"field 'acls' holds {len(event.acls)} entries; Hadoop "
                                    f"allows {MAX_ACL_ENTRIES}")
         for entry in event.acls:
             _check_text(entry, "acls", MAX_ACL_ENTRY_CHARS)
+            if not _ACL_ENTRY.fullmatch(entry):
+                raise EventFormatError("field 'acls' must hold AclEntry strings like "
+                                       f"'user:alice:rw-', got {preview(entry)}")
     if event.xattrs is not None:
         if len(event.xattrs) > MAX_XATTRS:
             raise EventFormatError(f"field 'xattrs' holds {len(event.xattrs)} entries; HDFS "

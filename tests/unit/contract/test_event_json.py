@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,13 +88,15 @@ name = st.none() | st.sampled_from(["hdfs", "", "é", "\ud800", "n" * 256, "n" *
     type=st.sampled_from(EventType), path=path, dst_path=st.none() | path,
     timestamp=maybe("timestamp"), inode_type=st.none() | st.sampled_from(INodeType),
     ctime=maybe("ctime"), replication=maybe("replication"), owner=name, group=name,
-    perms=st.none() | st.just("0644"),
+    perms=st.none() | st.sampled_from(["0644", "1777", "0999", "644", "07550", "rwxr-xr-x"]),
     symlink_target=st.none() | st.sampled_from(["/t", "t" * 8000, "t" * 8001, "\ud800"]),
     overwrite=st.none() | st.booleans(), block_size=maybe("block_size"),
     size=maybe("size"), new_block=st.none() | st.booleans(),
     metadata_type=st.none() | st.sampled_from(MetadataType),
     mtime=maybe("mtime"), atime=maybe("atime"),
-    acls=st.none() | st.lists(st.sampled_from(["user:a:rw-", "x" * 513]), max_size=33).map(tuple),
+    acls=st.none() | st.lists(st.sampled_from(["user:a:rw-", "default:group::r-x", "x" * 513,
+                                               "user:a:rwz", "owner:a:rw-"]),
+                              max_size=33).map(tuple),
     xattrs=st.none() | st.lists(st.builds(XAttr, namespace=st.just("USER"), name=st.text(max_size=3),
                                           value=st.none() | st.just("0x31")),
                                 max_size=2).map(tuple),
@@ -104,6 +107,26 @@ name = st.none() | st.sampled_from(["hdfs", "", "é", "\ud800", "n" * 256, "n" *
 @example(HdfsEvent(cluster="c1", txid=1, index=0, type=EventType.RENAME, path="/a"))
 def test_refuses_exactly_what_the_contract_refuses_and_writes_its_json(event: HdfsEvent) -> None:
     assert checked(event) == verdict(event)
+    if not verdict(event)[0].startswith("refused"):
+        # What the agent sends, the consumer's decode reads: no message is quarantined for
+        # an event the agent's check let through.
+        assert HdfsEvent.from_dict(json.loads(event.to_sparse_json())) == event
+
+
+@pytest.mark.parametrize("field, value, rule", [
+    ("perms", "0999", "field 'perms' must be 4 octal digits, got '0999'"),
+    ("perms", "rwxr-xr-x", "field 'perms' must be 4 octal digits"),
+    ("acls", ("user:alice:rw-", "user:bob:rwz"), "field 'acls' must hold AclEntry strings"),
+])
+def test_perms_and_acls_are_held_to_the_patterns_the_consumer_reads_them_by(
+        field: str, value: object, rule: str) -> None:
+    event = HdfsEvent(**{"cluster": "c1", "txid": 3, "index": 0, "type": EventType.METADATA,
+                         "path": "/a/b", "metadata_type": MetadataType.PERMS, field: value})
+    for check in (check_event, checked_sparse_json, checked_canonical_json):
+        with pytest.raises(EventFormatError, match=rule):
+            check(event)
+    with pytest.raises(EventFormatError):
+        HdfsEvent.from_dict(json.loads(event.to_sparse_json()))
 
 
 @pytest.mark.parametrize("field, value", [
