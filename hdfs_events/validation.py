@@ -94,6 +94,7 @@ _REQUIRED_BY_TYPE: dict[EventType, tuple[str, ...]] = {
     EventType.CREATE: ("inode_type",),
     EventType.RENAME: ("dst_path",),
     EventType.METADATA: ("metadata_type",),
+    EventType.SNAPSHOT: ("inode_type",),
 }
 
 
