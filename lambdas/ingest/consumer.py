@@ -9,6 +9,14 @@ Order matters for retries: the lake object (keyed by the dedup id) and the arriv
 idempotent, so a message that fails half-way is simply processed again; log lines and metrics
 are emitted only after both succeeded, so a redelivery does not count twice what it repeats.
 
+A batch's writes run in parallel (`storing_ahead`): each event message is read before the
+processor takes the batch, and its writes (lake objects, then arrival) start in a pool; `process`
+waits for its own, raising what they raised, then logs and counts. Idempotence makes that safe: a
+message the processor then fails or skips (an earlier one of its group failed) is written again
+when SQS delivers it again, and logged and counted only then; its arrival is true meanwhile (its
+lake objects are there). The writes end with the batch: no thread writes after the invocation,
+and arrivals are stored before it asks for the index lease (sequencer.py).
+
 The index is fed in txid order by the sequencer (lambdas/ingest/sequencer.py): a message only
 records its arrival, a manifest its range, and `apply_ranges` at the end of the invocation
 applies whatever ranges became complete (`apply_ranges`).
@@ -17,17 +25,20 @@ applies whatever ranges became complete (`apply_ranges`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hdfs_events.continue_request import decode_continue_request
 from hdfs_events.envelope import EnvelopeError, decode_envelope
+from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME
 from hdfs_events.manifest import ManifestError, decode_manifest
 from hdfs_events.names import KIND_ATTRIBUTE, KIND_CONTINUE, KIND_MANIFEST
 from lambdas.ingest.index import NamespaceIndex
-from lambdas.ingest.lake import lake_objects
+from lambdas.ingest.lake import LakeObject, lake_objects
 from lambdas.ingest.logging_modes import gap_lines, log_records
 from lambdas.ingest.quarantine import bounded_reason, quarantine_record
 from lambdas.ingest.records import QueueMessage
@@ -44,6 +55,9 @@ UNKNOWN_CLUSTER = "unknown"
 # p99 2.1 s with slices of 2 s, 0.9 s with 500 ms; the lake's freshness p99 3.7 -> 3.0 s).
 INDEX_SLICE_MS = 500
 SKIPPED_LINES = 100  # skipped events logged one by one per cluster and invocation; the metric counts them all
+# A worker per message of a batch (the event source mapping's batch size, 10, is SQS's maximum);
+# botocore's default pool of 10 connections per client serves them all.
+AHEAD_WORKERS = 10
 
 
 class ForeignSender(ValueError):
@@ -74,6 +88,15 @@ class EventLogger(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class _Ahead:
+    """An event message read before the processor took it, and its writes under way."""
+
+    events: Sequence[HdfsEvent]
+    arrival_id: str
+    stored: Future[None]
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     status: str  # ingested | quarantined | manifest | continue
     events: int = 0
@@ -92,6 +115,8 @@ class MessageConsumer:
         self.clock_ms = clock_ms
         self.to_apply: set[str] = set()  # clusters whose index may have a range to apply
         self.requested: set[str] = set()  # ... of which a continue request asked to go on
+        self._pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS, thread_name_prefix="store-ahead")
+        self._ahead: dict[str, _Ahead] = {}  # by message id, until `process` takes it
 
     @property
     def index(self) -> NamespaceIndex | None:
@@ -103,21 +128,62 @@ class MessageConsumer:
             return self._manifest(message)
         if kind == KIND_CONTINUE:
             return self._continue_request(message)
+        ahead = self._ahead.pop(message.message_id, None)
+        if ahead is not None:
+            ahead.stored.result()  # a failed write raises here as it would below
+            return self._ingested(message, ahead.events)
         try:
-            decoded = decode_envelope(message.body, message.message_attributes)
-            events = decoded.events
-            self._check_sender(events[0].cluster, message)
-            objects = lake_objects(events, decoded.lines, dedup_id=message.dedup_id,
-                                   sent_timestamp_ms=message.sent_timestamp_ms,
-                                   unknown_envelope=decoded.unknown_envelope)
+            events, objects = self._read(message)
         except Exception as exc:  # reading is pure: any failure is the message's own
             return self._unreadable(message, exc)
-        keys = []
+        self._store(message, events, objects)
+        return self._ingested(message, events)
+
+    @contextmanager
+    def storing_ahead(self, messages: Iterable[QueueMessage]) -> Iterator[None]:
+        """While a batch is processed, its event messages' writes run in the pool (see the module
+        docstring); on leaving, waits for those `process` did not take, and forgets them."""
+        try:
+            for message in messages:
+                kind = message.string_attribute(KIND_ATTRIBUTE)
+                # An id seen twice (never from SQS) goes the usual way: one entry an id.
+                if kind in (KIND_MANIFEST, KIND_CONTINUE) or message.message_id in self._ahead:
+                    continue
+                try:
+                    events, objects = self._read(message)
+                except Exception:  # `process` reads it again and quarantines it with the reason
+                    continue
+                self._ahead[message.message_id] = _Ahead(
+                    events, _arrival_id(message),
+                    self._pool.submit(self._store, message, events, objects))
+            yield
+        finally:
+            left, self._ahead = self._ahead, {}
+            # Their messages were skipped (or the processor stopped): SQS delivers them again, and
+            # a write that failed here is retried then, raising in `process` if it fails again.
+            wait([entry.stored for entry in left.values()])
+            if self.sequencer is not None:  # `recent` holds the messages this invocation processed
+                for entry in left.values():
+                    self.sequencer.recent.pop(entry.arrival_id, None)
+
+    def _read(self, message: QueueMessage) -> tuple[Sequence[HdfsEvent], list[LakeObject]]:
+        decoded = decode_envelope(message.body, message.message_attributes)
+        self._check_sender(decoded.events[0].cluster, message)
+        return decoded.events, lake_objects(
+            decoded.events, decoded.lines, dedup_id=message.dedup_id,
+            sent_timestamp_ms=message.sent_timestamp_ms, unknown_envelope=decoded.unknown_envelope)
+
+    def _store(self, message: QueueMessage, events: Sequence[HdfsEvent],
+               objects: Sequence[LakeObject]) -> None:
+        """The lake objects, then the arrival: an arrival names objects that are there."""
         for obj in objects:
             self.lake.put(obj.key, obj.body, "application/x-ndjson", obj.metadata)
-            keys.append(obj.key)
         if self.sequencer is not None:
-            self.sequencer.arrived(message.dedup_id or message.message_id, events, keys)
+            self.sequencer.arrived(_arrival_id(message), events, [obj.key for obj in objects])
+
+    def _ingested(self, message: QueueMessage, events: Sequence[HdfsEvent]) -> Outcome:
+        """What follows the writes: only once they succeeded, so a retry counts nothing twice."""
+        if self.sequencer is not None:
             self.to_apply.add(events[0].cluster)
         for msg, fields in gap_lines(events, message_id=message.message_id):
             self.logger.error(msg, extra=fields)
@@ -236,6 +302,10 @@ def _progress_key(position: Position | None) -> str:
         return "start"
     step = "" if position.walk is None else f".{position.walk.step}"
     return f"{position.txid}.{position.event_index}{step}"
+
+
+def _arrival_id(message: QueueMessage) -> str:
+    return message.dedup_id or message.message_id
 
 
 def cluster_hint(message: QueueMessage) -> str:

