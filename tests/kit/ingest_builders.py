@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hdfs_events.envelope import decode_message, encode_message
-from hdfs_events.event import HdfsEvent
+from hdfs_events.event import EventType, HdfsEvent, INodeType
 from hdfs_events.ids import message_group_id
 from hdfs_events.manifest import manifests_for
 from onprem_agent.editlog import read_ops
@@ -63,3 +63,19 @@ def three_ranges() -> list[tuple[list[Sent], list[Sent]]]:
 
 def with_manifests(sent: Sequence[Sent], **kw: object) -> list[Sent]:
     return [*sent, *manifests(sent, **kw)]  # type: ignore[arg-type]
+
+
+def two_groups_batch() -> tuple[Sent, Sent, Sent]:
+    """A1 (group /a), B1 (group /b), A2 (group /a), in the order Lambda may deliver them: three
+    CREATEs each (txids 10-12, 20-22, 30-32), one message and one lake object each."""
+    def created(prefix: str, first_txid: int) -> list[HdfsEvent]:
+        return [HdfsEvent(cluster="prod", txid=first_txid + i, index=0, type=EventType.CREATE,
+                          path=f"{prefix}/f{i}", timestamp=1_700_000_000_000 + i,
+                          inode_type=INodeType.FILE, ctime=1_700_000_000_000, owner="etl",
+                          group="etl", perms="0644", replication=3)
+                for i in range(3)]
+
+    (a1,), (b1,), (a2,) = (pack(created(p, t), strategy="prefix:1") for p, t in
+                           [("/a", 10), ("/b", 20), ("/a", 30)])
+    assert a1.group_id == a2.group_id != b1.group_id
+    return a1, b1, a2

@@ -11,30 +11,14 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
-from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import handler
 from lambdas.ingest.sequencer import Arrival, Position
 from tests.kit.ingest_aws import emf_documents, log_lines
-from tests.kit.ingest_builders import pack
-from tests.kit.lambda_events import Context, Sent, event, record
+from tests.kit.ingest_builders import two_groups_batch
+from tests.kit.lambda_events import Context, event, record
 
 WAIT_S = 5  # long for three moto PUTs; a consumer writing one by one fails after it, not hangs
 SLOW_S = 0.3  # a write still under way when the processor has finished the batch
-
-
-def _batch() -> tuple[Sent, Sent, Sent]:
-    """A1 (group /a), B1 (group /b), A2 (group /a), three events each, one lake object each."""
-    def created(prefix: str, first_txid: int) -> list[HdfsEvent]:
-        return [HdfsEvent(cluster="prod", txid=first_txid + i, index=0, type=EventType.CREATE,
-                          path=f"{prefix}/f{i}", timestamp=1_700_000_000_000 + i,
-                          inode_type=INodeType.FILE, ctime=1_700_000_000_000, owner="etl",
-                          group="etl", perms="0644", replication=3)
-                for i in range(3)]
-
-    (a1,), (b1,), (a2,) = (pack(created(p, t), strategy="prefix:1") for p, t in
-                           [("/a", 10), ("/b", 20), ("/a", 30)])
-    assert a1.group_id == a2.group_id != b1.group_id
-    return a1, b1, a2
 
 
 def _failed(response: dict[str, Any]) -> list[str]:
@@ -75,7 +59,7 @@ class RecordingSequenceStore:
 
 
 def test_the_lake_puts_of_a_batch_are_in_flight_at_once(aws) -> None:
-    batch = _batch()
+    batch = two_groups_batch()
     all_in_flight = threading.Barrier(len(batch), timeout=WAIT_S)
     _on_lake_put(lambda key: all_in_flight.wait())
     assert handler.handler(event(*batch), Context()) == {"batchItemFailures": []}
@@ -84,7 +68,7 @@ def test_the_lake_puts_of_a_batch_are_in_flight_at_once(aws) -> None:
 
 def test_a_failed_put_fails_its_group_and_what_ran_ahead_is_logged_only_when_processed(
         aws, capsys, logs) -> None:
-    a1, b1, a2 = _batch()
+    a1, b1, a2 = two_groups_batch()
     broken = {a1.dedup_id}
 
     def put(key: str) -> None:
@@ -121,7 +105,7 @@ def test_a_failed_put_fails_its_group_and_what_ran_ahead_is_logged_only_when_pro
 
 def test_every_arrival_of_the_batch_is_stored_before_the_lease_is_asked_for(
         aws, monkeypatch: pytest.MonkeyPatch) -> None:
-    a1, b1, a2 = _batch()
+    a1, b1, a2 = two_groups_batch()
     sequencer = handler.consumer().sequencer
     store = RecordingSequenceStore(sequencer.store, slow_arrival=a2.dedup_id)
     monkeypatch.setattr(sequencer, "store", store)

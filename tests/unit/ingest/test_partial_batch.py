@@ -6,28 +6,10 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from hdfs_events.event import EventType, HdfsEvent, INodeType
 from lambdas.ingest import handler
 from tests.kit.ingest_aws import lake_events
-from tests.kit.ingest_builders import pack
+from tests.kit.ingest_builders import two_groups_batch
 from tests.kit.lambda_events import Context, event, record
-
-
-def _events(prefix: str, first_txid: int) -> list[HdfsEvent]:
-    return [HdfsEvent(cluster="prod", txid=first_txid + i, index=0, type=EventType.CREATE,
-                      path=f"{prefix}/f{i}", timestamp=1_700_000_000_000 + i,
-                      inode_type=INodeType.FILE, ctime=1_700_000_000_000, owner="etl",
-                      group="etl", perms="0644", replication=3)
-            for i in range(3)]
-
-
-def _batch():
-    """A1 (group /a), B1 (group /b), A2 (group /a): the order Lambda may deliver them in."""
-    a1 = pack(_events("/a", 10), strategy="prefix:1")[0]
-    b1 = pack(_events("/b", 20), strategy="prefix:1")[0]
-    a2 = pack(_events("/a", 30), strategy="prefix:1")[0]
-    assert a1.group_id == a2.group_id != b1.group_id
-    return a1, b1, a2
 
 
 def _ids(response) -> list[str]:
@@ -44,7 +26,7 @@ def _throttle_s3(dedup_id: str):
 
 @pytest.mark.parametrize("error", ["s3-503", "ddb-throttle", "connection"])
 def test_transient_error_fails_its_record_and_the_rest_of_its_group(aws, error) -> None:
-    a1, b1, a2 = _batch()
+    a1, b1, a2 = two_groups_batch()
     consumer = handler.consumer()
     if error == "s3-503":
         consumer.lake.s3.meta.events.register("before-parameter-build.s3.PutObject",
@@ -78,7 +60,7 @@ def test_transient_error_fails_its_record_and_the_rest_of_its_group(aws, error) 
 
 
 def test_a_handler_exception_is_not_swallowed_when_every_record_fails(aws) -> None:
-    a1, _, a2 = _batch()
+    a1, _, a2 = two_groups_batch()
     handler.consumer().lake.s3.meta.events.register("before-parameter-build.s3.PutObject",
                                                     _throttle_s3(a1.dedup_id))
     # Powertools raises when the whole batch failed: Lambda then retries all of it.
