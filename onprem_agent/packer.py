@@ -155,9 +155,10 @@ class EventPacker:
     def add(self, events: Sequence[HdfsEvent], now: float, after: int | None = None
             ) -> list[PackedMessage]:
         """Adds `events` ((txid, index) order: the events of a chunk of batches, pipeline.py),
-        in order; returns the messages this sealed (usually none). `after`: a txid all of whose
-        events (and every lower txid's) were added before these, which a message opened here
-        keeps (PackedMessage.after).
+        in order; returns the messages this sealed (usually none). `now`: when the events were
+        read (a live drain's ReadChunk.read_at), which a message opened here lingers from.
+        `after`: a txid all of whose events (and every lower txid's) were added before these,
+        which a message opened here keeps (PackedMessage.after).
 
         The events are first sorted into their groups' runs (each group's in order), then each
         run joins its group's message in one step: its JSON by one map, its sizes, txids and

@@ -303,7 +303,7 @@ class IndexSequencer:
             if position.walk is not None:
                 report.more = True
                 return position
-        held = HeldEntries()  # this hold's own writes: the table's, while the lease is held
+        held = HeldEntries()  # what this hold reads and writes: the table's, while it lasts
         while True:
             span = self._next(cluster, position, report=report)
             if span is None:
