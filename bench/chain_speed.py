@@ -10,11 +10,14 @@ namenode_load.py: `--threads` threads of one Hadoop client JVM, each creating, c
 renaming and deleting files of its own directory for `--seconds`, four RPCs and four inotify
 events a step); the agent (`hdfs-events-agent run`, its own process and JVM, the live defaults:
 200 ms linger, messages grouped by `prefix:2`, one group per client thread); the FIFO queue
-(moto server in a process of its own, the queue's attributes as deployed) and the lake bucket
-(moto server in this process); the consumer Lambda's handler behind the local SQS event source
-mapping (tests/kit/sqs_lambda.py), `--consumers` processes side by side (default: one per
-message group, up to 8), as the event source mapping invokes a FIFO queue's groups
-concurrently, each indexing everything under the driven root.
+(moto server in a process of its own, the queue's attributes as deployed), the consumer's FIFO
+apply queue beside it, and the lake bucket (moto server in this process); the consumer Lambda's
+handler behind the local SQS event source mappings (tests/kit/sqs_lambda.py, one process each,
+bench/chain_consumer.py): on the event queue `--consumers` processes side by side (default: one
+per message group, up to 8), as the mapping invokes a FIFO queue's groups concurrently, each
+storing lake objects and arrivals and sending a continue request; on the apply queue one, as
+its mapping invokes the one cluster's continue requests one batch at a time, applying the index
+(everything under the driven root) while the event queue's invocations go on.
 
 Doubled: the consumers' DynamoDB (the index entries and the sequencer's items), one table set
 shared by all of them: tests/kit/dynamodb_server.py, a process of its own speaking DynamoDB's
@@ -27,17 +30,22 @@ was moto's).
 Measured: the NameNode's journal rate (the client's operations, one event each, over the
 client's seconds on the JVM clock the NameNode stamps edits with); per event, NameNode commit
 (the event's own NameNode timestamp) -> lake object (the handler returned: it puts the object
-before) and -> index entry (the sequencer's position passed the event: its entries are written
-before the position moves), and the stages between (bench/chain_consumer.py STAGES: the agent
-to SQS's SentTimestamp, the queue to its first receive, the handler to its lake objects, the
-invocation's own index work to its return, and the lake to the index); the chain's rate: the
-driven events over the time from the first operation to the last event's index entry (to its
-lake object for the lake's rate). A chain falling behind ends later and its rate drops below
-the NameNode's. Goal: >= 0.9x the journal rate, freshness p99 <= 2 s. The CPU each part took
-during the drive (/proc, each process with its descendants), against the machine's cores. Then
-`hdfs-events-agent verify` (the real command, the NameNode's listing against the index the
-consumers wrote, read from the double) over the driven root: the run fails unless it reports 0
-entries differ. Writes bench-out/chain_speed.json.
+before) and -> index entry (the sequencer's position passed the event, in an invocation of the
+apply queue: its entries are written before the position moves), and the stages between
+(bench/chain_consumer.py STAGES: the agent to SQS's SentTimestamp, the queue to its first
+receive, the handler to its lake objects and arrivals, the rest of the event invocation to its
+return (its continue request sent), the lake to the event being ready to apply (its range's
+manifest stored too), and ready to its index entry, split at the start of the apply invocation
+that applied it: waiting for one (the continue request's trip, the invocation before it), then
+its own work); the continue requests sent (by event invocations, and by apply invocations out of
+time) and the apply invocations; the chain's rate: the driven events over the time from the
+first operation to the last event's index entry (to its lake object for the lake's rate). A
+chain falling behind ends later and its rate drops below the NameNode's. Goal: >= 0.9x the
+journal rate, freshness p99 <= 2 s. The CPU each part took during the drive (/proc, each process
+with its descendants), against the machine's cores. Then `hdfs-events-agent verify` (the real
+command, the NameNode's listing against the index the consumers wrote, read from the double)
+over the driven root: the run fails unless it reports 0 entries differ. Writes
+bench-out/chain_speed.json.
 """
 
 from __future__ import annotations
@@ -55,12 +63,15 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import OUT_DIR
 from bench.chain_consumer import CLUSTER, STAGES, VISIBILITY_S, merge_consumers
 from bench.hadoop_jmx import beans, namenode_http
 from bench.proc_cpu import CpuMeter
+
+if TYPE_CHECKING:
+    from tests.kit.ingest_aws import ConsumerQueues
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = OUT_DIR / "chain_speed.json"
@@ -90,33 +101,54 @@ def agent_config(work: Path, queue_url: str, hdfs: Any, after_txid: int,
     return config
 
 
-def start_consumers(work: Path, queue_url: str, count: int) -> list[subprocess.Popen[bytes]]:
-    """Started before the NameNode: their imports overlap the NameNode's start."""
+APPLIER = "apply-consumer"  # the apply queue's consumer process (its files' stem)
+
+
+def start_consumers(work: Path, queues: ConsumerQueues, count: int
+                    ) -> dict[str, subprocess.Popen[bytes]]:
+    """`count` consumers of the event queue ("consumer-<i>") and one of the apply queue
+    (APPLIER), by their files' stem. Started before the NameNode: their imports overlap the
+    NameNode's start."""
     from hdfs_events import names
     from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 
     env = {**os.environ, names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
-           names.ENV_INDEX_PREFIXES: ROOT, names.ENV_EVENT_QUEUE_URL: queue_url,
+           names.ENV_INDEX_PREFIXES: ROOT, names.ENV_APPLY_QUEUE_URL: queues.apply,
            names.ENV_LOG_MODE: "summary",
            names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
-    processes = []
-    for i in range(count):
-        with (work / f"consumer-{i}.log").open("wb") as log:
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "bench.chain_consumer", queue_url, str(work),
-                 f"consumer-{i}"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env))
+    mappings = [*(("events", queues.events, f"consumer-{i}") for i in range(count)),
+                ("apply", queues.apply, APPLIER)]
+    processes = {}
+    for queue, url, name in mappings:
+        with (work / f"{name}.log").open("wb") as log:
+            processes[name] = subprocess.Popen(
+                [sys.executable, "-m", "bench.chain_consumer", queue, url, str(work), name],
+                stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     return processes
 
 
-def await_consumers(processes: list[subprocess.Popen[bytes]], work: Path) -> None:
+def await_consumers(processes: dict[str, subprocess.Popen[bytes]], work: Path) -> None:
     deadline = time.monotonic() + 180
-    for i, process in enumerate(processes):
-        while not (work / f"consumer-{i}.ready").exists():
+    for name, process in processes.items():
+        while not (work / f"{name}.ready").exists():
             if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"consumer {i} not polling: {tail(work / f'consumer-{i}.log')}")
+                raise SystemExit(f"{name} not polling: {tail(work / f'{name}.log')}")
             time.sleep(0.05)
+
+
+def stop_consumers(processes: dict[str, subprocess.Popen[bytes]], work: Path, how: str
+                   ) -> dict[str, int]:
+    """The event queue's consumers first, then the apply queue's: the last continue requests
+    are sent by the last event invocations. `how`: "drain" (each stops once its queue is
+    empty) or "now". Returns their exit codes."""
+    exits = {}
+    for queue, names in (("events", [n for n in processes if n != APPLIER]),
+                         ("apply", [APPLIER])):
+        (work / f"{queue}.stop").write_text(how)
+        exits |= {name: processes[name].wait(timeout=600) for name in names}
+    return exits
 
 
 def tail(log: Path, lines: int = 30) -> str:
@@ -162,6 +194,19 @@ def range_stored(events: list[list[int]], manifests: list[list[int]]) -> list[in
     return out
 
 
+def applying_from(ready: list[int | None], applied: list[int | None],
+                  applying: list[list[int]]) -> list[int | None]:
+    """Per event, when the apply invocation that applied it started applying it: the
+    invocation's call (`applying`: (called, returned, ...) of each, one at a time), or when the
+    event became ready if that invocation was already running then (None: not applied)."""
+    called = sorted(a[0] for a in applying)
+    out: list[int | None] = []
+    for r, t in zip(ready, applied, strict=True):
+        at = bisect.bisect_right(called, t) - 1 if t is not None else -1
+        out.append(None if r is None or t is None or at < 0 else max(r, called[at]))
+    return out
+
+
 def verify(config: Path) -> dict[str, Any]:
     """`hdfs-events-agent verify` of the driven root against the index the consumers wrote (the
     double, through AWS_ENDPOINT_URL_DYNAMODB)."""
@@ -201,18 +246,21 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
     import boto3
 
     from tests.kit.hadoop.cluster import HdfsCluster
+    from tests.kit.ingest_aws import ConsumerQueues, create_apply_queue
     from tests.kit.live_agent import AgentProcess
 
     boto3.client("s3").create_bucket(
         Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    queue_url = boto3.client("sqs").create_queue(QueueName="events.fifo", Attributes={
+    sqs = boto3.client("sqs")
+    queues = ConsumerQueues(sqs.create_queue(QueueName="events.fifo", Attributes={
         # As stacks/queues.py deploys it (high-throughput FIFO, the agent's own dedup ids).
         "FifoQueue": "true", "DeduplicationScope": "messageGroup",
         "FifoThroughputLimit": "perMessageGroupId", "ContentBasedDeduplication": "false",
-        "VisibilityTimeout": str(VISIBILITY_S)})["QueueUrl"]
-    consumers = start_consumers(work, queue_url, args.consumers)
+        "VisibilityTimeout": str(VISIBILITY_S)})["QueueUrl"],
+        create_apply_queue(sqs, "apply.fifo"))
+    consumers = start_consumers(work, queues, args.consumers)
     with HdfsCluster.start(work / "hdfs", datanodes=0) as hdfs:
-        config = agent_config(work, queue_url, hdfs, hdfs.txid(), args.linger_ms)
+        config = agent_config(work, queues.events, hdfs, hdfs.txid(), args.linger_ms)
         agent = AgentProcess.start(config)
         await_consumers(consumers, work)
         caught_up = False
@@ -223,7 +271,7 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
             load_json = work / "load.json"
             parts = {"NameNode": [hdfs.pid], "agent": [agent.process.pid],
                      "moto server SQS": [sqs_pid], "DynamoDB double": [double_pid],
-                     **{f"consumer {i}": [c.pid] for i, c in enumerate(consumers)}}
+                     **{name.replace("-", " "): [c.pid] for name, c in consumers.items()}}
             cpu = CpuMeter(parts)
             with InotifyRpcs(hdfs.conf_dir) as rpcs:
                 drive = subprocess.run(
@@ -242,13 +290,12 @@ def drive_the_chain(args: argparse.Namespace, work: Path, sqs_pid: int, double_p
                 caught_up = False  # the drain is cut short: the figures say how far it got
         finally:
             agent_exit = agent.stop()
-            (work / "consumer.stop").write_text("drain" if caught_up else "now")
-            exits = [c.wait(timeout=600) for c in consumers]
-        for i, code in enumerate(exits):
+            exits = stop_consumers(consumers, work, "drain" if caught_up else "now")
+        for name, code in exits.items():
             if code != 0:
-                raise SystemExit(f"consumer {i} exited {code}: {tail(work / f'consumer-{i}.log')}")
-        consumed = merge_consumers([json.loads((work / f"consumer-{i}.json").read_text())
-                                    for i in range(len(consumers))])
+                raise SystemExit(f"{name} exited {code}: {tail(work / f'{name}.log')}")
+        consumed = merge_consumers([json.loads((work / f"{name}.json").read_text())
+                                    for name in consumers])
         checked = verify(config) if caught_up else None
     load = json.loads(load_json.read_text())
     return {**summarize(load, consumed, checked, first, last, agent_exit, args),
@@ -334,6 +381,16 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
                                          in zip(events, ready, strict=True) if r is not None])
     stages["ready -> index"] = spread([t - r for r, t in zip(ready, applied, strict=True)
                                        if t is not None and r is not None])
+    # Ready -> index, split where the apply queue's invocation that applied the event started
+    # on it: waiting for one (the continue request through the apply queue, behind the
+    # invocation before), then its own work until the position passed the event.
+    applying = consumed["applying"]  # (called, returned, requests taken, requests sent)
+    began = applying_from(ready, applied, applying)
+    index_stages = {
+        "ready -> applying": spread([b - r for r, b in zip(ready, began, strict=True)
+                                     if b is not None and r is not None]),
+        "applying -> index": spread([t - b for b, t in zip(began, applied, strict=True)
+                                     if b is not None and t is not None])}
     # The agent's stage by quarter of the drive (by NameNode time): a stage that grows as the
     # drive goes on is falling behind, one that is flat is paying a fixed cost.
     span = max(1, load["ended_ms"] - start)
@@ -357,19 +414,26 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
         "ratio": round(index_rate / journal_rate, 3),
         "lake_ratio": round(lake_rate / journal_rate, 3),
         "edit_to_lake_ms": spread(to_lake), "edit_to_index_ms": spread(to_index),
-        "stages_ms": stages,
+        "stages_ms": stages, "ready_to_index_ms": index_stages,
         "namenode_to_sent_by_quarter_ms": [spread(q) for q in quarters],
         "position_saves": {"count": len(saves), "ms_apart_p50": pct(
             [b - a for a, b in itertools.pairwise(saves)], 0.5),
             "events_apart_mean": round(len(to_index) / max(1, len(saves)))},
+        # The event queue's consumers; calls and DynamoDB calls of both queues' invocations.
         "consumer": {k: consumed[k] for k in ("invocations", "records", "failures",
                                               "batch_errors")}
         | {"invocation_s_p50": pct(consumed["invocation_s"], 0.5),
            "consumer_s": consumed["consumer_s"], "calls": consumed["calls"],
            "call_s": consumed["call_s"],
-           "receive_ms": round(1000 * consumed["call_s"].get("sqs.ReceiveMessage", 0)
-                               / max(1, consumed["calls"].get("sqs.ReceiveMessage", 0)), 1),
+           "receive_ms": round(1000 * consumed["receive_s"]
+                               / max(1, consumed["receive_calls"]), 1),
            "dynamodb_calls_per_event": round(sum(calls.values()) / max(1, len(events)), 3)},
+        "continue_requests_sent": consumed["continue_sent"],
+        "apply": {k: consumed["apply"][k] for k in ("invocations", "records", "failures",
+                                                    "batch_errors")}
+        | {"requests_taken": sum(a[2] for a in applying),
+           "receive_s": round(consumed["apply"]["receive_s"], 2),
+           "invocation_ms": spread([a[1] - a[0] for a in applying])},
         "agent_exit": agent_exit, "verify": checked,
         "goal": {"ratio": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
     }
@@ -381,8 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--consumers", type=int,
-                        help="consumer processes side by side (default: --threads, up to 8: "
-                             "one per message group)")
+                        help="event queue consumer processes side by side (default: --threads, "
+                             "up to 8: one per message group); the apply queue has one")
     parser.add_argument("--latency-ms", type=float, default=5.0,
                         help="per DynamoDB call (the double the consumers share)")
     parser.add_argument("--linger-ms", type=int,
@@ -415,7 +479,9 @@ def main(argv: list[str] | None = None) -> int:
           f"-> index p50 {index['p50']:.0f} ms, p99 {index['p99']:.0f} ms (goal p99 <= "
           f"{GOAL_P99_MS} ms)")
     print("stages p50/p99 ms: " + "; ".join(
-        f"{name} {s['p50']:.0f}/{s['p99']:.0f}" for name, s in r["stages_ms"].items()))
+        f"{name} {s['p50']:.0f}/{s['p99']:.0f}" for name, s in r["stages_ms"].items())
+          + " (of it " + ", ".join(f"{name} {s['p50']:.0f}/{s['p99']:.0f}"
+                                   for name, s in r["ready_to_index_ms"].items()) + ")")
     print("NameNode -> sent p50/p99 ms by quarter of the drive: " + ", ".join(
         f"{q['p50']:.0f}/{q['p99']:.0f}" for q in r["namenode_to_sent_by_quarter_ms"])
           + "; the NameNode's inotify calls by quarter: " + ", ".join(
@@ -436,11 +502,20 @@ def main(argv: list[str] | None = None) -> int:
     by_service: Counter[str] = Counter()
     for operation, seconds in c["call_s"].items():
         by_service[operation.split(".")[0]] += seconds
-    print(f"consumers: {c['invocations']:,} invocations, {c['records']:,} records, "
-          f"{c['failures']} failed, {c['dynamodb_calls_per_event']:.2f} DynamoDB calls/event; "
-          f"{c['consumer_s']:.0f} s polling, of it in calls (summed over consumers and calls "
-          f"in flight): " + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
+    a, sent = r["apply"], r["continue_requests_sent"]
+    by_service["sqs"] -= a["receive_s"]  # the apply queue's long polls wait, not work
+    print(f"event queue consumers: {c['invocations']:,} invocations, {c['records']:,} records, "
+          f"{c['failures']} failed, {c['dynamodb_calls_per_event']:.2f} DynamoDB calls/event "
+          f"(both queues); {c['consumer_s']:.0f} s polling, of it in calls (summed over "
+          f"consumers of both queues and calls in flight, the apply queue's long polls left "
+          f"out): "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in by_service.most_common())
           + f"; SQS ReceiveMessage {c['receive_ms']:.0f} ms a call")
+    print(f"apply queue consumer: {a['invocations']:,} invocations of {a['requests_taken']:,} "
+          f"continue requests ({a['failures']} failed), p50/p99 "
+          f"{a['invocation_ms']['p50']:.0f}/{a['invocation_ms']['p99']:.0f} ms each; continue "
+          f"requests sent: {sent['events']:,} by event invocations, {sent['apply']:,} by apply "
+          f"invocations out of time")
     v = r["verify"]
     if v is None:
         print("verify: not run (the index had not caught up with the NameNode)")

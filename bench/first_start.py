@@ -10,7 +10,8 @@ through moto's SQS and verify's second listing do not fit a bench's time):
    (tests/kit/hadoop/namespace_image.py: Hadoop's Offline Image Reconstructor, built once per
    size into .hadoop/namespaces/), no DataNode; its start time is recorded.
 2. A fresh moto server state (one server on 127.0.0.1 for the run, reset per size): the FIFO
-   queue, the lake bucket and the index table as the stacks make them.
+   event queue, the consumer's apply queue, the lake bucket and the index table as the stacks
+   make them.
 3. `hdfs-events-agent run` as the systemd unit runs it (its own process, default heap), with no
    checkpoint and the default gap policy: first start lists `/` and ships SNAPSHOT records at one
    txid. Timed until its checkpoint reaches that txid (the snapshot's last message and manifest
@@ -22,7 +23,9 @@ through moto's SQS and verify's second listing do not fit a bench's time):
    whole index in memory, so ru_maxrss reported the bench's own size (1,135 MiB "verify" at
    300k against a VmHWM of 203 MiB).
 4. Up to `--index-max-files` (default: every size), the consumer Lambda's handler
-   (tests/kit/sqs_lambda.py, its own process) applies the queue to the index, timed. moto
+   (tests/kit/sqs_lambda.py, its own process, polling both of the function's queues: the event
+   queue's messages store, the apply queue's continue requests apply) applies the queue to the
+   index, timed until both queues are empty. moto
    answers the index's Query from its one partition (tests/kit/moto_fast_query.py, applied by
    local_chain.local_aws): without it moto sorts the whole table on every Query and indexed ~40
    entries/s at 100k files. Above the limit the index stays empty.
@@ -89,7 +92,7 @@ from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.namespace_image import namespace_image
 from tests.kit.image_start import image_agent_config, listing_calls
-from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
+from tests.kit.ingest_aws import BUCKET, TABLE, ConsumerQueues, create_resources
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT, AgentProcess, write_agent_config
 from tests.kit.local_chain import local_aws
@@ -169,17 +172,23 @@ def first_start(config: Path, txid: int, timeout_s: float) -> dict[str, Any]:
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "exit": code}
 
 
-def consume(queue_url: str, code_tree: Path, log: Path) -> dict[str, Any]:
-    """The consumer Lambda's handler over the whole queue, with the function's environment;
-    its output kept in `log` (what it logged when the index comes out short)."""
+def consume(queues: ConsumerQueues, code_tree: Path, log: Path) -> dict[str, Any]:
+    """The consumer Lambda's handler over the whole queue, with the function's environment and
+    both its event sources; its output kept in `log` (what it logged when the index comes out
+    short)."""
     env = {**os.environ, names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
-           names.ENV_INDEX_PREFIXES: "/", names.ENV_EVENT_QUEUE_URL: queue_url,
+           names.ENV_INDEX_PREFIXES: "/", names.ENV_APPLY_QUEUE_URL: queues.apply,
            names.ENV_LOG_MODE: "summary",
            names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
+    urls: tuple[str, ...] = queues.urls
+    if not (code_tree / "lambdas" / "ingest" / "apply_queue.py").exists():
+        # A `--code-tree` from before the apply queue (issue 32): one queue, its continue
+        # requests on the event queue, named by the variable of the time.
+        urls, env["EVENT_QUEUE_URL"] = (queues.events,), queues.events
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url,
+    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", *urls,
                            "--idle-polls", "3"], env=env, capture_output=True, text=True,
                           timeout=4 * 3600, cwd=code_tree, check=False)
     log.write_text(done.stdout + done.stderr, encoding="utf-8")
@@ -189,6 +198,7 @@ def consume(queue_url: str, code_tree: Path, log: Path) -> dict[str, Any]:
     if int(counts.get("failures", 0)):
         raise RuntimeError(f"the consumer failed messages: {done.stdout.strip()}")
     return {"seconds": round(time.perf_counter() - started, 2),
+            # Both queues': event messages and manifests, and continue requests.
             "messages": int(counts["records"]), "invocations": int(counts["invocations"])}
 
 
@@ -368,7 +378,7 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
     image = namespace_image(files)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
                            timeout=60).read()
-    queue = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
+    queues = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
     inodes = image.summary.files + image.summary.dirs
     listed = files <= listing_max_files
     doubled = files >= writes_double_from
@@ -379,18 +389,18 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                            heap=image.heap, conf={"dfs.image.parallel.load": "true"}) as hdfs:
         if listed:
             config = write_agent_config(
-                work / f"agent-{files}", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri,
+                work / f"agent-{files}", cluster=CLUSTER, queue_url=queues.events, uri=hdfs.uri,
                 conf_dir=hdfs.conf_dir, extra=f'[verify]\nindex_table = "{TABLE}"\n')
             txid = hdfs.txid()  # nothing writes: the snapshot is taken at this txid
             start = first_start(config, txid, timeout_s)
             start["events_per_s"] = round(inodes / start["seconds"])
             if files <= index_max_files:
-                index = consume(queue, code_tree, work / f"consumer-{files}.log")
+                index = consume(queues, code_tree, work / f"consumer-{files}.log")
                 index["records_per_s"] = round(inodes / index["seconds"])
             checked = verify(config, timeout_s)
         top = "/" + next(iter(image.summary.subtrees)).split("/")[1]
-        imaged = image_start(hdfs, work / f"agent-image-{files}", queue, timeout_s, threads,
-                             latency_ms if doubled else None, top)
+        imaged = image_start(hdfs, work / f"agent-image-{files}", queues.events, timeout_s,
+                             threads, latency_ms if doubled else None, top)
         if imaged["listing_rpcs"]:
             raise RuntimeError(f"the image start made {imaged['listing_rpcs']} listStatus calls")
         compared = None

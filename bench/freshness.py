@@ -5,10 +5,13 @@
 The chain, all real parts on one machine: moto server (tests.kit.local_chain.local_aws), the CDK
 `local` environment deployed into moto's CloudFormation (Chain.deploy), the agent's live
 pipeline (onprem_agent.pipeline.Pipeline + SqsSender, `[packing] linger_ms` = 200 ms, the live
-linger, not replay's), and the consumer Lambda handler behind tests.kit.sqs_lambda in
-`--consumers` processes (default 1, batch size 10; more pollers on 2 cores only slow moto down,
-and an invocation slower than the runner's 5 s visibility timeout is then redelivered to
-another poller: duplicates in raw/, as SQS would deliver them).
+linger, not replay's), and the consumer Lambda handler behind tests.kit.sqs_lambda: on the event
+queue in `--consumers` processes (default 1, batch size 10; more pollers on 2 cores only slow
+moto down, and an invocation slower than the runner's 5 s visibility timeout is then
+redelivered to another poller: duplicates in raw/, as SQS would deliver them), and on the apply
+queue in one process of its own beside them, as Lambda runs the function's second mapping
+concurrently: its invocations apply the index's ranges, so the event invocations timed here
+only store and send a continue request.
 
 The source is paced in-process: every 10 ms it hands the pipeline the TxBatches due by then
 (CREATE, CLOSE, RENAME, UNLINK over top-level directories: one message group each), each
@@ -36,16 +39,16 @@ SendMessageBatch calls/s and 1000 PutObjects/s; moto carries ~25-30 batch calls/
 baseline reported is the measured sent -> lake part alone: what a zero-linger design would see
 on this same chain, at best. Our design's cost over it is the edit -> sent part.
 
-The consumer's log (its stdout: the function's CloudWatch stream), its S3 PutObject and
-DynamoDB write counts (botocore hooks), and the raw lake bytes give the cost model measured
-bytes and requests per event. The index is fed in txid order (lambdas/ingest/sequencer.py):
-the agent's pipeline sends its manifests (`<cluster>:#manifest`), and with the index enabled
-the consumer writes beside the entries an arrival per event message, each manifest, and the
-position and its lease per invocation applying ranges, whatever share of the events is indexed.
-So DynamoDB calls are counted by what they touch (bench.ingest_throughput.ddb_purpose): "index writes
-per indexed event" counts the entries' writes alone, and the sequencer's calls are reported
-per message and per invocation. The index phase must add entries to the index (counted in the table before and
-after), or the run fails. Writes bench-out/freshness.json.
+The consumer's log (its stdout: the function's CloudWatch stream), its S3 PutObject and DynamoDB
+write counts (botocore hooks), and the raw lake bytes give the cost model measured bytes and
+requests per event. The index is fed in txid order (lambdas/ingest/sequencer.py): the agent's
+pipeline sends its manifests (`<cluster>:#manifest`), and with the index enabled the consumer
+writes beside the entries an arrival per event message, each manifest, and the position and its
+lease per invocation of the apply queue (each applies ranges), whatever share of the events is
+indexed. So DynamoDB calls are counted by what they touch (bench.ingest_throughput.ddb_purpose):
+"index writes per indexed event" counts the entries' writes alone, and the sequencer's calls are
+reported per message and per apply invocation. The index phase must add entries to the index
+(counted in the table before and after), or the run fails. Writes bench-out/freshness.json.
 """
 
 from __future__ import annotations
@@ -163,8 +166,10 @@ def run_agent(queue_url: str, cluster: str, rate: float, seconds: float, first_t
 
 # --- the consumer, in its own process ------------------------------------------------------------
 
-def consumer_child(queue_url: str, stop_file: Path, stats_file: Path, ready_file: Path) -> int:
-    """The real handler behind LocalSqsLambdaRunner; per event edit->sent and edit->lake."""
+def consumer_child(queue: str, queue_url: str, stop_file: Path, stats_file: Path,
+                   ready_file: Path) -> int:
+    """The real handler behind LocalSqsLambdaRunner on one of the function's queues ("events"
+    or "apply"); per event edit->sent and edit->lake."""
     import boto3
 
     from bench.ingest_throughput import ddb_purpose
@@ -186,6 +191,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path, ready_file
     boto3.DEFAULT_SESSION.events.register("before-call.s3", count)
     boto3.DEFAULT_SESSION.events.register("before-call.dynamodb", count)
     boto3.DEFAULT_SESSION.events.register("before-parameter-build.dynamodb", count_ddb)
+    boto3.DEFAULT_SESSION.events.register("before-call.sqs.SendMessage", count)
     real = load_handler("lambdas.ingest.handler:handler")
     edit_to_lake: list[int] = []
     edit_to_sent: list[int] = []
@@ -206,7 +212,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path, ready_file
             if kind == "manifest":
                 manifests += 1  # the agent's statement of a txid range: no events in it
                 continue
-            if kind is not None:  # a continue request: the consumer's own, no events either
+            if kind is not None:  # a continue request (the apply queue's): no events either
                 continue_requests += 1
                 continue
             sent = int(record["attributes"]["SentTimestamp"])
@@ -225,7 +231,7 @@ def consumer_child(queue_url: str, stop_file: Path, stats_file: Path, ready_file
         if stop_file.exists() and idle >= 2:
             break
     stats_file.write_text(json.dumps({
-        "invocations": runner.invocations, "records": runner.records,
+        "queue": queue, "invocations": runner.invocations, "records": runner.records,
         "failures": runner.failures, "batch_errors": runner.batch_errors,
         "events": events_total, "manifests": manifests, "continue_requests": continue_requests,
         "calls": dict(calls), "ddb_calls": dict(ddb_calls), "invocation_s": durations,
@@ -280,7 +286,8 @@ def dynamodb_split(by_purpose: dict[str, int], *, indexed: int, messages: int,
                    manifests: int, invocations: int) -> dict[str, Any]:
     """The consumer's DynamoDB calls ("<purpose>.<Operation>" counts) split into the index's
     entries, whose writes follow the indexed events, and the sequencer's items, which follow
-    the messages (an arrival each), the manifests and the invocations (each applies ranges)."""
+    the messages (an arrival each), the manifests and the apply queue's invocations (each
+    applies ranges)."""
     def of(purposes: tuple[str, ...], writes: bool) -> int:
         return sum(n for key, n in by_purpose.items()
                    if key.split(".", 1)[0] in purposes
@@ -314,39 +321,49 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
     tag = f"{int(rate)}-{log_mode}-{'index' if index else 'plain'}"
     indexed_dirs, plain_dirs = directories(chain.lambda_env.get(names.ENV_INDEX_PREFIXES, ""))
     dirs = indexed_dirs if index else plain_dirs
-    stop = work / f"stop-{tag}"
     env = {**os.environ, **chain.lambda_env, names.ENV_LOG_MODE: log_mode}
-    procs: list[tuple[subprocess.Popen, Path, Path]] = []
+    # The event queue's consumers, and the apply queue's one (the function's two mappings).
+    mappings = [*(("events", chain.queue_url, f"{tag}-{i}") for i in range(consumers)),
+                ("apply", chain.outputs["ApplyQueueUrl"], f"{tag}-apply")]
+    procs: list[tuple[str, subprocess.Popen, Path, Path]] = []
     try:
-        for i in range(consumers):
-            stats, log = work / f"stats-{tag}-{i}.json", work / f"ingest-{tag}-{i}.log"
+        for queue, url, name in mappings:
+            stats, log = work / f"stats-{name}.json", work / f"ingest-{name}.log"
             with open(log, "w", encoding="utf-8") as out:
-                procs.append((subprocess.Popen(
-                    [sys.executable, "-m", "bench.freshness", "--consumer", chain.queue_url,
-                     "--stop-file", str(stop), "--stats", str(stats),
-                     "--ready-file", str(stats.with_suffix(".ready"))],
+                procs.append((queue, subprocess.Popen(
+                    [sys.executable, "-m", "bench.freshness", "--consumer", url,
+                     "--queue", queue, "--stop-file", str(work / f"stop-{tag}-{queue}"),
+                     "--stats", str(stats), "--ready-file", str(stats.with_suffix(".ready"))],
                     stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env), stats, log))
-        for proc, stats, log in procs:  # the handler's imports, before the clock starts
+        for _, proc, stats, log in procs:  # the handler's imports, before the clock starts
             await_ready(proc, stats.with_suffix(".ready"), log)
         agent = run_agent(chain.queue_url, chain.cluster, rate, seconds, first_txid, dirs)
-        stop.touch()
-        for proc, _, log in procs:
-            if proc.wait(timeout=300) != 0:
-                raise RuntimeError(f"consumer exited {proc.returncode}: "
-                                   f"{log.read_text()[-2000:]}")
+        # The event queue's consumers first: the last continue requests come from them.
+        for queue in ("events", "apply"):
+            (work / f"stop-{tag}-{queue}").touch()
+            for _, proc, _, log in (p for p in procs if p[0] == queue):
+                if proc.wait(timeout=300) != 0:
+                    raise RuntimeError(f"consumer exited {proc.returncode}: "
+                                       f"{log.read_text()[-2000:]}")
     finally:
-        for proc, _, _ in procs:
+        for _, proc, _, _ in procs:
             if proc.poll() is None:
                 proc.kill()
     got: dict[str, Any] = {"calls": Counter(), "ddb_calls": Counter()}
+    applying: dict[str, Any] = {}  # the apply queue's consumer's own figures
     log_lines: list[str] = []
-    for _, stats, log in procs:
+    for queue, _, stats, log in procs:
         one = json.loads(stats.read_text())
+        if queue == "apply":
+            applying = one
         for key, value in one.items():
             if key in ("calls", "ddb_calls"):
                 got[key].update(value)
-            else:
+            elif key == "invocation_s" and queue == "apply":
+                continue  # the event invocations' time alone: the freshness path
+            elif key != "queue":
                 got[key] = got.get(key, 0 if isinstance(value, int) else []) + value
+        # The function's one log stream: both mappings' invocations write it.
         log_lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
     objects1, bytes1 = lake_objects(s3, chain.bucket)
     entries1 = index_entries(chain)
@@ -354,6 +371,8 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
     lake, to_sent = got["edit_to_lake_ms"], got["edit_to_sent_ms"]
     sent_to_lake = [a - b for a, b in zip(lake, to_sent, strict=True)]
     events = got["events"]
+    event_invocations = got["invocations"] - applying["invocations"]
+    event_messages = got["records"] - got["manifests"] - got["continue_requests"]
     indexed = sum(1 for i in range(agent["events"]) if index and i % len(dirs) == 0)
     ddb_writes = sum(n for op, n in got["calls"].items()
                      if op in ("PutItem", "UpdateItem", "BatchWriteItem", "DeleteItem",
@@ -362,7 +381,8 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         "rate_events_per_s": rate, "seconds": seconds, "log_mode": log_mode,
         "purpose": "index" if index else ("log bytes" if log_mode != "all" else "freshness"),
         "index_share": indexed / max(1, agent["events"]), "directories": list(dirs),
-        "agent": agent, "consumer_invocations": got["invocations"],
+        "agent": agent, "consumer_invocations": event_invocations,
+        "apply_invocations": applying["invocations"],
         "consumer_failures": got["failures"], "events_in_lake": events,
         "lost": agent["events"] - events,
         "edit_to_lake_ms": {"p50": pct(lake, 0.5), "p99": pct(lake, 0.99),
@@ -371,7 +391,7 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         "sent_to_lake_ms": {"p50": pct(sent_to_lake, 0.5), "p99": pct(sent_to_lake, 0.99)},
         "invocation_ms": {"p50": 1000 * statistics.median(got["invocation_s"]),
                           "mean": 1000 * statistics.fmean(got["invocation_s"])},
-        "events_per_invocation": events / max(1, got["invocations"]),
+        "events_per_invocation": events / max(1, event_invocations),
         "events_per_message": events / max(1, agent["messages"]),
         "consumers": consumers, "aws_calls": dict(got["calls"]),
         "s3_put_objects": got["calls"].get("PutObject", 0),
@@ -381,14 +401,15 @@ def phase(chain: Any, rate: float, seconds: float, log_mode: str, index: bool,
         # index's own writes alone (the sequencer's follow messages, not indexed events).
         "indexed_events": indexed, "dynamodb_writes": ddb_writes,
         **dynamodb_split(dict(got["ddb_calls"]), indexed=indexed,
-                         messages=got["records"] - got["manifests"] - got["continue_requests"],
-                         manifests=got["manifests"], invocations=got["invocations"]),
+                         messages=event_messages, manifests=got["manifests"],
+                         invocations=applying["invocations"]),
         "index_entries_added": entries1 - entries0,
         "log_lines": len(json_lines), "log_bytes": sum(len(x.encode()) + 1 for x in json_lines),
         "log_bytes_per_event": sum(len(x.encode()) + 1 for x in json_lines) / max(1, events),
         "log_bytes_per_message": (sum(len(x.encode()) + 1 for x in json_lines)
-                                  / max(1, got["records"] - got["manifests"])),
+                                  / max(1, event_messages)),
         "manifests_received": got["manifests"], "continue_requests": got["continue_requests"],
+        "continue_requests_sent": got["calls"].get("SendMessage", 0),
     }
 
 
@@ -405,12 +426,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="consumer processes polling the queue (default %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--consumer", metavar="QUEUE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--queue", choices=("events", "apply"), help=argparse.SUPPRESS)
     parser.add_argument("--stop-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--stats", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.consumer:
-        return consumer_child(args.consumer, args.stop_file, args.stats, args.ready_file)
+        return consumer_child(args.queue, args.consumer, args.stop_file, args.stats,
+                              args.ready_file)
 
     from tests.kit.local_chain import Chain, local_aws
 
@@ -453,9 +476,11 @@ def main(argv: list[str] | None = None) -> int:
               f"DynamoDB: index writes/indexed event "
               f"{p['dynamodb_writes_per_indexed_event']:.2f}, reads "
               f"{p['dynamodb_reads_per_indexed_event']:.2f}; sequencer: arrival writes/message "
-              f"{p['sequencer_arrival_writes_per_message']:.2f}, position writes/invocation "
-              f"{p['sequencer_position_writes_per_invocation']:.2f}, reads/invocation "
-              f"{p['sequencer_reads_per_invocation']:.2f}")
+              f"{p['sequencer_arrival_writes_per_message']:.2f}, position writes/apply "
+              f"invocation {p['sequencer_position_writes_per_invocation']:.2f}, reads/apply "
+              f"invocation {p['sequencer_reads_per_invocation']:.2f}; "
+              f"{p['continue_requests_sent']} continue requests sent, "
+              f"{p['apply_invocations']} apply invocations took {p['continue_requests']}")
     for p in unfed:
         print(f"FAILED: the index phase added no entry to the index (manifests received: "
               f"{p['manifests_received']}, calls {p['dynamodb_by_purpose']})")

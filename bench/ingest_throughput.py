@@ -1,23 +1,37 @@
 """Consumer Lambda throughput: events/s per invocation, a batch of 10 records (Lambda's FIFO
 maximum): 9 full packed event messages (~1000 events each) and the agent's manifest for them,
-against moto server, with the time split by part.
+against moto server, with the time split by part; with the index on, the invocation of the
+apply queue that applies the batch's range counted with it.
 
     python -m bench.ingest_throughput [--invocations 3] [--events-per-message 1000] [--ops 60000]
                                      [--ddb-latency-ms 0]
 
 The index is fed in txid order (lambdas/ingest/sequencer.py): a message records its arrival,
-the manifest closes its txid range, and applying ranges at the end of the invocation applies
-the range. So every invocation carries the manifest the agent would send for its messages: the
-range (end of the previous invocation's range, last txid of its messages], naming them
+the manifest closes its txid range, and the invocation ends by sending a continue request to
+the apply queue, whose invocation applies the range, reading its events back from the lake. So
+every invocation carries the manifest the agent would send for its messages: the range (end of
+the previous invocation's range, last txid of its messages], naming them
 (hdfs_events.manifest.manifests_for). Messages end at a txid's end, so a range never waits for
-a message of the next invocation; every message of a range is processed by the same
-invocation, so applying it reads its events from memory, not from the lake.
+a message of the next invocation. After each invocation of event messages, the apply queue's
+requests go through the real handler too (tests.kit.sqs_lambda, as its event source mapping
+delivers them), timed apart and added: events/s is of both, the consumer's whole work on a
+batch. Lambda runs the two concurrently, so the event invocation alone is what holds a batch's
+message groups (reported as "event ms").
 
 Parts timed inside the real handler (powertools batch processor included): decode (envelope
 decode + checks), logging (powertools Logger lines, to /dev/null), metrics (EMF aggregation and
-flush), S3 (PutObject of the lake objects, GetObject of any applying ranges reads), DynamoDB (the
-index store's and the sequence store's calls: arrivals, manifests, the position and its
-lease), and the rest (index logic, sequencer, batch processor, key derivation).
+flush), S3 (PutObject of the lake objects, GetObject of the objects applying ranges reads),
+DynamoDB (the index store's and the sequence store's calls: arrivals, manifests, the position
+and its lease), SQS (the continue requests sent), and the rest (index logic, sequencer, batch
+processor, key derivation). S3, DynamoDB and SQS are timed request by request on the
+function's boto3 clients. The function makes calls at once (a batch's lake writes and
+arrivals, consumer.AHEAD_WORKERS threads; applying ranges' lake reads, lake_store.
+READ_CONCURRENCY; the index's writes, index_table.WRITE_CONCURRENCY), so a part's time is
+wall-clock: the time at least one of its calls was in flight, what the invocation waited.
+Parts may overlap one another: "AWS wait" is the time any S3, DynamoDB or SQS call was in
+flight, "other" the time no timed call ran (never negative). The calls' durations added up
+over threads are kept apart (parts_summed_ms, calls): per-call latency, and how many calls
+were in flight while the invocation waited.
 Configurations: index off / on, log mode all and summary. The baseline, measured in the same
 run, is decode alone: what any consumer must spend to read the messages at all. The index's
 own rate beside its previous design is bench/index_apply.py's (the previous code run from git).
@@ -26,8 +40,9 @@ into the index's entries and the sequencer's items; round trips are the requests
 one after another. Every index-on run must change the index: the bench counts the entries
 afterwards and fails if applying ranges missed its invocation's events.
 
-Moto server runs in this process and answers in CPU time alone, so requests issued at once
-barely overlap here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
+Moto server runs in this process and answers in CPU time alone, shared with the function:
+requests issued at once are in flight together but each takes longer, so they hide little of
+one another here. `--ddb-latency-ms` adds a sleep to every DynamoDB request, standing in
 for real DynamoDB's round trip (single-digit milliseconds): that is what concurrent writes
 hide. Writes bench-out/ingest_throughput.json.
 """
@@ -40,6 +55,7 @@ import io
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import statistics
@@ -47,12 +63,14 @@ import threading
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 OUT = Path("bench-out/ingest_throughput.json")
-PARTS = ("decode", "logging", "metrics", "s3", "dynamodb")
+PARTS = ("decode", "logging", "metrics", "s3", "dynamodb", "sqs")
+SERVICES = ("s3", "dynamodb", "sqs")  # the parts that are AWS calls, timed on their clients
+_STARTED = "bench_call_started"  # where a call's start waits in botocore's request context
 CLUSTER = "bench"
 SENDER_ID = "AIDAEXAMPLEBENCHAGENT"  # the bench cluster's agent, as CLUSTER_SENDERS names it
 BATCH = 10  # records per invocation: SQS FIFO event source mappings deliver at most 10
@@ -177,20 +195,89 @@ class DynamoRequests:
         return counts
 
 
+def covered_s(intervals: Iterable[tuple[float, float]]) -> float:
+    """Seconds during which at least one of `intervals` ([start, end], in any order) was open:
+    the length of their union. Calls made at once on several threads count once."""
+    covered, reach = 0.0, -math.inf
+    for start, end in sorted(intervals):
+        if end > reach:
+            covered += end - max(start, reach)
+            reach = end
+    return covered
+
+
+def time_split(intervals: Mapping[str, Sequence[tuple[float, float]]],
+               total_s: float) -> dict[str, Any]:
+    """An invocation's `total_s` split by part, from the intervals its parts' calls ran in.
+    A part's time is the wall-clock time at least one of its calls was in flight, the time
+    waited for it; the calls' durations summed ("summed", per-call latency) exceed it when
+    calls ran at once (a batch's lake writes and arrivals, on AHEAD_WORKERS threads). "aws
+    wait" is the union of the S3, DynamoDB and SQS calls, "other" what no timed call
+    covered: total minus the union of every part's calls, so never negative."""
+    def of(parts: Iterable[str]) -> list[tuple[float, float]]:
+        return [i for p in parts for i in intervals.get(p, ())]
+    return {"parts_s": {p: covered_s(of([p])) for p in PARTS},
+            "parts_summed_s": {p: sum(end - start for start, end in of([p])) for p in PARTS},
+            "calls": {p: len(of([p])) for p in PARTS},
+            "aws_wait_s": covered_s(of(SERVICES)),
+            "other_s": total_s - covered_s(of(intervals))}
+
+
 class Timer:
+    """The [start, end] of every timed call, by part, from whichever thread made it."""
+
     def __init__(self) -> None:
-        self.spent: dict[str, float] = defaultdict(float)
-        self.calls: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+        self._intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
+
+    def record(self, part: str, start: float, end: float) -> None:
+        with self._lock:
+            self._intervals[part].append((start, end))
+
+    def take(self) -> dict[str, list[tuple[float, float]]]:
+        """The intervals recorded since the last take."""
+        with self._lock:
+            taken, self._intervals = dict(self._intervals), defaultdict(list)
+        return taken
 
     def wrap(self, part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
-            self.calls[part] += 1
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.spent[part] += time.perf_counter() - start
+                self.record(part, start, time.perf_counter())
         return timed
+
+    @contextlib.contextmanager
+    def timing_calls(self, clients: Sequence[Any]) -> Iterator[None]:
+        """Every API call of the boto3 `clients`, timed under its service's name (s3,
+        dynamodb, sqs) from botocore's before-call to its after-call (or after-call-error):
+        the request on the wire, retries and any latency the bench adds included, whichever
+        thread made it, paginated and fanned-out calls one by one."""
+        emitters = {id(c.meta.events): c.meta.events for c in clients}  # may be shared
+        hooks = [(f"{stage}.{service}", handler, f"bench-timer-{id(self)}-{stage}.{service}")
+                 for service in SERVICES
+                 for stage, handler in (("before-call", self._call_started),
+                                        ("after-call", self._call_ended),
+                                        ("after-call-error", self._call_ended))]
+        for events in emitters.values():
+            for event, handler, unique_id in hooks:
+                events.register(event, handler, unique_id=unique_id)
+        try:
+            yield
+        finally:
+            for events in emitters.values():
+                for event, _, unique_id in hooks:
+                    events.unregister(event, unique_id=unique_id)
+
+    def _call_started(self, context: dict[str, Any], **_: Any) -> None:
+        context[_STARTED] = time.perf_counter()
+
+    def _call_ended(self, event_name: str, context: dict[str, Any], **_: Any) -> None:
+        start = context.pop(_STARTED, None)
+        if start is not None:
+            self.record(event_name.split(".")[1], start, time.perf_counter())
 
 
 class TimedProxy:
@@ -309,13 +396,15 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     from lambdas.ingest import handler
     from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
     from tests.kit.lambda_events import Context
+    from tests.kit.sqs_lambda import LocalSqsLambdaRunner
 
     if reset is not None:
         reset()
-    url = create_resources(boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs"))
+    sqs = boto3.client("sqs")
+    queues = create_resources(boto3.client("s3"), boto3.client("dynamodb"), sqs)
     os.environ.update({names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
                        names.ENV_INDEX_PREFIXES: "/" if index else "",
-                       names.ENV_LOG_MODE: log_mode, names.ENV_EVENT_QUEUE_URL: url,
+                       names.ENV_LOG_MODE: log_mode, names.ENV_APPLY_QUEUE_URL: queues.apply,
                        names.ENV_CLUSTER_SENDERS: json.dumps({CLUSTER: [SENDER_ID]})})
     devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the run
     # powertools reuses the stream of a service name it has seen: one name per run.
@@ -324,21 +413,22 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     handler.consumer.cache_clear()
     consumer = handler.consumer()
     timer = Timer()
-    consumer.lake = TimedProxy(consumer.lake, "s3", timer)
     consumer.logger = TimedProxy(consumer.logger, "logging", timer)
     consumer.telemetry = TimedProxy(consumer.telemetry, "metrics", timer)
+    # S3, DynamoDB and SQS are timed on the function's clients, call by call, in any thread.
+    clients = [consumer.lake.s3]
+    if consumer.continue_requests is not None:
+        clients.append(consumer.continue_requests.sqs)
     requests = trips = seq_trips = None
     sequencer = consumer.sequencer
     if sequencer is not None:
-        index_store = sequencer.index.store
-        clients = [index_store.ddb]
-        trips = RoundTrips(index_store)
-        sequencer.index.store = TimedProxy(trips, "dynamodb", timer)
-        clients.append(sequencer.store.ddb)
+        ddb_clients = [sequencer.index.store.ddb, sequencer.store.ddb]
+        clients += [sequencer.lake.s3, *ddb_clients]
+        trips = RoundTrips(sequencer.index.store)
+        sequencer.index.store = trips
         seq_trips = SequencerRoundTrips(sequencer.store)
-        sequencer.store = TimedProxy(seq_trips, "dynamodb", timer)
-        sequencer.lake = consumer.lake  # applying ranges' lake reads count as S3
-        requests = DynamoRequests(clients, latency_s)
+        sequencer.store = seq_trips
+        requests = DynamoRequests(ddb_clients, latency_s)
     applied: list[dict[str, Any]] = []
     apply_ranges = consumer.apply_ranges
 
@@ -348,34 +438,54 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
         return reports
 
     consumer.apply_ranges = apply_noted  # type: ignore[method-assign]
+    apply_s: list[float] = []
+
+    def timed_apply(event: dict[str, Any], context: Any) -> Any:
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(devnull):
+            response = handler.handler(event, context)
+        apply_s.append(time.perf_counter() - start)
+        return response
+
+    # The apply queue's mapping: its requests delivered as Lambda does, through the handler.
+    apply_queue = LocalSqsLambdaRunner(queues.apply, timed_apply, wait_seconds=0, sqs=sqs)
     decode = consumer_module.decode_envelope  # the contract's checks included
     consumer_module.decode_envelope = timer.wrap("decode", decode)
     rows = []
     try:
-        for batch in batches:
-            timer.spent.clear()
-            timer.calls.clear()
-            if requests is not None:
-                requests.take()
-            for counter in (trips, seq_trips):
-                if counter is not None:
-                    counter.waits = 0
-            events = batch_events(batch)
-            applied.clear()
-            start = time.perf_counter()
-            with contextlib.redirect_stdout(devnull):
-                response = handler.handler(batch, Context())
-            total = time.perf_counter() - start
-            assert response == {"batchItemFailures": []}, response
-            if sequencer is not None:
-                _check_applied(name, applied, [e for e in events if sequencer.index.relevant(e)])
-            by_op = requests.take() if requests is not None else {}
-            rows.append({"events": len(events), "total_s": total, **dict(timer.spent),
-                         "s3_calls": timer.calls["s3"], "ddb_calls": sum(by_op.values()),
-                         "ddb_by_op": by_op,
-                         "ddb_waits": (trips.waits if trips else 0)
-                         + (seq_trips.waits if seq_trips else 0),
-                         "ddb_sequencer_waits": seq_trips.waits if seq_trips else 0})
+        with timer.timing_calls(clients):
+            for batch in batches:
+                timer.take()
+                if requests is not None:
+                    requests.take()
+                for counter in (trips, seq_trips):
+                    if counter is not None:
+                        counter.waits = 0
+                events = batch_events(batch)
+                applied.clear()
+                apply_s.clear()
+                start = time.perf_counter()
+                with contextlib.redirect_stdout(devnull):
+                    response = handler.handler(batch, Context())
+                event_s = time.perf_counter() - start
+                assert response == {"batchItemFailures": []}, response
+                apply_queue.run_until_idle(max_idle_polls=1)
+                if apply_queue.failures or apply_queue.batch_errors:
+                    raise AssertionError(f"{name}: an apply invocation failed")
+                if sequencer is not None:
+                    _check_applied(name, applied,
+                                   [e for e in events if sequencer.index.relevant(e)])
+                by_op = requests.take() if requests is not None else {}
+                total_s = event_s + sum(apply_s)
+                split = time_split(timer.take(), total_s)
+                rows.append({"events": len(events), "total_s": total_s,
+                             "event_s": event_s, "apply_s": sum(apply_s),
+                             "apply_invocations": len(apply_s), **split,
+                             "s3_calls": split["calls"]["s3"], "ddb_calls": sum(by_op.values()),
+                             "ddb_by_op": by_op,
+                             "ddb_waits": (trips.waits if trips else 0)
+                             + (seq_trips.waits if seq_trips else 0),
+                             "ddb_sequencer_waits": seq_trips.waits if seq_trips else 0})
         entries = index_entries(boto3.client("dynamodb"), TABLE) if index else 0
     finally:
         consumer_module.decode_envelope = decode
@@ -406,8 +516,14 @@ def _check_applied(name: str, applied: list[dict[str, Any]], relevant: list[Any]
 
 def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
     total = statistics.median(r["total_s"] for r in rows)
-    parts = {p: statistics.median(r.get(p, 0.0) for r in rows) for p in PARTS}
     events = rows[0]["events"]
+
+    def ms(value: Callable[[dict], float]) -> float:
+        return statistics.median(value(r) for r in rows) * 1000
+
+    def parts_ms(key: str) -> dict[str, float]:
+        return {p: statistics.median(r.get(key, {}).get(p, 0.0) for r in rows) * 1000
+                for p in PARTS}
 
     def per_event(calls: Callable[[dict], float]) -> float:
         return statistics.median(calls(r) / r["events"] for r in rows)
@@ -418,8 +534,20 @@ def summarise(name: str, rows: list[dict]) -> dict[str, Any]:
 
     return {"config": name, "events_per_invocation": events, "invocations": len(rows),
             "total_ms": total * 1000, "events_per_s": events / total,
-            "parts_ms": {p: v * 1000 for p, v in parts.items()},
-            "other_ms": (total - sum(parts.values())) * 1000,
+            # The invocation of event messages alone, and the apply queue's it asked for.
+            "event_ms": statistics.median(r.get("event_s", r["total_s"]) for r in rows) * 1000,
+            "apply_ms": statistics.median(r.get("apply_s", 0.0) for r in rows) * 1000,
+            "apply_invocations": statistics.median(r.get("apply_invocations", 0) for r in rows),
+            # Wall-clock: the time at least one of a part's calls ran (time_split).
+            "parts_ms": parts_ms("parts_s"),
+            # The calls' durations added up across threads: per-call latency, not time waited.
+            "parts_summed_ms": parts_ms("parts_summed_s"),
+            "aws_wait_ms": ms(lambda r: r.get("aws_wait_s", 0.0)),
+            # The invocations' time with no AWS call in flight: the function's own work.
+            "own_ms": ms(lambda r: r["total_s"] - r.get("aws_wait_s", 0.0)),
+            "other_ms": ms(lambda r: r.get("other_s", r["total_s"])),
+            "calls": {p: statistics.median(r.get("calls", {}).get(p, 0) for r in rows)
+                      for p in PARTS},
             "s3_calls": statistics.median(r.get("s3_calls", 0) for r in rows),
             "dynamodb_calls": statistics.median(r.get("ddb_calls", 0) for r in rows),
             "dynamodb_calls_per_event": per_event(lambda r: r.get("ddb_calls", 0)),
@@ -452,22 +580,36 @@ def print_results(results: list[dict[str, Any]], *, per_message: int, invocation
     base = results[0]["total_ms"]
     print(f"consumer: batch of {BATCH - 1} messages x {per_message} events + their manifest, "
           f"median of {invocations} invocations, moto server on {endpoint}, DynamoDB latency "
-          f"added {latency_ms:g} ms")
-    head = f"{'config':<28}{'events/s':>10}{'total ms':>10}{'x decode':>9}"
-    head += "".join(f"{p:>10}" for p in (*PARTS, "other")) + f"{'S3 req':>8}{'DDB req':>9}"
+          f"added {latency_ms:g} ms; total = the event invocation (event ms) + the apply "
+          f"queue's invocation it asked for (index on); a part's ms are wall-clock, the time "
+          f"at least one of its calls ran (AWS wait: any S3, DynamoDB or SQS call), other = "
+          f"total - the time any timed call ran")
+    head = f"{'config':<28}{'events/s':>10}{'total ms':>10}{'event ms':>10}{'x decode':>9}"
+    head += "".join(f"{p:>10}" for p in (*PARTS, "AWS wait", "other"))
+    head += f"{'S3 req':>8}{'DDB req':>9}"
     head += f"{'DDB/ev':>8}{'waits/ev':>9}{'entries':>9}"
     print(head)
     for r in results:
         parts = r.get("parts_ms", {})
         line = (f"{r['config']:<28}{r['events_per_s']:>10.0f}{r['total_ms']:>10.1f}"
-                f"{r['total_ms'] / base:>9.1f}")
+                f"{r.get('event_ms', r['total_ms']):>10.1f}{r['total_ms'] / base:>9.1f}")
         line += "".join(f"{parts.get(p, 0.0):>10.1f}" for p in PARTS)
-        line += f"{r.get('other_ms', 0.0):>10.1f}"
+        line += f"{r.get('aws_wait_ms', 0.0):>10.1f}{r.get('other_ms', 0.0):>10.1f}"
         line += f"{r.get('s3_calls', 0):>8.0f}{r.get('dynamodb_calls', 0):>9.0f}"
         line += f"{r.get('dynamodb_calls_per_event', 0):>8.2f}"
         line += f"{r.get('dynamodb_waits_per_event', 0):>9.3f}"
         line += f"{r['index_entries']:>9}" if r.get("index_entries") else f"{'':>9}"
         print(line)
+    print("AWS calls' durations added up over the threads that made them at once (ms summed "
+          "/ calls = ms per call; summed / wall-clock = calls in flight while waiting):")
+    for r in results:
+        summed, calls = r.get("parts_summed_ms", {}), r.get("calls", {})
+        if not any(calls.get(p) for p in SERVICES):
+            continue
+        print(f"  {r['config']:<28}" + "; ".join(
+            f"{p} {summed[p]:.1f} / {calls[p]:.0f} = {summed[p] / calls[p]:.1f} ms, "
+            f"x{summed[p] / max(r['parts_ms'][p], 1e-9):.1f}"
+            for p in SERVICES if calls.get(p)))
     print("DynamoDB per event, index-on rows: index entries / sequencer items (requests; round "
           "trips), and what the round trips alone allow at DynamoDB's ~5 ms each:")
     for r in results:

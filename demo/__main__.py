@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     with local_aws() as endpoint:
         say("deploying the CDK app's `local` environment into moto's CloudFormation")
         chain = Chain.deploy(endpoint, work)
-        say(f"  event queue {chain.queue_url.rsplit('/', 1)[-1]}, lake bucket {chain.bucket}")
+        say(f"  event queue {chain.queue_url.rsplit('/', 1)[-1]}, apply queue "
+            f"{chain.outputs['ApplyQueueUrl'].rsplit('/', 1)[-1]}, lake bucket {chain.bucket}")
 
         workload = client_workload(ops=args.ops, seed=7, mass_delete=args.mass_delete,
                                    mass_delete_user=MASS_DELETE_USER)
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  NameNode at {hdfs.uri}, up in {hdfs.started_s:.1f} s")
             consumer = chain.start_consumer(fail_share=args.fail_share)
             chain.send_poison(POISON_BODIES)
-            say(f"consumer Lambda running behind the local SQS event source mapping; "
+            say(f"consumer Lambda running behind its two local SQS event source mappings "
+                f"(the event queue, the apply queue whose invocations apply the index); "
                 f"{len(POISON_BODIES)} poison messages put on the queue")
 
             say(f"history: the first {cut:,} client calls, before any agent runs")
@@ -121,14 +123,20 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  sync: {replica.objects} objects in {replica.destination}; verify: "
                 f"{replica.verify}")
 
-        while (depth := chain.queue_depth()) > 0:
-            say(f"  {depth} message(s) on the queue, {chain.count_objects('raw/')} objects in raw/")
+        while (depth := chain.queue_depth()) + (
+                requests := chain.queue_depth(chain.outputs["ApplyQueueUrl"])) > 0:
+            say(f"  {depth} message(s) on the event queue, {requests} continue request(s) on "
+                f"the apply queue, {chain.count_objects('raw/')} objects in raw/")
             time.sleep(5)
         stats = chain.stop_consumer(consumer)
-        dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
-        say(f"consumer: {stats['invocations']} invocations, {stats['records']} records, "
-            f"{stats['failures']} failed and redelivered ({stats['injected_faults']} injected faults); "
-            f"DLQ depth {dlq}")
+        dlqs = {"events": chain.queue_depth(chain.outputs["EventDlqUrl"]),
+                "apply": chain.queue_depth(chain.outputs["ApplyDlqUrl"])}
+        dlq = sum(dlqs.values())
+        say(f"consumer: {stats['invocations']} invocations, {stats['records']} records "
+            f"({len(stats['latency_ms'])} event messages processed, the rest continue requests "
+            f"and failed deliveries), {stats['failures']} failed and redelivered "
+            f"({stats['injected_faults']} injected faults); DLQ depth {dlqs['events']}, "
+            f"apply DLQ depth {dlqs['apply']}")
 
         uri, glue_log = chain.lake_uri, work / "glue.log"
         say(f"compacting {chain.count_objects('raw/')} raw objects of {uri} into Parquet in "

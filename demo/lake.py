@@ -233,7 +233,7 @@ def build_report(*, lake: LakeStore, expected: Sequence[HdfsEvent], consumer: di
                 f"Index entries under {', '.join(index.prefixes)}": str(index.entries)}),
             "Agent SIGKILLs survived": str(agent_kills),
             "Consumer redeliveries (transient faults)": str(consumer.get("failures", 0)),
-            "Messages left in the DLQ": str(dlq_depth),
+            "Messages left in the DLQs": str(dlq_depth),
             "Parquet files published": str(compaction.get("files_written", "?")),
             "Days rolled up": str(len(rollups.get("days", []))),
             "Mass-delete windows flagged": str(rollups.get("mass_delete_windows", 0)),

@@ -1,11 +1,13 @@
-"""Continue requests: the consumer asking a later invocation of itself to go on applying a
+"""Continue requests: the consumer asking an invocation of its own to go on applying a
 cluster's txid ranges to the namespace index (lambdas/ingest/consumer.py).
 
-They travel on the event queue beside the agent's messages, so their group id shares the
-agent's namespace: "<cluster>:#drain" (an event group key starts with "/", the manifests'
-group is "<cluster>:#manifest"). Body: {"cluster": "<cluster>"}; message attribute
-`kind` = names.KIND_CONTINUE. The wire values say "drain", the requests' name before issue 21:
-requests already queued must still be read.
+They travel on the apply queue, a FIFO queue of the consumer's own with a group per cluster
+("<cluster>:#drain"): at most one invocation a cluster takes them at a time, and one takes up to
+ten at once. An invocation of event messages sends one after storing their arrivals; an
+invocation of continue requests sends one when it runs out of time with ranges left. Until
+issue 32 they travelled on the event queue: one still queued there is read as before. Body:
+{"cluster": "<cluster>"}; message attribute `kind` = names.KIND_CONTINUE. The wire values say
+"drain", the requests' name before issue 21.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ ENV_LAKE_BUCKET = "LAKE_BUCKET"
 ENV_INDEX_TABLE = "INDEX_TABLE"
 ENV_INDEX_PREFIXES = "INDEX_PREFIXES"  # comma-separated HDFS path prefixes to index
 ENV_LOG_MODE = "EVENT_LOG_MODE"  # all | mutations | summary
-ENV_EVENT_QUEUE_URL = "EVENT_QUEUE_URL"  # continue requests: the index goes on later
+ENV_APPLY_QUEUE_URL = "APPLY_QUEUE_URL"  # continue requests: an invocation of its own applies ranges
 # JSON {"<cluster>": ["<IAM user ARN or IAM unique id>", ...]}: who may send each cluster's
 # messages (lambdas/ingest/senders.py).
 ENV_CLUSTER_SENDERS = "CLUSTER_SENDERS"
@@ -92,9 +92,10 @@ TRANSFERS_PK = "transfer"
 TTL_ATTRIBUTE = "expires_at"  # epoch seconds, on every table
 
 # --- SQS message attributes -------------------------------------------------------------------
-# `kind` marks a message on the event queue that holds no events: a manifest
-# (hdfs_events/manifest.py) or a continue request (hdfs_events/continue_request.py). An event
-# message has none; its `encoding` attribute is the envelope's (hdfs_events/envelope.py).
+# `kind` marks a message that holds no events: a manifest on the event queue
+# (hdfs_events/manifest.py) or a continue request on the apply queue
+# (hdfs_events/continue_request.py). An event message has none; its `encoding` attribute is the
+# envelope's (hdfs_events/envelope.py).
 KIND_ATTRIBUTE = "kind"
 KIND_MANIFEST = "manifest"
 KIND_CONTINUE = "drain"  # on the wire since issue 18 (then "drain requests"): the value stays

@@ -42,8 +42,8 @@ def add_cluster_consumer_alarms(alarms: Alarms, *, cluster: str) -> None:
            periods=APPLY_FAILURE_PERIODS, datapoints=APPLY_FAILURE_DATAPOINTS,
            description=f"Applying the {cluster} namespace index failed in "
            f"{APPLY_FAILURE_DATAPOINTS} of {APPLY_FAILURE_PERIODS} 5-minute periods: "
-           "see the consumer's 'index apply failed' log lines (Logs Insights query "
-           "'index-apply-problems')")
+           "see the consumer's 'index apply failed' and 'index continue request failed' "
+           "log lines (Logs Insights query 'index-apply-problems')")
 
     # An event DynamoDB can never store (lambdas/ingest/index.py, `unstorable`) is
     # skipped so the index goes on; the entry it would have changed is now wrong.

@@ -1,5 +1,6 @@
-"""Ingest: the event queue and its DLQ, per cluster an on-prem principal and its copy-request
-queue, the consumer Lambda, and the drift alert queue `verify` sends to."""
+"""Ingest: the event queue and its DLQ, the consumer's apply queue and its DLQ, per cluster an
+on-prem principal and its copy-request queue, the consumer Lambda, and the drift alert queue
+`verify` sends to."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from stacks.onprem_principal import (
     RolesAnywhereAnchor,
     output_suffix,
 )
-from stacks.queues import CopyRequestQueues, DriftAlertQueue, EventQueues
+from stacks.queues import ApplyQueues, CopyRequestQueues, DriftAlertQueue, EventQueues
 from stacks.settings import DeploySettings
 from stacks.storage import StorageStack, removal_policy
 
@@ -27,6 +28,7 @@ class IngestStack(Stack):
         removal = removal_policy(settings)
         lake = storage.lake_in(self)
         self.events = EventQueues(self, "Events", settings=settings, removal=removal)
+        self.apply = ApplyQueues(self, "Apply", settings=settings, removal=removal)
         self.copy_requests = {
             cluster: CopyRequestQueues(self, f"CopyRequests-{cluster}", cluster=cluster,
                                        settings=settings, removal=removal)
@@ -35,7 +37,7 @@ class IngestStack(Stack):
                                             removal=removal)
         self.consumer = IngestFunction(
             self, "Consumer", settings=settings, event_queue=self.events.queue,
-            lake=lake, index_table=storage.index_table, removal=removal)
+            apply_queue=self.apply.queue, lake=lake, index_table=storage.index_table, removal=removal)
 
         def targets(cluster: str) -> OnPremTargets:
             return OnPremTargets(
@@ -69,9 +71,9 @@ class IngestStack(Stack):
             own.extend(settings.extra_senders_of(principal.cluster))
         self.consumer.accept_senders(senders, [p.user for p in self.principals])
 
-        # Only the agents (and the consumer's continue requests) may put events on the
-        # stream: an explicit deny beats any allow another policy in the account might give.
-        senders = [self.consumer.role.role_arn]
+        # Only the agents may put events on the stream: an explicit deny beats any allow
+        # another policy in the account might give.
+        senders = []
         for principal in self.principals:
             senders.append(principal.user.user_arn)
             if principal.role is not None:
@@ -90,11 +92,23 @@ class IngestStack(Stack):
             principals=[iam.AnyPrincipal()], actions=["sqs:SendMessage"],
             resources=[self.events.queue.queue_arn], conditions=not_a_sender))
 
+        # A continue request only makes the consumer apply ranges, yet it is the consumer's
+        # alone: no one else starts its invocations.
+        self.apply.queue.add_to_resource_policy(iam.PolicyStatement(
+            sid="OnlyConsumerSendsRequests", effect=iam.Effect.DENY,
+            principals=[iam.AnyPrincipal()], actions=["sqs:SendMessage"],
+            resources=[self.apply.queue.queue_arn],
+            conditions={"ArnNotEquals": {"aws:PrincipalArn": self.consumer.role.role_arn}}))
+
         out = self._output
         out("EventQueueUrl", self.events.queue.queue_url, "FIFO queue the agents send events to")
         out("EventQueueArn", self.events.queue.queue_arn, "ARN of the event queue")
         out("EventDlqUrl", self.events.dlq.queue_url,
             "Event messages that failed max_receive_count times")
+        out("ApplyQueueUrl", self.apply.queue.queue_url,
+            "FIFO queue of the consumer's continue requests (its second event source)")
+        out("ApplyDlqUrl", self.apply.dlq.queue_url,
+            "Continue requests whose invocation failed max_receive_count times")
         out("DriftAlertQueueUrl", self.drift_alerts.queue.queue_url,
             "One message per path `verify` finds drifting: [verify] drift_queue_url")
         out("IngestFunctionName", self.consumer.function.function_name,

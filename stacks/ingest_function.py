@@ -1,4 +1,7 @@
-"""The consumer Lambda: FIFO event queue -> CloudWatch, the S3 lake, the namespace index."""
+"""The consumer Lambda: FIFO event queue -> CloudWatch, the S3 lake, the namespace index.
+
+Two event source mappings: the event queue's messages (their lake objects and arrivals), and the
+apply queue's continue requests (the index's ranges, lambdas/ingest/consumer.py)."""
 
 from __future__ import annotations
 
@@ -68,7 +71,8 @@ def powertools_layer_parameter(version: str) -> str:
 
 class IngestFunction(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
-                 event_queue: sqs.IQueue, lake: s3.IBucket, index_table: dynamodb.ITable,
+                 event_queue: sqs.IQueue, apply_queue: sqs.IQueue, lake: s3.IBucket,
+                 index_table: dynamodb.ITable,
                  removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "Logs", removal_policy=removal)
@@ -116,7 +120,7 @@ class IngestFunction(Construct):
                 names.ENV_INDEX_TABLE: index_table.table_name,
                 names.ENV_INDEX_PREFIXES: ",".join(settings.index_prefixes),
                 names.ENV_LOG_MODE: settings.log_mode,
-                names.ENV_EVENT_QUEUE_URL: event_queue.queue_url,
+                names.ENV_APPLY_QUEUE_URL: apply_queue.queue_url,
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": settings.log_level,
@@ -148,14 +152,21 @@ class IngestFunction(Construct):
                 sid="UseLakeKey", actions=["kms:GenerateDataKey", "kms:Decrypt"],
                 resources=[lake.encryption_key.key_arn]))
         index_table.grant(self.function, *INDEX_ACTIONS)
-        # Continue requests: applying ranges out of time asks a later invocation to go on.
+        # Continue requests: an invocation of event messages asks one of the apply queue to
+        # apply ranges, and one out of time asks for another.
         self.role.add_to_policy(iam.PolicyStatement(
             sid="SendContinueRequests", actions=["sqs:SendMessage"],
-            resources=[event_queue.queue_arn]))
+            resources=[apply_queue.queue_arn]))
 
         self.function.add_event_source(event_sources.SqsEventSource(
             event_queue, batch_size=BATCH_SIZE, report_batch_item_failures=True,
             max_concurrency=settings.consumer_max_concurrency,
+            enabled=settings.consumer_mapping_enabled))
+        # A group per cluster: one invocation a cluster at a time takes up to ten requests. The
+        # lowest concurrency a mapping takes is 2 (one applies, one waits on another cluster).
+        self.function.add_event_source(event_sources.SqsEventSource(
+            apply_queue, batch_size=BATCH_SIZE, report_batch_item_failures=True,
+            max_concurrency=max(2, min(len(settings.clusters), settings.consumer_max_concurrency)),
             enabled=settings.consumer_mapping_enabled))
 
         nag.ack(self.function, "L1", "Python 3.11 is the runtime the consumer's code and tests "

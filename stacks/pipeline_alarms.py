@@ -26,6 +26,13 @@ def add_pipeline_alarms(alarms: Alarms, *, settings: DeploySettings, ingest: Ing
           "consumer raised on them; a bad message is quarantined instead): read the "
           "consumer's ERROR lines, fix the cause, then redrive the DLQ to the event queue "
           "(docs/deploy.md, 'When an index alarm fires')")
+    alarm("apply-dlq-not-empty",
+          ingest.apply.dlq.metric_approximate_number_of_messages_visible(
+              period=five_min, statistic="Maximum"),
+          threshold=0, description="Continue requests failed max_receive_count times: "
+          "invocations applying the index's ranges crashed or timed out. Read the consumer's "
+          "ERROR lines; the next event message sends a new request (docs/deploy.md, 'When an "
+          "index alarm fires')")
     for cluster, copy in ingest.copy_requests.items():
         alarm(f"copy-dlq-not-empty-{cluster}",
               copy.dlq.metric_approximate_number_of_messages_visible(

@@ -1,6 +1,6 @@
-"""The SQS queues: the FIFO event queue (agent -> consumer) and the copy-request queue of the
-return channel (cloud job -> on-prem copy worker), each with its own dead-letter queue, and the
-drift alert queue (`verify` -> operator)."""
+"""The SQS queues: the FIFO event queue (agent -> consumer), the consumer's FIFO apply queue
+(consumer -> itself) and the copy-request queue of the return channel (cloud job -> on-prem copy
+worker), each with its own dead-letter queue, and the drift alert queue (`verify` -> operator)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,33 @@ class EventQueues(Construct):
             visibility_timeout=Duration.seconds(
                 VISIBILITY_PER_TIMEOUT * settings.consumer_timeout_seconds),
             retention_period=Duration.days(settings.queue_retention_days),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dlq, max_receive_count=settings.max_receive_count),
+            removal_policy=removal)
+
+
+class ApplyQueues(Construct):
+    """The consumer's FIFO queue of continue requests (hdfs_events/continue_request.py), and its
+    FIFO DLQ. Invocations of its own apply the index's ranges, so invocations of event messages
+    never hold their FIFO groups for the index; a group per cluster makes them one a cluster at
+    a time. Only the consumer's role sends to it."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
+                 removal: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.dlq = sqs.Queue(
+            self, "Dlq", queue_name=f"{settings.prefix}-apply-dlq.fifo", fifo=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
+        self.queue = sqs.Queue(
+            self, "Queue", queue_name=f"{settings.prefix}-apply.fifo", fifo=True,
+            # The consumer names each request (a key per invocation, or where applying stopped).
+            content_based_deduplication=False,
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            visibility_timeout=Duration.seconds(
+                VISIBILITY_PER_TIMEOUT * settings.consumer_timeout_seconds),
+            # A request is worth nothing once a later one was sent: an hour is ample.
+            retention_period=Duration.hours(1),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dlq, max_receive_count=settings.max_receive_count),
             removal_policy=removal)

@@ -40,7 +40,7 @@ LOGS_QUERIES: dict[str, logs.QueryString] = {
     "index-apply-problems": logs.QueryString(
         fields=["@timestamp", "level", "cluster", "message", "messages", "range", "txid",
                 "path", "reason", "exception"],
-        filter_statements=["message like /^index (apply failed|skipped|passed)/"],
+        filter_statements=["message like /^index (apply failed|continue request failed|skipped|passed)/"],
         sort="@timestamp desc", limit=1000),
     # The consumer's INFO line of each quarantined message (lambdas/ingest/consumer.py
     # _quarantine): the reason and where its record sits in the lake.

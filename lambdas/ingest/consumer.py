@@ -18,13 +18,19 @@ lake objects are there). The writes end with the batch: no thread writes after t
 and arrivals are stored before it asks for the index lease (sequencer.py).
 
 The index is fed in txid order by the sequencer (lambdas/ingest/sequencer.py): a message only
-records its arrival, a manifest its range, and `apply_ranges` at the end of the invocation
-applies whatever ranges became complete (`apply_ranges`).
+records its arrival, a manifest its range. Ranges are applied by invocations of their own, those
+of the apply queue (`finish`): an invocation of event messages ends by sending a continue request
+for each cluster it touched, and returns, so the next messages of its FIFO groups wait for its
+lake writes and arrivals only, never for the index (with ranges applied at the end of event
+invocations, in slices of 500 ms, bench.chain_speed saw events wait up to 4 s in SQS behind
+invocations applying: lake freshness p99 3.4 s). An invocation of continue requests applies the
+ranges that became complete until it has caught up, or asks for another when out of time.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -47,13 +53,6 @@ from lambdas.ingest.sequencer import ApplyReport, IndexSequencer, Position
 from lambdas.ingest.telemetry import BatchTelemetry
 
 UNKNOWN_CLUSTER = "unknown"
-# An invocation of event messages applies its clusters' ranges for at most this long, then sends
-# a continue request (hdfs_events/continue_request.py), whose own invocation applies ranges
-# until its deadline: a backlog is applied at full rate there, without holding the lake's groups back.
-# An event invocation holds its FIFO groups while it applies, so the slice is what the next
-# message of each group may wait (bench.chain_speed: the handler's return after its lake objects
-# p99 2.1 s with slices of 2 s, 0.9 s with 500 ms; the lake's freshness p99 3.7 -> 3.0 s).
-INDEX_SLICE_MS = 500
 SKIPPED_LINES = 100  # skipped events logged one by one per cluster and invocation; the metric counts them all
 # A worker per message of a batch (the event source mapping's batch size, 10, is SQS's maximum);
 # botocore's default pool of 10 connections per client serves them all.
@@ -92,7 +91,6 @@ class _Ahead:
     """An event message read before the processor took it, and its writes under way."""
 
     events: Sequence[HdfsEvent]
-    arrival_id: str
     stored: Future[None]
 
 
@@ -114,7 +112,7 @@ class MessageConsumer:
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
         self.to_apply: set[str] = set()  # clusters whose index may have a range to apply
-        self.requested: set[str] = set()  # ... of which a continue request asked to go on
+        self.requested = False  # the invocation took a continue request: it applies them
         self._pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS, thread_name_prefix="store-ahead")
         self._ahead: dict[str, _Ahead] = {}  # by message id, until `process` takes it
 
@@ -154,17 +152,13 @@ class MessageConsumer:
                 except Exception:  # `process` reads it again and quarantines it with the reason
                     continue
                 self._ahead[message.message_id] = _Ahead(
-                    events, _arrival_id(message),
-                    self._pool.submit(self._store, message, events, objects))
+                    events, self._pool.submit(self._store, message, events, objects))
             yield
         finally:
             left, self._ahead = self._ahead, {}
             # Their messages were skipped (or the processor stopped): SQS delivers them again, and
             # a write that failed here is retried then, raising in `process` if it fails again.
             wait([entry.stored for entry in left.values()])
-            if self.sequencer is not None:  # `recent` holds the messages this invocation processed
-                for entry in left.values():
-                    self.sequencer.recent.pop(entry.arrival_id, None)
 
     def _read(self, message: QueueMessage) -> tuple[Sequence[HdfsEvent], list[LakeObject]]:
         decoded = decode_envelope(message.body, message.message_attributes)
@@ -210,23 +204,47 @@ class MessageConsumer:
             return self._quarantine(message, f"bad continue request: {exc!r}")
         if self.sequencer is not None:
             self.to_apply.add(cluster)
-            self.requested.add(cluster)
+            self.requested = True
         return Outcome("continue")
 
-    def apply_ranges(self, deadline_ms: int) -> dict[str, ApplyReport]:
-        """Applies the ranges that became complete, for each cluster this invocation touched.
+    def finish(self, deadline_ms: int) -> None:
+        """What follows a batch: an invocation that took a continue request applies ranges for
+        every cluster it touched, until `deadline_ms`; any other asks for an invocation that
+        will (a continue request each, after every arrival it stored: no arrival is left
+        without a request sent after it). One request still queued on the event queue from
+        before issue 32 makes its invocation apply, once."""
+        if self.requested:
+            self.apply_ranges(deadline_ms)
+            return
+        for cluster in sorted(self.to_apply):
+            if self.continue_requests is None:
+                continue
+            try:
+                # A key of its own: requests of invocations within SQS's 5-minute deduplication
+                # window must not be taken for one another.
+                self.continue_requests.send_continue(cluster, key=uuid.uuid4().hex)
+            except Exception:
+                self.logger.exception("index continue request failed; the next message for the "
+                                      "cluster tries again", extra={"cluster": cluster})
+                self.telemetry.apply_failed(cluster)
+        self.to_apply.clear()
 
-        A failure is logged and counted, not raised: the messages were processed, and the next
-        arrival, manifest or continue request for the cluster tries again. Out of time with ranges
-        left, it asks for a later invocation to go on (a continue request to the event queue).
+    def apply_ranges(self, deadline_ms: int) -> dict[str, ApplyReport]:
+        """Applies the ranges that became complete, for each cluster this invocation touched,
+        each in its share of the time left.
+
+        A failure is logged and counted, not raised: the requests were processed, and the next
+        continue request for the cluster (every invocation of its event messages sends one)
+        tries again. Out of time with ranges left, it asks for another invocation to go on.
         Its log lines start "index ": the saved Logs Insights query and the alarms' descriptions
         (stacks/saved_queries.py, stacks/consumer_alarms.py) match them."""
         reports: dict[str, ApplyReport] = {}
         if self.sequencer is None:
             return reports
-        for cluster in sorted(self.to_apply):
-            until = (deadline_ms if cluster in self.requested
-                     else min(deadline_ms, self.clock_ms() + INDEX_SLICE_MS))
+        clusters = sorted(self.to_apply)
+        for left, cluster in zip(range(len(clusters), 0, -1), clusters, strict=True):
+            now = self.clock_ms()
+            until = now + max(0, deadline_ms - now) // left
             try:
                 report = reports[cluster] = self.sequencer.apply_ranges(cluster, until)
                 if report.more and self.continue_requests is not None:
@@ -249,8 +267,7 @@ class MessageConsumer:
                     "cluster": cluster, "txid": skipped.txid, "index": skipped.event_index,
                     "path": skipped.path, "reason": skipped.reason})
         self.to_apply.clear()
-        self.requested.clear()
-        self.sequencer.recent.clear()
+        self.requested = False
         return reports
 
     def _check_sender(self, cluster: str, message: QueueMessage) -> None:

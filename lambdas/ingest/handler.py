@@ -5,8 +5,10 @@ with skip_group_on_error: a failed message fails only the later messages of its 
 (they come back in order); other groups go on. Quarantined messages count as processed.
 The batch's event messages are written in parallel while the processor takes them one by one
 (MessageConsumer.storing_ahead); all of them are done before the index applies ranges.
-After the batch, the index applies the txid ranges that became complete (the sequencer), with
-APPLY_MARGIN_MS of the invocation's time kept back.
+After the batch, the consumer finishes (MessageConsumer.finish): an invocation of the event
+queue asks the apply queue to go on, one of the apply queue's continue requests applies the txid
+ranges that became complete (the sequencer), with APPLY_MARGIN_MS of its time kept back. One
+function, two event source mappings (stacks/ingest_function.py).
 
 Invoked directly with a redrive request (hdfs_events.quarantine, `hdfs-events quarantine
 redrive`), it reads the named quarantine records again instead (lambdas/ingest/redrive.py).
@@ -23,8 +25,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hdfs_events import names
 from hdfs_events.quarantine import is_redrive_request, redrive_keys
+from lambdas.ingest.apply_queue import SqsContinueRequests
 from lambdas.ingest.consumer import MessageConsumer
-from lambdas.ingest.event_queue import SqsContinueRequests
 from lambdas.ingest.iam_users import IamUsers
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
@@ -51,8 +53,8 @@ def consumer() -> MessageConsumer:
     """Built on first use (not at import), from the environment, once per container."""
     settings = ConsumerSettings.from_env()
     lake = S3Lake(settings.lake_bucket)
-    continue_requests = (SqsContinueRequests(settings.event_queue_url)
-                      if settings.event_queue_url else None)
+    continue_requests = (SqsContinueRequests(settings.apply_queue_url)
+                         if settings.apply_queue_url else None)
     sequencer = None
     if settings.index_enabled:
         assert settings.index_table is not None
@@ -89,7 +91,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 response = process_partial_response(event=event, record_handler=record_handler,
                                                     processor=processor, context=context)
         remaining = context.get_remaining_time_in_millis() - APPLY_MARGIN_MS
-        consumer().apply_ranges(consumer().clock_ms() + max(0, remaining))
+        consumer().finish(consumer().clock_ms() + max(0, remaining))
         return response
     finally:
         consumer().telemetry.emit(metrics)  # what succeeded is counted even if the batch fails

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from hdfs_events.envelope import decode_envelope
 from hdfs_events.names import KIND_ATTRIBUTE
 from hdfs_events.quarantine import INGEST_KEY_FORM, RedriveResult, key_date, redriven_key
 from lambdas.ingest.consumer import UNKNOWN_CLUSTER, EventLogger, MessageConsumer, cluster_hint
@@ -99,7 +100,9 @@ class QuarantineRedrive:
         sequencer = self.consumer.sequencer
         if sequencer is None or position is None:
             return None
-        indexed = sequencer.recent.get(message.dedup_id or message.message_id)
+        # Read again (pure, and redrives are rare): `process` keeps nothing of the message.
+        indexed = [e for e in decode_envelope(message.body, message.message_attributes).events
+                   if sequencer.index.relevant(e)]
         if not indexed:
             return "not indexed"  # no event under the index's prefixes
         return "pending" if position.before(indexed[0]) else "passed"

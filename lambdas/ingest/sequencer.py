@@ -18,12 +18,12 @@ index up by that long at most. A directory RENAME or UNLINK walks its subtree be
 later is applied, a level of the tree per step within the listing budget (subtree.py); a walk
 that outlives the invocation is saved in the position (a "subtree in progress" marker stays on
 its roots) and finished first by the next one, which it asks for with a continue request on the
-event queue.
+apply queue.
 
-Who applies ranges: every invocation that stored an arrival or a manifest, at its end. One that finds
-the lease held leaves the work to the holder, which looks again after releasing it: either the
-holder sees the new arrival, or the arrival's invocation gets the lease (an arrival is stored
-before its invocation asks for the lease, and the holder looks only after releasing).
+Who applies ranges: invocations of the apply queue's continue requests (lambdas/ingest/consumer.py),
+one a cluster at a time (its FIFO group); every invocation that stored an arrival or a manifest
+sends one after storing it. One that finds the lease held (a redrive holds it for a message)
+leaves the work to the holder, which looks again after releasing it.
 """
 
 from __future__ import annotations
@@ -229,19 +229,14 @@ class IndexSequencer:
     lake: LakeReader
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     chunk_events: int = CHUNK_EVENTS
-    # Indexed events of the messages this invocation stored: applying ranges, which usually
-    # follows in the same invocation, reads them from here instead of from the lake (the consumer
-    # clears it once the invocation has applied its ranges).
-    recent: dict[str, list[HdfsEvent]] = field(default_factory=dict)
 
     # --- recording -------------------------------------------------------------------------
 
     def arrived(self, dedup_id: str, events: Sequence[HdfsEvent],
                 lake_keys: Sequence[str]) -> None:
-        indexed = [e for e in events if self.index.relevant(e)]
+        indexed = any(self.index.relevant(e) for e in events)
         self.store.put_arrival(events[0].cluster,
                                Arrival(dedup_id, tuple(lake_keys) if indexed else ()))
-        self.recent[dedup_id] = indexed
 
     def quarantined(self, cluster: str, dedup_id: str, reason: str) -> None:
         self.store.put_arrival(cluster, Arrival(dedup_id, (), quarantined=reason))
@@ -460,13 +455,10 @@ class IndexSequencer:
             # txids.
             return manifest.covers(e.txid) and (e.txid, e.index) > done
 
-        held: list[HdfsEvent] = []
         unread: list[tuple[tuple[int, int], tuple[int, int], str]] = []
         for dedup_id, arrival in sorted(arrivals.items()):
             if arrival.quarantined is not None:
                 report.skipped_messages += 1
-            elif dedup_id in self.recent:
-                held += (e for e in self.recent[dedup_id] if wanted(e))
             else:
                 # An id of another shape names no keys: its objects are read first.
                 first, last = deduplication_range(dedup_id) or (_NO_KEY, _LAST_KEY)
@@ -483,7 +475,6 @@ class IndexSequencer:
             if e is not None:
                 heapq.heappush(fronts, ((e.txid, e.index), order, e, source))
 
-        enter(iter(sorted(held, key=_event_key)), -1)
         opened, emitted = 0, done
         while True:
             while opened < len(unread) and (not fronts or unread[opened][0] <= fronts[0][0]):

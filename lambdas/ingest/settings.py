@@ -22,7 +22,7 @@ class ConsumerSettings:
     index_table: str | None
     index_prefixes: tuple[str, ...]
     log_mode: str
-    event_queue_url: str | None
+    apply_queue_url: str | None  # where continue requests go; set whenever the index is
     cluster_senders: Mapping[str, tuple[str, ...]]  # lambdas/ingest/senders.py
 
     @property
@@ -47,12 +47,18 @@ class ConsumerSettings:
             raise SettingsError(
                 f"{names.ENV_INDEX_PREFIXES} is set but {names.ENV_INDEX_TABLE} is not"
             )
+        apply_queue = env.get(names.ENV_APPLY_QUEUE_URL, "").strip() or None
+        if prefixes and apply_queue is None:
+            # Only invocations of the apply queue apply ranges: without it the index never moves.
+            raise SettingsError(
+                f"{names.ENV_INDEX_PREFIXES} is set but {names.ENV_APPLY_QUEUE_URL} is not"
+            )
         return cls(
             lake_bucket=bucket,
             index_table=table,
             index_prefixes=prefixes,
             log_mode=log_mode,
-            event_queue_url=env.get(names.ENV_EVENT_QUEUE_URL, "").strip() or None,
+            apply_queue_url=apply_queue,
             cluster_senders=parse_cluster_senders(env.get(names.ENV_CLUSTER_SENDERS, "")),
         )
 

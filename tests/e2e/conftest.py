@@ -68,7 +68,8 @@ def chain_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChainRun]:
         run = chain.replay(edits, kills=KILLS, seed=5, max_message_bytes=12_288,
                            kill_within_s=0.15)
         stats = chain.stop_consumer(consumer, timeout_s=1200)
-        dlq = chain.queue_depth(chain.outputs["EventDlqUrl"])
+        dlq = sum(chain.queue_depth(chain.outputs[name]) for name in ("EventDlqUrl",
+                                                                       "ApplyDlqUrl"))
         prefixes = [p for p in chain.lambda_env[names.ENV_INDEX_PREFIXES].split(",") if p]
         source = [e for path in edits
                   for e in translate_ops(read_ops(path), chain.cluster, source=str(path))]

@@ -66,8 +66,9 @@ def test_poison_bodies_are_quarantined_with_their_reasons(chain_run) -> None:
 
 
 def test_nothing_is_left_in_the_dead_letter_queue(chain_run) -> None:
-    assert chain_run.dlq_depth == 0
+    assert chain_run.dlq_depth == 0  # the event queue's and the apply queue's
     assert chain_run.chain.queue_depth() == 0
+    assert chain_run.chain.queue_depth(chain_run.chain.outputs["ApplyQueueUrl"]) == 0
 
 
 def test_mass_delete_is_flagged_by_the_rollups(chain_run) -> None:

@@ -56,6 +56,7 @@ STATE, INDEX, TRANSFERS, SYNC = (Target(t) for t in (
     "StateTable", "IndexTable", "TransfersTable", "SyncTable"))
 EVENT_QUEUE, COPY_QUEUE, ALERT_TOPIC = Target("EventsQueue"), Target("CopyQueue"), Target(
     "AlertTopic")
+APPLY_QUEUE = Target("ApplyQueue")
 DRIFT_QUEUE = Target("DriftAlertsQueue")
 # The lake's export prefixes (settings.export_prefixes) and a cluster's sync destinations
 # (settings.sync_destinations_of): read from cdk.json by the test.
@@ -136,7 +137,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     # consumer Lambda
     ("lambdas/ingest/index_table.py", "dynamodb"): INDEX,
     ("lambdas/ingest/sequence_store.py", "dynamodb"): INDEX,
-    ("lambdas/ingest/event_queue.py", "sqs"): EVENT_QUEUE,
+    ("lambdas/ingest/apply_queue.py", "sqs"): APPLY_QUEUE,
     ("lambdas/ingest/iam_users.py", "iam"): Target("AgentUsers"),
     # Glue jobs
     ("glue_jobs/catalog.py", "glue"): CATALOG,
@@ -238,8 +239,9 @@ RUNTIME_NEEDS: dict[str, tuple[Need, ...]] = {
         # X-Ray's write actions support no resource-level permissions
         *(Need(a, ANY, "active tracing") for a in ("xray:PutTraceSegments",
                                                     "xray:PutTelemetryRecords")),
-        # the event source mapping polls the queue as the function's role (CDK's grant)
-        *(Need(f"sqs:{a}", EVENT_QUEUE, "Lambda's event source mapping") for a in (
+        # the event source mappings poll their queues as the function's role (CDK's grant)
+        *(Need(f"sqs:{a}", queue, "Lambda's event source mapping")
+          for queue in (EVENT_QUEUE, APPLY_QUEUE) for a in (
             "ReceiveMessage", "ChangeMessageVisibility", "GetQueueUrl", "DeleteMessage",
             "GetQueueAttributes")),
     ),

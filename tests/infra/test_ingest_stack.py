@@ -6,7 +6,6 @@ import importlib.metadata
 import json
 
 import pytest
-from aws_cdk.assertions import Match
 
 from hdfs_events import lake_layout, names
 from stacks.assets import MissingAssetError
@@ -41,7 +40,7 @@ def test_event_queue_is_high_throughput_fifo_with_1_mib_messages(deployed_env: S
 
 def test_every_queue_is_encrypted_and_refuses_plain_http(deployed_env: Synthesized) -> None:
     queues = deployed_env.resources("Ingest", "AWS::SQS::Queue")
-    assert len(queues) == 5
+    assert len(queues) == 7  # events, apply, a cluster's copy requests (each with a DLQ), drift
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     tls_protected = set()
@@ -57,6 +56,7 @@ def test_each_queue_redrives_to_its_own_dlq(deployed_env: Synthesized) -> None:
     by_id = deployed_env.resources("Ingest", "AWS::SQS::Queue")
     prefix = f"hdfs-events-{deployed_env.env}"
     expected = {f"{prefix}-events.fifo": f"{prefix}-events-dlq.fifo",
+                f"{prefix}-apply.fifo": f"{prefix}-apply-dlq.fifo",
                 # a copy-request queue per cluster (cdk.json: dev -> dev, prod -> prod)
                 f"{prefix}-copy-requests-{deployed_env.env}":
                     f"{prefix}-copy-requests-{deployed_env.env}-dlq"}
@@ -119,7 +119,7 @@ def test_consumer_runs_python_311_on_arm64_with_the_contract_environment(
     assert fn["TracingConfig"] == {"Mode": "Active"}
     env = fn["Environment"]["Variables"]
     assert set(env) == {names.ENV_LAKE_BUCKET, names.ENV_INDEX_TABLE, names.ENV_INDEX_PREFIXES,
-                        names.ENV_LOG_MODE, names.ENV_EVENT_QUEUE_URL, names.ENV_CLUSTER_SENDERS,
+                        names.ENV_LOG_MODE, names.ENV_APPLY_QUEUE_URL, names.ENV_CLUSTER_SENDERS,
                         "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE",
                         "POWERTOOLS_LOG_LEVEL", "POWERTOOLS_LOGGER_LOG_EVENT"}
     assert env["POWERTOOLS_SERVICE_NAME"] == "hdfs-events-ingest"
@@ -127,8 +127,7 @@ def test_consumer_runs_python_311_on_arm64_with_the_contract_environment(
     assert env["POWERTOOLS_LOGGER_LOG_EVENT"] == "false"
     assert env[names.ENV_LOG_MODE] in names.LOG_MODES
     assert env[names.ENV_INDEX_PREFIXES] == "/"
-    assert env[names.ENV_EVENT_QUEUE_URL] == {"Ref": Match.string_like_regexp("EventsQueue")} \
-        or "Ref" in env[names.ENV_EVENT_QUEUE_URL]
+    assert env[names.ENV_APPLY_QUEUE_URL] == {"Ref": _queue_id(deployed_env, "apply")}
 
 
 def test_powertools_layer_is_resolved_at_deploy_by_the_version_the_tests_run(
@@ -216,7 +215,7 @@ def test_consumer_role_is_scoped_to_its_prefixes_table_and_queue(
     for s in statements:
         assert not any(a.endswith(":*") or a == "*" for a in _actions(s)), s
     sends = [s for s in statements if "sqs:SendMessage" in _actions(s)]
-    assert sends and all("EventsQueue" in json.dumps(s["Resource"]) for s in sends)
+    assert sends and all("ApplyQueue" in json.dumps(s["Resource"]) for s in sends)
     logs = [s for s in statements if "logs:PutLogEvents" in _actions(s)]
     assert logs and "ConsumerLogs" in json.dumps(logs[0]["Resource"])
 
@@ -299,23 +298,48 @@ def test_consumer_may_decrypt_the_kms_lake_it_reads(prod: Synthesized, dev: Synt
     assert "kms:Decrypt" not in _by_action(dev, "kms:")  # dev's lake is SSE-S3
 
 
-def test_consumer_sends_continue_requests_only_to_the_event_queue(
+def test_consumer_sends_continue_requests_only_to_its_apply_queue(
         deployed_env: Synthesized) -> None:
     sends = _by_action(deployed_env, "sqs:SendMessage")["sqs:SendMessage"]
     assert _consumer_actions("sqs") == {"sqs:SendMessage"}
     assert [json.dumps(s["Resource"]) for s in sends] == [
-        json.dumps({"Fn::GetAtt": [_event_queue_id(deployed_env), "Arn"]})]
-    # The queue's deny-all-but-the-senders policy lets the consumer role through.
-    (deny,) = [st for p in deployed_env.resources("Ingest", "AWS::SQS::QueuePolicy").values()
-               for st in p["Properties"]["PolicyDocument"]["Statement"]
-               if st.get("Sid") == "OnlyAgentsSendEvents"]
-    assert "ConsumerRole" in json.dumps(deny["Condition"])
+        json.dumps({"Fn::GetAtt": [_queue_id(deployed_env, "apply"), "Arn"]})]
+    statements = {st["Sid"]: st for p in deployed_env.resources(
+        "Ingest", "AWS::SQS::QueuePolicy").values()
+        for st in p["Properties"]["PolicyDocument"]["Statement"] if "Sid" in st}
+    # The apply queue refuses every other sender; the event queue refuses the consumer.
+    only_consumer = statements["OnlyConsumerSendsRequests"]
+    assert only_consumer["Effect"] == "Deny" and only_consumer["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [_role_id(deployed_env), "Arn"]}}}
+    assert "ConsumerRole" not in json.dumps(statements["OnlyAgentsSendEvents"]["Condition"])
 
 
-def _event_queue_id(s: Synthesized) -> str:
+def test_the_apply_queue_is_the_functions_second_event_source(deployed_env: Synthesized) -> None:
+    """Continue requests come in batches of up to ten a cluster (its FIFO group), on a mapping
+    of their own: invocations of event messages never wait for the index."""
+    mappings = deployed_env.resources("Ingest", "AWS::Lambda::EventSourceMapping").values()
+    sources = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"]
+               for m in mappings}
+    assert set(sources) == {_queue_id(deployed_env, "events"), _queue_id(deployed_env, "apply")}
+    apply = sources[_queue_id(deployed_env, "apply")]
+    assert apply["BatchSize"] == 10 and apply["FunctionResponseTypes"] == [
+        "ReportBatchItemFailures"]
+    assert apply["ScalingConfig"] == {"MaximumConcurrency": 2}  # one cluster: the least SQS takes
+    queue = deployed_env.resources("Ingest", "AWS::SQS::Queue")[_queue_id(deployed_env, "apply")]
+    assert queue["Properties"]["FifoQueue"] is True
+    assert queue["Properties"]["ContentBasedDeduplication"] is False
+
+
+def _queue_id(s: Synthesized, name: str) -> str:
     (queue_id,) = [k for k, r in s.resources("Ingest", "AWS::SQS::Queue").items()
-                   if r["Properties"]["QueueName"] == f"hdfs-events-{s.env}-events.fifo"]
+                   if r["Properties"]["QueueName"] == f"hdfs-events-{s.env}-{name}.fifo"]
     return queue_id
+
+
+def _role_id(s: Synthesized) -> str:
+    (role_id,) = [k for k in s.resources("Ingest", "AWS::IAM::Role") if k.startswith(
+        "ConsumerRole")]
+    return role_id
 
 
 def test_each_cluster_is_accepted_only_from_its_own_principals(deployed_env: Synthesized,

@@ -45,8 +45,8 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         prod: Synthesized) -> None:
     alarms = _alarms(prod)
     assert set(alarms) == {
-        "event-dlq-not-empty", "copy-dlq-not-empty-prod", "events-oldest-message-age",
-        "consumer-errors", *GLUE_JOB_ALARMS,
+        "event-dlq-not-empty", "apply-dlq-not-empty", "copy-dlq-not-empty-prod",
+        "events-oldest-message-age", "consumer-errors", *GLUE_JOB_ALARMS,
         "agent-heartbeat-missing-prod", "namenode-unavailable-prod", "stream-gap-prod",
         "agent-inotify-gap-prod",
         "index-stalled-prod", "index-apply-failures-prod", "index-skipped-events-prod",
@@ -54,11 +54,12 @@ def test_alarms_cover_dlqs_queue_age_consumer_glue_and_agent_heartbeat(
         "quarantined-messages-prod", "index-skipped-messages-prod", "index-drift-prod",
         "index-drift-missing-prod", "quarantined-messages-other-clusters",
         "denied-access-prod", "audit-lag-prod", "audit-lines-unparsed-prod"}
-    for dlq in ("event-dlq-not-empty", "copy-dlq-not-empty-prod"):
+    for dlq in ("event-dlq-not-empty", "apply-dlq-not-empty", "copy-dlq-not-empty-prod"):
         assert alarms[dlq]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[dlq]["Threshold"] == 0
         assert alarms[dlq]["ComparisonOperator"] == "GreaterThanThreshold"
-    assert "Dlq" in json.dumps(alarms["event-dlq-not-empty"]["Dimensions"])
+    assert "EventsDlq" in json.dumps(alarms["event-dlq-not-empty"]["Dimensions"])
+    assert "ApplyDlq" in json.dumps(alarms["apply-dlq-not-empty"]["Dimensions"])
     age = alarms["events-oldest-message-age"]
     assert age["MetricName"] == "ApproximateAgeOfOldestMessage" and age["Threshold"] == 900
     assert alarms["consumer-errors"]["MetricName"] == "Errors"
@@ -608,12 +609,12 @@ def test_saved_logs_insights_queries_read_the_consumer_and_attribution_log_group
     assert "type = 'GAP'" in gaps and "lost_txids" in gaps and "gap_end_txid" in gaps
     applying = queries["index-apply-problems"]["QueryString"]
     (pattern,) = re.findall(r"message like /(.+)/", applying)
-    # The consumer's log lines (lambdas/ingest/consumer.py apply_ranges: a failure to apply ranges, skipped
-    # quarantined messages, a range passed without its lost manifest, skipped events) match
-    # the filter.
+    # The consumer's log lines (lambdas/ingest/consumer.py finish and apply_ranges: a continue
+    # request not sent, a failure to apply ranges, skipped quarantined messages, a range passed
+    # without its lost manifest, skipped events) match the filter.
     source = (REPO / "lambdas" / "ingest" / "consumer.py").read_text()
     lines = re.findall(r'logger\.\w+\(\s*"(index [^"]+)"', source)
-    assert len(lines) == 4 and all(re.search(pattern, line) for line in lines), lines
+    assert len(lines) == 5 and all(re.search(pattern, line) for line in lines), lines
     assert not re.search(pattern, "index ls /user")
     assert "cluster" in applying
     # The consumer's line of each quarantined message, with the fields the query shows.

@@ -251,20 +251,20 @@ def test_access_key_goes_to_secrets_manager_and_never_to_an_output(
 
 
 def test_event_queue_denies_sending_to_every_other_principal(deployed_env: Synthesized) -> None:
-    denies = [s for p in deployed_env.resources("Ingest", "AWS::SQS::QueuePolicy").values()
-              for s in p["Properties"]["PolicyDocument"]["Statement"]
-              if s["Effect"] == "Deny" and s["Action"] == "sqs:SendMessage"]
-    assert len(denies) == 1
-    deny = denies[0]
+    (deny,) = [s for p in deployed_env.resources("Ingest", "AWS::SQS::QueuePolicy").values()
+               for s in p["Properties"]["PolicyDocument"]["Statement"]
+               if s["Effect"] == "Deny" and s["Action"] == "sqs:SendMessage"
+               and "EventsQueue" in json.dumps(s["Resource"])]
     assert deny["Principal"] == {"AWS": "*"}
     assert "EventsQueue" in json.dumps(deny["Resource"])
     # No extra_senders in dev and prod: the principal's ARN is the only way past.
     assert set(deny["Condition"]) == {"ArnNotEquals"}
     allowed = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
     rendered = json.dumps(allowed)
-    # The agent's user and Roles Anywhere role, and the consumer (continuation messages).
-    assert len(allowed) == 3
-    assert "User" in rendered and "ConsumerRole" in rendered and "Role" in rendered
+    # The agent's user and Roles Anywhere role; not the consumer (its requests have a queue of
+    # their own).
+    assert len(allowed) == 2
+    assert "User" in rendered and "Role" in rendered and "ConsumerRole" not in rendered
 
 
 def test_event_queue_deny_spares_extra_senders_by_unique_id(local: Synthesized) -> None:
@@ -276,7 +276,8 @@ def test_event_queue_deny_spares_extra_senders_by_unique_id(local: Synthesized) 
                if s.get("Sid") == "OnlyAgentsSendEvents"]
     assert deny["Condition"]["StringNotLike"] == {
         "aws:userid": ["AIDAIT2UOQQY3AUEKVGXU", "AIDAIT2UOQQY3AUEKVGXU:*"]}
-    assert len(deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]) == 2  # consumer, user
+    (user,) = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert "OnPremdemoUser" in json.dumps(user)
 
 
 def _rendered(value: object) -> str:

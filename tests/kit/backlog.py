@@ -6,9 +6,10 @@ messages; bench.index_backlog applies a million events for the rate."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from hdfs_events.event import EventType, HdfsEvent, INodeType
+from hdfs_events.ids import deduplication_id
 from hdfs_events.manifest import manifests_for
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.sequencer import IndexSequencer
@@ -62,17 +63,31 @@ def jobs(events: int) -> Iterator[HdfsEvent]:
             return
 
 
+class ObjectLake:
+    """The lake objects of the backlog's messages, read back as applying ranges asks."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, list[HdfsEvent]] = {}
+        self.reads = 0
+
+    def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
+        for key in keys:
+            self.reads += 1
+            yield list(self.objects[key])
+
+
 def backlog(events: list[HdfsEvent], per_message: int = 1000,
             store: MemorySequenceStore | None = None) -> IndexSequencer:
-    """Every message arrived and every range closed while the index was not applying ranges
-    (a range a message)."""
-    store = store or MemorySequenceStore()
-    sequencer = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), [INDEXED]),
-                               lake=None)  # type: ignore[arg-type]
+    """Every message arrived (its lake object written) and every range closed while the index
+    was not applying ranges (a range a message)."""
+    store, lake = store or MemorySequenceStore(), ObjectLake()
+    sequencer = IndexSequencer(store, NamespaceIndex(MemoryIndexStore(), [INDEXED]), lake)
     after = None
     for start in range(0, len(events), per_message):
         chunk = events[start:start + per_message]
-        dedup = f"m{start}"
+        dedup = deduplication_id(CLUSTER, (chunk[0].txid, chunk[0].index),
+                                 (chunk[-1].txid, chunk[-1].index), len(chunk))
+        lake.objects[f"raw/{dedup}"] = chunk
         sequencer.arrived(dedup, chunk, [f"raw/{dedup}"])
         for manifest in manifests_for(CLUSTER, after, chunk[-1].txid, [dedup]):
             sequencer.manifest(manifest)

@@ -1,4 +1,5 @@
-"""The consumer's AWS as its stack creates it (lake bucket, index table, FIFO queue), and what
+"""The consumer's AWS as its stack creates it (lake bucket, index table, FIFO event queue and
+apply queue), and what
 the consumer leaves there and on its stdout, read back: lake objects, table items, EMF
 documents and log lines."""
 
@@ -12,10 +13,25 @@ from typing import Any
 from hdfs_events import names
 from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import Sent
+from tests.kit.sqs_lambda import Handler, LocalSqsLambdaRunner
 
 BUCKET = "hdfs-events-lake"
 TABLE = "hdfs-events-index"
 QUEUE = "hdfs-events.fifo"
+APPLY_QUEUE = "hdfs-events-apply.fifo"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerQueues:
+    """The consumer function's two event sources (stacks/ingest_function.py)."""
+
+    events: str  # the event queue's URL
+    apply: str  # the apply queue's URL (names.ENV_APPLY_QUEUE_URL)
+
+    @property
+    def urls(self) -> tuple[str, str]:
+        """What tests.kit.sqs_lambda polls, as the function's two mappings."""
+        return self.events, self.apply
 
 
 @dataclass
@@ -23,7 +39,17 @@ class Aws:
     s3: Any
     ddb: Any
     sqs: Any
-    queue_url: str
+    queues: ConsumerQueues
+
+    @property
+    def queue_url(self) -> str:
+        return self.queues.events
+
+    def apply_requests(self, handler: Handler) -> int:
+        """The apply queue's continue requests through `handler`, as its mapping delivers them,
+        until none is left: the index's ranges applied. Returns the invocations."""
+        runner = LocalSqsLambdaRunner(self.queues.apply, handler, wait_seconds=0, sqs=self.sqs)
+        return runner.run_until_idle(max_idle_polls=1)
 
     def lake_keys(self, prefix: str = "") -> list[str]:
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
@@ -53,10 +79,18 @@ class Aws:
                               MessageDeduplicationId=sent.dedup_id, MessageAttributes=attrs)
 
 
-def create_resources(s3: Any, ddb: Any, sqs: Any) -> str:
+def create_resources(s3: Any, ddb: Any, sqs: Any) -> ConsumerQueues:
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     create_index_table(ddb, TABLE)
-    return sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
+    return ConsumerQueues(
+        sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"],
+        create_apply_queue(sqs))
+
+
+def create_apply_queue(sqs: Any, name: str = APPLY_QUEUE) -> str:
+    """The consumer's apply queue as stacks/queues.py makes it (FIFO, its own dedup ids)."""
+    return sqs.create_queue(QueueName=name, Attributes={
+        "FifoQueue": "true", "ContentBasedDeduplication": "false"})["QueueUrl"]
 
 
 def lake_lines(body: bytes) -> list[str]:

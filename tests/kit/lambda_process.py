@@ -2,7 +2,8 @@
 own whose stdout is the function's CloudWatch log stream, fed by the local SQS event source
 mapping (tests/kit/sqs_lambda.py).
 
-    python -m tests.kit.lambda_process QUEUE_URL --stop-file F --stats F [--fail-share 0.2]
+    python -m tests.kit.lambda_process EVENT_QUEUE_URL APPLY_QUEUE_URL --stop-file F --stats F \
+        [--fail-share 0.2]
 
 Runs until the stop file exists and the queue has been idle for a few polls, then writes its
 counters and the send-to-lake latency of every record (ms from SQS SentTimestamp to the end of
@@ -52,17 +53,10 @@ class FirstReceiveFaults:
         return response, parsed
 
 
-def _depth(runner: LocalSqsLambdaRunner) -> int:
-    attrs = runner.sqs.get_queue_attributes(
-        QueueUrl=runner.queue_url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return sum(int(v) for v in attrs.values())
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("queue_url")
+    parser.add_argument("queue_urls", nargs="+", metavar="queue_url",
+                        help="the event queue, then the apply queue: the function's mappings")
     parser.add_argument("--stop-file", type=Path, required=True)
     parser.add_argument("--stats", type=Path, required=True)
     parser.add_argument("--fail-share", type=float, default=0.0)
@@ -85,18 +79,20 @@ def main(argv: list[str] | None = None) -> int:
         done = time.time() * 1000
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         for record in event["Records"]:
-            if record["messageId"] not in failed:
+            # Only the event queue's: the apply queue's requests are the consumer's own.
+            if (record["messageId"] not in failed
+                    and record["eventSourceARN"] == runner.queue_arns[runner.queue_url]):
                 latencies.append(done - int(record["attributes"]["SentTimestamp"]))
         return response
 
-    runner = LocalSqsLambdaRunner(args.queue_url, timed_handler,
+    runner = LocalSqsLambdaRunner(args.queue_urls, timed_handler,
                                   visibility_timeout=args.visibility_timeout)
     idle = 0
     while True:
         idle = idle + 1 if runner.poll_once() == 0 else 0
         # Failed records are in flight (invisible) until their visibility timeout ends: an empty
         # receive does not mean done; only a queue with nothing visible or in flight does.
-        if args.stop_file.exists() and idle >= args.idle_polls and _depth(runner) == 0:
+        if args.stop_file.exists() and idle >= args.idle_polls and runner.depth() == 0:
             break
     args.stats.write_text(json.dumps({
         "invocations": runner.invocations, "records": runner.records,

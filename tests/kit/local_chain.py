@@ -244,7 +244,9 @@ class Chain:
         log_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.lambda_env}
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.kit.lambda_process", self.queue_url, "--stop-file", str(stop),
+            # The function's two event sources, as the stack maps them.
+            [sys.executable, "-m", "tests.kit.lambda_process", self.queue_url,
+             self.outputs["ApplyQueueUrl"], "--stop-file", str(stop),
              "--stats", str(stats), "--fail-share", str(fail_share),
              "--visibility-timeout", str(visibility_timeout_s), "--idle-polls", str(idle_polls)],
             stdout=open(log_dir / "ingest.log", "w", encoding="utf-8"),

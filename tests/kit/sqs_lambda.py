@@ -1,6 +1,8 @@
-"""A local stand-in for Lambda's SQS event source mapping, for the demo and e2e tests.
+"""A local stand-in for Lambda's SQS event source mappings, for the demo and e2e tests.
 
-Long-polls an SQS FIFO queue through boto3 (AWS_ENDPOINT_URL reaches moto server), builds the
+One runner is one function with a mapping per queue it is given (the consumer has two: the event
+queue and the apply queue), polled in turn and invoked one batch at a time. Long-polls each SQS
+FIFO queue through boto3 (AWS_ENDPOINT_URL reaches moto server), builds the
 event Lambda delivers for SQS (Records with messageId, receiptHandle, body, attributes,
 messageAttributes in Lambda's lower-camel shape, md5OfBody, eventSource, eventSourceARN,
 awsRegion), calls the handler with a fake context, and acts on the answer as Lambda does:
@@ -21,7 +23,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,34 +88,51 @@ def load_handler(spec: str) -> Handler:
 
 
 class LocalSqsLambdaRunner:
-    def __init__(self, queue_url: str, handler: Handler | str = "lambdas.ingest.handler:handler",
+    def __init__(self, queue_urls: str | Sequence[str],
+                 handler: Handler | str = "lambdas.ingest.handler:handler",
                  *, batch_size: int = 10, wait_seconds: int = 1, visibility_timeout: int = 5,
                  timeout_ms: int = 900_000, sqs: Any | None = None) -> None:
         if not 1 <= batch_size <= 10:
             raise ValueError("SQS FIFO event source mappings take batch sizes 1-10")
-        self.queue_url = queue_url
+        self.queue_urls = (queue_urls,) if isinstance(queue_urls, str) else tuple(queue_urls)
         self.handler = load_handler(handler) if isinstance(handler, str) else handler
         self.batch_size, self.wait_seconds = batch_size, wait_seconds
         self.visibility_timeout = visibility_timeout
         self.timeout_ms = timeout_ms  # the function's timeout, as the stack sets it
         self.sqs = sqs or boto3.client("sqs")
         self.region = self.sqs.meta.region_name
-        self.queue_arn = self.sqs.get_queue_attributes(
-            QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.queue_arns = {url: self.sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            for url in self.queue_urls}
         self.invocations = self.records = self.failures = self.batch_errors = 0
+        self._idle = True  # the last round received nothing: this one long-polls
+
+    @property
+    def queue_url(self) -> str:
+        """The first mapping's queue (the consumer's event queue)."""
+        return self.queue_urls[0]
 
     def poll_once(self) -> int:
-        """One receive and, if anything came, one invocation. Returns the records received."""
+        """One receive per mapping and, for each that brought records, one invocation. Returns
+        the records received. A round long-polls only after one that received nothing, so a
+        busy mapping does not wait on an empty one."""
+        wait = self.wait_seconds if self._idle else 0
+        received = sum(self._poll(url, wait) for url in self.queue_urls)
+        self._idle = received == 0
+        return received
+
+    def _poll(self, queue_url: str, wait_seconds: int) -> int:
         response = self.sqs.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=self.batch_size,
-            WaitTimeSeconds=self.wait_seconds, VisibilityTimeout=self.visibility_timeout,
+            QueueUrl=queue_url, MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=wait_seconds, VisibilityTimeout=self.visibility_timeout,
             MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
             ReceiveRequestAttemptId=str(uuid.uuid4()),
         )
         messages = response.get("Messages", [])
         if not messages:
             return 0
-        event = {"Records": [lambda_record(m, queue_arn=self.queue_arn, region=self.region)
+        arn = self.queue_arns[queue_url]
+        event = {"Records": [lambda_record(m, queue_arn=arn, region=self.region)
                              for m in messages]}
         self.invocations += 1
         self.records += len(messages)
@@ -122,9 +141,16 @@ class LocalSqsLambdaRunner:
         self.failures += len(messages) - len(done)
         for start in range(0, len(done), 10):
             chunk = done[start:start + 10]
-            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=[
+            self.sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)])
         return len(messages)
+
+    def depth(self) -> int:
+        """Messages visible or in flight on every mapping's queue."""
+        return sum(int(v) for url in self.queue_urls for v in self.sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
+                                          "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"].values())
 
     def _invoke(self, event: dict[str, Any]) -> set[str]:
         ids = {r["messageId"] for r in event["Records"]}
@@ -157,12 +183,13 @@ class LocalSqsLambdaRunner:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("queue_url")
+    parser.add_argument("queue_urls", nargs="+", metavar="queue_url",
+                        help="a mapping per queue (the consumer: the event queue, the apply queue)")
     parser.add_argument("--handler", default="lambdas.ingest.handler:handler")
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--idle-polls", type=int, default=3)
     args = parser.parse_args(argv)
-    runner = LocalSqsLambdaRunner(args.queue_url, args.handler, batch_size=args.batch_size)
+    runner = LocalSqsLambdaRunner(args.queue_urls, args.handler, batch_size=args.batch_size)
     runner.run_until_idle(args.idle_polls)
     print(f"invocations={runner.invocations} records={runner.records} "
           f"failures={runner.failures}")

@@ -32,6 +32,7 @@ from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.hadoop.namespace_image import namespace_image
 from tests.kit.image_start import image_agent_config, listing_calls
+from tests.kit.ingest_aws import create_apply_queue
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AgentProcess
 
@@ -51,13 +52,15 @@ def hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsCluster]:
 
 
 def consume(queue_url: str, cluster: str) -> None:
+    """The consumer over the cluster's event queue and an apply queue of its own."""
+    apply_url = create_apply_queue(boto3.client("sqs"), name=f"{cluster}-apply.fifo")
     env = {**os.environ, names.ENV_LAKE_BUCKET: LAKE, names.ENV_INDEX_TABLE: TABLE,
-           names.ENV_INDEX_PREFIXES: "/", names.ENV_EVENT_QUEUE_URL: queue_url,
+           names.ENV_INDEX_PREFIXES: "/", names.ENV_APPLY_QUEUE_URL: apply_url,
            names.ENV_LOG_MODE: "summary",
            names.ENV_CLUSTER_SENDERS: cluster_senders({cluster: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
-    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url,
+    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url, apply_url,
                            "--idle-polls", "3"], env=env, capture_output=True, text=True,
                           timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,7 +1,8 @@
 """The consumer Lambda as it is deployed: the function's asset from the synthesized cloud
 assembly, run by a clean Python 3.11 that holds only that asset, the Powertools layer's packages
 at the version the stack resolves and the runtime's boto3 (`make` builds them in
-.make/lambda-runtime), on a real SQS FIFO batch received from moto server.
+.make/lambda-runtime), on a real SQS FIFO batch received from moto server, then on the continue
+request that batch left on the apply queue.
 
 The local environment is deployed into moto's CloudFormation, so the function's environment
 variables are the template's, resolved; the handler runs in a subprocess (`run_as_lambda.py`,
@@ -27,6 +28,7 @@ import boto3
 import pytest
 
 from hdfs_events import lake_layout, names
+from hdfs_events_cli.index_status import read_status
 from stacks.ingest_function import POWERTOOLS_DISTRIBUTION, pinned_version
 from tests.infra.synth import REPO, synthesized
 from tests.kit.ingest_aws import lake_lines
@@ -50,6 +52,7 @@ class Function:
     handler: str
     environment: dict[str, str]
     asset: Path  # the function's code as the assembly ships it
+    event_queue_url: str  # its first event source (the apply queue's is in its environment)
 
 
 def _stack(assembly: Assembly, concern: str) -> Any:
@@ -91,7 +94,7 @@ def function(moto_endpoint: str, runtime_env: None) -> Iterator[Function]:
     config = boto3.client("lambda").get_function_configuration(
         FunctionName=outputs["IngestFunctionName"])
     yield Function(config["Handler"], config["Environment"]["Variables"],
-                   consumer_asset(assembly))
+                   consumer_asset(assembly), outputs["EventQueueUrl"])
 
 
 @pytest.fixture
@@ -173,7 +176,7 @@ def test_deployed_handler_writes_a_real_batch_to_the_lake_on_the_runtime_and_lay
     events = sample_events("demo")
     sent = with_manifests(pack(events, per_message=8))
     assert len(sent) <= 10  # one batch, as the event source mapping delivers it
-    queue_url = function.environment[names.ENV_EVENT_QUEUE_URL]
+    queue_url = function.event_queue_url
     sqs = boto3.client("sqs")
     for s in sent:
         attrs = {name: {"DataType": "String", "StringValue": value}
@@ -194,10 +197,22 @@ def test_deployed_handler_writes_a_real_batch_to_the_lake_on_the_runtime_and_lay
         s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for e in [json.loads(line)])
     assert landed == sorted((e.txid, e.index) for e in events)
     # Active tracing works on the layer's X-Ray SDK and the runtime's botocore: the handler's,
-    # each record's and the AWS calls' subsegments reached the daemon.
+    # each record's and the AWS calls' subsegments reached the daemon (sqs: the continue
+    # request).
     traced = [segment["name"] for segment in daemon_segments(xray_daemon)]
     assert traced.count("## lambdas.ingest.handler.record_handler") == len(sent)
-    assert {"## handler", "s3", "dynamodb"} <= set(traced)
+    assert {"## handler", "s3", "dynamodb", "sqs"} <= set(traced)
+
+    # The batch left the index to the apply queue's mapping: its one request, run as deployed,
+    # applies every range the batch closed.
+    ddb, table = boto3.client("dynamodb"), function.environment[names.ENV_INDEX_TABLE]
+    assert read_status(ddb, table, "demo").txid is None
+    request = receive_batch(function.environment[names.ENV_APPLY_QUEUE_URL], 1)
+    applied = run_as_lambda(function, request, tmp_path, xray_daemon.getsockname()[1])
+    assert applied["response"] == {"batchItemFailures": []}
+    status = read_status(ddb, table, "demo")
+    assert (status.txid, status.index, status.waiting) == (max(e.txid for e in events), None,
+                                                           False)
 
     # It ran on the Powertools the stack deploys, which is the one the tests pin (a layer
     # older than 3.25 lacks Metrics.add_dimensions and would fail every batch), and on the

@@ -20,6 +20,7 @@ from hdfs_events.event import FIELDS, HdfsEvent
 from hdfs_events.manifest import is_manifest
 from tests.kit.hadoop.cluster import HdfsCluster
 from tests.kit.index_table import create_index_table
+from tests.kit.ingest_aws import create_apply_queue
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
 from tests.kit.live_agent import AGENT
 
@@ -90,18 +91,21 @@ def create_lake_and_index() -> str:
 
 def consume(queue_url: str, index_prefixes: list[str]) -> str:
     """The consumer Lambda's handler over everything in the queue, through the local stand-in
-    for the SQS event source mapping (a process of its own, with the Lambda's environment)."""
+    for the SQS event source mappings (a process of its own, with the Lambda's environment):
+    the event queue's messages, then the apply queue's continue requests they leave."""
+    apply_url = create_apply_queue(boto3.client("sqs"))
     env = {**os.environ, names.ENV_LAKE_BUCKET: LAKE_BUCKET,
            names.ENV_INDEX_TABLE: INDEX_TABLE,
            names.ENV_INDEX_PREFIXES: ",".join(index_prefixes),
-           names.ENV_EVENT_QUEUE_URL: queue_url, names.ENV_LOG_MODE: "summary",
+           names.ENV_APPLY_QUEUE_URL: apply_url, names.ENV_LOG_MODE: "summary",
            names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
     # Every caller has stopped its agent first (all it sent is in the queue), and each
-    # receive long-polls 1 s: the first empty one means nothing is left to deliver. Three in
-    # a row waited 2 s more per call and still not out a failed record's 5 s visibility.
-    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url,
+    # invocation sends its continue requests before it returns: the first round that finds
+    # both queues empty means nothing is left to deliver. Three in a row waited 2 s more per
+    # call and still not out a failed record's 5 s visibility.
+    done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda", queue_url, apply_url,
                            "--idle-polls", "1"], env=env, capture_output=True, text=True,
                           timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]

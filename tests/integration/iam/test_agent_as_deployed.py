@@ -189,14 +189,16 @@ def shipped(cloud: IamCloud, agent: Principal, config: Path, hdfs: HdfsCluster,
 @pytest.fixture(scope="module")
 def indexed(cloud: IamCloud, shipped: tuple[int, str, int]) -> str:
     """The consumer, as its role with its deployed environment, over everything `run` sent
-    (the local stand-in for the event source mapping, tests/kit/sqs_lambda.py)."""
+    and the continue requests that leaves on the apply queue (the local stand-in for the
+    function's two event source mappings, tests/kit/sqs_lambda.py)."""
     consumer = cloud.principal("ConsumerRole")
     function = cloud.client("lambda").get_function_configuration(
         FunctionName=cloud.outputs["IngestFunctionName"])
     env = cloud.environ(consumer) | function["Environment"]["Variables"] | {
         "POWERTOOLS_TRACE_DISABLED": "1"}
     done = subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda",
-                           cloud.outputs["EventQueueUrl"], "--idle-polls", "3"],
+                           cloud.outputs["EventQueueUrl"], cloud.outputs["ApplyQueueUrl"],
+                           "--idle-polls", "3"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     cloud.assert_nothing_denied()

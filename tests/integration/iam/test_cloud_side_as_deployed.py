@@ -111,14 +111,16 @@ def _replay(cloud: IamCloud, work: Path, run: str = "first") -> None:
 
 
 def _consume(cloud: IamCloud, principal: Principal) -> subprocess.CompletedProcess[str]:
-    """The handler over what is on the event queue, as `principal`, in the function's
-    deployed environment (tests/kit/sqs_lambda.py stands in for the event source mapping)."""
+    """The handler over what is on the event queue and the continue requests that leaves on
+    the apply queue, as `principal`, in the function's deployed environment
+    (tests/kit/sqs_lambda.py stands in for the function's two event source mappings)."""
     function = cloud.client("lambda").get_function_configuration(
         FunctionName=cloud.outputs["IngestFunctionName"])
     env = cloud.environ(principal) | function["Environment"]["Variables"] | {
         "POWERTOOLS_TRACE_DISABLED": "1"}
     return subprocess.run([sys.executable, "-m", "tests.kit.sqs_lambda",
-                           cloud.outputs["EventQueueUrl"], "--idle-polls", "2"],
+                           cloud.outputs["EventQueueUrl"], cloud.outputs["ApplyQueueUrl"],
+                           "--idle-polls", "2"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
 
 

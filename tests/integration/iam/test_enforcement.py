@@ -159,8 +159,19 @@ def test_the_consumer_acts_as_its_role(cloud: IamCloud) -> None:
     consumer = cloud.principal(CONSUMER)
     identity = cloud.client("sts", consumer).get_caller_identity()
     assert f":assumed-role/{consumer.name}/" in identity["Arn"]
-    # Its continue requests go on the event queue: allowed by its policy and the queue's.
-    _send(cloud, consumer, cloud.outputs["EventQueueUrl"], "enforcement-continue")
+    # Its continue requests go on the apply queue, which its policy allows; the event queue
+    # is the agents' alone.
+    _send(cloud, consumer, cloud.outputs["ApplyQueueUrl"], "enforcement-continue")
+    message = _denied(lambda: _send(cloud, consumer, cloud.outputs["EventQueueUrl"],
+                                    "enforcement-consumer-event"))
+    assert "sqs:SendMessage" in message and consumer.name in message
+
+
+def test_an_agent_cannot_ask_the_consumer_to_apply_ranges(cloud: IamCloud) -> None:
+    agent = cloud.principal(AGENT)
+    message = _denied(lambda: _send(cloud, agent, cloud.outputs["ApplyQueueUrl"],
+                                    "enforcement-agent-continue"))
+    assert "sqs:SendMessage" in message and agent.arn in message
 
 
 def test_an_extra_sender_passes_the_event_queue_deny(cloud: IamCloud, site: Site) -> None:

@@ -7,13 +7,15 @@ import boto3
 import pytest
 
 from hdfs_events import lake_layout, names
+from lambdas.ingest.apply_queue import SqsContinueRequests
 from tests.infra.synth import synthesized
 from tests.kit.local_cloud import deploy_to_moto
 
 pytestmark = pytest.mark.slow
 
 EXPECTED_OUTPUTS = {
-    "EventQueueUrl", "EventDlqUrl", "CopyRequestQueueUrlDemo", "CopyRequestDlqUrlDemo",
+    "EventQueueUrl", "EventDlqUrl", "ApplyQueueUrl", "ApplyDlqUrl", "CopyRequestQueueUrlDemo",
+    "CopyRequestDlqUrlDemo",
     "LakeBucketName", "StateTableName", "IndexTableName", "TransfersTableName",
     "IngestFunctionName", "IngestLogGroupName", "AlertTopicArn", "AgentUserNameDemo",
 }
@@ -51,6 +53,24 @@ def test_event_queue_is_fifo_high_throughput_with_its_dlq(outputs: dict[str, str
         "Attributes"]["ApproximateNumberOfMessages"]) == 1
 
 
+def test_apply_queue_is_fifo_with_its_dlq_and_takes_the_consumers_requests(
+        outputs: dict[str, str]) -> None:
+    sqs = boto3.client("sqs")
+    attrs = sqs.get_queue_attributes(QueueUrl=outputs["ApplyQueueUrl"],
+                                     AttributeNames=["All"])["Attributes"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=outputs["ApplyDlqUrl"],
+                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    assert attrs["FifoQueue"] == "true"
+    assert attrs["ContentBasedDeduplication"] == "false"
+    assert dlq_arn in attrs["RedrivePolicy"]
+    # The consumer's continue request, as it sends one, lands on the deployed queue.
+    SqsContinueRequests(outputs["ApplyQueueUrl"], sqs).send_continue("demo", key="probe")
+    (message,) = sqs.receive_message(QueueUrl=outputs["ApplyQueueUrl"],
+                                     MessageAttributeNames=["All"])["Messages"]
+    assert message["MessageAttributes"][names.KIND_ATTRIBUTE]["StringValue"] == \
+        names.KIND_CONTINUE
+
+
 def test_tables_have_the_contract_keys(outputs: dict[str, str]) -> None:
     ddb = boto3.client("dynamodb")
     expected = {"StateTableName": [names.STATE_PK, names.STATE_SK],
@@ -71,13 +91,17 @@ def test_consumer_function_is_configured_and_its_mapping_disabled(
     env = config["Environment"]["Variables"]
     assert env[names.ENV_LAKE_BUCKET] == outputs["LakeBucketName"]
     assert env[names.ENV_INDEX_TABLE] == outputs["IndexTableName"]
-    assert env[names.ENV_EVENT_QUEUE_URL] == outputs["EventQueueUrl"]
+    assert env[names.ENV_APPLY_QUEUE_URL] == outputs["ApplyQueueUrl"]
     assert config["Handler"] == "lambdas.ingest.handler.handler"
     assert config["Runtime"] == "python3.11"
-    (mapping,) = lam.list_event_source_mappings(
+    mappings = lam.list_event_source_mappings(
         FunctionName=outputs["IngestFunctionName"])["EventSourceMappings"]
-    assert mapping["State"] == "Disabled"
-    assert mapping["BatchSize"] == 10
+    sqs = boto3.client("sqs")
+    # One function, two event sources: the event queue and the apply queue.
+    assert sorted(m["EventSourceArn"] for m in mappings) == sorted(
+        sqs.get_queue_attributes(QueueUrl=outputs[url], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"] for url in ("EventQueueUrl", "ApplyQueueUrl"))
+    assert [(m["State"], m["BatchSize"]) for m in mappings] == [("Disabled", 10)] * 2
 
 
 def test_lake_bucket_and_agent_user_exist(outputs: dict[str, str]) -> None:

@@ -24,13 +24,14 @@ def _objects(s3, prefix: str) -> list[str]:
     return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
 
 
-def test_a_next_minor_message_is_indexed_and_its_new_fields_kept_in_the_lake(ddb) -> None:
+def test_a_next_minor_message_is_indexed_and_its_new_fields_kept_in_the_lake(aws, ddb) -> None:
     s3 = boto3.client("s3")
     events = [mkdir(1, "/data"), mkdir(2, "/data/a"), mkfile(3, "/data/a/f")]
     sent = next_agent_message(events, group_id="prod:data")
 
     assert handler.handler(event(sent, *manifests([sent])), Context()) == {
         "batchItemFailures": []}
+    aws.apply_requests(handler.handler)
 
     assert _objects(s3, "quarantine/") == []
     assert live(ddb) == in_order_state(events, "/data")
@@ -46,7 +47,7 @@ def test_a_next_minor_message_is_indexed_and_its_new_fields_kept_in_the_lake(ddb
     assert obj["Metadata"][ENVELOPE_METADATA] == unknown_envelope_json(NEW_ENVELOPE_FIELDS)
 
 
-def test_a_next_major_message_is_quarantined_naming_its_version(ddb) -> None:
+def test_a_next_major_message_is_quarantined_naming_its_version(aws, ddb) -> None:
     s3 = boto3.client("s3")
     events = [mkdir(1, "/data"), mkfile(2, "/data/f")]
     sent = next_agent_message(events, group_id="prod:data", major=2)
@@ -54,6 +55,7 @@ def test_a_next_major_message_is_quarantined_naming_its_version(ddb) -> None:
     # The manifest names the message by its deduplication id, whatever its version.
     assert handler.handler(event(sent, *manifests(pack(events))), Context()) == {
         "batchItemFailures": []}
+    aws.apply_requests(handler.handler)
 
     assert _objects(s3, "raw/") == []
     (key,) = _objects(s3, "quarantine/ingest/")

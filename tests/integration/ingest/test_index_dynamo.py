@@ -1,7 +1,7 @@
 """The index's concurrent writes against moto server over HTTP, as the Lambda reaches
 DynamoDB: a real edit log indexes to the same state as the dict store does, throttled writes
 are refused and retried, and writes throttled past botocore's retries stop applying ranges (logged,
-counted), which the next message for the cluster completes."""
+counted), which the apply queue's invocation after the next message for the cluster completes."""
 
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ from tests.kit.replay import in_order_state
 from tests.kit.workload import write_edit_log
 
 FILES = 30
-
-
 
 
 def generated_events(ops: int) -> list[HdfsEvent]:
@@ -67,24 +65,28 @@ def test_throttled_writes_are_refused_then_retried_and_land(ddb) -> None:
 
 
 def test_index_writes_throttled_past_the_retries_fail_applying_ranges_and_the_next_completes_it(
-        ddb, capsys, caplog) -> None:
+        aws, ddb, capsys, caplog) -> None:
     setup, chmod, other = a_directory_of_files(), chmod_all(), [mkfile(300, "/data/other")]
     first = with_manifests(pack(setup))
     later = pack(chmod, strategy="prefix:2") + pack(other, strategy="prefix:2")
     assert later[0].group_id != later[-1].group_id
     assert handler.handler(event(*first), Context()) == {"batchItemFailures": []}
+    assert aws.apply_requests(handler.handler) == 1
     throttle = FailWrites(handler.consumer().index.store.ddb, ["/data/d/f13"], times=10**6)
     capsys.readouterr()
 
     delivery = with_manifests(later, after=setup[-1].txid)
-    # The messages are in the lake and acknowledged; the index stops at the throttled write,
-    # says so in the log and counts it.
+    # The messages are in the lake and acknowledged; the invocation applying their range stops
+    # at the throttled write, says so in the log and counts it.
     assert handler.handler(event(*delivery), Context()) == {"batchItemFailures": []}
+    assert aws.apply_requests(handler.handler) == 1
     assert "index apply failed" in caplog.text
     assert '"IndexApplyFailures":[1.0]' in capsys.readouterr().out.replace(" ", "")
     assert live(ddb)["/data/d/f13"]["perms"] == "0644"
 
-    throttle.lift()  # the next message for the cluster (here the manifest, redelivered) applies them
+    # The next message for the cluster (here the manifest, redelivered) asks again: applied.
+    throttle.lift()
     assert handler.handler(event(*delivery[-1:], receive_count=2), Context()) == {
         "batchItemFailures": []}
+    assert aws.apply_requests(handler.handler) == 1
     assert live(ddb) == in_order_state([*setup, *chmod, *other], "/data")

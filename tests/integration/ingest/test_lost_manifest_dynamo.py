@@ -14,7 +14,7 @@ from tests.kit.replay import in_order_state
 
 
 def test_a_quarantined_manifest_is_passed_and_the_index_reaches_the_end(
-        ddb, capsys, caplog) -> None:
+        aws, ddb, capsys, caplog) -> None:
     first = [mkdir(1, "/data"), mkdir(2, "/data/a"), mkfile(3, "/data/a/f")]
     lost = [mkfile(4, "/data/a/g")]
     last = [mkfile(5, "/data/a/h")]
@@ -26,6 +26,7 @@ def test_a_quarantined_manifest_is_passed_and_the_index_reaches_the_end(
                 *sent[2], *manifests(sent[2], after=4)]
 
     assert handler.handler(event(*delivery), Context()) == {"batchItemFailures": []}
+    assert aws.apply_requests(handler.handler) == 1
 
     assert '"IndexBridgedRanges":[1.0]' in capsys.readouterr().out.replace(" ", "")
     assert "index passed a range whose manifest was lost" in caplog.text

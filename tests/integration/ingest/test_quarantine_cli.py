@@ -86,7 +86,7 @@ def test_dry_run_prints_what_the_filters_select_and_invokes_nothing(quarantined,
 
 
 def test_redrive_after_the_upgrade_takes_each_message_once_and_refuses_the_foreign(
-        quarantined, ddb, monkeypatch) -> None:
+        quarantined, aws, ddb, monkeypatch) -> None:
     monkeypatch.setattr(envelope, "SUPPORTED_VERSIONS", frozenset({1, 2}))  # the upgrade
     s3, lam = boto3.client("s3"), InProcessLambda()
 
@@ -101,6 +101,7 @@ def test_redrive_after_the_upgrade_takes_each_message_once_and_refuses_the_forei
     assert _keys(INGEST_PREFIX) == [quarantined["foreign"]]
     # prod's range closes after the redrive: the index applies it in order.
     handler.handler(event(*manifests(pack(PROD))), Context())
+    aws.apply_requests(handler.handler)
     assert live(ddb) == in_order_state(PROD, "/data")
     lake = {k: s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in _keys("raw/")}
     assert len(lake) == 2  # one object per message, each event once
@@ -111,4 +112,5 @@ def test_redrive_after_the_upgrade_takes_each_message_once_and_refuses_the_forei
     assert [(r.key, r.outcome) for r in again] == [(quarantined["foreign"], "quarantined")]
     assert {k: s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()
             for k in _keys("raw/")} == lake
+    aws.apply_requests(handler.handler)
     assert live(ddb) == in_order_state(PROD, "/data")

@@ -43,7 +43,7 @@ def _upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_message_quarantined_by_an_old_consumer_is_redriven_once_after_the_upgrade(
-        ddb, monkeypatch) -> None:
+        aws, ddb, monkeypatch) -> None:
     s3 = boto3.client("s3")
     events = [mkdir(1, "/data"), mkdir(2, "/data/a"), mkfile(3, "/data/a/f")]
     sent = next_agent_message(events, group_id="prod:data", major=2)
@@ -74,18 +74,20 @@ def test_a_message_quarantined_by_an_old_consumer_is_redriven_once_after_the_upg
         1, 2, 3]
     # Its range's manifest comes: the index applies it in order.
     handler.handler(event(*manifests(pack(events))), Context())
+    aws.apply_requests(handler.handler)
     assert live(ddb) == in_order_state(events, "/data")
 
     # A second redrive finds nothing to do and changes nothing.
     assert _redrive([key]) == [{"key": key, "outcome": "missing", "index": None,
                                 "redriven_key": None,
                                 "reason": "no such record: redriven already, or expired"}]
+    aws.apply_requests(handler.handler)
     assert _lake(s3) == after_crash
     assert live(ddb) == in_order_state(events, "/data")
 
 
 def test_a_redriven_message_whose_range_the_index_passed_is_reported_for_verify(
-        ddb, monkeypatch) -> None:
+        aws, ddb, monkeypatch) -> None:
     s3 = boto3.client("s3")
     before, lost, after = ([mkdir(1, "/data"), mkdir(2, "/data/a")], [mkfile(3, "/data/a/f")],
                            [mkfile(4, "/data/a/g")])
@@ -93,12 +95,14 @@ def test_a_redriven_message_whose_range_the_index_passed_is_reported_for_verify(
     quarantined = next_agent_message(lost, group_id="prod:data", major=2)
     handler.handler(event(*first, quarantined, *later,
                           *manifests([*first, *pack(lost), *later])), Context())
+    aws.apply_requests(handler.handler)
     # The range went on without the quarantined message.
     assert live(ddb) == in_order_state([*before, *after], "/data")
     (key,) = _keys(s3, INGEST_PREFIX)
 
     _upgrade(monkeypatch)
     (result,) = _redrive([key])
+    aws.apply_requests(handler.handler)
 
     assert (result["outcome"], result["index"]) == ("ingested", "passed")
     assert sorted(json.loads(x)["txid"] for lines in _lake(s3).values() for x in lines) == [
@@ -109,7 +113,7 @@ def test_a_redriven_message_whose_range_the_index_passed_is_reported_for_verify(
 
 
 def test_a_redrive_of_a_record_whose_sender_is_not_the_clusters_principal_is_refused(
-        ddb, monkeypatch) -> None:
+        aws, ddb, monkeypatch) -> None:
     s3 = boto3.client("s3")
     (sent,) = pack([mkdir(1, "/data")])
     foreign = record(sent, sender_id=AGENT_SENDER_IDS["dev"])  # a prod group, dev's principal
@@ -117,6 +121,7 @@ def test_a_redrive_of_a_record_whose_sender_is_not_the_clusters_principal_is_ref
     (key,) = _keys(s3, INGEST_PREFIX)
 
     (result,) = _redrive([key])
+    aws.apply_requests(handler.handler)
 
     assert result["outcome"] == "quarantined"
     assert f"sender {AGENT_SENDER_IDS['dev']!r} may not send events of cluster 'prod'" in (

@@ -1,10 +1,13 @@
-"""The consumer behind the local event-source stand-in, against moto server over HTTP."""
+"""The consumer behind the local event-source stand-in (its two mappings: the event queue, then
+the apply queue), against moto server over HTTP."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -31,12 +34,12 @@ ATTRIBUTE_KEYS = {"ApproximateReceiveCount", "SentTimestamp", "SenderId",
 @pytest.fixture
 def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     s3, ddb, sqs = boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs")
-    resources = Aws(s3=s3, ddb=ddb, sqs=sqs, queue_url=create_resources(s3, ddb, sqs))
+    resources = Aws(s3=s3, ddb=ddb, sqs=sqs, queues=create_resources(s3, ddb, sqs))
     monkeypatch.setenv(names.ENV_LAKE_BUCKET, BUCKET)
     monkeypatch.setenv(names.ENV_INDEX_TABLE, TABLE)
     monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
     monkeypatch.setenv(names.ENV_LOG_MODE, "summary")
-    monkeypatch.setenv(names.ENV_EVENT_QUEUE_URL, resources.queue_url)
+    monkeypatch.setenv(names.ENV_APPLY_QUEUE_URL, resources.queues.apply)
     monkeypatch.setenv(names.ENV_CLUSTER_SENDERS, cluster_senders({"prod": MOTO_SENDER_ID}))
     handler.consumer.cache_clear()
     yield resources
@@ -53,9 +56,12 @@ def test_runner_delivers_lambda_shaped_fifo_events_in_batches_of_ten(aws) -> Non
         assert context.get_remaining_time_in_millis() > 0 and context.aws_request_id
         return handler.handler(event, context)
 
-    runner = LocalSqsLambdaRunner(aws.queue_url, recording, wait_seconds=0)
+    runner = LocalSqsLambdaRunner(aws.queues.urls, recording, wait_seconds=0)
     runner.run_until_idle(max_idle_polls=2)
-    assert runner.records == 16 and runner.failures == 0
+    events, requests = _by_queue(runner, seen)
+    assert sum(len(e["Records"]) for e in events) == 16 and runner.failures == 0
+    # Each invocation of event messages (one cluster) asked the apply queue for one.
+    assert sum(len(e["Records"]) for e in requests) == len(events)
     assert max(len(e["Records"]) for e in seen) <= 10
     record = seen[0]["Records"][0]
     assert set(record) == RECORD_KEYS
@@ -66,28 +72,29 @@ def test_runner_delivers_lambda_shaped_fifo_events_in_batches_of_ten(aws) -> Non
     assert record["messageAttributes"]["encoding"]["dataType"] == "String"
     assert sorted((e["txid"], e["index"]) for e in lake_events(aws)) == [
         (e.txid, e.index) for e in sample_events()]
-    assert aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=[
-        "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    assert runner.depth() == 0
 
 
 def test_failed_record_is_left_for_redelivery_and_the_rest_deleted(aws) -> None:
     sent = pack(sample_events(), per_message=8, strategy="prefix:1")
     for s in sent:
         aws.send(s)
-    calls = {"n": 0}
+    seen: list[dict] = []
 
     def flaky(event, context):
-        calls["n"] += 1
-        if calls["n"] == 1:  # the first record fails, and (one group) all behind it
+        seen.append(event)
+        if len(seen) == 1:  # the first record fails, and (one group) all behind it
             return {"batchItemFailures": [{"itemIdentifier": r["messageId"]}
                                           for r in event["Records"][1:]]
                     + [{"itemIdentifier": event["Records"][0]["messageId"]}]}
         return handler.handler(event, context)
 
-    runner = LocalSqsLambdaRunner(aws.queue_url, flaky, wait_seconds=1, visibility_timeout=1)
+    runner = LocalSqsLambdaRunner(aws.queues.urls, flaky, wait_seconds=1, visibility_timeout=1)
     runner.run_until_idle(max_idle_polls=3)
+    events, _ = _by_queue(runner, seen)
     assert runner.failures >= 1
-    assert runner.records == len(sent) + runner.failures  # the failed ones came back
+    # The failed ones came back.
+    assert sum(len(e["Records"]) for e in events) == len(sent) + runner.failures
     assert sorted((e["txid"], e["index"]) for e in lake_events(aws)) == [
         (e.txid, e.index) for e in sample_events()]
 
@@ -99,7 +106,7 @@ def test_handler_exception_fails_the_whole_batch(aws) -> None:
     def broken(event, context):
         raise RuntimeError("boom")
 
-    runner = LocalSqsLambdaRunner(aws.queue_url, broken, wait_seconds=0,
+    runner = LocalSqsLambdaRunner(aws.queues.urls, broken, wait_seconds=0,
                                   visibility_timeout=30)
     runner.poll_once()
     assert runner.batch_errors == 1 and runner.failures == runner.records == 3
@@ -113,28 +120,41 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_continue_requests(aws,
     log = tree()
     built = len(log.events)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
-    # The rename in a range of its own: a directory made in the same chunk is walked in memory.
-    for s in [*with_manifests(pack(log.events[:built], per_message=100)),
-              *with_manifests(pack(log.events[built:]), after=log.events[built - 1].txid)]:
-        aws.send(s)
     index = handler.consumer().index
     # Walks over 3 entries go on from the table (not in memory), 3 children a step.
     index.subtree_budget = index.listing_budget = 3
-    # An invocation with no time left for the index after its records: each invocation applies one
-    # step (3 children), then asks for another invocation on the queue.
-    runner = LocalSqsLambdaRunner(aws.queue_url, "lambdas.ingest.handler:handler",
-                                  wait_seconds=0, timeout_ms=APPLY_MARGIN_MS)
+    seen: list[dict] = []
+
+    def recording(event, context):
+        seen.append(event)
+        return handler.handler(event, context)
+
+    # An invocation with no time left for the index: each invocation of the apply queue applies
+    # one step (3 children), then asks for another on the apply queue.
+    runner = LocalSqsLambdaRunner(aws.queues.urls, recording, wait_seconds=0,
+                                  timeout_ms=APPLY_MARGIN_MS)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,))
     thread.start()
     try:
+        # The tree is in the index before the rename comes: a directory made in the same hold
+        # of the index would be walked in memory, in one step.
+        for s in with_manifests(pack(log.events[:built], per_message=100)):
+            aws.send(s)
+        tree_done = _wait_for_empty(aws)
+        before = len(seen)
+        for s in with_manifests(pack(log.events[built:]), after=log.events[built - 1].txid):
+            aws.send(s)
         runner_done = _wait_for_empty(aws)
     finally:
         stop.set()
         thread.join(timeout=30)
-    # The events and the manifest, then the walk of TREE_FILES + 6 children 3 at a time: continue requests
-    # carry it on (how many depends on how much each invocation's time allows).
-    assert runner_done and runner.records > 2
+    # The rename and its manifest, then the walk of TREE_FILES + 6 children 3 at a time:
+    # continue requests carry it on (how many depends on how much each invocation's time
+    # allows), one after each invocation of event messages and more of the apply queue's own.
+    events, requests = _by_queue(runner, seen[before:])
+    assert tree_done and runner_done
+    assert sum(len(e["Records"]) for e in requests) > len(events)
     capsys.readouterr()
     assert cli.main(["index", "ls", "/data/e", "--cluster", "prod", "--table", TABLE]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -148,14 +168,26 @@ def test_a_walk_longer_than_an_invocation_goes_on_through_continue_requests(aws,
     assert cli.main(["index", "stat", "/nowhere", "--cluster", "prod", "--table", TABLE]) == 1
 
 
-def _wait_for_empty(aws, timeout_s: float = 60) -> bool:
-    import time
+def _by_queue(runner: LocalSqsLambdaRunner,
+              seen: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The invocations `seen`: of event messages, and of the apply queue's continue requests."""
+    def source(event: dict[str, Any]) -> str:
+        (arn,) = {r["eventSourceARN"] for r in event["Records"]}
+        return arn
+
+    return ([e for e in seen if source(e) == runner.queue_arns[runner.queue_urls[0]]],
+            [e for e in seen if source(e) == runner.queue_arns[runner.queue_urls[1]]])
+
+
+def _wait_for_empty(aws: Aws, timeout_s: float = 60) -> bool:
+    """Both queues with nothing visible or in flight."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=[
-            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-        if attrs["ApproximateNumberOfMessages"] == attrs[
-                "ApproximateNumberOfMessagesNotVisible"] == "0":
+        if all(aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+        ])["Attributes"] == {"ApproximateNumberOfMessages": "0",
+                             "ApproximateNumberOfMessagesNotVisible": "0"}
+               for url in aws.queues.urls):
             return True
         time.sleep(0.2)
     return False

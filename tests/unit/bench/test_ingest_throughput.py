@@ -1,11 +1,14 @@
 """bench.ingest_throughput: invocations carry the agent's manifests, index-on runs really apply the
-events (ranges applied in sequence and the on-arrival baseline build the same index), DynamoDB
-calls are told apart by what they touch. The real handler against moto in-process."""
+events (each batch's range, by the apply queue's invocation its continue request starts),
+DynamoDB calls are told apart by what they touch, calls made at once on several threads count
+once in the time waited. The real handler against moto in-process."""
 
 from __future__ import annotations
 
 import functools
 import json
+import threading
+import time
 
 import pytest
 from moto import mock_aws
@@ -26,7 +29,7 @@ def workload() -> list[HdfsEvent]:
 def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """run_config sets the function's environment, as the stack would: undone after the test."""
     for key in (names.ENV_LAKE_BUCKET, names.ENV_INDEX_TABLE, names.ENV_INDEX_PREFIXES,
-                names.ENV_LOG_MODE, names.ENV_EVENT_QUEUE_URL):
+                names.ENV_LOG_MODE, names.ENV_APPLY_QUEUE_URL):
         monkeypatch.setenv(key, "")
 
 
@@ -95,7 +98,10 @@ def test_index_on_run_applies_every_range_and_counts_its_requests(bench_env):
                                      log_mode="summary")
     assert sequenced["index_entries"] > 0
     by_op = sequenced["dynamodb_by_op"]
-    # Per invocation: an arrival per message, the manifest, applying ranges' reads and writes.
+    # Per batch: an arrival per message, the manifest; then the apply queue's invocation,
+    # started by the batch's continue request: applying ranges' reads and writes.
+    assert sequenced["apply_invocations"] == 1
+    assert 0 < sequenced["event_ms"] < sequenced["total_ms"]
     assert by_op["arrival.PutItem"] == bench.BATCH - 1
     assert by_op["manifest.PutItem"] == 1
     assert by_op["arrival.BatchGetItem"] >= 1 and by_op["index.BatchWriteItem"] > 0
@@ -118,8 +124,57 @@ def test_index_off_run_counts_no_dynamodb(bench_env):
         off = bench.run_config("index off, log summary", batches, index=False,
                                log_mode="summary")
     assert off["dynamodb_calls"] == 0 and off["index_entries"] == 0
+    assert off["apply_invocations"] == 0  # no continue request: nothing to apply
     assert off["s3_calls"] == bench.BATCH - 1  # one lake object per event message
     assert off["events_per_invocation"] == len(bench.batch_events(batches[0]))
+    # The batch's PutObjects, timed on the wire, in the consumer's write threads.
+    assert 0 < off["parts_ms"]["s3"] <= off["parts_summed_ms"]["s3"]
+    assert off["other_ms"] >= 0
+
+
+def test_covered_time_is_the_union_of_the_intervals():
+    assert bench.covered_s([]) == 0
+    assert bench.covered_s([(3.0, 4.0), (0.0, 1.0), (0.5, 2.0)]) == 3.0
+    assert bench.covered_s([(0.0, 10.0), (2.0, 3.0), (4.0, 5.0)]) == 10.0  # nested
+    assert bench.covered_s([(0.0, 1.0), (1.0, 2.0)]) == 2.0  # touching
+
+
+def test_calls_in_flight_at_once_count_once_as_time_waited():
+    timer = bench.Timer()
+    put = timer.wrap("s3", lambda: time.sleep(0.1))
+    together = threading.Barrier(2)
+
+    def writer() -> None:
+        together.wait()
+        put()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    split = bench.time_split(timer.take(), total_s=time.perf_counter() - start)
+    # Two 100 ms calls on two threads at once: 100-odd ms waited, not 200.
+    assert split["parts_summed_s"]["s3"] >= 0.2 and split["calls"]["s3"] == 2
+    assert 0.1 <= split["parts_s"]["s3"] < 0.18
+    assert split["aws_wait_s"] == split["parts_s"]["s3"]
+    assert split["other_s"] >= 0
+
+
+def test_time_waited_on_dynamodb_is_less_than_its_concurrent_calls_add_up(bench_env):
+    batches = bench.lambda_events(workload(), per_message=10)[:1]
+    with mock_aws():
+        on = bench.run_config("index on, log summary", batches, index=True,
+                              log_mode="summary", latency_s=0.02)
+    # The batch's 9 arrivals go at once, 20 ms each: summed, they count 160 ms the
+    # invocation did not wait.
+    waited, summed = on["parts_ms"]["dynamodb"], on["parts_summed_ms"]["dynamodb"]
+    assert summed - waited > 100
+    assert summed / on["dynamodb_calls"] >= 20  # per call: the added latency and moto's time
+    assert max(on["parts_ms"][p] for p in bench.SERVICES) <= on["aws_wait_ms"]
+    assert on["aws_wait_ms"] + on["own_ms"] == pytest.approx(on["total_ms"])
+    assert on["other_ms"] >= 0
 
 
 def test_freshness_counts_index_writes_per_indexed_event_apart_from_the_sequencer():

@@ -1,4 +1,4 @@
-"""AWS for the consumer's unit tests: moto in-process with the bucket, table and FIFO queue the
+"""AWS for the consumer's unit tests: moto in-process with the bucket, table and FIFO queues the
 stack would create, and the environment the stack would set."""
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ _loggers = itertools.count()
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     with mock_aws():
         s3, ddb, sqs = boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs")
-        url = create_resources(s3, ddb, sqs)
+        queues = create_resources(s3, ddb, sqs)
         monkeypatch.setenv(names.ENV_LAKE_BUCKET, BUCKET)
         monkeypatch.setenv(names.ENV_INDEX_TABLE, TABLE)
         monkeypatch.setenv(names.ENV_INDEX_PREFIXES, "/")
         monkeypatch.setenv(names.ENV_LOG_MODE, "all")
-        monkeypatch.setenv(names.ENV_EVENT_QUEUE_URL, url)
+        monkeypatch.setenv(names.ENV_APPLY_QUEUE_URL, queues.apply)
         monkeypatch.setenv(names.ENV_CLUSTER_SENDERS, cluster_senders())
         monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "hdfs-events-ingest")
         monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", names.METRICS_NAMESPACE)
         from lambdas.ingest import handler
         handler.consumer.cache_clear()
-        yield Aws(s3=s3, ddb=ddb, sqs=sqs, queue_url=url)
+        yield Aws(s3=s3, ddb=ddb, sqs=sqs, queues=queues)
         handler.consumer.cache_clear()
 
 

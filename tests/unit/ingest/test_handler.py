@@ -88,17 +88,20 @@ def test_log_mode_mutations_drops_times_and_summary_logs_one_line(aws, capsys, l
 def test_redelivery_overwrites_the_same_object_and_leaves_the_index_unchanged(aws) -> None:
     sent = with_manifests(pack(sample_events(), per_message=8))
     handler.handler(event(*sent), Context())
+    aws.apply_requests(handler.handler)
     objects = {k: aws.get(k) for k in aws.lake_keys()}
     items = sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"]))
     assert len(items) == 6  # the live sample namespace (the concat sources, born and gone
     # within the one chunk, leave no delete marker)
     handler.handler(event(*sent, receive_count=2), Context())
+    aws.apply_requests(handler.handler)
     assert {k: aws.get(k) for k in aws.lake_keys()} == objects
     assert sorted(aws.index_items(), key=lambda i: (i["parent"]["S"], i["name"]["S"])) == items
 
 
 def test_index_holds_the_sample_namespace(aws) -> None:
     handler.handler(event(*with_manifests(pack(sample_events(), per_message=10))), Context())
+    assert aws.apply_requests(handler.handler) == 1  # one request: the event invocation's
     reader = IndexReader(TABLE, "prod")
     listing = {e.name: e for e in reader.ls("/")}
     # Renamed twice to /file_moved (deleted in between), created again, concat sources gone.
@@ -139,12 +142,32 @@ def test_a_snapshot_after_a_gap_repairs_the_index(aws) -> None:
     after = HdfsEvent("prod", t + 1, 0, EventType.CLOSE, "/file_create", size=8192,
                       timestamp=9)
     handler.handler(event(*with_manifests(pack(events, per_message=10))), Context())
+    aws.apply_requests(handler.handler)
     reader = IndexReader(TABLE, "prod")
     assert {e.name for e in reader.ls("/")} >= {"file_moved", "file_symlink"}
     handler.handler(event(*with_manifests(pack([gap, *snapshot, after], per_message=10),
                                           after=last)), Context())
+    aws.apply_requests(handler.handler)
     assert {e.name for e in reader.ls("/")} == {"directory_mkdir", "file_create"}
     assert reader.stat("/file_moved").deleted  # vanished during the gap
     new = reader.stat("/directory_mkdir/new_during_gap")
     assert (new.type, new.size, new.replication, new.owner) == ("FILE", 77, 2, "etl")
     assert reader.stat("/file_create").size == 8192  # the CLOSE after the listing wins
+
+
+def test_an_event_invocation_leaves_the_index_to_an_invocation_of_the_apply_queue(aws) -> None:
+    """The next messages of an event invocation's FIFO groups wait for its lake writes only: it
+    takes no lease and applies nothing, and asks the apply queue to, once per cluster."""
+    handler.handler(event(*with_manifests(pack(sample_events(), per_message=10))), Context())
+    assert aws.lake_keys("raw/")
+    assert aws.index_items() == []
+    assert not any(i[names.INDEX_PK]["S"] == names.position_partition("prod")
+                   for i in aws.table_items())  # no lease was taken
+    (request,) = aws.sqs.receive_message(
+        QueueUrl=aws.queues.apply, MaxNumberOfMessages=10, VisibilityTimeout=0,
+        MessageAttributeNames=["All"])["Messages"]
+    assert json.loads(request["Body"]) == {"cluster": "prod"}
+    assert request["MessageAttributes"][names.KIND_ATTRIBUTE]["StringValue"] == \
+        names.KIND_CONTINUE
+    assert aws.apply_requests(handler.handler) == 1
+    assert {i["name"]["S"] for i in aws.index_items()} >= {"file_moved", "file_symlink"}

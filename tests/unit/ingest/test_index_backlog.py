@@ -15,7 +15,7 @@ from hdfs_events.manifest import manifests_for
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_view import Refused
 from lambdas.ingest.sequencer import CHUNK_EVENTS, TXID_DONE, Arrival, IndexSequencer, Position
-from tests.kit.backlog import CLUSTER, INDEXED, T0, backlog, jobs
+from tests.kit.backlog import CLUSTER, INDEXED, T0, ObjectLake, backlog, jobs
 from tests.kit.memory_stores import MemoryIndexStore, MemorySequenceStore
 from tests.kit.replay import in_order_state
 
@@ -77,20 +77,20 @@ def test_complete_ranges_waiting_one_after_another_are_applied_as_one_span() -> 
         events, INDEXED)
 
 
-class Lake:
+class Lake(ObjectLake):
     """The lake objects another invocation wrote, read in order; says when the `watch`-th is
     read."""
 
     def __init__(self, objects: dict[str, list[HdfsEvent]], watch: int) -> None:
-        self.objects, self.watch, self.reads = objects, watch, 0
+        super().__init__()
+        self.objects, self.watch = objects, watch
         self.read_watched = threading.Event()
 
     def events_by_object(self, keys: Sequence[str]) -> Iterator[list[HdfsEvent]]:
-        for key in keys:
-            self.reads += 1
+        for events in super().events_by_object(keys):
             if self.reads > self.watch:
                 self.read_watched.set()
-            yield list(self.objects[key])
+            yield events
 
 
 class FirstWriteWaits(MemoryIndexStore):

@@ -20,6 +20,7 @@ def test_status_names_the_message_a_range_waits_for_then_says_caught_up(aws, cap
     sent = pack(events, per_message=10)
     held_back, rest = sent[3], sent[:3] + sent[4:]
     handler.handler(event(*rest, *manifests(sent)), Context())
+    aws.apply_requests(handler.handler)
 
     status = read_status(boto3.client("dynamodb"), TABLE, "prod")
     assert status.waiting and status.missing == (held_back.dedup_id,)
@@ -31,6 +32,7 @@ def test_status_names_the_message_a_range_waits_for_then_says_caught_up(aws, cap
     assert "WAITING" in out and held_back.dedup_id in out and "DLQ" in out
 
     handler.handler(event(held_back), Context())
+    aws.apply_requests(handler.handler)
     status = read_status(boto3.client("dynamodb"), TABLE, "prod")
     assert not status.waiting and status.next_range is None
     assert (status.txid, status.index) == (events[-1].txid, None)

@@ -65,8 +65,11 @@ def test_settings_name_the_bad_variable() -> None:
     with pytest.raises(SettingsError, match="not an absolute HDFS path"):
         parse_prefixes("/data,user")
     senders = '{"prod": ["arn:aws:iam::123456789012:user/hdfs-events-prod-agent-prod"]}'
-    s = ConsumerSettings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t", "CLUSTER_SENDERS": senders,
-                           "INDEX_PREFIXES": " /data/ , /user"})
+    indexed = {"LAKE_BUCKET": "b", "INDEX_TABLE": "t", "CLUSTER_SENDERS": senders,
+               "INDEX_PREFIXES": " /data/ , /user"}
+    with pytest.raises(SettingsError, match="INDEX_PREFIXES is set but APPLY_QUEUE_URL is not"):
+        ConsumerSettings.from_env(indexed)
+    s = ConsumerSettings.from_env({**indexed, "APPLY_QUEUE_URL": "https://sqs/apply.fifo"})
     assert s.index_prefixes == ("/data", "/user") and s.index_enabled
     assert not ConsumerSettings.from_env({"LAKE_BUCKET": "b", "INDEX_TABLE": "t",
                                   "CLUSTER_SENDERS": senders}).index_enabled

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from hdfs_events import names
 from lambdas.ingest import handler
-from lambdas.ingest.sequencer import Arrival, Position
+from lambdas.ingest.sequencer import Arrival
 from tests.kit.ingest_aws import emf_documents, log_lines
 from tests.kit.ingest_builders import two_groups_batch
 from tests.kit.lambda_events import Context, event, record
@@ -38,11 +38,10 @@ def _slow_down(key: str) -> None:
 
 class RecordingSequenceStore:
     """Double of the consumer's sequence store: the real one, with the order in which arrivals
-    were stored and the lease asked for, and one arrival slow to store."""
+    were stored, and one arrival slow to store."""
 
-    def __init__(self, store: Any, slow_arrival: str) -> None:
-        self.store, self.slow_arrival = store, slow_arrival
-        self.calls: list[str] = []
+    def __init__(self, store: Any, slow_arrival: str, calls: list[str]) -> None:
+        self.store, self.slow_arrival, self.calls = store, slow_arrival, calls
 
     def put_arrival(self, cluster: str, arrival: Arrival) -> None:
         if arrival.dedup_id == self.slow_arrival:
@@ -50,12 +49,19 @@ class RecordingSequenceStore:
         self.store.put_arrival(cluster, arrival)
         self.calls.append(f"arrival {arrival.dedup_id}")
 
-    def acquire(self, cluster: str, owner: str, **kw: int) -> Position | None:
-        self.calls.append("lease")
-        return self.store.acquire(cluster, owner, **kw)
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
+
+
+class RecordingContinueRequests:
+    """Double of the consumer's apply queue: the real one, noting when a request was sent."""
+
+    def __init__(self, requests: Any, calls: list[str]) -> None:
+        self.requests, self.calls = requests, calls
+
+    def send_continue(self, cluster: str, *, key: str) -> None:
+        self.calls.append(f"continue {cluster}")
+        self.requests.send_continue(cluster, key=key)
 
 
 def test_the_lake_puts_of_a_batch_are_in_flight_at_once(aws) -> None:
@@ -103,16 +109,18 @@ def test_a_failed_put_fails_its_group_and_what_ran_ahead_is_logged_only_when_pro
         10, 11, 12, 30, 31, 32]
 
 
-def test_every_arrival_of_the_batch_is_stored_before_the_lease_is_asked_for(
+def test_every_arrival_of_the_batch_is_stored_before_the_continue_request_is_sent(
         aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request's invocation must find every arrival its batch stored: one stored after it
+    would wait for the next request."""
     a1, b1, a2 = two_groups_batch()
-    sequencer = handler.consumer().sequencer
-    store = RecordingSequenceStore(sequencer.store, slow_arrival=a2.dedup_id)
-    monkeypatch.setattr(sequencer, "store", store)
+    consumer, calls = handler.consumer(), []
+    monkeypatch.setattr(consumer.sequencer, "store", RecordingSequenceStore(
+        consumer.sequencer.store, slow_arrival=a2.dedup_id, calls=calls))
+    monkeypatch.setattr(consumer, "continue_requests", RecordingContinueRequests(
+        consumer.continue_requests, calls))
     _on_lake_put(lambda key: _slow_down(key) if a1.dedup_id in key else None)
     handler.handler(event(a1, b1, a2), Context())
-    lease = store.calls.index("lease")
     # A2 was skipped (A1 failed), but its arrival, stored ahead, is a true one: stored before.
-    assert sorted(store.calls[:lease]) == sorted([f"arrival {b1.dedup_id}",
-                                                  f"arrival {a2.dedup_id}"])
-    assert not [c for c in store.calls[lease:] if c.startswith("arrival")]
+    assert sorted(calls[:-1]) == sorted([f"arrival {b1.dedup_id}", f"arrival {a2.dedup_id}"])
+    assert calls[-1] == "continue prod"

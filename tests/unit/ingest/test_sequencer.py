@@ -271,7 +271,8 @@ def test_applying_ranges_out_of_time_asks_for_another_invocation() -> None:
     sequencer = IndexSequencer(MemorySequenceStore(), index, lake,
                                clock_ms=lambda: next(clock), chunk_events=2)
     consumer = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=queue,
-                               log_mode="summary", logger=Logger(), senders=SENDERS)
+                               log_mode="summary", logger=Logger(), senders=SENDERS,
+                               clock_ms=sequencer.clock_ms)
     messages, manifests = agent_messages(events, "prefix:1", rng)
     for m in messages:
         consumer.process(m)

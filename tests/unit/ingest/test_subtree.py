@@ -1,5 +1,5 @@
 """Directory RENAME and UNLINK on DynamoDB (moto in-process): whole subtrees, larger than one invocation,
-continued by continue requests on the FIFO queue, marked in progress until done, and nothing
+continued by continue requests on the apply queue, marked in progress until done, and nothing
 later applied before the walk ends."""
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from lambdas.ingest.subtree import SubtreeOp
 from tests.kit.index_builders import T0, TREE_FILES, tree
 from tests.kit.ingest_aws import TABLE
 from tests.kit.ingest_builders import pack, with_manifests
-from tests.kit.lambda_events import QUEUE_ARN, Context, event
+from tests.kit.lambda_events import Context, event
 from tests.kit.sqs_lambda import lambda_record
+
+APPLY_QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:hdfs-events-apply.fifo"
 
 
 class Clock:
@@ -47,38 +49,47 @@ def budgets(entries: int) -> None:
     index.subtree_budget = index.listing_budget = entries
 
 
-def deliver_continue_requests(aws, budget: int, context: Context | None = None, max_rounds: int = 100) -> int:
-    """Delivers what the handler sent to the queue (continue requests), as Lambda would, until
-    none is left; returns how many invocations that took."""
-    rounds = 0
-    for rounds in range(1, max_rounds + 1):
-        got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10,
-                                      MessageSystemAttributeNames=["All"],
-                                      MessageAttributeNames=["All"]).get("Messages", [])
-        if not got:
-            return rounds - 1
-        records = [lambda_record(m, queue_arn=QUEUE_ARN, region="eu-west-1") for m in got]
-        budgets(budget)
-        assert handler.handler({"Records": records}, context or Context()) == {
-            "batchItemFailures": []}
-        aws.sqs.delete_message_batch(QueueUrl=aws.queue_url, Entries=[
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)])
+def apply_round(aws, budget: int, context: Context | None = None) -> bool:
+    """One invocation of the apply queue's mapping, with what it holds (up to ten continue
+    requests of the cluster's group), as Lambda would deliver them; False when it is empty."""
+    got = aws.sqs.receive_message(QueueUrl=aws.queues.apply, MaxNumberOfMessages=10,
+                                  MessageSystemAttributeNames=["All"],
+                                  MessageAttributeNames=["All"]).get("Messages", [])
+    if not got:
+        return False
+    records = [lambda_record(m, queue_arn=APPLY_QUEUE_ARN, region="eu-west-1") for m in got]
+    budgets(budget)
+    assert handler.handler({"Records": records}, context or Context()) == {"batchItemFailures": []}
+    aws.sqs.delete_message_batch(QueueUrl=aws.queues.apply, Entries=[
+        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)])
+    return True
+
+
+def deliver_continue_requests(aws, budget: int, context: Context | None = None,
+                              max_rounds: int = 100) -> int:
+    """Delivers the apply queue's continue requests until none is left; returns how many
+    invocations that took."""
+    for rounds in range(max_rounds + 1):
+        if not apply_round(aws, budget, context):
+            return rounds
     raise AssertionError("continuations did not finish")
 
 
-def ingest(events: list[HdfsEvent], budget: int, context: Context | None = None) -> None:
-    """The events' messages and the manifest of their txids (consecutive in a Log)."""
+def ingest(aws, events: list[HdfsEvent], budget: int, context: Context | None = None) -> None:
+    """The events' messages and the manifest of their txids (consecutive in a Log), then the
+    invocation of the continue request their invocation sent."""
     budgets(budget)
     sent = with_manifests(pack(events, per_message=50), after=events[0].txid - 1)
     assert handler.handler(event(*sent), context or Context()) == {"batchItemFailures": []}
+    assert apply_round(aws, budget, context)
 
 
 def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -> None:
     log = tree()
-    ingest(log.events, budget=1000)
+    ingest(aws, log.events, budget=1000)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
     context = short_invocations(seconds=3)
-    ingest(log.events[-1:], budget=4, context=context)
+    ingest(aws, log.events[-1:], budget=4, context=context)
     reader = IndexReader(TABLE, "prod")
     moving = reader.stat("/data/e")
     assert moving is not None and moving.in_progress  # marked while half-moved
@@ -99,10 +110,10 @@ def test_directory_rename_larger_than_one_invocation_continues_until_done(aws) -
 
 def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) -> None:
     log = tree()
-    ingest(log.events, budget=1000)
+    ingest(aws, log.events, budget=1000)
     log.add(EventType.UNLINK, "/data/d")
     context = short_invocations(seconds=2)
-    ingest(log.events[-1:], budget=5, context=context)
+    ingest(aws, log.events[-1:], budget=5, context=context)
     assert IndexReader(TABLE, "prod").stat("/data/d").in_progress
     assert deliver_continue_requests(aws, budget=5, context=context) >= 1
     reader = IndexReader(TABLE, "prod")
@@ -116,7 +127,7 @@ def test_directory_delete_larger_than_one_invocation_leaves_only_markers(aws) ->
 
 def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     log = tree()
-    ingest(log.events, budget=1000)
+    ingest(aws, log.events, budget=1000)
     log.add(EventType.RENAME, "/data/d", dst_path="/data/e")
     rename = log.events[-1:]
     log.file("/data/e/f03", 999)  # overwrites a file the walk has not moved yet
@@ -124,8 +135,8 @@ def test_changes_under_a_renamed_directory_wait_for_the_walk(aws) -> None:
     log.add(EventType.UNLINK, "/data/e/f05")
     later = log.events[-5:]
     context = short_invocations(seconds=2)
-    ingest(rename, budget=2, context=context)
-    ingest(later, budget=2, context=context)  # arrived while the walk is unfinished
+    ingest(aws, rename, budget=2, context=context)
+    ingest(aws, later, budget=2, context=context)  # arrived while the walk is unfinished
     reader = IndexReader(TABLE, "prod")
     assert reader.stat("/data/e").in_progress and reader.stat("/data/e/new") is None
     deliver_continue_requests(aws, budget=2, context=context)

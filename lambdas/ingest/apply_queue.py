@@ -1,5 +1,5 @@
-"""The event queue, which the consumer also writes to: requests to go on applying ranges
-(their format is the contract's, hdfs_events/continue_request.py)."""
+"""The apply queue, which the consumer writes to and reads from: requests to go on applying a
+cluster's ranges (their format is the contract's, hdfs_events/continue_request.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ class SqsContinueRequests:
         self.queue_url, self.sqs = queue_url, sqs or client("sqs")
 
     def send_continue(self, cluster: str, *, key: str) -> None:
-        """Asks a later invocation to go on applying `cluster`'s ranges (`key` tells requests
-        apart; the same key within SQS's 5-minute deduplication window is sent once)."""
+        """Asks an invocation of the apply queue to go on applying `cluster`'s ranges (`key`
+        tells requests apart; the same key within SQS's 5-minute deduplication window is sent
+        once)."""
         self.sqs.send_message(
             QueueUrl=self.queue_url, MessageBody=encode_continue_request(cluster),
             MessageGroupId=continue_group_id(cluster),
