@@ -15,7 +15,7 @@ waits for its own, raising what they raised, then logs and counts. Idempotence m
 message the processor then fails or skips (an earlier one of its group failed) is written again
 when SQS delivers it again, and logged and counted only then; its arrival is true meanwhile (its
 lake objects are there). The writes end with the batch: no thread writes after the invocation,
-and arrivals are stored before it asks for the index lease (sequencer.py).
+and arrivals are stored before it sends its continue requests (`finish`).
 
 The index is fed in txid order by the sequencer (lambdas/ingest/sequencer.py): a message only
 records its arrival, a manifest its range. Ranges are applied by invocations of their own, those
