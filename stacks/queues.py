@@ -4,6 +4,8 @@ worker), each with its own dead-letter queue, and the drift alert queue (`verify
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -19,6 +21,16 @@ MAX_MESSAGE_BYTES = 1024 * 1024
 VISIBILITY_PER_TIMEOUT = 6
 
 
+def fifo_dlq(scope: Construct, name: str, *, settings: DeploySettings, removal: RemovalPolicy,
+             **props: Any) -> sqs.Queue:
+    """The FIFO dead-letter queue `<prefix>-<name>-dlq.fifo` of a construct's FIFO queue."""
+    return sqs.Queue(
+        scope, "Dlq", queue_name=f"{settings.prefix}-{name}-dlq.fifo", fifo=True,
+        encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+        retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal,
+        **props)
+
+
 class EventQueues(Construct):
     """FIFO event queue in high-throughput mode, and its FIFO DLQ."""
 
@@ -27,11 +39,8 @@ class EventQueues(Construct):
         super().__init__(scope, construct_id)
         # moto does not append `.fifo` to generated names, and AWS requires the suffix: the
         # names are explicit, derived from the environment's prefix.
-        self.dlq = sqs.Queue(
-            self, "Dlq", queue_name=f"{settings.prefix}-events-dlq.fifo", fifo=True,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            max_message_size_bytes=MAX_MESSAGE_BYTES,
-            retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
+        self.dlq = fifo_dlq(self, "events", settings=settings, removal=removal,
+                            max_message_size_bytes=MAX_MESSAGE_BYTES)
         self.queue = sqs.Queue(
             self, "Queue", queue_name=f"{settings.prefix}-events.fifo", fifo=True,
             # High-throughput FIFO: dedup and throughput quotas per message group, so
@@ -59,10 +68,7 @@ class ApplyQueues(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
                  removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
-        self.dlq = sqs.Queue(
-            self, "Dlq", queue_name=f"{settings.prefix}-apply-dlq.fifo", fifo=True,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=Duration.days(settings.dlq_retention_days), removal_policy=removal)
+        self.dlq = fifo_dlq(self, "apply", settings=settings, removal=removal)
         self.queue = sqs.Queue(
             self, "Queue", queue_name=f"{settings.prefix}-apply.fifo", fifo=True,
             # The consumer names each request (a key per invocation, or where applying stopped).

@@ -112,7 +112,7 @@ class MessageConsumer:
         self.telemetry = telemetry or BatchTelemetry()
         self.clock_ms = clock_ms
         self.to_apply: set[str] = set()  # clusters whose index may have a range to apply
-        self.requested = False  # the invocation took a continue request: it applies them
+        self.requested = False  # the invocation took a continue request: it applies ranges
         self._pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS, thread_name_prefix="store-ahead")
         self._ahead: dict[str, _Ahead] = {}  # by message id, until `process` takes it
 
@@ -216,9 +216,7 @@ class MessageConsumer:
         if self.requested:
             self.apply_ranges(deadline_ms)
             return
-        for cluster in sorted(self.to_apply):
-            if self.continue_requests is None:
-                continue
+        for cluster in sorted(self.to_apply) if self.continue_requests is not None else ():
             try:
                 # A key of its own: requests of invocations within SQS's 5-minute deduplication
                 # window must not be taken for one another.

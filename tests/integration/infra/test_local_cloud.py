@@ -3,6 +3,8 @@ demo does it: what moto creates must be usable through boto3 exactly as the outp
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 
@@ -33,12 +35,18 @@ def test_deploy_returns_every_output_and_no_secret(outputs: dict[str, str]) -> N
     assert outputs["LakeBucketName"] == "hdfs-events-local-lake-123456789012-eu-west-1"
 
 
+def _queue_and_dlq(sqs: Any, outputs: dict[str, str], name: str) -> tuple[dict[str, str], str]:
+    """The attributes of the deployed queue `<name>QueueUrl` and the ARN of `<name>DlqUrl`."""
+    attrs = sqs.get_queue_attributes(QueueUrl=outputs[f"{name}QueueUrl"],
+                                     AttributeNames=["All"])["Attributes"]
+    dlq = sqs.get_queue_attributes(QueueUrl=outputs[f"{name}DlqUrl"],
+                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return attrs, dlq
+
+
 def test_event_queue_is_fifo_high_throughput_with_its_dlq(outputs: dict[str, str]) -> None:
     sqs = boto3.client("sqs")
-    attrs = sqs.get_queue_attributes(QueueUrl=outputs["EventQueueUrl"],
-                                     AttributeNames=["All"])["Attributes"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=outputs["EventDlqUrl"],
-                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    attrs, dlq_arn = _queue_and_dlq(sqs, outputs, "Event")
     assert attrs["FifoQueue"] == "true"
     assert attrs["DeduplicationScope"] == "messageGroup"
     assert attrs["FifoThroughputLimit"] == "perMessageGroupId"
@@ -56,10 +64,7 @@ def test_event_queue_is_fifo_high_throughput_with_its_dlq(outputs: dict[str, str
 def test_apply_queue_is_fifo_with_its_dlq_and_takes_the_consumers_requests(
         outputs: dict[str, str]) -> None:
     sqs = boto3.client("sqs")
-    attrs = sqs.get_queue_attributes(QueueUrl=outputs["ApplyQueueUrl"],
-                                     AttributeNames=["All"])["Attributes"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=outputs["ApplyDlqUrl"],
-                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    attrs, dlq_arn = _queue_and_dlq(sqs, outputs, "Apply")
     assert attrs["FifoQueue"] == "true"
     assert attrs["ContentBasedDeduplication"] == "false"
     assert dlq_arn in attrs["RedrivePolicy"]
