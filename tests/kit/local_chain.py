@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from tests.kit.sqs_lambda import queue_depth
+
 if TYPE_CHECKING:
     from tests.kit.local_cloud import Assembly
 
@@ -261,11 +263,7 @@ class Chain:
         return json.loads((self.work / "consumer-stats.json").read_text())
 
     def queue_depth(self, url: str | None = None) -> int:
-        attrs = self.client("sqs").get_queue_attributes(
-            QueueUrl=url or self.queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        return sum(int(v) for v in attrs.values())
+        return queue_depth(self.client("sqs"), url or self.queue_url)
 
     def send_poison(self, bodies: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Puts malformed messages on the event queue, as a broken or hostile producer would."""

@@ -82,6 +82,14 @@ def lambda_record(message: dict[str, Any], *, queue_arn: str, region: str) -> di
     return record
 
 
+def queue_depth(sqs: Any, queue_url: str) -> int:
+    """Messages visible or in flight on the queue: 0 is a drained queue."""
+    return sum(int(v) for v in sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages",
+                                            "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"].values())
+
+
 def load_handler(spec: str) -> Handler:
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name or "handler")
@@ -147,10 +155,7 @@ class LocalSqsLambdaRunner:
 
     def depth(self) -> int:
         """Messages visible or in flight on every mapping's queue."""
-        return sum(int(v) for url in self.queue_urls for v in self.sqs.get_queue_attributes(
-            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
-                                          "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"].values())
+        return sum(queue_depth(self.sqs, url) for url in self.queue_urls)
 
     def _invoke(self, event: dict[str, Any]) -> set[str]:
         ids = {r["messageId"] for r in event["Records"]}

@@ -21,7 +21,7 @@ from tests.kit.index_builders import TREE_FILES, tree
 from tests.kit.ingest_aws import BUCKET, TABLE, Aws, create_resources, lake_events
 from tests.kit.ingest_builders import pack, sample_events, with_manifests
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
-from tests.kit.sqs_lambda import LocalSqsLambdaRunner
+from tests.kit.sqs_lambda import LocalSqsLambdaRunner, queue_depth
 
 RECORD_KEYS = {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
                "md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN",
@@ -183,11 +183,7 @@ def _wait_for_empty(aws: Aws, timeout_s: float = 60) -> bool:
     """Both queues with nothing visible or in flight."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if all(aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
-                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-        ])["Attributes"] == {"ApproximateNumberOfMessages": "0",
-                             "ApproximateNumberOfMessagesNotVisible": "0"}
-               for url in aws.queues.urls):
+        if all(queue_depth(aws.sqs, url) == 0 for url in aws.queues.urls):
             return True
         time.sleep(0.2)
     return False
