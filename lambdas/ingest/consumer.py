@@ -30,14 +30,18 @@ ranges that became complete until it has caught up, or asks for another when out
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hdfs_events.continue_request import decode_continue_request
+from hdfs_events.continue_request import (
+    CLOCK_SKEW_MS,
+    ContinueRequest,
+    decode_continue_request,
+    window_of,
+)
 from hdfs_events.envelope import EnvelopeError, decode_envelope
 from hdfs_events.event import HdfsEvent
 from hdfs_events.ids import CLUSTER_NAME
@@ -57,6 +61,9 @@ SKIPPED_LINES = 100  # skipped events logged one by one per cluster and invocati
 # A worker per message of a batch (the event source mapping's batch size, 10, is SQS's maximum);
 # botocore's default pool of 10 connections per client serves them all.
 AHEAD_WORKERS = 10
+# Between looks for complete ranges while a taken request's window lasts (a DynamoDB query each
+# when nothing is ready; at most WINDOW_MS + CLOCK_SKEW_MS of them, ~12 a second and cluster).
+LOOK_INTERVAL_MS = 100
 
 
 class ForeignSender(ValueError):
@@ -73,7 +80,7 @@ class Lake(Protocol):
 
 
 class ContinueRequests(Protocol):
-    def send_continue(self, cluster: str, *, key: str) -> None: ...
+    def send_continue(self, request: ContinueRequest, *, key: str) -> None: ...
 
 
 class EventLogger(Protocol):
@@ -105,14 +112,16 @@ class MessageConsumer:
     def __init__(self, *, lake: Lake, sequencer: IndexSequencer | None,
                  continue_requests: ContinueRequests | None, log_mode: str, logger: EventLogger,
                  senders: ClusterSenders, telemetry: BatchTelemetry | None = None,
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.lake, self.sequencer, self.continue_requests = lake, sequencer, continue_requests
         self.senders = senders
         self.log_mode, self.logger = log_mode, logger
         self.telemetry = telemetry or BatchTelemetry()
-        self.clock_ms = clock_ms
+        self.clock_ms, self.sleep = clock_ms, sleep
         self.to_apply: set[str] = set()  # clusters whose index may have a range to apply
         self.requested = False  # the invocation took a continue request: it applies ranges
+        self.windows: dict[str, int] = {}  # cluster -> the latest window end its requests name
         self._pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS, thread_name_prefix="store-ahead")
         self._ahead: dict[str, _Ahead] = {}  # by message id, until `process` takes it
 
@@ -199,37 +208,51 @@ class MessageConsumer:
 
     def _continue_request(self, message: QueueMessage) -> Outcome:
         try:
-            cluster = decode_continue_request(message.body)
+            request = decode_continue_request(message.body)
         except Exception as exc:  # reading is pure: any failure is the message's own
             return self._quarantine(message, f"bad continue request: {exc!r}")
         if self.sequencer is not None:
-            self.to_apply.add(cluster)
+            self.to_apply.add(request.cluster)
             self.requested = True
+            if request.window_end_ms is not None:
+                self.windows[request.cluster] = max(self.windows.get(request.cluster, 0),
+                                                    request.window_end_ms)
         return Outcome("continue")
 
     def finish(self, deadline_ms: int) -> None:
         """What follows a batch: an invocation that took a continue request applies ranges for
         every cluster it touched, until `deadline_ms`; any other asks for an invocation that
         will (a continue request each, after every arrival it stored: no arrival is left
-        without a request sent after it). One request still queued on the event queue from
-        before issue 32 makes its invocation apply, once."""
+        without a request sent after it, or dropped as a duplicate of one whose taker looks
+        after it). One request still queued on the event queue from before issue 32 makes its
+        invocation apply, once."""
         if self.requested:
             self.apply_ranges(deadline_ms)
             return
-        for cluster in sorted(self.to_apply) if self.continue_requests is not None else ():
-            try:
-                # A key of its own: requests of invocations within SQS's 5-minute deduplication
-                # window must not be taken for one another.
-                self.continue_requests.send_continue(cluster, key=uuid.uuid4().hex)
-            except Exception:
-                self.logger.exception("index continue request failed; the next message for the "
-                                      "cluster tries again", extra={"cluster": cluster})
-                self.telemetry.apply_failed(cluster)
+        # Read after every arrival was stored. Keyed by its window: SQS sends the cluster's
+        # requests of one window once, whichever invocation sends them (at most one a second
+        # queued, hdfs_events/continue_request.py).
+        key, window_end = window_of(self.clock_ms())
+        for cluster in sorted(self.to_apply):
+            self._request(ContinueRequest(cluster, window_end), key)
         self.to_apply.clear()
+
+    def _request(self, request: ContinueRequest, key: str) -> None:
+        if self.continue_requests is None:
+            return
+        try:
+            self.continue_requests.send_continue(request, key=key)
+        except Exception:
+            self.logger.exception("index continue request failed; the next message for the "
+                                  "cluster tries again", extra={"cluster": request.cluster})
+            self.telemetry.apply_failed(request.cluster)
 
     def apply_ranges(self, deadline_ms: int) -> dict[str, ApplyReport]:
         """Applies the ranges that became complete, for each cluster this invocation touched,
-        each in its share of the time left.
+        each in its share of the time left; then, while the windows of the requests it took
+        last, looks again every LOOK_INTERVAL_MS, the last look starting after the window's
+        end (hdfs_events/continue_request.py: requests of the window dropped as duplicates rely
+        on it).
 
         A failure is logged and counted, not raised: the requests were processed, and the next
         continue request for the cluster (every invocation of its event messages sends one)
@@ -237,36 +260,66 @@ class MessageConsumer:
         Its log lines start "index ": the saved Logs Insights query and the alarms' descriptions
         (stacks/saved_queries.py, stacks/consumer_alarms.py) match them."""
         reports: dict[str, ApplyReport] = {}
-        if self.sequencer is None:
-            return reports
-        clusters = sorted(self.to_apply)
-        for left, cluster in zip(range(len(clusters), 0, -1), clusters, strict=True):
-            now = self.clock_ms()
-            until = now + max(0, deadline_ms - now) // left
-            try:
-                report = reports[cluster] = self.sequencer.apply_ranges(cluster, until)
-                if report.more and self.continue_requests is not None:
-                    self.continue_requests.send_continue(cluster, key=_progress_key(report.position))
-            except Exception:
-                self.logger.exception("index apply failed; the next message for the cluster "
-                                      "tries again", extra={"cluster": cluster})
-                self.telemetry.apply_failed(cluster)
-                continue
-            self.telemetry.applied(cluster, report, self.clock_ms())
-            if report.skipped_messages:
-                self.logger.warning("index skipped quarantined messages named by a manifest",
-                                    extra={"cluster": cluster,
-                                           "messages": report.skipped_messages})
-            for what, reason in report.bridged:
-                self.logger.error("index passed a range whose manifest was lost", extra={
-                    "cluster": cluster, "range": what, "reason": reason})
-            for skipped in report.skipped_events[:SKIPPED_LINES]:
-                self.logger.warning("index skipped an event DynamoDB cannot store", extra={
-                    "cluster": cluster, "txid": skipped.txid, "index": skipped.event_index,
-                    "path": skipped.path, "reason": skipped.reason})
+        if self.sequencer is not None:
+            clusters = sorted(self.to_apply)
+            looks: dict[str, int] = {}  # cluster -> when its last look started
+            for left, cluster in zip(range(len(clusters), 0, -1), clusters, strict=True):
+                now = looks[cluster] = self.clock_ms()
+                self._apply_cluster(cluster, now + max(0, deadline_ms - now) // left, reports)
+            self._look_while_windows_last(looks, deadline_ms, reports)
         self.to_apply.clear()
+        self.windows.clear()
         self.requested = False
         return reports
+
+    def _look_while_windows_last(self, looks: dict[str, int], deadline_ms: int,
+                                 reports: dict[str, ApplyReport]) -> None:
+        pending = {cluster: end + CLOCK_SKEW_MS for cluster, end in self.windows.items()
+                   if cluster in reports and not reports[cluster].more
+                   and looks[cluster] < end + CLOCK_SKEW_MS}
+        # Bounded by a count as well: a clock that stands still cannot hold the invocation.
+        now = self.clock_ms()
+        rounds = (max(pending.values(), default=now) - now) // LOOK_INTERVAL_MS + 2
+        while pending and rounds > 0 and self.clock_ms() < deadline_ms:
+            rounds -= 1
+            self.sleep(LOOK_INTERVAL_MS / 1000)
+            for cluster, look_until in sorted(pending.items()):
+                started = self.clock_ms()
+                report = self._apply_cluster(cluster, deadline_ms, reports)
+                if report is None or report.more or started >= look_until:
+                    del pending[cluster]
+        for cluster in sorted(pending):  # out of time inside a window: another looks on
+            self._request(ContinueRequest(cluster, self.windows[cluster]),
+                          f"{_progress_key(reports[cluster].position)}-look")
+
+    def _apply_cluster(self, cluster: str, until_ms: int,
+                       reports: dict[str, ApplyReport]) -> ApplyReport | None:
+        """One look: the cluster's complete ranges applied until `until_ms` (None: it failed)."""
+        assert self.sequencer is not None
+        try:
+            report = self.sequencer.apply_ranges(cluster, until_ms)
+        except Exception:
+            self.logger.exception("index apply failed; the next message for the cluster "
+                                  "tries again", extra={"cluster": cluster})
+            self.telemetry.apply_failed(cluster)
+            return None
+        earlier = reports.get(cluster)
+        reports[cluster] = report if earlier is None else earlier.followed_by(report)
+        if report.more:
+            self._request(ContinueRequest(cluster, self.windows.get(cluster)),
+                          _progress_key(report.position))
+        self.telemetry.applied(cluster, report, self.clock_ms())
+        if report.skipped_messages:
+            self.logger.warning("index skipped quarantined messages named by a manifest",
+                                extra={"cluster": cluster, "messages": report.skipped_messages})
+        for what, reason in report.bridged:
+            self.logger.error("index passed a range whose manifest was lost", extra={
+                "cluster": cluster, "range": what, "reason": reason})
+        for skipped in report.skipped_events[:SKIPPED_LINES]:
+            self.logger.warning("index skipped an event DynamoDB cannot store", extra={
+                "cluster": cluster, "txid": skipped.txid, "index": skipped.event_index,
+                "path": skipped.path, "reason": skipped.reason})
+        return report
 
     def _check_sender(self, cluster: str, message: QueueMessage) -> None:
         problem = self.senders.problem(cluster, message.sender_id, message.group_id)

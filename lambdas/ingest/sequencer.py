@@ -156,6 +156,17 @@ class ApplyReport:
     busy: bool = False  # another invocation holds the lease
     position: Position | None = None
 
+    def followed_by(self, later: ApplyReport) -> ApplyReport:
+        """One invocation's looks as one report: what both did, and where the later left."""
+        return ApplyReport(
+            ranges=self.ranges + later.ranges, events=self.events + later.events,
+            skipped_messages=self.skipped_messages + later.skipped_messages,
+            bridged=[*self.bridged, *later.bridged],
+            skipped_events=[*self.skipped_events, *later.skipped_events],
+            applied_timestamp_ms=later.applied_timestamp_ms or self.applied_timestamp_ms,
+            waiting_for=later.waiting_for, waiting_since_ms=later.waiting_since_ms,
+            more=later.more, busy=later.busy, position=later.position or self.position)
+
 
 @dataclass(slots=True)
 class _Range:

@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 from hdfs_events import lake_layout, names
+from hdfs_events.continue_request import ContinueRequest
 from lambdas.ingest.apply_queue import SqsContinueRequests
 from tests.infra.synth import synthesized
 from tests.kit.local_cloud import deploy_to_moto
@@ -69,7 +70,7 @@ def test_apply_queue_is_fifo_with_its_dlq_and_takes_the_consumers_requests(
     assert attrs["ContentBasedDeduplication"] == "false"
     assert dlq_arn in attrs["RedrivePolicy"]
     # The consumer's continue request, as it sends one, lands on the deployed queue.
-    SqsContinueRequests(outputs["ApplyQueueUrl"], sqs).send_continue("demo", key="probe")
+    SqsContinueRequests(outputs["ApplyQueueUrl"], sqs).send_continue(ContinueRequest("demo"), key="probe")
     (message,) = sqs.receive_message(QueueUrl=outputs["ApplyQueueUrl"],
                                      MessageAttributeNames=["All"])["Messages"]
     assert message["MessageAttributes"][names.KIND_ATTRIBUTE]["StringValue"] == \

@@ -4,6 +4,7 @@ log lines and EMF metrics out."""
 from __future__ import annotations
 
 import json
+import time
 
 from hdfs_events import names
 from hdfs_events_cli.index_reader import IndexReader
@@ -158,6 +159,7 @@ def test_a_snapshot_after_a_gap_repairs_the_index(aws) -> None:
 def test_an_event_invocation_leaves_the_index_to_an_invocation_of_the_apply_queue(aws) -> None:
     """The next messages of an event invocation's FIFO groups wait for its lake writes only: it
     takes no lease and applies nothing, and asks the apply queue to, once per cluster."""
+    before_ms = int(time.time() * 1000)
     handler.handler(event(*with_manifests(pack(sample_events(), per_message=10))), Context())
     assert aws.lake_keys("raw/")
     assert aws.index_items() == []
@@ -166,7 +168,10 @@ def test_an_event_invocation_leaves_the_index_to_an_invocation_of_the_apply_queu
     (request,) = aws.sqs.receive_message(
         QueueUrl=aws.queues.apply, MaxNumberOfMessages=10, VisibilityTimeout=0,
         MessageAttributeNames=["All"])["Messages"]
-    assert json.loads(request["Body"]) == {"cluster": "prod"}
+    # Named by the window (the second) it was sent in: its taker looks until that has ended.
+    body = json.loads(request["Body"])
+    assert body["cluster"] == "prod" and body["window_end_ms"] % 1000 == 0
+    assert before_ms < body["window_end_ms"] <= int(time.time() * 1000) + 1000
     assert request["MessageAttributes"][names.KIND_ATTRIBUTE]["StringValue"] == \
         names.KIND_CONTINUE
     assert aws.apply_requests(handler.handler) == 1

@@ -11,6 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hdfs_events import names
+from hdfs_events.continue_request import ContinueRequest
 from lambdas.ingest import handler
 from lambdas.ingest.sequencer import Arrival
 from tests.kit.ingest_aws import emf_documents, log_lines
@@ -59,9 +60,9 @@ class RecordingContinueRequests:
     def __init__(self, requests: Any, calls: list[str]) -> None:
         self.requests, self.calls = requests, calls
 
-    def send_continue(self, cluster: str, *, key: str) -> None:
-        self.calls.append(f"continue {cluster}")
-        self.requests.send_continue(cluster, key=key)
+    def send_continue(self, request: ContinueRequest, *, key: str) -> None:
+        self.calls.append(f"continue {request.cluster}")
+        self.requests.send_continue(request, key=key)
 
 
 def test_the_lake_puts_of_a_batch_are_in_flight_at_once(aws) -> None:

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from hdfs_events import names
 from hdfs_events.continue_request import (
+    CLOCK_SKEW_MS,
+    ContinueRequest,
     continue_dedup_id,
     continue_group_id,
     encode_continue_request,
@@ -24,7 +26,7 @@ from hdfs_events.envelope import encode_message
 from hdfs_events.event import EventType, HdfsEvent
 from hdfs_events.ids import message_group_id
 from hdfs_events.manifest import Manifest, manifests_for
-from lambdas.ingest.consumer import MessageConsumer
+from lambdas.ingest.consumer import LOOK_INTERVAL_MS, MessageConsumer
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.records import QueueMessage
 from lambdas.ingest.senders import ClusterSenders
@@ -91,9 +93,9 @@ class Queue:
             self.groups[message.group_id or ""].append(message)
 
     # what the consumer sends back to the queue
-    def send_continue(self, cluster: str, *, key: str) -> None:
-        self.put(_message(encode_continue_request(cluster), continue_group_id(cluster),
-                          continue_dedup_id(cluster, key), kind=names.KIND_CONTINUE))
+    def send_continue(self, request: ContinueRequest, *, key: str) -> None:
+        self.put(_message(encode_continue_request(request), continue_group_id(request.cluster),
+                          continue_dedup_id(request.cluster, key), kind=names.KIND_CONTINUE))
 
 
 def in_memory_consumer(queue: Queue, **sequencer_options: object) -> MessageConsumer:
@@ -285,6 +287,64 @@ def test_applying_ranges_out_of_time_asks_for_another_invocation() -> None:
         consumer.process(queue.groups[continue_group_id(CLUSTER)].popleft())
         consumer.apply_ranges(sequencer.clock_ms() + 50)
     assert index.store.live(CLUSTER) == in_order_state(events, "/data")
+
+
+class Clock:
+    """Time for two invocations at once: it moves only when told (or slept)."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+def test_requests_of_one_window_are_sent_once_and_their_taker_looks_until_it_ends() -> None:
+    """Two event invocations store arrivals in one second: the second's request is dropped as a
+    duplicate of the first's, so the invocation that took the first applies both, looking until
+    the second has ended (hdfs_events/continue_request.py). Without the looks it leaves the last
+    message's range unapplied, with no request left to apply it."""
+    rng = random.Random(13)
+    events = RandomNamespace(rng, dir_op_depth=99).run(12)
+    clock, queue, lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
+    store, index = MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(), ["/data"])
+
+    def invocation(**options: object) -> MessageConsumer:  # an execution environment each
+        return MessageConsumer(lake=lake, sequencer=IndexSequencer(store, index, lake,
+                                                                   clock_ms=clock),
+                               continue_requests=queue, log_mode="summary", logger=Logger(),
+                               senders=SENDERS, clock_ms=clock, **options)  # type: ignore[arg-type]
+
+    messages, manifests = agent_messages(events, "path", rng)
+    held_back = messages[-1]
+    first = invocation()
+    for m in [*messages[:-1], *(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest")
+                                for m in manifests)]:
+        first.process(m)
+    first.finish(clock() + 60_000)
+    requests = queue.groups[continue_group_id(CLUSTER)]
+    assert len(requests) == 1
+
+    slept: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        if not slept:  # while the taker waits, another invocation stores the last arrival
+            second = invocation()
+            second.process(held_back)
+            second.finish(clock() + 60_000)
+            assert not requests  # the same window: SQS dropped its request
+        slept.append(clock())
+        clock.now_ms += int(seconds * 1000)
+
+    taker = invocation(sleep=sleep)
+    taker.process(requests.popleft())
+    taker.finish(clock() + 60_000)
+    assert index.store.live(CLUSTER) == in_order_state(events, "/data")
+    assert not requests
+    # It looked until a look had started after the window's end and the skew, and no longer.
+    window_end = 1_700_000_001_000
+    assert slept[-1] < window_end + CLOCK_SKEW_MS <= clock()
+    assert clock() < window_end + CLOCK_SKEW_MS + 2 * LOOK_INTERVAL_MS
 
 
 def test_events_outside_the_indexed_prefixes_are_not_read_back() -> None:
