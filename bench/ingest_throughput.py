@@ -392,10 +392,9 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
     from aws_lambda_powertools import Logger
 
     from hdfs_events import names
-    from hdfs_events.continue_request import CLOCK_SKEW_MS, window_of
     from lambdas.ingest import consumer as consumer_module
     from lambdas.ingest import handler
-    from tests.kit.ingest_aws import BUCKET, TABLE, create_resources
+    from tests.kit.ingest_aws import BUCKET, TABLE, create_resources, wait_for_the_next_window
     from tests.kit.lambda_events import Context
     from tests.kit.sqs_lambda import LocalSqsLambdaRunner
 
@@ -470,12 +469,9 @@ def run_config(name: str, batches: list[dict], *, index: bool, log_mode: str,
                     response = handler.handler(batch, Context())
                 event_s = time.perf_counter() - start
                 assert response == {"batchItemFailures": []}, response
-                # Untimed: the request's window ends (hdfs_events/continue_request.py) before
-                # its invocation starts, which then applies without looking again. Under load a
-                # window a second and cluster serves every batch of that second; one batch at a
-                # time, each would wait out its own.
-                _, window_end = window_of(int(time.time() * 1000))
-                time.sleep(max(0.0, (window_end + CLOCK_SKEW_MS) / 1000 - time.time()))
+                # Untimed: under load a window a second and cluster serves every batch of that
+                # second; one batch at a time, each would wait out its own.
+                wait_for_the_next_window()
                 apply_queue.run_until_idle(max_idle_polls=1)
                 if apply_queue.failures or apply_queue.batch_errors:
                     raise AssertionError(f"{name}: an apply invocation failed")

@@ -254,9 +254,9 @@ class MessageConsumer:
         end (hdfs_events/continue_request.py: requests of the window dropped as duplicates rely
         on it).
 
-        A failure is logged and counted, not raised: the requests were processed, and the next
-        continue request for the cluster (every invocation of its event messages sends one)
-        tries again. Out of time with ranges left, it asks for another invocation to go on.
+        A failure is logged and counted, not raised, and ends the cluster's looks: the requests
+        were processed, and the cluster's next continue request (every invocation of its event
+        messages sends one; a later window's is sent) tries again. Out of time with ranges left, it asks for another invocation to go on.
         Its log lines start "index ": the saved Logs Insights query and the alarms' descriptions
         (stacks/saved_queries.py, stacks/consumer_alarms.py) match them."""
         reports: dict[str, ApplyReport] = {}

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events import names
+from hdfs_events.continue_request import CLOCK_SKEW_MS, window_of
 from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import Sent
 from tests.kit.sqs_lambda import Handler, LocalSqsLambdaRunner
@@ -19,6 +21,14 @@ BUCKET = "hdfs-events-lake"
 TABLE = "hdfs-events-index"
 QUEUE = "hdfs-events.fifo"
 APPLY_QUEUE = "hdfs-events-apply.fifo"
+
+
+def wait_for_the_next_window() -> None:
+    """Until the continue requests' window has ended (hdfs_events/continue_request.py): a
+    request sent now has a deduplication id of its own, and the invocation that takes one sent
+    before applies without looking again."""
+    _, window_end = window_of(int(time.time() * 1000))
+    time.sleep(max(0.0, (window_end + CLOCK_SKEW_MS) / 1000 - time.time()))
 
 
 @dataclass(frozen=True, slots=True)
