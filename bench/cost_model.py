@@ -2,10 +2,13 @@
 design (one event per SQS message, 10 per SendMessageBatch), from the benchmarks' counts.
 
     python -m bench.cost_model [--bench-out bench-out] [--coverage 0.2] [--log-mode all]
+                               [--events-per-s-per-cluster 2000]
     python -m bench.cost_model --measure-lake   # raw gzip and Parquet bytes/event -> lake.json
 
 Every count comes from a bench-out/*.json file written by `make bench` and is printed with the
 file and key it came from; a count no bench measures is labelled ASSUMED with its reason.
+Our design's apply queue (continue requests, apply invocations, their looks) is billed per
+cluster-second of event flow, at an ASSUMED steady rate per cluster (--events-per-s-per-cluster).
 Prices are named inputs (PRICES) from the AWS public price list for us-east-1 as of 2025, as
 remembered: this machine has no network to check them; edit PRICES for another region or date.
 The arithmetic is pure (`bill`), tested on hand-computed inputs in tests/unit/bench.
@@ -32,6 +35,12 @@ BILLION = 1_000_000_000
 SQS_CHUNK = 65_536  # SQS bills every 64 KiB of a request (send, receive) as one request
 LAMBDA_BATCH = 10  # the event source mapping's batch size (stacks/ingest_function.py BATCH_SIZE)
 GIB = 1024 ** 3
+# One look of an apply invocation that finds nothing to apply (sequencer.apply_ranges, caught
+# up; lambdas/ingest/sequence_store.py): the position's lease acquired and released, two
+# UpdateItems of a small item (1 WRU each), and one `manifests` Query, ConsistentRead, of at most
+# the small manifest ending at the position (1 RRU: a strongly consistent read of up to 4 KB).
+LOOK_WRITES = 2
+LOOK_READS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +99,13 @@ class Design:
     ddb_sequencer_reads_per_message: Q
     log_bytes_per_event: Q  # CloudWatch Logs bytes per event in the chosen log mode
     glue_rows_per_worker_s: Q
+    # The apply queue (zero for a design without one): continue requests sent per invocation of
+    # event messages; per cluster-second of event flow, apply invocations, their billed seconds
+    # (the windows they look through) and their looks for complete ranges.
+    continue_requests_per_event_invocation: Q
+    apply_invocations_per_cluster_second: Q
+    apply_s_per_cluster_second: Q
+    looks_per_cluster_second: Q
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +122,10 @@ class Setting:
     storage_months: float = 1.0  # each byte billed for one month (raw and curated)
     metrics: int = 24  # custom metrics (5 per cluster + 7 per type, two dimension sets each)
     events_per_month: float = BILLION  # to spread the monthly metric charge per event
+    # ASSUMED: no bench measures a cluster's steady event rate. About what bench.chain_speed's
+    # NameNode journals (1,250-1,960 events/s, docs/bench.md), one cluster. The apply queue is
+    # billed per cluster-second of event flow: a billion events last 1e9 / this of them.
+    events_per_s_per_cluster: float = 2_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +148,9 @@ def bill(d: Design, s: Setting = Setting(), p: Prices = PRICES, events: float = 
     deletes = messages / LAMBDA_BATCH  # one DeleteMessageBatch per invocation, small
     invocations = messages / LAMBDA_BATCH
     indexed = events * s.coverage
+    # Lambda time per indexed event: the index's own time (its work in both invocations, the
+    # apply queue's included) and its DynamoDB calls' waits.
+    index_ms = d.index_ms_per_indexed_event.value + d.ddb_calls_per_indexed_event.value * s.ddb_call_ms
     # Lambda bills wall-clock time: the function's own time (measured with no AWS call in
     # flight) plus the time it waits on calls. Waits are priced here as calls x latency, one
     # after another, an upper bound for both designs alike: the consumer makes a batch's
@@ -136,11 +159,28 @@ def bill(d: Design, s: Setting = Setting(), p: Prices = PRICES, events: float = 
     # waited for once. So an invocation waits about one PutObject, not one per message (ten
     # for the baseline's ten one-event messages), and the index its round trips
     # (bench.ingest_throughput's dynamodb_waits_per_event) rather than its calls.
-    lambda_s = (events * d.lambda_ms_per_event.value
-                + indexed * (d.index_ms_per_indexed_event.value
-                             + d.ddb_calls_per_indexed_event.value * s.ddb_call_ms)
+    lambda_s = (events * d.lambda_ms_per_event.value + indexed * index_ms
                 + messages * d.puts_per_message.value * s.s3_put_ms) / 1000
     gb_s = lambda_s * s.lambda_memory_gb
+    # The apply queue (hdfs_events/continue_request.py). Every invocation of event messages
+    # sends a continue request per cluster it touched (billed, also when SQS drops it as a
+    # duplicate); SQS FIFO queues one a cluster and window, so while events flow an apply
+    # invocation takes one each cluster-second, applies, and looks again every
+    # LOOK_INTERVAL_MS until the window has ended. With the index disabled (coverage 0) the
+    # consumer has no sequencer and sends none.
+    applying = s.coverage > 0
+    cluster_s = events / s.events_per_s_per_cluster if applying else 0.0
+    continues = invocations * d.continue_requests_per_event_invocation.value if applying else 0.0
+    apply_invocations = cluster_s * d.apply_invocations_per_cluster_second.value
+    looks = cluster_s * d.looks_per_cluster_second.value
+    # An apply invocation is billed the larger of its work and the window it looks through. Its
+    # work is already in `lambda_s` (index_ms: bench.ingest_throughput runs the apply queue after
+    # the window has ended, so its own_ms holds no looking), so only the window's remainder is
+    # added. index_ms also holds the event invocations' share of the index's time, so the work
+    # is overstated and the remainder understated: the sum is still an upper bound, as above.
+    apply_work_s = s.events_per_s_per_cluster * s.coverage * index_ms / 1000
+    looking_gb_s = (cluster_s * max(0.0, d.apply_s_per_cluster_second.value - apply_work_s)
+                    * s.lambda_memory_gb)
     puts = messages * d.puts_per_message.value
     raw_gb = events * d.raw_bytes_per_event.value / GIB
     parquet_gb = events * d.parquet_bytes_per_event.value / GIB
@@ -160,9 +200,20 @@ def bill(d: Design, s: Setting = Setting(), p: Prices = PRICES, events: float = 
              receives * per_m * p.sqs_fifo_per_million),
         Line("SQS", "DeleteMessageBatch", deletes, "requests",
              deletes * per_m * p.sqs_fifo_per_million),
+        Line("SQS", "SendMessage continue requests", continues, "requests",
+             continues * per_m * p.sqs_fifo_per_million),
+        # A request's body is ~60 bytes: one billed request per receive and per delete.
+        Line("SQS", "ReceiveMessage apply queue", apply_invocations, "requests",
+             apply_invocations * per_m * p.sqs_fifo_per_million),
+        Line("SQS", "DeleteMessageBatch apply queue", apply_invocations, "requests",
+             apply_invocations * per_m * p.sqs_fifo_per_million),
         Line("Lambda", "invocations", invocations, "requests",
              invocations * per_m * p.lambda_per_million),
         Line("Lambda", "duration", gb_s, "GB-s", gb_s * p.lambda_gb_second_arm),
+        Line("Lambda", "apply invocations", apply_invocations, "requests",
+             apply_invocations * per_m * p.lambda_per_million),
+        Line("Lambda", "apply looking (window - index work)", looking_gb_s, "GB-s",
+             looking_gb_s * p.lambda_gb_second_arm),
         Line("S3", "PutObject raw/ (one per message-hour)", puts, "requests",
              puts * per_k * p.s3_put_per_thousand),
         Line("S3", "GetObject raw/ by compaction", puts, "requests",
@@ -175,6 +226,10 @@ def bill(d: Design, s: Setting = Setting(), p: Prices = PRICES, events: float = 
              writes * per_m * p.ddb_write_per_million),
         Line("DynamoDB", f"index reads ({s.coverage:.0%} indexed)", reads, "RRU",
              reads * per_m * p.ddb_read_per_million),
+        Line("DynamoDB", "apply looks' lease UpdateItems", looks * LOOK_WRITES, "WRU",
+             looks * LOOK_WRITES * per_m * p.ddb_write_per_million),
+        Line("DynamoDB", "apply looks' manifests Query", looks * LOOK_READS, "RRU",
+             looks * LOOK_READS * per_m * p.ddb_read_per_million),
         Line("Glue", "compaction", dpu_hours, "DPU-h", dpu_hours * p.glue_dpu_hour),
         Line("CloudWatch", "Logs ingestion", log_gb, "GB", log_gb * p.logs_ingest_gb),
         Line("CloudWatch", "custom metrics", metric_months, "metric-months",
@@ -188,6 +243,9 @@ def total(lines: list[Line]) -> float:
 
 # --- counts from the benches' JSON ---------------------------------------------------------------
 
+NO_APPLIER = "hdfs-inotify-example: no index applier, no apply queue"
+
+
 def _read(bench_out: Path, name: str) -> dict[str, Any]:
     path = bench_out / name
     if not path.exists():
@@ -200,6 +258,9 @@ def designs(bench_out: Path, log_mode: str = "all"
             ) -> tuple[Design, Design, dict[str, float]]:
     """(ours, hdfs-inotify-example, moto's measured call latencies) from the bench JSON files
     under `bench_out`."""
+    from hdfs_events.continue_request import CLOCK_SKEW_MS, WINDOW_MS
+    from lambdas.ingest.consumer import LOOK_INTERVAL_MS
+
     ship, consumer = _read(bench_out, "ship.json"), _read(bench_out, "ingest_throughput.json")
     fresh, compact = _read(bench_out, "freshness.json"), _read(bench_out, "compact.json")
     lake = _read(bench_out, "lake.json")
@@ -233,8 +294,17 @@ def designs(bench_out: Path, log_mode: str = "all"
     # with the index enabled, most with nothing under its prefixes).
     writes = sum(p["dynamodb_index_writes"] for p in phases)
     reads = sum(p["dynamodb_index_reads"] for p in phases)
-    seq_writes = sum(p["dynamodb_sequencer_writes"] for p in phases)
-    seq_reads = sum(p["dynamodb_sequencer_reads"] for p in phases)
+    # The calls every look makes (LOOK_WRITES, LOOK_READS: the lease's UpdateItems, the manifests
+    # Query) follow time, not messages: they are billed per look at the ASSUMED rate, so
+    # freshness's, made at its own rates and lengths, are left out here. A look that applies a
+    # range makes one more of each (the position's advance, the next range's Query), kept: one
+    # per manifest stored.
+    by_op = [p["dynamodb_by_purpose"] for p in phases]
+    manifests = sum(b.get("manifest.PutItem", 0) for b in by_op)
+    seq_writes = (sum(p["dynamodb_sequencer_writes"] for p in phases)
+                  - sum(b.get("position.UpdateItem", 0) for b in by_op) + manifests)
+    seq_reads = (sum(p["dynamodb_sequencer_reads"] for p in phases)
+                 - sum(b.get("manifest.Query", 0) for b in by_op) + manifests)
     log_all = (sum(p["log_bytes"] for p in all_phases)
                / sum(p["events_in_lake"] for p in all_phases))
     summary = [p for p in phases if p["log_mode"] == "summary"]
@@ -276,12 +346,30 @@ def designs(bench_out: Path, log_mode: str = "all"
                                       "event; ASSUMED 1 RRU per call"),
         ddb_sequencer_writes_per_message=Q(
             seq_writes / max(1, messages),
-            "freshness.json: arrival, manifest and position writes/event message"),
+            "freshness.json: arrival and manifest writes/event message, + a position "
+            "advance per manifest (the looks' lease writes: apply lines)"),
         ddb_sequencer_reads_per_message=Q(
             seq_reads / max(1, messages),
-            "freshness.json: manifest Query + arrival BatchGetItem calls/event message"),
+            "freshness.json: arrival BatchGetItem calls/event message, + a manifests Query "
+            "per manifest (the looks' Queries: apply lines)"),
         log_bytes_per_event=log_bytes(ev_per_msg),
         glue_rows_per_worker_s=glue,
+        continue_requests_per_event_invocation=Q(
+            1, "ASSUMED: one cluster; consumer.finish sends one per cluster an invocation touched"),
+        apply_invocations_per_cluster_second=Q(
+            1000 / WINDOW_MS, "ASSUMED: events in every window; hdfs_events/continue_request.py "
+                              "queues one request a cluster and window (WINDOW_MS)"),
+        # Not the window plus CLOCK_SKEW_MS each: a cluster's apply invocations run one at a
+        # time (its FIFO group is locked while one is in flight) and the next starts after the
+        # last has looked past its window's end + skew, so in a steady flow they run back to
+        # back, a window each; the skew is billed once a burst, not once a window.
+        apply_s_per_cluster_second=Q(
+            WINDOW_MS / 1000, f"ASSUMED: steady flow; WINDOW_MS (hdfs_events/continue_request.py) "
+                              f"looked through back to back, CLOCK_SKEW_MS ({CLOCK_SKEW_MS}) once "
+                              "a burst"),
+        looks_per_cluster_second=Q(
+            1000 / LOOK_INTERVAL_MS, "ASSUMED: idle looks; lambdas/ingest/consumer.py looks every "
+                                     "LOOK_INTERVAL_MS while a window lasts"),
     )
     base_ship = ship["baseline"]
     baseline = Design(
@@ -308,6 +396,10 @@ def designs(bench_out: Path, log_mode: str = "all"
                                           "ASSUMED as ours, per message"),
         log_bytes_per_event=log_bytes(1),
         glue_rows_per_worker_s=Q(rows_s, glue.source + "; ASSUMED tiny objects read as fast"),
+        continue_requests_per_event_invocation=Q(0, NO_APPLIER),
+        apply_invocations_per_cluster_second=Q(0, NO_APPLIER),
+        apply_s_per_cluster_second=Q(0, NO_APPLIER),
+        looks_per_cluster_second=Q(0, NO_APPLIER),
     )
     return ours, baseline, {"moto_s3_put_ms": moto_s3_ms, "moto_ddb_call_ms": moto_ddb_ms}
 
@@ -365,7 +457,7 @@ def format_inputs(d: Design) -> str:
         if name == "name":
             continue
         q: Q = getattr(d, name)
-        lines.append(f"  {name:<32}{q.value:>14,.4g}  {q.source}")
+        lines.append(f"  {name:<40}{q.value:>14,.4g}  {q.source}")
     return "\n".join(lines)
 
 
@@ -376,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage", type=float, default=0.2,
                         help="share of events under indexed prefixes (default 0.2)")
     parser.add_argument("--log-mode", choices=("all", "mutations", "summary"), default="all")
+    parser.add_argument("--events-per-s-per-cluster", type=float,
+                        default=Setting().events_per_s_per_cluster,
+                        help="a cluster's steady event rate, which sets the apply queue's lines "
+                             "(default %(default)g: ASSUMED, about bench.chain_speed's)")
     parser.add_argument("--measure-lake", action="store_true",
                         help="measure raw and Parquet bytes/event into bench-out/lake.json")
     parser.add_argument("--json", type=Path, help="also write the bill as JSON here")
@@ -383,12 +479,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure_lake:
         print(json.dumps(measure_lake(args.bench_out), indent=1))
         return 0
-    setting = Setting(coverage=args.coverage)
+    setting = Setting(coverage=args.coverage,
+                      events_per_s_per_cluster=args.events_per_s_per_cluster)
     ours, base, moto = designs(args.bench_out, args.log_mode)
     a, b = bill(ours, setting), bill(base, setting)
     print(f"AWS bill per billion HDFS events, {PRICES.region}, prices: {PRICES.as_of}; "
           f"index coverage {setting.coverage:.0%}, log mode {args.log_mode}, Lambda "
-          f"{setting.lambda_memory_gb:g} GB arm64, storage {setting.storage_months:g} month\n")
+          f"{setting.lambda_memory_gb:g} GB arm64, storage {setting.storage_months:g} month; "
+          f"apply queue at {setting.events_per_s_per_cluster:,.0f} events/s per cluster "
+          f"(ASSUMED: about bench.chain_speed's rate, one cluster)\n")
     print(format_bill(a, b, (ours.name, base.name)))
     print()
     print(format_inputs(ours))
@@ -405,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  log mode {mode:<10}{total(bill(o, setting)):>12,.2f}")
     for cov in (0.0, 0.2, 1.0):
         print(f"  index coverage {cov:>4.0%}{total(bill(ours, replace(setting, coverage=cov))):>12,.2f}")
+    for rate in (100.0, 500.0, setting.events_per_s_per_cluster, 10_000.0):
+        at = replace(setting, events_per_s_per_cluster=rate)
+        print(f"  {rate:>6,.0f} events/s per cluster{total(bill(ours, at)):>12,.2f}")
     for per_msg in (20.0, 100.0, ours.events_per_message.value):
         scaled = replace(ours, events_per_message=Q(per_msg, "lever"),
                          send_requests_per_event=Q(1 / per_msg * max(

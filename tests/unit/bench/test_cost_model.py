@@ -18,7 +18,9 @@ def design(**overrides: float) -> Design:
                   parquet_bytes_per_event=10, ddb_writes_per_indexed_event=1.5,
                   ddb_reads_per_indexed_event=0.5, ddb_sequencer_writes_per_message=0,
                   ddb_sequencer_reads_per_message=0, log_bytes_per_event=300,
-                  glue_rows_per_worker_s=100_000)
+                  glue_rows_per_worker_s=100_000, continue_requests_per_event_invocation=1,
+                  apply_invocations_per_cluster_second=1, apply_s_per_cluster_second=1.0,
+                  looks_per_cluster_second=10)
     values.update(overrides)
     return Design(name="t", **{k: _q(v) for k, v in values.items()})
 
@@ -30,7 +32,7 @@ PRICES = Prices(sqs_fifo_per_million=0.5, lambda_per_million=0.2, lambda_gb_seco
 
 
 def lines(d: Design, s: Setting | None = None) -> dict[str, tuple[float, float]]:
-    s = s or Setting(coverage=0.2)
+    s = s or Setting(coverage=0.2, events_per_s_per_cluster=2000)
     return {f"{x.service}: {x.item}": (x.quantity, x.usd) for x in bill(d, s, PRICES)}
 
 
@@ -102,3 +104,61 @@ def test_the_sequencer_is_billed_per_message_when_the_index_is_on():
     assert on["DynamoDB: index reads (20% indexed)"][0] == pytest.approx(1e8 + 2e5)
     off = lines(d, Setting(coverage=0.0))
     assert off["DynamoDB: index writes (0% indexed)"][0] == 0
+
+
+APPLY_LINES = ("SQS: SendMessage continue requests", "SQS: ReceiveMessage apply queue",
+               "SQS: DeleteMessageBatch apply queue", "Lambda: apply invocations",
+               "Lambda: apply looking (window - index work)",
+               "DynamoDB: apply looks' lease UpdateItems", "DynamoDB: apply looks' manifests Query")
+
+
+def test_every_event_invocation_sends_a_continue_request_and_one_a_cluster_second_is_taken():
+    got = lines(design())
+    # 1e6 messages / 10 per invocation = 1e5 event invocations, one request each (one cluster),
+    # billed though SQS drops all but the window's first.
+    assert got["SQS: SendMessage continue requests"] == pytest.approx((1e5, 0.05))
+    # 1e9 events at 2,000 events/s = 5e5 cluster-seconds: a request queued and taken in each.
+    assert got["SQS: ReceiveMessage apply queue"] == pytest.approx((5e5, 0.25))
+    assert got["SQS: DeleteMessageBatch apply queue"] == pytest.approx((5e5, 0.25))
+    assert got["Lambda: apply invocations"] == pytest.approx((5e5, 0.1))
+
+
+def test_apply_looks_lease_the_position_and_query_manifests_ten_times_a_cluster_second():
+    got = lines(design())
+    # 5e5 cluster-seconds x 10 looks = 5e6 looks: 2 UpdateItems (USD 1 per million WRU) and
+    # 1 Query (USD 0.25 per million RRU) each.
+    assert got["DynamoDB: apply looks' lease UpdateItems"] == pytest.approx((1e7, 10.0))
+    assert got["DynamoDB: apply looks' manifests Query"] == pytest.approx((5e6, 1.25))
+
+
+def test_apply_invocations_are_billed_the_window_beyond_the_index_work_already_counted():
+    slow = Setting(coverage=0.2, events_per_s_per_cluster=100, ddb_call_ms=5)
+    got = lines(design(), slow)
+    # 100 events/s x 20% = 20 indexed events/s x (0.1 ms + 2 calls x 5 ms) = 0.202 s of index
+    # work a second, already in the duration line; the window's other 0.798 s is added for
+    # 1e9 / 100 = 1e7 cluster-seconds: 7.98e6 GB-s at 1 GB, USD 1e-5 each.
+    assert got["Lambda: apply looking (window - index work)"] == pytest.approx((7.98e6, 79.8))
+    assert got["Lambda: duration"] == pytest.approx((2.055e6, 20.55))  # unchanged by the rate
+    # At 2,000 events/s the index works 4.04 s a cluster-second: past the window, nothing added.
+    assert lines(design())["Lambda: apply looking (window - index work)"] == (0.0, 0.0)
+
+
+def test_the_rate_per_cluster_sets_the_apply_queue_bill():
+    at_1000 = lines(design(), Setting(coverage=0.0001, events_per_s_per_cluster=1000))
+    at_4000 = lines(design(), Setting(coverage=0.0001, events_per_s_per_cluster=4000))
+    for line in ("SQS: ReceiveMessage apply queue", "Lambda: apply invocations",
+                 "DynamoDB: apply looks' manifests Query"):
+        assert at_1000[line][0] == pytest.approx(4 * at_4000[line][0])
+    # Sent per event invocation, whatever the rate.
+    assert (at_1000["SQS: SendMessage continue requests"]
+            == pytest.approx(at_4000["SQS: SendMessage continue requests"]))
+
+
+def test_without_the_index_or_an_applier_there_is_no_apply_queue():
+    off = lines(design(), Setting(coverage=0.0))
+    baseline = lines(design(continue_requests_per_event_invocation=0,
+                            apply_invocations_per_cluster_second=0,
+                            apply_s_per_cluster_second=0, looks_per_cluster_second=0))
+    for line in APPLY_LINES:
+        assert off[line] == (0.0, 0.0), line
+        assert baseline[line] == (0.0, 0.0), line
