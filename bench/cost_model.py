@@ -35,10 +35,13 @@ BILLION = 1_000_000_000
 SQS_CHUNK = 65_536  # SQS bills every 64 KiB of a request (send, receive) as one request
 LAMBDA_BATCH = 10  # the event source mapping's batch size (stacks/ingest_function.py BATCH_SIZE)
 GIB = 1024 ** 3
-# One look of an apply invocation that finds nothing to apply (sequencer.apply_ranges, caught
-# up; lambdas/ingest/sequence_store.py): the position's lease acquired and released, two
-# UpdateItems of a small item (1 WRU each), and one `manifests` Query, ConsistentRead, of at most
-# the small manifest ending at the position (1 RRU: a strongly consistent read of up to 4 KB).
+# One look of an apply invocation (lambdas/ingest/consumer.py, sequence_store.py): one
+# `manifests` Query, ConsistentRead, of at most the small manifest ending at the position (1 RRU:
+# a strongly consistent read of up to 4 KB); a look that finds a range then acquires and
+# releases the position's lease, two UpdateItems of a small item (1 WRU each). An idle look
+# takes no lease (IndexSequencer.ready): billing the lease for every look is an upper bound, met
+# where ranges complete ten times a second or more (at the agent's 200 ms linger, a busy
+# cluster's do).
 LOOK_WRITES = 2
 LOOK_READS = 1
 

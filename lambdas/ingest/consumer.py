@@ -24,7 +24,9 @@ for each cluster it touched, and returns, so the next messages of its FIFO group
 lake writes and arrivals only, never for the index (with ranges applied at the end of event
 invocations, in slices of 500 ms, bench.chain_speed saw events wait up to 4 s in SQS behind
 invocations applying: lake freshness p99 3.4 s). An invocation of continue requests applies the
-ranges that became complete until it has caught up, or asks for another when out of time.
+ranges that became complete until it has caught up, and looks again until its requests' window
+has ended (at most one request a cluster and second is queued:
+hdfs_events/continue_request.py), or asks for another when out of time.
 """
 
 from __future__ import annotations
@@ -256,9 +258,10 @@ class MessageConsumer:
 
         A failure is logged and counted, not raised, and ends the cluster's looks: the requests
         were processed, and the cluster's next continue request (every invocation of its event
-        messages sends one; a later window's is sent) tries again. Out of time with ranges left, it asks for another invocation to go on.
-        Its log lines start "index ": the saved Logs Insights query and the alarms' descriptions
-        (stacks/saved_queries.py, stacks/consumer_alarms.py) match them."""
+        messages sends one; a later window's is sent) tries again. Out of time with ranges
+        left, it asks for another invocation to go on. Its log lines start "index ": the saved
+        Logs Insights query and the alarms' descriptions (stacks/saved_queries.py,
+        stacks/consumer_alarms.py) match them."""
         reports: dict[str, ApplyReport] = {}
         if self.sequencer is not None:
             clusters = sorted(self.to_apply)
@@ -285,18 +288,21 @@ class MessageConsumer:
             self.sleep(LOOK_INTERVAL_MS / 1000)
             for cluster, look_until in sorted(pending.items()):
                 started = self.clock_ms()
-                report = self._apply_cluster(cluster, deadline_ms, reports)
+                report = self._apply_cluster(cluster, deadline_ms, reports, look=True)
                 if report is None or report.more or started >= look_until:
                     del pending[cluster]
         for cluster in sorted(pending):  # out of time inside a window: another looks on
             self._request(ContinueRequest(cluster, self.windows[cluster]),
                           f"{_progress_key(reports[cluster].position)}-look")
 
-    def _apply_cluster(self, cluster: str, until_ms: int,
-                       reports: dict[str, ApplyReport]) -> ApplyReport | None:
-        """One look: the cluster's complete ranges applied until `until_ms` (None: it failed)."""
+    def _apply_cluster(self, cluster: str, until_ms: int, reports: dict[str, ApplyReport], *,
+                       look: bool = False) -> ApplyReport | None:
+        """The cluster's complete ranges applied until `until_ms`; a `look` again first asks,
+        without the lease, whether there is any. None: it failed."""
         assert self.sequencer is not None
         try:
+            if look and not self.sequencer.ready(cluster, reports[cluster].position):
+                return reports[cluster]
             report = self.sequencer.apply_ranges(cluster, until_ms)
         except Exception:
             self.logger.exception("index apply failed; the next message for the cluster "

@@ -302,6 +302,16 @@ class IndexSequencer:
                 cluster, report.position or Position(None), report=None) is not None
         return report
 
+    def ready(self, cluster: str, position: Position | None) -> bool:
+        """Whether applying ranges from `position` (where the cluster's last hold left them)
+        would find work: a complete range continuing from it, or a walk to go on with. Takes no
+        lease, so a look that finds nothing costs a query, not the lease's two writes. When
+        another holder has since moved the index on, its ranges from `position` are complete:
+        true, and the lease then tells where the index is."""
+        if position is None or position.walk is not None:
+            return True
+        return self._next(cluster, position, report=None) is not None
+
     def _apply_ranges_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
                     report: ApplyReport) -> Position:
         if position.walk is not None:

@@ -308,6 +308,9 @@ def test_requests_of_one_window_are_sent_once_and_their_taker_looks_until_it_end
     events = RandomNamespace(rng, dir_op_depth=99).run(12)
     clock, queue, lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
     store, index = MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(), ["/data"])
+    leases: list[int] = []
+    acquire = store.acquire
+    store.acquire = lambda *a, **k: leases.append(clock()) or acquire(*a, **k)  # type: ignore
 
     def invocation(**options: object) -> MessageConsumer:  # an execution environment each
         return MessageConsumer(lake=lake, sequencer=IndexSequencer(store, index, lake,
@@ -338,9 +341,13 @@ def test_requests_of_one_window_are_sent_once_and_their_taker_looks_until_it_end
 
     taker = invocation(sleep=sleep)
     taker.process(requests.popleft())
+    leases.clear()
     taker.finish(clock() + 60_000)
     assert index.store.live(CLUSTER) == in_order_state(events, "/data")
     assert not requests
+    # The lease only for the first look and the one that found the last arrival's range: a
+    # look that finds nothing takes none.
+    assert len(leases) == 2 and len(slept) > 5
     # It looked until a look had started after the window's end and the skew, and no longer.
     window_end = 1_700_000_001_000
     assert slept[-1] < window_end + CLOCK_SKEW_MS <= clock()
