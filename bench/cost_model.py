@@ -196,20 +196,18 @@ def bill(d: Design, s: Setting = Setting(), p: Prices = PRICES, events: float = 
     log_gb = events * d.log_bytes_per_event.value / GIB
     metric_months = s.metrics * events / s.events_per_month
     per_m, per_k = 1e-6, 1e-3
+
+    def sqs(what: str, requests: float) -> Line:
+        return Line("SQS", what, requests, "requests", requests * per_m * p.sqs_fifo_per_million)
+
     return [
-        Line("SQS", "SendMessageBatch (64 KiB chunks)", sends, "requests",
-             sends * per_m * p.sqs_fifo_per_million),
-        Line("SQS", "ReceiveMessage (64 KiB chunks)", receives, "requests",
-             receives * per_m * p.sqs_fifo_per_million),
-        Line("SQS", "DeleteMessageBatch", deletes, "requests",
-             deletes * per_m * p.sqs_fifo_per_million),
-        Line("SQS", "SendMessage continue requests", continues, "requests",
-             continues * per_m * p.sqs_fifo_per_million),
+        sqs("SendMessageBatch (64 KiB chunks)", sends),
+        sqs("ReceiveMessage (64 KiB chunks)", receives),
+        sqs("DeleteMessageBatch", deletes),
+        sqs("SendMessage continue requests", continues),
         # A request's body is ~60 bytes: one billed request per receive and per delete.
-        Line("SQS", "ReceiveMessage apply queue", apply_invocations, "requests",
-             apply_invocations * per_m * p.sqs_fifo_per_million),
-        Line("SQS", "DeleteMessageBatch apply queue", apply_invocations, "requests",
-             apply_invocations * per_m * p.sqs_fifo_per_million),
+        sqs("ReceiveMessage apply queue", apply_invocations),
+        sqs("DeleteMessageBatch apply queue", apply_invocations),
         Line("Lambda", "invocations", invocations, "requests",
              invocations * per_m * p.lambda_per_million),
         Line("Lambda", "duration", gb_s, "GB-s", gb_s * p.lambda_gb_second_arm),
