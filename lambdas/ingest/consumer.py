@@ -280,9 +280,10 @@ class MessageConsumer:
         pending = {cluster: end + CLOCK_SKEW_MS for cluster, end in self.windows.items()
                    if cluster in reports and not reports[cluster].more
                    and looks[cluster] < end + CLOCK_SKEW_MS}
-        # Bounded by a count as well: a clock that stands still cannot hold the invocation.
+        # Bounded by a count as well: a clock that stands still cannot hold the invocation. At
+        # least one more look: a first look that began inside the window and ended past it.
         now = self.clock_ms()
-        rounds = (max(pending.values(), default=now) - now) // LOOK_INTERVAL_MS + 2
+        rounds = max(0, max(pending.values(), default=now) - now) // LOOK_INTERVAL_MS + 2
         while pending and rounds > 0 and self.clock_ms() < deadline_ms:
             rounds -= 1
             self.sleep(LOOK_INTERVAL_MS / 1000)

@@ -354,6 +354,47 @@ def test_requests_of_one_window_are_sent_once_and_their_taker_looks_until_it_end
     assert clock() < window_end + CLOCK_SKEW_MS + 2 * LOOK_INTERVAL_MS
 
 
+def test_a_first_look_that_outlasts_the_window_is_followed_by_one_more_not_a_request() -> None:
+    """Under load a look can start inside the window and end past it, an arrival stored while
+    it ran: one more look, at once, applies it; sending a request for it would cost an
+    invocation (bench.chain_speed saw 168 in 423)."""
+    rng = random.Random(17)
+    events = RandomNamespace(rng, dir_op_depth=99).run(12)
+    clock, queue, lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
+    store, index = MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(), ["/data"])
+
+    def invocation() -> MessageConsumer:
+        return MessageConsumer(lake=lake, sequencer=IndexSequencer(store, index, lake,
+                                                                   clock_ms=clock),
+                               continue_requests=queue, log_mode="summary", logger=Logger(),
+                               senders=SENDERS, clock_ms=clock, sleep=lambda s: None)
+
+    messages, manifests = agent_messages(events, "path", rng)
+    first = invocation()
+    for m in [*messages[:-1], *(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest")
+                                for m in manifests)]:
+        first.process(m)
+    first.finish(clock() + 60_000)
+    requests = queue.groups[continue_group_id(CLUSTER)]
+    taker = invocation()
+    taker.process(requests.popleft())
+    release = store.release
+
+    def slow_first_look(cluster: str, owner: str) -> None:  # the end of the first lease hold
+        release(cluster, owner)
+        if clock() < 1_700_000_001_000:
+            late = invocation()  # stores the last arrival while the look runs
+            late.process(messages[-1])
+            late.finish(clock() + 60_000)
+            assert not requests  # the same window: SQS dropped its request
+            clock.now_ms += 1_500  # the look ends past the window and the skew
+
+    store.release = slow_first_look  # type: ignore[method-assign]
+    taker.finish(clock() + 60_000)
+    assert not requests
+    assert index.store.live(CLUSTER) == in_order_state(events, "/data")
+
+
 def test_events_outside_the_indexed_prefixes_are_not_read_back() -> None:
     rng = random.Random(5)
     events = RandomNamespace(rng, prefix="/tmp", dir_op_depth=99).run(10)
