@@ -299,100 +299,94 @@ class Clock:
         return self.now_ms
 
 
+class OneWindow:
+    """Invocations of one cluster within one second (WINDOW_END_MS), each an execution
+    environment of its own on shared stores. The first event invocation has stored every
+    message but the last (`held_back`) and every manifest, and left one continue request."""
+
+    WINDOW_END_MS = 1_700_000_001_000
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.events = RandomNamespace(rng, dir_op_depth=99).run(12)
+        self.clock, self.queue, self.lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
+        self.store = MemorySequenceStore()
+        self.index = NamespaceIndex(MemoryIndexStore(), ["/data"])
+        messages, manifests = agent_messages(self.events, "path", rng)
+        self.held_back = messages[-1]
+        first = self.invocation()
+        for m in [*messages[:-1], *(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest")
+                                    for m in manifests)]:
+            first.process(m)
+        first.finish(self.clock() + 60_000)
+        self.requests = self.queue.groups[continue_group_id(CLUSTER)]
+
+    def invocation(self, **options: object) -> MessageConsumer:
+        sequencer = IndexSequencer(self.store, self.index, self.lake, clock_ms=self.clock)
+        return MessageConsumer(lake=self.lake, sequencer=sequencer, continue_requests=self.queue,
+                               log_mode="summary", logger=Logger(), senders=SENDERS,
+                               clock_ms=self.clock, **options)  # type: ignore[arg-type]
+
+    def store_the_last_arrival(self) -> None:
+        """Another event invocation, in the same window: SQS drops its request."""
+        late = self.invocation()
+        late.process(self.held_back)
+        late.finish(self.clock() + 60_000)
+        assert not self.requests
+
+    def applied_in_order(self) -> bool:
+        return self.index.store.live(CLUSTER) == in_order_state(self.events, "/data")
+
+
 def test_requests_of_one_window_are_sent_once_and_their_taker_looks_until_it_ends() -> None:
     """Two event invocations store arrivals in one second: the second's request is dropped as a
     duplicate of the first's, so the invocation that took the first applies both, looking until
     the second has ended (hdfs_events/continue_request.py). Without the looks it leaves the last
     message's range unapplied, with no request left to apply it."""
-    rng = random.Random(13)
-    events = RandomNamespace(rng, dir_op_depth=99).run(12)
-    clock, queue, lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
-    store, index = MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(), ["/data"])
+    w = OneWindow(13)
+    assert len(w.requests) == 1
     leases: list[int] = []
-    acquire = store.acquire
-    store.acquire = lambda *a, **k: leases.append(clock()) or acquire(*a, **k)  # type: ignore
-
-    def invocation(**options: object) -> MessageConsumer:  # an execution environment each
-        return MessageConsumer(lake=lake, sequencer=IndexSequencer(store, index, lake,
-                                                                   clock_ms=clock),
-                               continue_requests=queue, log_mode="summary", logger=Logger(),
-                               senders=SENDERS, clock_ms=clock, **options)  # type: ignore[arg-type]
-
-    messages, manifests = agent_messages(events, "path", rng)
-    held_back = messages[-1]
-    first = invocation()
-    for m in [*messages[:-1], *(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest")
-                                for m in manifests)]:
-        first.process(m)
-    first.finish(clock() + 60_000)
-    requests = queue.groups[continue_group_id(CLUSTER)]
-    assert len(requests) == 1
-
+    acquire = w.store.acquire
+    w.store.acquire = lambda *a, **k: leases.append(w.clock()) or acquire(*a, **k)  # type: ignore
     slept: list[int] = []
 
     def sleep(seconds: float) -> None:
         if not slept:  # while the taker waits, another invocation stores the last arrival
-            second = invocation()
-            second.process(held_back)
-            second.finish(clock() + 60_000)
-            assert not requests  # the same window: SQS dropped its request
-        slept.append(clock())
-        clock.now_ms += int(seconds * 1000)
+            w.store_the_last_arrival()
+        slept.append(w.clock())
+        w.clock.now_ms += int(seconds * 1000)
 
-    taker = invocation(sleep=sleep)
-    taker.process(requests.popleft())
-    leases.clear()
-    taker.finish(clock() + 60_000)
-    assert index.store.live(CLUSTER) == in_order_state(events, "/data")
-    assert not requests
+    taker = w.invocation(sleep=sleep)
+    taker.process(w.requests.popleft())
+    taker.finish(w.clock() + 60_000)
+    assert w.applied_in_order() and not w.requests
+    # It looked until a look had started after the window's end and the skew, and no longer.
+    assert slept[-1] < w.WINDOW_END_MS + CLOCK_SKEW_MS <= w.clock()
+    assert w.clock() < w.WINDOW_END_MS + CLOCK_SKEW_MS + 2 * LOOK_INTERVAL_MS
     # The lease only for the first look and the one that found the last arrival's range: a
     # look that finds nothing takes none.
     assert len(leases) == 2 and len(slept) > 5
-    # It looked until a look had started after the window's end and the skew, and no longer.
-    window_end = 1_700_000_001_000
-    assert slept[-1] < window_end + CLOCK_SKEW_MS <= clock()
-    assert clock() < window_end + CLOCK_SKEW_MS + 2 * LOOK_INTERVAL_MS
 
 
 def test_a_first_look_that_outlasts_the_window_is_followed_by_one_more_not_a_request() -> None:
     """Under load a look can start inside the window and end past it, an arrival stored while
     it ran: one more look, at once, applies it; sending a request for it would cost an
     invocation (bench.chain_speed saw 168 in 423)."""
-    rng = random.Random(17)
-    events = RandomNamespace(rng, dir_op_depth=99).run(12)
-    clock, queue, lake = Clock(1_700_000_000_250), Queue(), MemoryLake()
-    store, index = MemorySequenceStore(), NamespaceIndex(MemoryIndexStore(), ["/data"])
-
-    def invocation() -> MessageConsumer:
-        return MessageConsumer(lake=lake, sequencer=IndexSequencer(store, index, lake,
-                                                                   clock_ms=clock),
-                               continue_requests=queue, log_mode="summary", logger=Logger(),
-                               senders=SENDERS, clock_ms=clock, sleep=lambda s: None)
-
-    messages, manifests = agent_messages(events, "path", rng)
-    first = invocation()
-    for m in [*messages[:-1], *(_message(m.to_json(), m.group_id, m.dedup_id, kind="manifest")
-                                for m in manifests)]:
-        first.process(m)
-    first.finish(clock() + 60_000)
-    requests = queue.groups[continue_group_id(CLUSTER)]
-    taker = invocation()
-    taker.process(requests.popleft())
-    release = store.release
+    w = OneWindow(17)
+    taker = w.invocation(sleep=lambda s: None)
+    taker.process(w.requests.popleft())
+    release = w.store.release
 
     def slow_first_look(cluster: str, owner: str) -> None:  # the end of the first lease hold
         release(cluster, owner)
-        if clock() < 1_700_000_001_000:
-            late = invocation()  # stores the last arrival while the look runs
-            late.process(messages[-1])
-            late.finish(clock() + 60_000)
-            assert not requests  # the same window: SQS dropped its request
-            clock.now_ms += 1_500  # the look ends past the window and the skew
+        if w.clock() < w.WINDOW_END_MS:
+            w.store_the_last_arrival()
+            w.clock.now_ms += 1_500  # the look ends past the window and the skew
 
-    store.release = slow_first_look  # type: ignore[method-assign]
-    taker.finish(clock() + 60_000)
-    assert not requests
-    assert index.store.live(CLUSTER) == in_order_state(events, "/data")
+    w.store.release = slow_first_look  # type: ignore[method-assign]
+    taker.finish(w.clock() + 60_000)
+    assert not w.requests
+    assert w.applied_in_order()
 
 
 def test_events_outside_the_indexed_prefixes_are_not_read_back() -> None:
