@@ -45,7 +45,12 @@ class ContinueRequest:
     @property
     def look_until_ms(self) -> int | None:
         """When the taker's last look may start, by its own clock."""
-        return None if self.window_end_ms is None else self.window_end_ms + CLOCK_SKEW_MS
+        return None if self.window_end_ms is None else look_until(self.window_end_ms)
+
+
+def look_until(window_end_ms: int) -> int:
+    """When the last look for a window's requests may start, by the taker's clock."""
+    return window_end_ms + CLOCK_SKEW_MS
 
 
 def window_of(now_ms: int) -> tuple[str, int]:

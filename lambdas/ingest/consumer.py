@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hdfs_events.continue_request import (
-    CLOCK_SKEW_MS,
     ContinueRequest,
     decode_continue_request,
+    look_until,
     window_of,
 )
 from hdfs_events.envelope import EnvelopeError, decode_envelope
@@ -277,9 +277,9 @@ class MessageConsumer:
 
     def _look_while_windows_last(self, looks: dict[str, int], deadline_ms: int,
                                  reports: dict[str, ApplyReport]) -> None:
-        pending = {cluster: end + CLOCK_SKEW_MS for cluster, end in self.windows.items()
-                   if cluster in reports and not reports[cluster].more
-                   and looks[cluster] < end + CLOCK_SKEW_MS}
+        ends = {cluster: look_until(end) for cluster, end in self.windows.items()}
+        pending = {cluster: end for cluster, end in ends.items()
+                   if cluster in reports and not reports[cluster].more and looks[cluster] < end}
         # Bounded by a count as well: a clock that stands still cannot hold the invocation. At
         # least one more look: a first look that began inside the window and ended past it.
         now = self.clock_ms()
@@ -287,10 +287,10 @@ class MessageConsumer:
         while pending and rounds > 0 and self.clock_ms() < deadline_ms:
             rounds -= 1
             self.sleep(LOOK_INTERVAL_MS / 1000)
-            for cluster, look_until in sorted(pending.items()):
+            for cluster, last_look in sorted(pending.items()):
                 started = self.clock_ms()
                 report = self._apply_cluster(cluster, deadline_ms, reports, look=True)
-                if report is None or report.more or started >= look_until:
+                if report is None or report.more or started >= last_look:
                     del pending[cluster]
         for cluster in sorted(pending):  # out of time inside a window: another looks on
             self._request(ContinueRequest(cluster, self.windows[cluster]),

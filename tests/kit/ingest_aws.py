@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hdfs_events import names
-from hdfs_events.continue_request import CLOCK_SKEW_MS, window_of
+from hdfs_events.continue_request import look_until, window_of
 from tests.kit.index_table import create_index_table
 from tests.kit.lambda_events import Sent
 from tests.kit.sqs_lambda import Handler, LocalSqsLambdaRunner
@@ -28,7 +28,7 @@ def wait_for_the_next_window() -> None:
     request sent now has a deduplication id of its own, and the invocation that takes one sent
     before applies without looking again."""
     _, window_end = window_of(int(time.time() * 1000))
-    time.sleep(max(0.0, (window_end + CLOCK_SKEW_MS) / 1000 - time.time()))
+    time.sleep(max(0.0, look_until(window_end) / 1000 - time.time()))
 
 
 @dataclass(frozen=True, slots=True)
