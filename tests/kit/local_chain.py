@@ -63,7 +63,9 @@ def local_aws() -> Iterator[str]:
     # moto's base-table Query sorts the whole table per call; our index has one partition per
     # directory, so an index of 100k entries took ~40 entries/s without this (same results).
     moto_fast_query.apply()
-    # moto can lose DynamoDB writes and SQS messages under concurrency (tests/kit/moto_fixes.py).
+    # moto can lose DynamoDB writes and SQS messages under concurrency, and forgets FIFO
+    # deduplication ids; the SQS fix also ends moto's pass over the whole queue per SQS call,
+    # which made a backlog slow every call (tests/kit/moto_fixes.py, moto_fast_sqs.py).
     moto_fixes.apply()
 
     # werkzeug logs every request at INFO, and moto warns about every CloudFormation resource
