@@ -6,6 +6,10 @@ Events of one group go into one message in arrival order, so a group's events st
 - the next event would take its encoded size past `max_message_bytes` (default 64 KiB: SQS
   bills every 64 KiB chunk of a request as one request, so a full chunk is the cheapest unit);
 - it has been open `linger` seconds (the caller asks `expired(now)`): freshness at low rates;
+  but not while an earlier message of its group is still queued or in flight (`expired`'s
+  `waiting`, the sender's): sealed, it would only wait behind that one, so it stays open and
+  grows (Nagle's rule). A queue answering slowly then gets fewer, fuller messages instead of a
+  backlog of small ones, and a fast one gets every message a linger after its first event;
 - the caller flushes (end of input, shutdown).
 
 The compressed size is only known after compressing. The packer predicts it from the raw JSON
@@ -253,13 +257,18 @@ class EventPacker:
         self._observe(wire, 0)
         return [*sealed, PackedMessage(wire=wire, txids=(event.txid,), after=after)]
 
-    def expired(self, now: float) -> list[PackedMessage]:
-        """Seals every message open for `linger_s` or longer."""
-        sealed: list[PackedMessage] = []
-        while self._open:
-            gid, message = next(iter(self._open.items()))
+    def expired(self, now: float, waiting: Callable[[str], bool] | None = None
+                ) -> list[PackedMessage]:
+        """Seals every message open for `linger_s` or longer, but those of the groups
+        `waiting` names (a message of theirs is still to be acknowledged: module doc)."""
+        due: list[str] = []
+        for gid, message in self._open.items():
             if message.deadline > now:
                 break
+            if waiting is None or not waiting(gid):
+                due.append(gid)
+        sealed: list[PackedMessage] = []
+        for gid in due:
             sealed += self._seal(gid, final=True)
         return sealed
 

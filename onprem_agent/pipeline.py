@@ -167,7 +167,7 @@ class Pipeline:
         packer, sender, tracker, clock = self.packer, self._sender, self._tracker, self._clock
         acquire, release, take = self._lock.acquire, self._lock.release, self._take
         acks, add, send = self._acks, packer.add, self._send
-        next_deadline, expired = packer.next_deadline, packer.expired
+        next_deadline, expired, waiting = packer.next_deadline, packer.expired, sender.waiting
         wait_for_capacity, stopped = sender.wait_for_capacity, stop.is_set
         for whole in chunks:
             # Messages the chunk opens linger from when the source read it (ReadChunk).
@@ -198,7 +198,7 @@ class Pipeline:
                             # The drain's last step, read a linger ago or more: what the drain
                             # opened is due now, not when the flusher next wakes (up to a
                             # linger later).
-                            sealed += expired(now)
+                            sealed += expired(now, waiting)
                         if sealed:  # one event in hundreds seals one
                             send(sealed)
                     # After the chunk's events were packed: a txid without events (a replay's
@@ -314,7 +314,7 @@ class Pipeline:
                     # Under backpressure an early seal would not go out any sooner; letting
                     # the message grow instead keeps messages full when SQS is the bottleneck.
                     if deadline is not None and deadline <= now and self._sender.has_capacity():
-                        self._send(self.packer.expired(now))
+                        self._send(self.packer.expired(now, self._sender.waiting))
                         deadline = self.packer.next_deadline()
                 if now >= next_save:
                     self._save()
@@ -322,7 +322,9 @@ class Pipeline:
                 if self._progress is not None:
                     self._progress.update(self.snapshot())
                 if deadline is not None and deadline <= now:
-                    deadline = now + 0.05  # held back by backpressure: look again shortly
+                    # Held back by backpressure, or behind its group's unacknowledged
+                    # message: look again shortly.
+                    deadline = now + 0.02
                 if deadline is None:
                     # Nothing open: a message opened from now on is due at now + linger at the
                     # earliest. Looking again by then finds it before it is due, so it seals on

@@ -65,6 +65,10 @@ class Sender(Protocol):
 
     def has_capacity(self) -> bool: ...
 
+    def waiting(self, group_id: str) -> bool:
+        """Whether a message of the group is queued or in flight (packer.expired)."""
+        ...
+
     def enqueue(self, message: PackedMessage) -> None: ...
 
     def flush(self, timeout: float | None = None) -> bool: ...
@@ -97,6 +101,9 @@ class NoopSender:
 
     def has_capacity(self) -> bool:
         return True
+
+    def waiting(self, group_id: str) -> bool:
+        return False
 
     def enqueue(self, message: PackedMessage) -> None:
         self.stats.messages += 1
@@ -167,6 +174,12 @@ class SqsSender:
 
     def has_capacity(self) -> bool:
         return self._pending < self._max_pending
+
+    def waiting(self, group_id: str) -> bool:
+        # A group keeps its queue until its last message is acknowledged (_settle). Read
+        # without the lock: a dict lookup is atomic, and a stale answer only seals one
+        # message a flusher tick early or late.
+        return group_id in self._queues
 
     def wait_for_capacity(self, stop: threading.Event | None = None) -> None:
         if self._pending < self._max_pending and self._error is None:

@@ -131,6 +131,23 @@ def test_linger_seals_a_message_once_its_first_event_is_old_enough() -> None:
     assert packer.next_deadline() is None
 
 
+def test_a_due_message_stays_open_and_grows_while_its_group_has_one_unacknowledged() -> None:
+    # Sealed now it would only queue behind its group's message in flight; open, it takes
+    # what a slow queue would otherwise get as many small messages.
+    packer = EventPacker("c1", linger_s=0.2)
+    packer.add((ev(1, "/data/a/f"),), now=10.0)
+    packer.add((ev(2, "/data/b/f"),), now=10.0)
+    in_flight = {"c1:/data/a"}
+    (b,) = packer.expired(10.5, in_flight.__contains__)
+    assert b.wire.group_id == "c1:/data/b"
+    packer.add((ev(3, "/data/a/g"),), now=10.6)
+    assert packer.expired(10.7, in_flight.__contains__) == []
+    in_flight.clear()  # acknowledged
+    (a,) = packer.expired(10.7, in_flight.__contains__)
+    assert a.wire.group_id == "c1:/data/a" and a.wire.event_count == 2
+    assert packer.next_deadline() is None
+
+
 def test_a_message_names_each_txid_once_and_keeps_the_txid_finished_when_it_opened() -> None:
     packer = EventPacker("c1", linger_s=10)
     packer.add((ev(5, "/d/a", 0), ev(5, "/d/a", 1), ev(5, "/d/a", 2)), 0.0, after=4)

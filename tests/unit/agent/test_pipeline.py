@@ -45,6 +45,10 @@ class HoldingSender(RecordingSender):
         self.acked.append(message)
         self._on_ack(message)
 
+    def waiting(self, group_id: str) -> bool:
+        acked = set(map(id, self.acked))
+        return any(m.wire.group_id == group_id and id(m) not in acked for m in self.sent)
+
     def flush(self, timeout: float | None = None) -> bool:
         deadline = time.monotonic() + (10 if timeout is None else timeout)
         while len(self.acked) < len(self.sent):
@@ -141,6 +145,33 @@ def test_a_drain_read_a_linger_ago_goes_out_whole_before_the_next_drain_is_read(
         source())
     assert sent_before_next == [[200, 200, 200], [200, 200, 200]]  # the fresh one lingers
     assert result.events_sent == 601 and result.checkpoint_txid == 601
+
+
+def test_a_group_with_a_message_in_flight_gets_its_next_message_once_that_one_is_acked() -> None:
+    # Nagle's rule (packer.py): while SQS has not acknowledged a group's message, what follows
+    # in the group stays open however old, and goes out in one message once it is.
+    sender = HoldingSender()
+    in_flight: list[int] = []
+
+    def source() -> Iterator[ReadChunk]:
+        yield ReadChunk([batch(1, "/d/a/x")], read_at=time.monotonic())
+        assert sender.arrived.wait(timeout=10)  # sealed a linger later, not acknowledged
+        for t in range(2, 6):
+            yield ReadChunk([batch(t, f"/d/a/f{t}")], read_at=time.monotonic())
+            time.sleep(0.06)  # each older than the 50 ms linger before the next
+        in_flight.append(len(event_messages(sender.sent)))
+        sender.ack(event_messages(sender.sent)[0])
+        deadline = time.monotonic() + 10
+        while len(event_messages(sender.sent)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for message in event_messages(sender.sent)[1:]:
+            sender.ack(message)
+
+    result = Pipeline(config(linger_ms=50), sender=sender, checkpoint=MemoryStore()).run(
+        source())
+    assert in_flight == [1]
+    assert [m.wire.event_count for m in event_messages(sender.sent)] == [1, 4]
+    assert result.events_sent == 5 and result.checkpoint_txid == 5
 
 
 def test_checkpoint_waits_for_out_of_order_acknowledgements() -> None:
