@@ -7,12 +7,6 @@ at a time (source.py's chunks).
 - Throughput: after a batch arrives, the stream is drained with the non-blocking poll() (the
   NameNode hands out up to dfs.namenode.inotify.max.events.per.rpc events per RPC) and the
   drain is converted in one JVM call (onprem_agent.live.convert).
-- A drain ends when a poll finds nothing, at `max_batches_per_drain`, or `max_drain_ms` after
-  its first batch. At full speed the stream is never empty, so without the time bound a drain
-  read ~1,000 batches (~1 s at 1,000 txids/s) before handing any on: the agent's
-  NameNode -> sent p50 was 0.8-1.1 s with a 200 ms linger (bench.chain_speed). The live agent
-  bounds a drain by its linger: the pipeline sends a drain's messages `linger_ms` after its
-  first batch was read anyway, so reading on past that only delays what was read.
 - Lag: getTxidsBehindEstimate() after every poll.
 - The in-progress edit segment: each getEditsFromTxid call (one a poll that finds nothing
   read ahead) opens the NameNode's in-progress segment and reads it op by op from its first
@@ -178,7 +172,6 @@ class LiveSource:
                  start_txid: int | None, stop: threading.Event, gap_policy: str = "snapshot",
                  snapshot: Snapshot | None = None, on_gap: Callable[[Gap], None] | None = None,
                  poll_timeout_ms: int = 1000, max_batches_per_drain: int = 1000,
-                 max_drain_ms: int | None = None,
                  roll_edits_every_txids: int = 0,
                  stats: LiveStats | None = None, on_idle: Callable[[], None] | None = None,
                  backoff: Backoff | None = None,
@@ -197,7 +190,6 @@ class LiveSource:
         self._start, self._stop = start_txid, stop
         self._policy, self._snapshot, self._on_gap = gap_policy, snapshot, on_gap
         self._timeout_ms, self._max_drain = poll_timeout_ms, max_batches_per_drain
-        self._max_drain_s = None if max_drain_ms is None else max_drain_ms / 1000
         self.stats = stats or LiveStats()
         self._on_idle = on_idle
         self._backoff = backoff or Backoff()
@@ -260,23 +252,18 @@ class LiveSource:
                 self._last, stream = last, None
 
     def _drain(self, stream: InotifyStream) -> tuple[list[Any], Gap | None, bool, float]:
-        """A timed poll, then whatever is ready, up to the drain's limits (module doc); a gap
-        or an unavailable NameNode ends the drain (the batches read before it are still
-        delivered). Also when the first batch arrived (ReadChunk.read_at; the timed poll may
-        have waited for it)."""
+        """A timed poll, then whatever is ready, up to the drain limit; a gap or an unavailable
+        NameNode ends the drain (the batches read before it are still delivered). Also when the
+        first batch arrived (ReadChunk.read_at; the timed poll may have waited for it)."""
         drained: list[Any] = []
         read_at = 0.0  # meaningless while nothing was drained
-        until: float | None = None  # when the drain's time is up, if it is bounded
         try:
             batch = stream.poll(self._timeout_ms, self._unit)
             if batch is not None:
                 read_at = self._monotonic()
-                if self._max_drain_s is not None:
-                    until = read_at + self._max_drain_s
             while batch is not None:
                 drained.append(batch)
-                if len(drained) >= self._max_drain or (
-                        until is not None and self._monotonic() >= until):
+                if len(drained) >= self._max_drain:
                     break
                 batch = stream.poll()
         except self._missing as exc:

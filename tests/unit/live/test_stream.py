@@ -102,32 +102,6 @@ def test_a_drain_is_stamped_with_its_first_batchs_read(converter):
     assert [c.read_at for c in chunks] == [100.0, 101.0, 102.0]  # one stamp a drain
 
 
-def test_a_drain_ends_max_drain_ms_after_its_first_batch(converter):
-    # At full speed the stream is never empty: a drain bounded only by its batch count held
-    # ~1 s of events before handing any on. The live agent bounds it by its linger.
-    nn = NameNodeDouble()
-    for i in range(7):
-        nn.log(unlink(f"/{i}"))
-    ticks = iter([0.0, 0.1, 0.2, 0.25,  # drain 1: read at 0.0, three batches by 0.25 s
-                  1.0, 1.1, 1.3,        # drain 2: read at 1.0, two batches by 1.3 s
-                  2.0, 2.1, 2.2])       # drain 3: read at 2.0, the last two, then empty
-    stop = threading.Event()
-    source = LiveSource(nn.source(), converter, cluster=C, start_txid=0, stop=stop,
-                        gap_policy="stop", poll_timeout_ms=10, max_batches_per_drain=1000,
-                        max_drain_ms=250, on_idle=stop.set, monotonic=lambda: next(ticks))
-    chunks = list(source.chunks())
-    assert [len(c) for c in chunks] == [3, 2, 2]
-    assert [c.read_at for c in chunks] == [0.0, 1.0, 2.0]
-    # Unbounded (the default, as the sync reads), the same log is one drain.
-    nn2 = NameNodeDouble()
-    for i in range(7):
-        nn2.log(unlink(f"/{i}"))
-    stop2 = threading.Event()
-    one = list(LiveSource(nn2.source(), converter, cluster=C, start_txid=0, stop=stop2,
-                          gap_policy="stop", poll_timeout_ms=10, on_idle=stop2.set).chunks())
-    assert [len(c) for c in one] == [7]
-
-
 class RollingNameNode(NameNodeDouble):
     """A NameNode double whose source can roll its edit log. `rolls` holds the agent's last txid
     read at each roll it asked for; the first `fail_first` rolls raise the Java exception a
