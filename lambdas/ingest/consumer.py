@@ -32,6 +32,7 @@ hdfs_events/continue_request.py), or asks for another when out of time.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -372,11 +373,19 @@ class MessageConsumer:
 
 
 def _progress_key(position: Position | None) -> str:
-    """Where applying ranges stopped, down to the step of a walk: a request per point reached."""
+    """Where applying ranges stopped, down to the step of a walk, and a unique tail. Unique
+    because it continues a chain: SQS drops a FIFO deduplication id it accepted in the last 5
+    minutes, so keyed by the point alone, the request of an invocation that ran out of time
+    where the one before it had (no time left to apply anything) was dropped and the index
+    stalled until the cluster's next event. Apply invocations run one a cluster at a time (its
+    FIFO group), so a duplicate chain (a retried invocation) costs an invocation, nothing
+    more."""
     if position is None or position.txid is None:
-        return "start"
-    step = "" if position.walk is None else f".{position.walk.step}"
-    return f"{position.txid}.{position.event_index}{step}"
+        point = "start"
+    else:
+        step = "" if position.walk is None else f".{position.walk.step}"
+        point = f"{position.txid}.{position.event_index}{step}"
+    return f"{point}-{uuid.uuid4().hex}"
 
 
 def _arrival_id(message: QueueMessage) -> str:
