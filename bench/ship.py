@@ -137,7 +137,7 @@ def start_moto() -> tuple[Any, str]:
 
     from tests.kit import moto_fixes
 
-    moto_fixes.apply()  # the drain deletes while the agent sends (tests/kit/moto_sqs_lock.py)
+    moto_fixes.apply()  # the drain deletes while the agent sends (tests/kit/moto_fast_sqs.py)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server.start()

@@ -1,10 +1,11 @@
 """The kit's correctness fixes to moto 5.2, applied together wherever a moto server runs, and
 moto's own server CLI with them (`python -m tests.kit.moto_fixes -H 127.0.0.1 -p PORT`, what
 tests/kit/service_process.py starts): DynamoDB's lost writes into a new partition
-(moto_dynamodb_lock.py) and SQS's messages lost to a concurrent delete (moto_sqs_lock.py), each a
-case where moto acknowledged what AWS would have kept and then did not keep it; and SQS's FIFO
-deduplication ids, which moto forgets once their message is deleted (moto_fast_sqs.py, which also
-makes SQS calls cost no more on a deep queue, and deletes under the same lock as moto_sqs_lock)."""
+(moto_dynamodb_lock.py) and SQS's messages lost to a concurrent delete (moto rebuilt a queue's
+list without its lock: moto_fast_sqs.py deletes in place under it), each a case where moto
+acknowledged what AWS would have kept and then did not keep it; and SQS's FIFO deduplication
+ids, which moto forgets once their message is deleted (moto_fast_sqs.py, which also makes SQS
+calls cost no more on a deep queue)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,9 @@ def under_lock(cls: type, name: str, lock_of: Callable[[Any], AbstractContextMan
 
 
 def apply() -> None:
-    from tests.kit import moto_dynamodb_lock, moto_fast_sqs, moto_sqs_lock
+    from tests.kit import moto_dynamodb_lock, moto_fast_sqs
 
     moto_dynamodb_lock.apply()
-    moto_sqs_lock.apply()
     moto_fast_sqs.apply()
 
 
