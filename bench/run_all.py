@@ -121,7 +121,11 @@ def run_bench(bench: Bench, work_dir: Path, size: str = "quick") -> BenchRun:
     # itself). Under pytest, tests/conftest.py sets PYSPARK_SUBMIT_ARGS for the test process's
     # own JVM: inherited, every smoke Spark JVM would also ship the 280 MB aws-java-sdk-bundle
     # to its local executor.
-    env = {**{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"},
+    # Read key by key with get(): the bench smoke calls this from threads while pytest sets and
+    # pops PYTEST_CURRENT_TEST in os.environ, and items() raises KeyError on a key popped
+    # between its listing and its read.
+    env = {**{k: v for k in list(os.environ)
+              if k != "PYSPARK_SUBMIT_ARGS" and (v := os.environ.get(k)) is not None},
            "BENCH_OUT": str(out_dir),
            "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
     try:

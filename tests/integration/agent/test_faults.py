@@ -65,10 +65,16 @@ class FaultInjector:
             self.counts[what] += n
 
     def drop_entries(self, params: dict[str, Any], context: dict[str, Any], **kw: Any) -> None:
-        """A partial batch failure: some entries are not sent and come back in `Failed`."""
+        """A partial batch failure: some entries are not sent and come back in `Failed`.
+
+        A batch of one fails whole, answered without sending (fail_call): a loaded machine packs
+        slower than the sender sends, and then nearly every batch holds one entry."""
         self._count("calls")
         entries = params["Entries"]
-        if len(entries) < 2 or not self._roll(self.partial):
+        if not self._roll(self.partial):
+            return
+        if len(entries) == 1:  # SendMessageBatch takes no empty batch
+            context["dropped"], context["unsent"] = [entries[0]["Id"]], True
             return
         dropped = [e for e in entries[1:] if self._roll(0.5)]
         params["Entries"] = [e for e in entries if e not in dropped]
@@ -77,10 +83,14 @@ class FaultInjector:
     def fail_call(self, request: Any, **kw: Any) -> AWSResponse | None:
         if self._roll(self.throttle):
             self._count("throttled")
-            return self._response(400, "ThrottlingException", "Rate exceeded")
+            return self._response(400, {"__type": "com.amazonaws.sqs#ThrottlingException",
+                                         "message": "Rate exceeded"})
         if self._roll(self.server_error):
             self._count("5xx")
-            return self._response(500, "InternalError", "We encountered an internal error")
+            return self._response(500, {"__type": "com.amazonaws.sqs#InternalError",
+                                         "message": "We encountered an internal error"})
+        if request.context.get("unsent"):  # report_dropped fills in `Failed`
+            return self._response(200, {"Successful": [], "Failed": []})
         return None
 
     def report_dropped(self, parsed: dict[str, Any], context: dict[str, Any], **kw: Any) -> None:
@@ -90,16 +100,16 @@ class FaultInjector:
                 {"Id": i, "SenderFault": False, "Code": "InternalError",
                  "Message": "injected"} for i in dropped)
             self._count("failed_entries", len(dropped))
-        if "Successful" in parsed and self._roll(self.lost_response):
+        if "Successful" in parsed and not context.get("unsent") and self._roll(self.lost_response):
             # SQS has the messages; the agent never hears so.
             self._count("lost")
             raise ConnectionClosedError(endpoint_url="injected")
 
     @staticmethod
-    def _response(status: int, code: str, message: str) -> AWSResponse:
-        body = json.dumps({"__type": f"com.amazonaws.sqs#{code}", "message": message}).encode()
+    def _response(status: int, body: dict[str, Any]) -> AWSResponse:
+        raw = json.dumps(body).encode()
         return AWSResponse("http://injected", status,
-                           {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body))
+                           {"Content-Type": "application/x-amz-json-1.0"}, _Raw(raw))
 
 
 def test_throttling_5xx_partial_failures_and_lost_responses_lose_nothing(

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import threading
 
 import pytest
@@ -74,14 +75,12 @@ def test_copy_killed_mid_way_leaves_no_partial_file_and_is_redone_once(
     proc = world.start_worker_process(world.config(visibility_timeout_s=3, heartbeat_s=1,
                                                    distcp_command=SLOW_DISTCP))
     try:
-        # Mid-way: one file renamed into place, the next one still being written.
-        wait_for(lambda: (lambda listing: temporaries(listing) and len(listing) > 1)(
-            world.listing(DEST)), 300)  # generous: a loaded 2-core machine
+        wait_for(lambda: _frozen_mid_way(world, proc), 300)  # generous: a loaded 2-core machine
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the host goes down: worker and its DistCp
         proc.wait()
         for call in world.calls():
-            _kill(call["pid"])  # the launcher execs java: its pid is DistCp's JVM
+            _kill(call["pid"])
     assert world.item("crash-1")["state"] == "running"
     after_kill = world.listing(DEST)
     whole = {name: size for name, size in after_kill.items() if TEMPORARY not in name}
@@ -209,5 +208,29 @@ def _alive(pid: int) -> bool:
 
 
 def _kill(pid: int) -> None:
+    _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signum)
+
+
+def _frozen_mid_way(world: CopyWorld, worker: subprocess.Popen[bytes]) -> bool:
+    """Whether the worker and its DistCp are stopped (SIGSTOP) mid-way: one file renamed into
+    place, the next one still being written. A listing that saw that moment alone is not
+    enough: on a loaded machine DistCp can finish the file before a kill lands."""
+    listing = world.listing(DEST)
+    pids = [call["pid"] for call in world.calls()]  # the launcher execs java: DistCp's JVM
+    if not (pids and temporaries(listing) and len(listing) > 1):
+        return False
+    os.killpg(worker.pid, signal.SIGSTOP)
+    for pid in pids:
+        _signal(pid, signal.SIGSTOP)
+    listing = world.listing(DEST)
+    if temporaries(listing) and len(listing) > 1:
+        return True
+    for pid in pids:
+        _signal(pid, signal.SIGCONT)
+    os.killpg(worker.pid, signal.SIGCONT)
+    return False
