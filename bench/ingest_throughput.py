@@ -645,6 +645,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{len(events)} events generated, {needed}+ needed: raise --ops")
 
     from moto.server import ThreadedMotoServer
+
+    from tests.kit import moto_fixes
+    moto_fixes.apply()  # the index's parallel writes to a new partition all land
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -20,8 +20,9 @@ concurrent. AWS's DynamoDB never loses an acknowledged write, which is what the 
 exactly-once proof assumes.
 
 Scope: `apply()` patches the class for the whole process, once; every place that starts a moto
-server calls it first, through tests/kit/moto_fixes.py (bench/hot_directory.py, DynamoDB alone,
-directly).
+server calls it first, through tests/kit/moto_fixes.py, and so does every bench that writes the
+index in parallel to moto in-process, directly (bench/hot_directory.py, bench/index_apply.py:
+moto's in-process mock dispatches through the same handler).
 """
 
 from __future__ import annotations
