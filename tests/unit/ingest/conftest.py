@@ -13,6 +13,7 @@ import pytest
 from moto import mock_aws
 
 from hdfs_events import names
+from tests.kit import moto_dynamodb_lock
 from tests.kit.ingest_aws import BUCKET, TABLE, Aws, create_resources
 from tests.kit.lambda_events import cluster_senders
 
@@ -21,6 +22,7 @@ _loggers = itertools.count()
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    moto_dynamodb_lock.apply()  # the index store's parallel writes to a new partition all land
     with mock_aws():
         s3, ddb, sqs = boto3.client("s3"), boto3.client("dynamodb"), boto3.client("sqs")
         queues = create_resources(s3, ddb, sqs)
@@ -41,6 +43,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
 @pytest.fixture
 def ddb() -> Iterator[Any]:
     """A client to look at the table; the stores make their own, as in the Lambda."""
+    moto_dynamodb_lock.apply()
     with mock_aws():
         client = boto3.client("dynamodb")
         create_resources(boto3.client("s3"), client, boto3.client("sqs"))
