@@ -110,8 +110,10 @@ def test_failed_copy_is_retried_with_backoff_and_then_verified(world: CopyWorld)
     world.hdfs.run([["write", DEST, "a file where the directory should be"]])
     world.send(request("retry-1"))
 
+    # The retry comes back 3 s after the failure: this worker, polling 1 s at a time, has
+    # stopped by then (at 1 s, a poll begun just before the stop could take it: attempt 3).
     world.run_until(lambda: (world.item("retry-1") or {}).get("state") == "failed",
-                    timeout_s=120)
+                    timeout_s=120, retry_base_s=3, retry_max_s=3)
     world.hdfs.run([["delete", DEST]])  # the operator clears the way
     world.run_until(lambda: world.item("retry-1")["state"] == "verified", timeout_s=120)
 
@@ -170,7 +172,8 @@ def test_distcp_over_its_time_limit_is_stopped_and_retried(world: CopyWorld) -> 
     world.send(request("hang-1"))
 
     world.run_until(lambda: (world.item("hang-1") or {}).get("state") == "failed",
-                    copy_timeout_s=3, distcp_command=SLOW_DISTCP)
+                    copy_timeout_s=3, distcp_command=SLOW_DISTCP,
+                    retry_base_s=3, retry_max_s=3)  # back once this worker has stopped
     [slow] = world.calls()
     assert not _alive(slow["pid"])
     assert "still running after 3 s" in world.item("hang-1")["reason"]

@@ -482,8 +482,8 @@ def groups_in_flight_read_once_a_poll(call: Calls, poll: Poll) -> None:
     call.send(url, "a1", "a", "1")
     call.send(url, "a2", "a", "2")
     first = call.receive(url, 1)
-    poller = poll(url, WaitTimeSeconds=2)
-    time.sleep(0.5)
+    poller = poll(url, WaitTimeSeconds=3)
+    time.sleep(1)  # the poll's thread is inside receive_message by then, even on a loaded machine
     call.delete(url, first[0])  # a is free now, but the poll read it in flight when it began
     poller.join()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,13 +84,17 @@ class Switch:
     call raises what a stopped NameNode gives (ConnectException); opening a stream at a txid
     asks nothing (HdfsAdmin's stream is lazy), as in Hadoop."""
 
-    def __init__(self, nn: NameNodeDouble) -> None:
+    def __init__(self, nn: NameNodeDouble,
+                 on_refused: Callable[[], object] = lambda: None) -> None:
         self.nn, self.down = nn, False
         self.refused = 0
+        self.on_refused = on_refused  # after each refusal (not a timer: a loaded machine's
+        # first call can come later than any timer)
 
     def _check(self) -> None:
         if self.down:
             self.refused += 1
+            self.on_refused()
             raise java("java.net.ConnectException", "Connection refused")
 
     def source(self) -> StreamSource:
@@ -161,9 +166,8 @@ def test_a_namenode_stopped_mid_stream_is_waited_for_and_read_on_after_the_last_
 def test_a_namenode_down_at_start_is_waited_for_from_the_current_txid(converter):
     nn = NameNodeDouble()
     nn.skip(5)
-    switch = Switch(nn)
+    switch = Switch(nn, on_refused=lambda: setattr(switch, "down", False))  # up for the retry
     switch.down = True
-    threading.Timer(0.1, lambda: setattr(switch, "down", False)).start()
     stop = threading.Event()
     source = LiveSource(switch.source(), converter, cluster=C, start_txid=None, stop=stop,
                         gap_policy="stop", poll_timeout_ms=10, backoff=FAST,
@@ -178,10 +182,9 @@ def test_a_namenode_down_at_start_is_waited_for_from_the_current_txid(converter)
 
 def test_stop_ends_the_wait_for_a_namenode_that_stays_down(converter):
     nn = NameNodeDouble()
-    switch = Switch(nn)
-    switch.down = True
     stop = threading.Event()
-    threading.Timer(0.3, stop.set).start()
+    switch = Switch(nn, on_refused=lambda: threading.Timer(0.3, stop.set).start())
+    switch.down = True
     source = LiveSource(switch.source(), converter, cluster=C, start_txid=0, stop=stop,
                         gap_policy="stop", poll_timeout_ms=10,
                         backoff=Backoff(initial_s=60, max_s=60))

@@ -187,9 +187,7 @@ def test_stop_ends_an_idle_stream(converter):
     nn = NameNodeDouble()
     nn.skip(3)
     stop = threading.Event()
-    timer = threading.Timer(0.2, stop.set)
-    timer.start()
-    assert list(live(nn, converter, start=None, stop=stop)) == []
+    assert list(live(nn, converter, start=None, stop=stop, on_idle=stop.set)) == []
     # No checkpoint: from the NameNode's current txid, asked once (a reopen resumes there).
     assert nn.opened == [3]
 

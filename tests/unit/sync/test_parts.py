@@ -16,19 +16,25 @@ from onprem_agent.sync.parts import BufferBudget, upload_parts
 
 
 class SlowS3:
-    """upload_part that takes a while and records how many run at once."""
+    """upload_part that takes a while and records how many run at once; with `meet`, a part
+    waits (up to 2 s) until two have been in flight together: parts sent one after another
+    then show as such however slow the machine, not by losing a 20 ms race."""
 
-    def __init__(self, fail_part: int | None = None) -> None:
+    def __init__(self, fail_part: int | None = None, *, meet: bool = False) -> None:
         self.bodies: dict[int, bytes] = {}
         self.crcs: dict[int, str] = {}
         self.running = self.most = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._fail = fail_part
+        self._meet = meet
 
     def upload_part(self, *, PartNumber, Body, ChecksumCRC32C, **_):  # boto3's names
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
+            self._lock.notify_all()
+            if self._meet:
+                self._lock.wait_for(lambda: self.most >= 2, timeout=2)
         try:
             time.sleep(0.02)
             if PartNumber == self._fail:
@@ -48,7 +54,7 @@ def chunks(jvm, data: bytes, size: int):
 
 def test_parts_travel_side_by_side_and_complete_in_order(jvm):
     data = bytes(range(256)) * 400  # 102,400 bytes: 10 parts of 10,000 and one of 2,400
-    s3, budget = SlowS3(), BufferBudget(40_000)
+    s3, budget = SlowS3(meet=True), BufferBudget(40_000)
     parts = upload_parts(s3, "b", "k", "u", chunks(jvm, data, 3_000), 10_000, in_flight=4,
                          budget=budget)
     assert [p["PartNumber"] for p, _ in parts] == list(range(1, 12))
