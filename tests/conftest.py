@@ -83,6 +83,15 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def py4j_names_resolved_once() -> Iterator[None]:
+    """The test process's pyspark asks its JVM what a name is once (tests/kit/py4j_names.py)."""
+    from tests.kit.py4j_names import resolved_once
+
+    with resolved_once():
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def kit_namenodes_quick_jit() -> Iterator[None]:
     """The kit's NameNode processes (tests/kit/hadoop/host.py) of this session run C1 only."""
     with pytest.MonkeyPatch.context() as env:
