@@ -30,10 +30,11 @@ SIDE_BY_SIDE = 2  # the CI machine's cores
 
 class SmokeRun:
     """The module's one run: each bench at most once, SIDE_BY_SIDE at a time, each after the
-    benches it reads and never beside one that shares a resource with it; of those that may
-    start, the one a test waits for (or one it reads) first, else the longest (Bench.smoke_s).
-    So a test waits for its own bench and at most one other, never for the whole smoke: each
-    test has pytest-timeout's 900 s, and the whole smoke took 502 s on CI at load 5.5."""
+    benches it reads and never beside one that shares a resource with it. Of those that may
+    start, one worker takes the first queued (the order the tests wait in), the other the
+    longest (Bench.smoke_s): a test waits for its own bench and at most the one before it,
+    never for most of the smoke (each test has pytest-timeout's 900 s; the whole smoke took
+    502 s on CI at load 5.5), and the long benches still start early."""
 
     def __init__(self, work: Path, benches: list[run_all.Bench]) -> None:
         self.work = work
@@ -41,13 +42,12 @@ class SmokeRun:
         self._pending: list[run_all.Bench] = []
         self._running: set[str] = set()
         self._done: dict[str, run_all.BenchRun] = {}
-        self._wanted: set[str] = set()  # the bench a test waits for and those it reads
         self._closed = False
         self._changed = threading.Condition()
         for bench in benches:
             self._queue(bench)
-        self._workers = [threading.Thread(target=self._work, name=f"bench-{i}", daemon=True)
-                         for i in range(SIDE_BY_SIDE)]
+        self._workers = [threading.Thread(target=self._work, args=(i == 0,), name=f"bench-{i}",
+                                          daemon=True) for i in range(SIDE_BY_SIDE)]
         for worker in self._workers:
             worker.start()
 
@@ -59,10 +59,8 @@ class SmokeRun:
         """The bench's run, once it has finished (queued now if nobody asked for it yet)."""
         with self._changed:
             self._queue(bench)
-            self._wanted = _with_reads(bench)
             self._changed.notify_all()
             self._changed.wait_for(lambda: bench.name in self._done)
-            self._wanted = set()
             return self._done[bench.name]
 
     def close(self) -> None:
@@ -80,20 +78,22 @@ class SmokeRun:
                 self._queue(BY_NAME[name])
             self._pending.append(bench)
 
-    def _startable(self) -> run_all.Bench | None:
+    def _startable(self, in_order: bool) -> run_all.Bench | None:
         busy = {r for name in self._running for r in BY_NAME[name].shares}
         ready = [b for b in self._pending
                  if all(r in self._done for r in b.reads) and busy.isdisjoint(b.shares)]
-        wanted = [b for b in ready if b.name in self._wanted]
-        return max(wanted or ready, key=lambda b: b.smoke_s, default=None)
+        if in_order:
+            return ready[0] if ready else None
+        return max(ready, key=lambda b: b.smoke_s, default=None)
 
-    def _work(self) -> None:
+    def _work(self, in_order: bool) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._closed or self._startable() is not None)
+                self._changed.wait_for(
+                    lambda: self._closed or self._startable(in_order) is not None)
                 if self._closed:
                     return
-                bench = self._startable()
+                bench = self._startable(in_order)
                 assert bench is not None
                 self._pending.remove(bench)
                 self._running.add(bench.name)
@@ -105,11 +105,6 @@ class SmokeRun:
                 self._running.discard(bench.name)
                 self._done[bench.name] = run
                 self._changed.notify_all()
-
-
-def _with_reads(bench: run_all.Bench) -> set[str]:
-    """The bench's name and those of the benches it reads, and theirs."""
-    return {bench.name}.union(*(_with_reads(BY_NAME[r]) for r in bench.reads))
 
 
 @pytest.fixture(scope="module")
