@@ -158,8 +158,10 @@ def moto_server() -> Iterator[tuple[str, S3Requests]]:
     )
     from werkzeug.serving import make_server
 
+    from tests.kit import moto_fixes
     from tests.kit.moto_s3_complete import complete_checks_full_object_crc32c
 
+    moto_fixes.apply()  # as wherever a moto server runs (DynamoDB's writes to a new partition)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
     counter = S3Requests(DomainDispatcherApplication(create_backend_app), BUCKET)
     server = make_server("127.0.0.1", 0, counter, True, request_handler=MotoRequestHandler)
