@@ -46,7 +46,9 @@ deduplication gap and the fix.
 
 Kept as moto has it (the tests compare them): a long poll reads which groups are in flight when
 it starts and re-reads only when it frees an in-flight message visible again, so a group freed by
-a delete meanwhile waits for the next call; several messages of one group may come in one call,
+a delete meanwhile waits for the next call (but a group another call takes while the poll waits
+is added: moto would hand its next message to this poll too, two of a group in flight, which
+AWS never does); several messages of one group may come in one call,
 and a freed message may come after a later one of its group; a message past its retention period
 is received (counted, in flight) but not returned, and ends the pass; the receipt handles of
 deleted messages are kept for ever (deleting again succeeds). Assumed: moto's clock does not run
@@ -168,6 +170,11 @@ def _receive_message(self: SQSBackend, queue_name: str, count: int, wait_seconds
                 break
             if not stopped:  # moto passes again at once after a stop: what it stopped short of
                 queue._messages_lock.wait(_until_next_change(index_of(queue), polling_end))
+                # Not moto's: a group another call took while this one waited is in flight, and
+                # AWS gives none of its messages to a second consumer meanwhile. moto's copy
+                # from the call's start would: two of a group in flight, received out of order
+                # (test_concurrent_senders_and_consumers_lose_and_repeat_nothing).
+                blocked.update(queue.pending_message_groups)
     return result
 
 

@@ -4,8 +4,9 @@ tests/kit/service_process.py starts): DynamoDB's lost writes into a new partitio
 (moto_dynamodb_lock.py) and SQS's messages lost to a concurrent delete (moto rebuilt a queue's
 list without its lock: moto_fast_sqs.py deletes in place under it), each a case where moto
 acknowledged what AWS would have kept and then did not keep it; and SQS's FIFO deduplication
-ids, which moto forgets once their message is deleted (moto_fast_sqs.py, which also makes SQS
-calls cost no more on a deep queue)."""
+ids, which moto forgets once their message is deleted, and a FIFO group another call took
+while a long poll waited, which moto hands to that poll too (moto_fast_sqs.py, which also makes
+SQS calls cost no more on a deep queue)."""
 
 from __future__ import annotations
 
