@@ -83,12 +83,10 @@ class FaultInjector:
     def fail_call(self, request: Any, **kw: Any) -> AWSResponse | None:
         if self._roll(self.throttle):
             self._count("throttled")
-            return self._response(400, {"__type": "com.amazonaws.sqs#ThrottlingException",
-                                         "message": "Rate exceeded"})
+            return self._error(400, "ThrottlingException", "Rate exceeded")
         if self._roll(self.server_error):
             self._count("5xx")
-            return self._response(500, {"__type": "com.amazonaws.sqs#InternalError",
-                                         "message": "We encountered an internal error"})
+            return self._error(500, "InternalError", "We encountered an internal error")
         if request.context.get("unsent"):  # report_dropped fills in `Failed`
             return self._response(200, {"Successful": [], "Failed": []})
         return None
@@ -104,6 +102,10 @@ class FaultInjector:
             # SQS has the messages; the agent never hears so.
             self._count("lost")
             raise ConnectionClosedError(endpoint_url="injected")
+
+    @classmethod
+    def _error(cls, status: int, code: str, message: str) -> AWSResponse:
+        return cls._response(status, {"__type": f"com.amazonaws.sqs#{code}", "message": message})
 
     @staticmethod
     def _response(status: int, body: dict[str, Any]) -> AWSResponse:

@@ -227,13 +227,14 @@ def _frozen_mid_way(world: CopyWorld, worker: subprocess.Popen[bytes]) -> bool:
     pids = [call["pid"] for call in world.calls()]  # the launcher execs java: DistCp's JVM
     if not (pids and temporaries(listing) and len(listing) > 1):
         return False
-    os.killpg(worker.pid, signal.SIGSTOP)
-    for pid in pids:
-        _signal(pid, signal.SIGSTOP)
+    def all_of_them(signum: int) -> None:
+        os.killpg(worker.pid, signum)
+        for pid in pids:
+            _signal(pid, signum)
+
+    all_of_them(signal.SIGSTOP)
     listing = world.listing(DEST)
     if temporaries(listing) and len(listing) > 1:
         return True
-    for pid in pids:
-        _signal(pid, signal.SIGCONT)
-    os.killpg(worker.pid, signal.SIGCONT)
+    all_of_them(signal.SIGCONT)
     return False
