@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,21 +29,33 @@ class ServiceProcess:
     endpoint: str
 
     @classmethod
-    def start(cls, argv: list[str], port: int, log: Path, timeout_s: float = 60) -> ServiceProcess:
-        """Runs `argv` (which serves on `port`) and returns once the port takes connections."""
-        with log.open("wb") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return cls(process, f"http://127.0.0.1:{port}")
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    process.kill()
-                    raise RuntimeError(f"{argv[:3]} did not serve on {port}: "
-                                       f"{log.read_text(errors='replace')[-2000:]}") from None
-                time.sleep(0.05)
+    def start(cls, argv: Callable[[int], list[str]], log: Path, timeout_s: float = 180,
+              tries: int = 3) -> ServiceProcess:
+        """Runs `argv(port)` (which serves on `port`, a free one) and returns once the port
+        takes connections. A port free when probed can be taken before the child binds it
+        (its imports take seconds on a loaded machine, while other processes bind and connect
+        from the same ephemeral range), so a child that exits before it serves is started
+        again on another free port, up to `tries` times."""
+        for attempt in range(1, tries + 1):
+            port = free_port()
+            with log.open("wb") as out:
+                process = subprocess.Popen(argv(port), stdout=out, stderr=subprocess.STDOUT,
+                                           cwd=REPO)
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    return cls(process, f"http://127.0.0.1:{port}")
+                except OSError:
+                    exited = process.poll() is not None
+                    if exited and attempt < tries:
+                        break  # another port
+                    if exited or time.monotonic() > deadline:
+                        process.kill()
+                        raise RuntimeError(f"{argv(port)[:3]} did not serve on {port}: "
+                                           f"{log.read_text(errors='replace')[-2000:]}") from None
+                    time.sleep(0.05)
+        raise AssertionError("unreachable: the last try returns or raises")
 
     @property
     def pid(self) -> int:
@@ -61,12 +74,11 @@ class ServiceProcess:
 def moto_service(log: Path) -> ServiceProcess:
     """moto server (its own CLI, all services, with the kit's fixes: tests/kit/moto_fixes.py;
     the caller points one service's endpoint at it)."""
-    port = free_port()
-    return ServiceProcess.start([sys.executable, "-m", "tests.kit.moto_fixes", "-H", "127.0.0.1",
-                                 "-p", str(port)], port, log)
+    return ServiceProcess.start(lambda port: [sys.executable, "-m", "tests.kit.moto_fixes", "-H",
+                                              "127.0.0.1", "-p", str(port)], log)
 
 
 def dynamodb_double(log: Path, latency_ms: float) -> ServiceProcess:
-    port = free_port()
-    return ServiceProcess.start([sys.executable, "-m", "tests.kit.dynamodb_server", "--port",
-                                 str(port), "--latency-ms", str(latency_ms)], port, log)
+    return ServiceProcess.start(lambda port: [sys.executable, "-m", "tests.kit.dynamodb_server",
+                                              "--port", str(port), "--latency-ms",
+                                              str(latency_ms)], log)
