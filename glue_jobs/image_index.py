@@ -57,7 +57,14 @@ from hdfs_events.snapshot_index import (
 )
 
 BATCH_WRITE_LIMIT = 25  # DynamoDB BatchWriteItem items per call
-_UNPROCESSED_ATTEMPTS = 10
+# UnprocessedItems is DynamoDB's answer to a partition key written past its 1,000 WCU/s (a hot
+# directory's shard while a task writes its children back to back): the items it did write
+# are done, the rest are sent again. While each call writes some, that is throttling to be
+# outwaited, however long (a directory of millions of children takes minutes at 16 keys x
+# 1,000/s); the job fails only after this many calls in a row wrote none, each after a
+# doubling wait (~11 s in all), as AWS advises for unprocessed items.
+_STALLED_CALLS = 10
+_RETRY_BASE_S, _RETRY_MAX_S = 0.05, 2.0
 ROW_COLUMNS = ("path", "type", "size", "mtime", "atime", "owner", "group", "perms",
                "replication", "symlink_target")  # what the items hold (snapshot_wire.py)
 # monotonically_increasing_id: the partition's index in the upper 31 bits, the row's below.
@@ -214,7 +221,8 @@ def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...], partitions: int
         ordered.unpersist()
 
 
-def write_partition(table: str, threads: int, client: ClientFactory
+def write_partition(table: str, threads: int, client: ClientFactory,
+                    sleep: Callable[[float], None] = time.sleep
                     ) -> Callable[[Iterator[str]], Iterator[dict[str, int]]]:
     """Writes a task's PutRequest JSON texts, BatchWriteItem calls of 25."""
     def write(puts: Iterator[str]) -> Iterator[dict[str, int]]:
@@ -234,14 +242,21 @@ def write_partition(table: str, threads: int, client: ClientFactory
                 yield WireBody.of_puts(table, batch)
 
         def send(body: WireBody) -> tuple[int, int]:
-            for attempt in range(_UNPROCESSED_ATTEMPTS):
+            """The calls it took and how many of them were resends (see _STALLED_CALLS)."""
+            made, stalled, before = 0, 0, BATCH_WRITE_LIMIT + 1
+            while True:
                 left = calls.send(body).get("UnprocessedItems")
+                made += 1
                 if not left:
-                    return attempt + 1, attempt
-                body = WireBody.of_unprocessed(left)
-                time.sleep(min(0.05 * 2 ** attempt, 2.0))  # throttled: back off, send the rest
-            raise RuntimeError(f"DynamoDB left {len(left[table])} index writes unprocessed "
-                               f"after {_UNPROCESSED_ATTEMPTS} attempts")
+                    return made, made - 1
+                unwritten = len(left[table])
+                stalled = stalled + 1 if unwritten >= before else 0
+                if stalled >= _STALLED_CALLS:
+                    raise RuntimeError(
+                        f"DynamoDB left {unwritten} index writes unprocessed in {stalled} calls "
+                        f"in a row (throttled {made} calls in all)")
+                before, body = unwritten, WireBody.of_unprocessed(left)
+                sleep(min(_RETRY_BASE_S * 2 ** stalled, _RETRY_MAX_S))
 
         # Each thread takes the partition's next batch itself (no future a call: that cost
         # ~40 µs of CPU a call), so the partition is streamed, one batch a thread at a time.
