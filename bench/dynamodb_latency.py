@@ -14,16 +14,30 @@ Two ways in:
   environment, every DynamoDB client made there (the job's driver and its Python workers alike)
   has its BatchWriteItem answered by the double, its other calls (the position's GetItem and
   PutItem) going to moto as before: the job run unchanged, as tests/kit/glue_runs.py runs it.
+
+With BENCH_DDB_KEY_WCU set (`plugin_env(key_limit=True)`), the double also models DynamoDB's
+write limit per partition key (1,000 WCU/s; an index item is one WCU, well under 1 KB): the items
+past it in the current second of the clock go back as UnprocessedItems, as AWS answers a hot key,
+and the job sends them again (glue_jobs/image_index.py). Counted per process: two tasks writing
+one key in two Python workers get up to twice the limit through, so the throttling it shows is a
+lower bound of AWS's.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from hdfs_events.names import INDEX_PK
+
 LATENCY_ENV = "BENCH_DDB_LATENCY_MS"
+KEY_WCU_ENV = "BENCH_DDB_KEY_WCU"
+PARTITION_KEY_WCU = 1000  # DynamoDB's write limit per partition key, items of <= 1 KB a second
 # botocore imports each `name=module` listed here for every client it makes and calls
 # the module's initialize_client_plugin(client). Experimental in botocore: plugin_env's users
 # check that the double answered (no index item stored), so a botocore without it fails loudly.
@@ -40,11 +54,47 @@ class _Reply:
         return iter([self.body])
 
 
+class _KeyLimit:
+    """The items each partition key took in the current second of this process's clock."""
+
+    def __init__(self, per_s: int) -> None:
+        self.per_s = per_s
+        self._lock = threading.Lock()
+        self._second = -1
+        self._taken: Counter[str] = Counter()
+
+    def reply(self, body: bytes) -> bytes:
+        """The reply to a BatchWriteItem of `body`: the puts past a key's limit unprocessed."""
+        requests = json.loads(body)["RequestItems"]
+        unprocessed: dict[str, list[Any]] = {}
+        with self._lock:
+            second = int(time.monotonic())
+            if second != self._second:
+                self._second, self._taken = second, Counter()
+            for table, writes in requests.items():
+                for write in writes:
+                    key = write["PutRequest"]["Item"][INDEX_PK]["S"]
+                    if self._taken[key] < self.per_s:
+                        self._taken[key] += 1
+                    else:
+                        unprocessed.setdefault(table, []).append(write)
+        return json.dumps({"UnprocessedItems": unprocessed}).encode() if unprocessed else b"{}"
+
+
+_key_limit: _KeyLimit | None = None
+
+
 def _answer(request: Any, **_: Any) -> Any:
     from botocore.awsrequest import AWSResponse
 
+    global _key_limit
     time.sleep(float(os.environ[LATENCY_ENV]) / 1000)
-    return AWSResponse(request.url, 200, {}, _Reply(b"{}"))
+    per_s = os.environ.get(KEY_WCU_ENV)
+    if not per_s or not request.headers.get("X-Amz-Target", b"").endswith(b".BatchWriteItem"):
+        return AWSResponse(request.url, 200, {}, _Reply(b"{}"))
+    if _key_limit is None:
+        _key_limit = _KeyLimit(int(per_s))
+    return AWSResponse(request.url, 200, {}, _Reply(_key_limit.reply(request.body)))
 
 
 def latency_dynamodb(threads: int) -> Any:
@@ -63,7 +113,9 @@ def initialize_client_plugin(client: Any) -> None:
         client.meta.events.register("before-send.dynamodb.BatchWriteItem", _answer)
 
 
-def plugin_env(latency_ms: float) -> dict[str, str]:
+def plugin_env(latency_ms: float, key_limit: bool = False) -> dict[str, str]:
     """The environment that makes every DynamoDB client of a process (and its children) write
-    through the double (initialize_client_plugin)."""
-    return {PLUGINS_ENV: f"bench_dynamodb_latency={__name__}", LATENCY_ENV: str(latency_ms)}
+    through the double (initialize_client_plugin); with `key_limit`, DynamoDB's per-key
+    limit modelled."""
+    return {PLUGINS_ENV: f"bench_dynamodb_latency={__name__}", LATENCY_ENV: str(latency_ms),
+            KEY_WCU_ENV: str(PARTITION_KEY_WCU) if key_limit else ""}

@@ -83,7 +83,13 @@ from typing import Any
 import boto3
 
 from bench import REPO
-from bench.dynamodb_latency import LATENCY_ENV, latency_dynamodb, plugin_env
+from bench.dynamodb_latency import (
+    KEY_WCU_ENV,
+    LATENCY_ENV,
+    PARTITION_KEY_WCU,
+    latency_dynamodb,
+    plugin_env,
+)
 from bench.inventory_scale import fit
 from hdfs_events import lake_layout, names
 from hdfs_events.dynamodb_json import from_wire
@@ -107,6 +113,7 @@ FIRST_START_GOAL_S = 300  # the image start of 10M inodes on 2 cores (issue #32)
 FILES_100M_INODES = 105_208_580
 RSS_GOAL_MIB = 1024  # the agent's peak RSS during it (issue #32)
 GOAL = 1.2  # peak RSS at any size / at the smallest
+FLAT_DIR = "/data/flat"  # synthetic_inventory's flat directory
 DRIFT = re.compile(r"(\d+) (?:entries )?differ\b")
 COUNTS = re.compile(r"(\d+) entries in HDFS, (\d+) in the index")
 DRIFT_LINES = 50  # verify's drift lines kept, and the index items of those paths read back
@@ -239,7 +246,7 @@ def stored_items(drift_lines: Sequence[str]) -> dict[str, Any]:
 
 
 def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float, threads: int,
-                latency_ms: float | None, top: str) -> dict[str, Any]:
+                latency_ms: float | None, top: str, key_limit: bool = False) -> dict[str, Any]:
     """`run` with first_start = "fsimage": fetch, the inventory job on local[2] (moto's Glue
     run for real, tests/kit/glue_runs.py), the index written, until the checkpoint is T. With
     `latency_ms`, the job's BatchWriteItem calls are answered by the latency double
@@ -257,7 +264,7 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float,
     # does not hold the 10M image's sort.
     env = {**os.environ, "SPARK_MASTER": "local[2]",
            "PYSPARK_SUBMIT_ARGS": "--driver-memory 4g pyspark-shell",
-           **(plugin_env(latency_ms) if latency_ms is not None else {})}
+           **(plugin_env(latency_ms, key_limit) if latency_ms is not None else {})}
     with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
         agent = AgentProcess.start(image_agent_config(
             work, hdfs, cluster=IMAGE_CLUSTER, queue_url=queue_url, first_start="fsimage",
@@ -282,7 +289,7 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float,
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "txid": txid,
             "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
             "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker,
-            "writes_latency_ms": latency_ms}
+            "writes_latency_ms": latency_ms, "key_limit": key_limit}
 
 
 def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
@@ -303,15 +310,18 @@ def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
             "first_differ": differ[:5]}
 
 
-def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
-                        ) -> dict[str, Any]:
+def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int, *,
+                        flat_share: float = 0.0, key_limit: bool = False) -> dict[str, Any]:
     """The image job's index writes of the inventory rows at `latency_ms` per DynamoDB call,
     on local[2]: records/s (the sort into walk order and the items' JSON included). Given a
-    number instead of an inventory, that many synthetic rows (`synthetic_inventory`)."""
+    number instead of an inventory, that many synthetic rows (`synthetic_inventory`, that share
+    of them in one flat directory); with `key_limit`, DynamoDB's 1,000 writes/s a partition key
+    modelled (bench/dynamodb_latency.py)."""
     from glue_jobs.image_index import IndexSettings, write_index
     from glue_jobs.runtime import local_session
 
     os.environ[LATENCY_ENV] = str(latency_ms)
+    os.environ[KEY_WCU_ENV] = str(PARTITION_KEY_WCU) if key_limit else ""
     # botocore needs a region and keys to sign with; nothing is sent (latency_dynamodb), and
     # the Python workers inherit them from this process.
     for key, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "bench"),
@@ -320,7 +330,7 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
     spark = local_session("bench-snapshot-apply", s3a=isinstance(inventory, str))
     try:
         rows = (spark.read.parquet(inventory) if isinstance(inventory, str)
-                else synthetic_inventory(spark, inventory)).cache()
+                else synthetic_inventory(spark, inventory, flat_share)).cache()
         count = rows.count()
         started = time.perf_counter()
         report = write_index(rows, "rate", 1, IndexSettings(TABLE, ("/",), threads=threads),
@@ -332,30 +342,36 @@ def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int
             "numbering_seconds": round(report.numbering_seconds, 2),
             "records_per_s": round(report.entries / seconds), "latency_ms": latency_ms,
             "threads_per_task": threads, "batch_calls": report.batch_calls,
-            "write_tasks": report.write_tasks}
+            "write_tasks": report.write_tasks, "unprocessed_resends": report.unprocessed_retries,
+            "key_limit": key_limit}
 
 
-def synthetic_inventory(spark: Any, files: int) -> Any:
+def synthetic_inventory(spark: Any, files: int, flat_share: float = 0.0) -> Any:
     """Inventory rows of `files` files, 50 to a directory under /data (and those directories),
-    built in Spark: the apply rate at sizes whose NameNode, listing and image job this machine
-    cannot run in a bench's time."""
+    the first `flat_share` of them in one flat directory, /data/flat (a landing zone: its
+    children's shard keys written back to back), built in Spark: the apply rate at sizes whose
+    NameNode, listing and image job this machine cannot run in a bench's time."""
     from pyspark.sql import functions as F
 
     ids = spark.range(files)
-    directory = F.concat(F.lit("/data/d"), F.format_string("%07d", (F.col("id") / 50).cast("long")))
+    flat = F.col("id") < int(files * flat_share)
+    directory = F.when(flat, F.lit(FLAT_DIR)).otherwise(
+        F.concat(F.lit("/data/d"), F.format_string("%07d", (F.col("id") / 50).cast("long"))))
     common = {"owner": F.lit("etl"), "group": F.lit("hadoop"), "mtime": F.lit(1_700_000_000_000),
               "symlink_target": F.lit(None).cast("string")}
     files_ = ids.select(F.concat(directory, F.lit("/f"), F.col("id").cast("string")).alias("path"),
                         F.lit("FILE").alias("type"), (F.col("id") % 4096).alias("size"),
                         F.lit("0644").alias("perms"), F.lit(1_700_000_000_000).alias("atime"),
                         F.lit(3).alias("replication"), *(v.alias(k) for k, v in common.items()))
-    dirs = (ids.where(F.col("id") % 50 == 0)
+    dirs = (ids.where((F.col("id") % 50 == 0) & ~flat)
             .select(directory.alias("path"), F.lit("DIRECTORY").alias("type"),
                     F.lit(0).cast("long").alias("size"), F.lit("0755").alias("perms"),
                     F.lit(0).cast("long").alias("atime"), F.lit(0).alias("replication"),
                     *(v.alias(k) for k, v in common.items())))
-    top = spark.createDataFrame([("/data", "DIRECTORY", 0, "0755", 0, 0, "etl", "hadoop",
-                                  1_700_000_000_000, None)], files_.schema)
+    top = spark.createDataFrame([(d, "DIRECTORY", 0, "0755", 0, 0, "etl", "hadoop",
+                                  1_700_000_000_000, None)
+                                 for d in ("/data", *([FLAT_DIR] if flat_share else []))],
+                                files_.schema)
     return files_.unionByName(dirs).unionByName(top)
 
 
@@ -373,8 +389,8 @@ def inventory_location(cluster: str) -> str:
 
 def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: float,
             index_max_files: int, latency_ms: float = 5.0, threads: int = 16, *,
-            listing_max_files: int = 1_000_000, writes_double_from: int = 3_000_000
-            ) -> dict[str, Any]:
+            listing_max_files: int = 1_000_000, writes_double_from: int = 3_000_000,
+            key_limit: bool = False) -> dict[str, Any]:
     image = namespace_image(files)
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
                            timeout=60).read()
@@ -400,7 +416,7 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
             checked = verify(config, timeout_s)
         top = "/" + next(iter(image.summary.subtrees)).split("/")[1]
         imaged = image_start(hdfs, work / f"agent-image-{files}", queues.events, timeout_s,
-                             threads, latency_ms if doubled else None, top)
+                             threads, latency_ms if doubled else None, top, key_limit)
         if imaged["listing_rpcs"]:
             raise RuntimeError(f"the image start made {imaged['listing_rpcs']} listStatus calls")
         compared = None
@@ -420,8 +436,10 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
          "records_per_s": round(written["entries"] / written["seconds"]),
          "latency_ms": latency_ms, "threads_per_task": threads,
          "batch_calls": written["batch_calls"], "write_tasks": written["write_tasks"],
+         "unprocessed_resends": written["unprocessed_retries"], "key_limit": key_limit,
          "in_the_image_start": True} if doubled else
-        snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads))
+        snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads,
+                            key_limit=key_limit))
     if checked is not None:
         check_verify(checked, files, inodes - 1, index is not None, work)
     return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
@@ -476,6 +494,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--apply-sizes", default="",
                         help="only the SNAPSHOT apply rate, on this many synthetic rows each "
                              "(comma-separated): no NameNode, agent or image job")
+    parser.add_argument("--apply-flat-share", type=float, default=0.0,
+                        help="with --apply-sizes: this share of the synthetic files in one flat "
+                             "directory")
+    parser.add_argument("--key-limit", action="store_true",
+                        help="the latency double refuses a partition key's writes past 1,000 a "
+                             "second as UnprocessedItems, as DynamoDB does")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--work", type=Path, default=None,
                         help="keep the NameNodes, agent configs and consumer logs here (default: "
@@ -483,13 +507,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.apply_sizes:
         for files in (int(n) for n in args.apply_sizes.split(",")):
-            a = snapshot_apply_rate(files, args.latency_ms, args.index_threads)
-            print(f"{files:>9,} synthetic rows: SNAPSHOT apply at {a['latency_ms']:g} ms per "
-                  f"DynamoDB call: {a['records_per_s']:,} records/s "
+            a = snapshot_apply_rate(files, args.latency_ms, args.index_threads,
+                                    flat_share=args.apply_flat_share, key_limit=args.key_limit)
+            print(f"{files:>9,} synthetic rows"
+                  + (f" ({args.apply_flat_share:.0%} in {FLAT_DIR})" if args.apply_flat_share
+                     else "")
+                  + f": SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call"
+                  + (f", {PARTITION_KEY_WCU:,} writes/s a key" if args.key_limit else "")
+                  + f": {a['records_per_s']:,} records/s "
                   f"({a['records_per_s'] / APPLY_GOAL:.2f}x the goal {APPLY_GOAL:,}; "
                   f"{a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
                   f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order "
-                  f"and numbers {a['numbering_seconds']:.1f} s, load "
+                  f"and numbers {a['numbering_seconds']:.1f} s; {a['batch_calls']:,} calls, "
+                  f"{a['unprocessed_resends']:,} of them resends of unprocessed items; load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -507,7 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(measure(files, work, endpoint, code_tree, args.timeout,
                                 args.index_max_files, args.latency_ms, args.index_threads,
                                 listing_max_files=args.listing_max_files,
-                                writes_double_from=args.writes_double_from))
+                                writes_double_from=args.writes_double_from,
+                                key_limit=args.key_limit))
             print_row(runs[-1], runs[0])
     if len(runs) > 1:
         print_fit(runs)
@@ -554,7 +585,10 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
           + f": {a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
           f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
           f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order and numbers "
-          f"{a['numbering_seconds']:.1f} s)", flush=True)
+          f"{a['numbering_seconds']:.1f} s; {a['batch_calls']:,} calls, "
+          f"{a['unprocessed_resends']:,} of them resends of unprocessed items"
+          + (f", {PARTITION_KEY_WCU:,} writes/s a key modelled" if a["key_limit"] else "")
+          + ")", flush=True)
 
 
 def print_fit(runs: list[dict[str, Any]]) -> None:
