@@ -225,7 +225,9 @@ def distcp(hdfs: HdfsCluster, tmp: Path, moto_server: str, src: Path, dst: str, 
 
 
 def test_the_lake_is_hadoops_own_stream_with_every_temporary_file(uploaded):
-    lake = lake_events()
+    # Up to the marker, Hadoop's last event: at a full hour the NameNode's trash emptier
+    # renames alice's .Trash/Current, an event of its own after the workload's.
+    lake = [e for e in lake_events() if e.txid <= uploaded.java[-1]["txid"]]
     assert as_rows(lake) == java_rows(uploaded.java)
     copying = [e for e in lake if e.path.endswith("._COPYING_")]
     # Each upload by the shell: CREATE and CLOSE of x._COPYING_, then its rename to x.

@@ -169,7 +169,9 @@ class HdfsCluster:
 
     def java_events(self, after: int, end: int) -> list[dict[str, Any]]:
         """Events (after, end] as Hadoop's DFSInotifyEventInputStream yields them, read by a
-        plain Java program (InotifyReader.java)."""
+        plain Java program (InotifyReader.java). `end` must be an event's txid: the reader
+        polls until it has read it, and a txid without one (a block allocation, an edit log
+        roll's END/START_LOG_SEGMENT) is never read."""
         out = self._java("hdfsevents.kit.InotifyReader", "events", self.uri, str(after),
                          str(end), classpath_head=str(self.conf_dir))
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
