@@ -117,7 +117,9 @@ def test_failovers_while_reading_and_while_down_lose_and_repeat_nothing(
 
     agent = AgentProcess.start(config)
     try:
-        ha.run(changes(root, "live-on-1"))
+        # The agent reads NameNode 1's edits first, so the failover below comes while it is
+        # streaming (its start, JVM included, takes longer than a failover).
+        agent.wait_for_checkpoint(run_to_event(ha, changes(root, "live-on-1")))
         ha.failover(0)  # while the agent reads
         agent.wait_for_checkpoint(run_to_event(ha, changes(root, "live-on-0")))
     finally:
