@@ -512,15 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{files:>9,} synthetic rows"
                   + (f" ({args.apply_flat_share:.0%} in {FLAT_DIR})" if args.apply_flat_share
                      else "")
-                  + f": SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call"
-                  + (f", {PARTITION_KEY_WCU:,} writes/s a key" if args.key_limit else "")
-                  + f": {a['records_per_s']:,} records/s "
-                  f"({a['records_per_s'] / APPLY_GOAL:.2f}x the goal {APPLY_GOAL:,}; "
-                  f"{a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
-                  f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order "
-                  f"and numbers {a['numbering_seconds']:.1f} s; {a['batch_calls']:,} calls, "
-                  f"{a['unprocessed_resends']:,} of them resends of unprocessed items; load "
-                  f"{os.getloadavg()[0]:.1f})", flush=True)
+                  + f": {apply_line(a)}; load {os.getloadavg()[0]:.1f})", flush=True)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     code_tree = args.code_tree.resolve()
@@ -580,15 +572,19 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
           + (f"equal to the listing start's entry for entry ({c['entries']:,})" if c and
              not c["differ"] else "not stored (the double)" if doubled else
              "not compared (left empty)"), flush=True)
-    print(f"{'':>9} SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call"
-          + (" (the image start's own writes)" if a.get("in_the_image_start") else "")
-          + f": {a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
-          f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
-          f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order and numbers "
-          f"{a['numbering_seconds']:.1f} s; {a['batch_calls']:,} calls, "
-          f"{a['unprocessed_resends']:,} of them resends of unprocessed items"
-          + (f", {PARTITION_KEY_WCU:,} writes/s a key modelled" if a["key_limit"] else "")
-          + ")", flush=True)
+    print(f"{'':>9} " + apply_line(a, " (the image start's own writes)"
+                                     if a.get("in_the_image_start") else "") + ")", flush=True)
+
+
+def apply_line(a: dict[str, Any], whose: str = "") -> str:
+    """A SNAPSHOT apply rate (snapshot_apply_rate's dict), its parenthesis left open."""
+    return (f"SNAPSHOT apply at {a['latency_ms']:g} ms per DynamoDB call{whose}: "
+            f"{a['records_per_s']:,} records/s ({a['records_per_s'] / APPLY_GOAL:.2f}x the goal "
+            f"{APPLY_GOAL:,}; {a['write_tasks']} tasks x {a['threads_per_task']} calls in flight, "
+            f"{a['entries']:,} records in {a['seconds']:.1f} s, of which walk order and numbers "
+            f"{a['numbering_seconds']:.1f} s; {a['batch_calls']:,} calls, "
+            f"{a['unprocessed_resends']:,} of them resends of unprocessed items"
+            + (f", {PARTITION_KEY_WCU:,} writes/s a key modelled" if a["key_limit"] else ""))
 
 
 def print_fit(runs: list[dict[str, Any]]) -> None:

@@ -485,7 +485,7 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
         image, listed = run["image_start"], run["first_start"]
         written = image["indexed"]
         writes = (f"index writes at {image['writes_latency_ms']:g} ms a call (latency double"
-                  + (", 1,000 writes/s a partition key" if image.get("key_limit") else "")
+                  + (", 1,000 writes/s a partition key" if image["key_limit"] else "")
                   + f"), not stored, {written['unprocessed_retries']:,} resends of unprocessed "
                   "items" if image["writes_latency_ms"] is not None else
                   "index equal to the listing start's: "

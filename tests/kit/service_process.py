@@ -41,20 +41,12 @@ class ServiceProcess:
             with log.open("wb") as out:
                 process = subprocess.Popen(argv(port), stdout=out, stderr=subprocess.STDOUT,
                                            cwd=REPO)
-            deadline = time.monotonic() + timeout_s
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    return cls(process, f"http://127.0.0.1:{port}")
-                except OSError:
-                    exited = process.poll() is not None
-                    if exited and attempt < tries:
-                        break  # another port
-                    if exited or time.monotonic() > deadline:
-                        process.kill()
-                        raise RuntimeError(f"{argv(port)[:3]} did not serve on {port}: "
-                                           f"{log.read_text(errors='replace')[-2000:]}") from None
-                    time.sleep(0.05)
+            if _serves(process, port, time.monotonic() + timeout_s):
+                return cls(process, f"http://127.0.0.1:{port}")
+            process.kill()
+            if process.returncode is None or attempt == tries:  # timed out, or the last try
+                raise RuntimeError(f"{argv(port)[:3]} did not serve on {port}: "
+                                   f"{log.read_text(errors='replace')[-2000:]}")
         raise AssertionError("unreachable: the last try returns or raises")
 
     @property
@@ -69,6 +61,17 @@ class ServiceProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def _serves(process: subprocess.Popen[bytes], port: int, deadline: float) -> bool:
+    """Whether `port` takes connections before `process` exits or the deadline passes."""
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 def moto_service(log: Path) -> ServiceProcess:
