@@ -43,8 +43,10 @@ class ServiceProcess:
                                            cwd=REPO)
             if _serves(process, port, time.monotonic() + timeout_s):
                 return cls(process, f"http://127.0.0.1:{port}")
+            timed_out = process.poll() is None  # else it exited before it served
             process.kill()
-            if process.returncode is None or attempt == tries:  # timed out, or the last try
+            process.wait()
+            if timed_out or attempt == tries:
                 raise RuntimeError(f"{argv(port)[:3]} did not serve on {port}: "
                                    f"{log.read_text(errors='replace')[-2000:]}")
         raise AssertionError("unreachable: the last try returns or raises")
