@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.kit.sample_edits import SAMPLE_EDITS
+from tests.kit.spark_jvm import QUICK_JIT, launcher_opts, submit_opts
 
 # Never let a test reach a real account: fake credentials, a fixed region, no profile files.
 _FAKE_AWS = {
@@ -43,15 +44,6 @@ def fake_aws_credentials() -> Iterator[None]:
 # store (each with its plan graph; the rollups' plans are large), a full run's JVM spent ~1,200
 # full GCs at an old generation 99.9 % full by the rollup tests (jstat), minutes per test.
 SPARK_TEST_JVM = "--driver-memory 3g --conf spark.sql.ui.retainedExecutions=20"
-# C1 only: a test's JVMs run many small jobs on tiny data, so on 2 shared cores C2's compiler
-# threads cost more CPU than its code saves (QUICK_START in tests/kit/hadoop/edge.py is the same
-# for `hadoop` JVMs). Measured back to back: test_gap_and_snapshot.py 92 -> 57 s CPU,
-# test_cli.py (a Glue entry script's own JVM) 48 -> 26 s CPU, a kit NameNode's start and 400
-# ops 12.3 -> 7.8 s CPU. Spark's in SPARK_SUBMIT_OPTS, which spark-submit puts on every driver
-# JVM it launches, so the processes a test starts inherit it (Glue entry scripts, bench smokes)
-# whatever PYSPARK_SUBMIT_ARGS they are given; the Glue jobs' own configuration is untouched.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
-SPARK_TEST_CONF = Path(__file__).parent / "spark_conf"  # spark-defaults.conf: why, there
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -68,8 +60,12 @@ def spark_jvm_opens_s3a() -> Iterator[None]:
     from glue_jobs.runtime import JobJarMissing, S3AJarsMissing, job_jar, s3a_jars
 
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
-        env.setenv("SPARK_CONF_DIR", str(SPARK_TEST_CONF))
+        # On every driver and launcher JVM spark-submit starts, so the processes a test starts
+        # inherit them (Glue entry scripts, bench smokes) whatever PYSPARK_SUBMIT_ARGS they are
+        # given: C1 only, the test defaults, the class-data-sharing archives (tests/kit/spark_jvm.py).
+        env.setenv("SPARK_SUBMIT_OPTS", submit_opts())
+        env.setenv("SPARK_LAUNCHER_OPTS", launcher_opts())
+        env.delenv("SPARK_CONF_DIR", raising=False)
         # Without `make hadoop` or `make glue-jar` a jar is missing: the tests that need it say so.
         jars: list[str] = []
         with contextlib.suppress(JobJarMissing):
@@ -92,10 +88,15 @@ def py4j_names_resolved_once() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def kit_namenodes_quick_jit() -> Iterator[None]:
-    """The kit's NameNode processes (tests/kit/hadoop/host.py) of this session run C1 only."""
+def hadoop_jvms_quick_jit() -> Iterator[None]:
+    """The kit's NameNode processes (tests/kit/hadoop/host.py) and every agent JVM of this
+    session (HADOOP_CLIENT_OPTS, which the agent takes as Hadoop's client commands do) run C1
+    only: a test's agent lives seconds. By process accounting over a full run, 76 agent
+    processes took 480 CPU s, the third largest kind after Spark and the workers; with C1
+    test_kerberos.py took 72 CPU s against 99, back to back."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("HDFS_KIT_JAVA_OPTIONS", QUICK_JIT)
+        env.setenv("HADOOP_CLIENT_OPTS", QUICK_JIT)
         yield
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -129,6 +130,20 @@ def krb5_conf_flags(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     return (f"-Djava.security.krb5.conf={path}",)
 
 
+def client_opts_flags(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """HADOOP_CLIENT_OPTS, the JVM options Hadoop's own scripts give every client command
+    (`hdfs dfs`, `hdfs dfsadmin`), split as a shell would: the agent is an HDFS client, so an
+    operator's `-Xmx2g`, GC logging or `-Dsun.security.krb5.debug=true` in the environment file
+    reaches its JVM the same way. They go after the agent's own options: the JVM takes the last
+    of a repeated option, so the operator's win."""
+    env = os.environ if env is None else env
+    try:
+        return tuple(shlex.split(env.get("HADOOP_CLIENT_OPTS", "")))
+    except ValueError as exc:
+        raise JvmError(f"HADOOP_CLIENT_OPTS: {exc} -> quote it as a shell would, or unset it") \
+            from None
+
+
 def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     """Starts the in-process JVM once; a later call with the same classpath is a no-op."""
     global _started
@@ -145,7 +160,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
     # is done, seen here at the end of a test session) while Hadoop's IPC and lease threads are
     # still alive. The process is ending anyway: let it end without destroying the JVM.
     jpype.config.destroy_jvm = False
-    krb5 = krb5_conf_flags()
+    krb5, client_opts = krb5_conf_flags(), client_opts_flags()
     try:
         jpype.startJVM(
             f"-Xmx{max_heap}",
@@ -168,6 +183,7 @@ def start_jvm(classpath: Classpath, *, max_heap: str = "512m") -> None:
             "-Dlog4j2.statusLoggerLevel=OFF",
             "-Dlog4j2.level=WARN",
             *krb5,
+            *client_opts,
             classpath=list(classpath.entries),
             # Hadoop strings come back as Python str: one call fewer per field.
             convertStrings=True,

@@ -1,5 +1,5 @@
-"""pyspark's worker daemon for the Spark JVMs of a test session (tests/spark_conf names it in
-spark.python.daemon.module), with one change: a zip archive on the workers' path is read again
+"""pyspark's worker daemon for the Spark JVMs of a test session (tests/kit/spark_jvm.py names it
+in spark.python.daemon.module), with one change: a zip archive on the workers' path is read again
 only when it changed.
 
 pyspark 3.5's worker calls importlib.invalidate_caches() before every task, and on Python 3.11
