@@ -3,12 +3,12 @@ class-data-sharing archives that `make test` dumps once per checkout.
 
 Every Spark JVM of a session (the test process's own, a Glue entry script's, a bench smoke's)
 is two JVMs: spark-class first runs org.apache.spark.launcher.Main to build the command, then
-the driver. Measured with process accounting over a full `make test` (2026-11-29): 94 `java`
-processes took 1,447 CPU s, 57 of them launchers at ~1.9 s each; a local session's driver
-spent ~14 s of CPU before its first tiny job, most of it loading and verifying ~15,000 classes
-from Spark's 250 jars. A dynamic CDS archive (JDK 13+: -XX:ArchiveClassesAtExit, then
--XX:SharedArchiveFile) maps those classes already parsed and verified: the same session took
-7 s of CPU and 6 s of wall instead of 15 and 13. The archive is a cache of class files, not of
+the driver. By process accounting over a full `make test` (2026-11-29), the drivers took 1,242
+of the run's 3,820 CPU s; a local session's driver spent ~14 s of CPU before its first tiny
+job, most of it loading and verifying ~15,000 classes from Spark's jars. A dynamic CDS archive
+(JDK 13+: -XX:ArchiveClassesAtExit, then -XX:SharedArchiveFile) maps those classes already
+parsed and verified: the same session took 7 s of CPU and 6 s of wall instead of 15 and 13;
+the launchers 0.13 CPU s each instead of 0.46. The archive is a cache of class files, not of
 behaviour; Glue's own JVMs and `make bench` start without it.
 
 CDS refuses a class path that holds a non-empty directory, and spark-class puts SPARK_CONF_DIR
