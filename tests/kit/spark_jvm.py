@@ -61,13 +61,20 @@ _QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")  # a refused archive is no e
 
 def submit_opts(archives: Path = ARCHIVES) -> str:
     """SPARK_SUBMIT_OPTS: what spark-submit puts on every driver JVM it launches."""
-    defaults = [f"-D{k}={v}" for k, v in TEST_DEFAULTS.items()]
-    return " ".join([QUICK_JIT, *_sharing(archives / "driver.jsa"), *defaults])
+    return _driver_opts(_sharing(archives / "driver.jsa"))
 
 
 def launcher_opts(archives: Path = ARCHIVES) -> str:
     """SPARK_LAUNCHER_OPTS: what spark-class puts on the launcher JVM that builds the command."""
-    return " ".join([QUICK_JIT, *_sharing(archives / "launcher.jsa")])
+    return _launcher_opts(_sharing(archives / "launcher.jsa"))
+
+
+def _driver_opts(cds: tuple[str, ...]) -> str:
+    return " ".join([QUICK_JIT, *cds, *(f"-D{k}={v}" for k, v in TEST_DEFAULTS.items())])
+
+
+def _launcher_opts(cds: tuple[str, ...]) -> str:
+    return " ".join([QUICK_JIT, *cds])
 
 
 def _sharing(archive: Path) -> tuple[str, ...]:
@@ -84,11 +91,10 @@ def dump(archives: Path) -> None:
         stale.unlink()
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")}
-    env["SPARK_SUBMIT_OPTS"] = " ".join([
-        QUICK_JIT, f"-XX:ArchiveClassesAtExit={archives / 'driver.jsa'}", *_QUIET,
-        *(f"-D{k}={v}" for k, v in TEST_DEFAULTS.items())])
-    env["SPARK_LAUNCHER_OPTS"] = " ".join([
-        QUICK_JIT, f"-XX:ArchiveClassesAtExit={archives / 'launcher.jsa'}", *_QUIET])
+    env["SPARK_SUBMIT_OPTS"] = _driver_opts(
+        (f"-XX:ArchiveClassesAtExit={archives / 'driver.jsa'}", *_QUIET))
+    env["SPARK_LAUNCHER_OPTS"] = _launcher_opts(
+        (f"-XX:ArchiveClassesAtExit={archives / 'launcher.jsa'}", *_QUIET))
     done = subprocess.run([sys.executable, "-m", "tests.kit.spark_jvm", "--job"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=600)
     missing = [n for n in ("driver.jsa", "launcher.jsa") if not (archives / n).is_file()]
