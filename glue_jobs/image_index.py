@@ -1,5 +1,5 @@
-"""The namespace index of a first start, written from a decoded fsimage by the Spark executors
-(docs/fsimage.md, "First start from the image").
+"""The namespace index written from a decoded fsimage by the Spark executors, on a first start or
+to repair a gap (docs/fsimage.md, "First start from the image", "Gap repair from the image").
 
 The consumer applies a snapshot's records one after another (its one in-order applier, ~19k
 records/s at 5 ms per DynamoDB call). Records of one snapshot commute (hdfs_events/
@@ -15,9 +15,15 @@ in flight per task. Then the driver joins the in-order stream: `<cluster>!positi
 through T, put only where none exists, so the sequencer goes on at T+1 and a consumer that got
 there first is never overtaken. The marker `_indexed.json` beside the image says it is done.
 
-First start only: an index that already has a position refuses the run (gap repair from an
-image is not built). A rerun after a crash writes the same items; a run whose position is
-already T (a crash before the marker) writes the marker only.
+A first start needs an index with no position (glue_jobs/index_position.py); any other is
+refused. A gap repair (`repair_after` N, the agent's checkpoint before edits the NameNode
+purged) waits until the consumer has applied through N, reads the cluster's live entries (a
+parallel Scan: glue_jobs/indexed_entries.py), keeps the directories they shard sharded, writes
+the image's items as a first start does, deletes every live entry at a key the image does not
+write (paths gone during the gap, a path's copy at its other key), and moves the position from
+N to T in one conditional update. A rerun after a crash writes the same items (and removes
+what is still stale); a run whose position is already T (a crash before the marker) writes the
+marker only.
 """
 
 from __future__ import annotations
@@ -35,17 +41,21 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from glue_jobs.index_item_json import parent_of, put_request_texts
+from glue_jobs.index_item_json import (
+    delete_request_texts,
+    item_keys,
+    parent_of,
+    put_request_texts,
+)
+from glue_jobs.index_position import (
+    await_repair_position,
+    check_first_start,
+    join_stream,
+    move_position,
+)
+from glue_jobs.indexed_entries import indexed_entries, sharded_directories, stale_keys
 from glue_jobs.runtime import AWS_RETRIES
 from glue_jobs.wire_batch_write import BatchWriteCalls, WireBody
-from hdfs_events import names
-from hdfs_events.sequencer_items import (
-    POSITION_INDEX,
-    POSITION_TXID,
-    TXID_DONE,
-    applied_through,
-    position_key,
-)
 from hdfs_events.snapshot_index import (
     DIRECTORY,
     SHARD_AFTER_WRITES,
@@ -71,10 +81,6 @@ ROW_COLUMNS = ("path", "type", "size", "mtime", "atime", "owner", "group", "perm
 _ROW_BITS = 33
 
 
-class IndexRefused(RuntimeError):
-    """The index cannot be written from this image (it is not a first start)."""
-
-
 @dataclass(frozen=True, slots=True)
 class IndexSettings:
     table: str
@@ -84,6 +90,10 @@ class IndexSettings:
     # over 2 tasks (docs/fsimage.md).
     threads: int = 16
     partitions: int = 0  # write tasks; 0: Spark's default parallelism
+    # A gap repair (None: a first start): the agent's checkpoint N, the index applied through
+    # it; and how long to wait for the consumer to get there.
+    repair_after: int | None = None
+    repair_wait_s: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +108,9 @@ class IndexReport:
     seconds: float
     already_indexed: bool = False
     numbering_seconds: float = 0.0  # of `seconds`: the walk order, numbers and hot directories
+    # (on a repair, with the Scan of the index's entries)
+    repair_after: int | None = None  # the agent's checkpoint a repair took over at
+    removed: int = 0  # a repair's: live items the image does not hold, deleted
 
 
 def dynamodb_client(threads: int) -> Any:
@@ -111,36 +124,6 @@ def dynamodb_client(threads: int) -> Any:
 # (threads) -> a botocore DynamoDB client (BatchWriteCalls sends through it), made on the
 # executor
 ClientFactory = Callable[[int], Any]
-
-
-def check_first_start(ddb: Any, table: str, cluster: str, txid: int) -> bool:
-    """True: the index is already applied through exactly `txid` (a rerun after a crash between
-    the position and the marker); False: no position, a first start. Any other position is
-    refused: the consumer has applied ranges of its own there."""
-    item = ddb.get_item(TableName=table, Key=position_key(cluster),
-                        ConsistentRead=True).get("Item")
-    if item is None or POSITION_TXID not in item:
-        return False
-    at = (int(item[POSITION_TXID]["N"]), int(item.get(POSITION_INDEX, {"N": "0"})["N"]))
-    if at == (txid, TXID_DONE):
-        return True
-    raise IndexRefused(
-        f"the index of cluster {cluster} is already applied up to txid {at[0]}: writing it from "
-        f"the image of txid {txid} is for a first start only (no {names.position_partition(cluster)}"
-        " item); gap repair from an image is not supported")
-
-
-def join_stream(ddb: Any, table: str, cluster: str, txid: int) -> None:
-    """The position put only where none exists: a consumer that started applying ranges first
-    keeps its own (the run then fails, naming it)."""
-    try:
-        ddb.put_item(TableName=table, Item=applied_through(cluster, txid),
-                     ConditionExpression="attribute_not_exists(#pk)",
-                     ExpressionAttributeNames={"#pk": names.INDEX_PK})
-    except ddb.exceptions.ConditionalCheckFailedException:
-        if not check_first_start(ddb, table, cluster, txid):
-            raise IndexRefused(f"{names.position_partition(cluster)} appeared while the index "
-                               "was written, without a txid") from None
 
 
 def covered_rows(prefixes: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
@@ -224,22 +207,23 @@ def walk_numbered(rows: DataFrame, prefixes: tuple[str, ...], partitions: int
 def write_partition(table: str, threads: int, client: ClientFactory,
                     sleep: Callable[[float], None] = time.sleep
                     ) -> Callable[[Iterator[str]], Iterator[dict[str, int]]]:
-    """Writes a task's PutRequest JSON texts, BatchWriteItem calls of 25."""
-    def write(puts: Iterator[str]) -> Iterator[dict[str, int]]:
+    """Writes a task's write requests (PutRequest or DeleteRequest JSON texts), BatchWriteItem
+    calls of 25; `entries` counts the requests."""
+    def write(requests: Iterator[str]) -> Iterator[dict[str, int]]:
         calls = BatchWriteCalls(client(threads), table)
         counts = {"entries": 0, "batch_calls": 0, "unprocessed_retries": 0}
 
         def batches() -> Iterator[WireBody]:
             batch: list[str] = []
-            for put in puts:
-                batch.append(put)
+            for request in requests:
+                batch.append(request)
                 if len(batch) == BATCH_WRITE_LIMIT:
                     counts["entries"] += len(batch)
-                    yield WireBody.of_puts(table, batch)
+                    yield WireBody.of_requests(table, batch)
                     batch = []
             if batch:
                 counts["entries"] += len(batch)
-                yield WireBody.of_puts(table, batch)
+                yield WireBody.of_requests(table, batch)
 
         def send(body: WireBody) -> tuple[int, int]:
             """The calls it took and how many of them were resends (see _STALLED_CALLS)."""
@@ -288,29 +272,59 @@ def write_partition(table: str, threads: int, client: ClientFactory,
 
 def write_index(rows: DataFrame, cluster: str, txid: int, settings: IndexSettings, *,
                 ddb: Any, client: ClientFactory = dynamodb_client,
-                clock: Callable[[], float] = time.monotonic) -> IndexReport:
-    """The covered inventory `rows` of the image at `txid` into the index, then the position."""
-    started = clock()
-    if check_first_start(ddb, settings.table, cluster, txid):
-        return IndexReport(txid, 0, 0, 0, 0, 0, 0, clock() - started, already_indexed=True)
-    partitions = settings.partitions or rows.sparkSession.sparkContext.defaultParallelism
+                clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], None] = time.sleep) -> IndexReport:
+    """The covered inventory `rows` of the image at `txid` into the index, then the position:
+    joined on a first start; on a repair (settings.repair_after), the entries the image does
+    not hold removed and the position moved from the agent's checkpoint to `txid`."""
+    started, after = clock(), settings.repair_after
+    if (check_first_start(ddb, settings.table, cluster, txid) if after is None else
+            await_repair_position(ddb, settings.table, cluster, after, txid,
+                                  wait_s=settings.repair_wait_s, sleep=sleep, clock=clock)):
+        return IndexReport(txid, 0, 0, 0, 0, 0, 0, clock() - started, already_indexed=True,
+                           repair_after=after)
+    spark = rows.sparkSession
+    partitions = settings.partitions or spark.sparkContext.defaultParallelism
     covered = rows.transform(covered_rows(settings.prefixes))
-    with walk_numbered(covered, settings.prefixes, partitions) as numbered:
-        hot = hot_directories(numbered.rows, settings.prefixes)
-        numbering_seconds = clock() - started
-        write = write_partition(settings.table, settings.threads, client)
-        # Each task writes its stretch of the walk from the cached sort. Not shuffled again by
-        # partition key: that cost a pass over every row (~2 executor CPU s at 1M), and a key's
-        # rows reached their task one after another either way (a shuffle keeps each map
-        # side's order), so no key was written at a lower rate.
-        counts = (put_request_texts(numbered.rows, cluster, txid, hot)
-                  .mapPartitions(write).collect())
-    join_stream(ddb, settings.table, cluster, txid)
-    total = {k: sum(c[k] for c in counts) for k in counts[0]} if counts else {}
-    return IndexReport(txid, total.get("entries", 0), numbered.directories, len(hot),
+    # Read once (the sharded directories, then the stale keys), after the wait: the consumer
+    # has applied all it will before the repair, and nothing after.
+    indexed = None if after is None else (
+        indexed_entries(spark, settings.table, cluster, partitions, client)
+        .transform(covered_rows(settings.prefixes)).persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        with walk_numbered(covered, settings.prefixes, partitions) as numbered:
+            hot = hot_directories(numbered.rows, settings.prefixes)
+            if indexed is not None:
+                hot = sorted({*hot, *sharded_directories(indexed)})
+            numbering_seconds = clock() - started
+            write = write_partition(settings.table, settings.threads, client)
+            # Each task writes its stretch of the walk from the cached sort. Not shuffled again
+            # by partition key: that cost a pass over every row (~2 executor CPU s at 1M), and
+            # a key's rows reached their task one after another either way (a shuffle keeps
+            # each map side's order), so no key was written at a lower rate.
+            counts = (put_request_texts(numbered.rows, cluster, txid, hot)
+                      .mapPartitions(write).collect())
+            # Deleted, not marked: a delete marker only keeps an older event's redelivery from
+            # bringing an entry back, and every event such a key saw is at or below N, which
+            # the position (moved from N to T in one step after these writes) never applies
+            # again. A marker would also hide the key only until its TTL.
+            removals = [] if indexed is None else (
+                delete_request_texts(stale_keys(indexed, item_keys(numbered.rows, cluster, hot))
+                                     .coalesce(partitions))
+                .mapPartitions(write).collect())
+    finally:
+        if indexed is not None:
+            indexed.unpersist()
+    if after is None:
+        join_stream(ddb, settings.table, cluster, txid)
+    else:
+        move_position(ddb, settings.table, cluster, after, txid)
+    total = {k: sum(c[k] for c in counts + removals) for k in counts[0]} if counts else {}
+    return IndexReport(txid, sum(c["entries"] for c in counts), numbered.directories, len(hot),
                        len(counts), total.get("batch_calls", 0),
                        total.get("unprocessed_retries", 0), clock() - started,
-                       numbering_seconds=numbering_seconds)
+                       numbering_seconds=numbering_seconds, repair_after=after,
+                       removed=sum(c["entries"] for c in removals))
 
 
 def marker_body(report: IndexReport, cluster: str) -> bytes:

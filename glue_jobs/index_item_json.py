@@ -3,8 +3,9 @@ contract's attribute list (hdfs_events/snapshot_wire.py), so the image job's Pyt
 batches ready strings and sends them: building each item by the contract in Python cost
 ~20-27 µs a row, most of the write tasks' time (docs/fsimage.md).
 
-tests/integration/glue/test_index_item_json.py holds every item equal to the contract's
-`to_wire(snapshot_item(...).to_item(now_s=0))`.
+A gap repair also needs the items' keys alone (`item_keys`, from the same partition column)
+and DeleteRequests of the keys it removes. tests/integration/glue/test_index_item_json.py holds
+every item equal to the contract's `to_wire(snapshot_item(...).to_item(now_s=0))`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pyspark import RDD
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from hdfs_events import names
 from hdfs_events.index_item import INDEX_SHARDS
 from hdfs_events.snapshot_index import DIRECTORY
 from hdfs_events.snapshot_wire import SNAPSHOT_WIRE, Own, WireAttribute, partition_spelling
@@ -44,16 +46,22 @@ def in_hot_parent(hot: Iterable[str]) -> Column:
     return parent_of(F.col("path")).isin(hot_list) if hot_list else F.lit(False)
 
 
-def _own_values(cluster: str, txid: int, hot: list[str]) -> dict[Own, Column]:
-    path = F.col("path")
-    parent, name = parent_of(path), name_of(path)
+def partition_of(cluster: str, hot: list[str]) -> Column:
+    """The partition key of each row's item (index_item.item_key): its parent's partition, or
+    its shard of it when the parent is hot."""
+    parent, name = parent_of(F.col("path")), name_of(F.col("path"))
     prefix, infix = partition_spelling(cluster)
     own_partition = F.concat(F.lit(prefix), parent)
     shard_partition = F.concat(own_partition, F.lit(infix), shard_of(name).cast("string"))
+    return F.when(in_hot_parent(hot), shard_partition).otherwise(own_partition)
+
+
+def _own_values(cluster: str, txid: int, hot: list[str]) -> dict[Own, Column]:
+    path = F.col("path")
     sharded = (F.col("type") == DIRECTORY) & path.isin(hot) if hot else F.lit(False)
     return {
-        Own.PARTITION: F.when(in_hot_parent(hot), shard_partition).otherwise(own_partition),
-        Own.NAME: name, Own.CLUSTER: F.lit(cluster), Own.TXID: F.lit(txid),
+        Own.PARTITION: partition_of(cluster, hot),
+        Own.NAME: name_of(path), Own.CLUSTER: F.lit(cluster), Own.TXID: F.lit(txid),
         Own.INDEX: F.col("index"), Own.NOT_DELETED: F.lit(False),
         Own.SHARDS: F.when(sharded, F.lit(INDEX_SHARDS)),
     }
@@ -90,3 +98,18 @@ def put_request_texts(rows: DataFrame, cluster: str, txid: int, hot: Iterable[st
     own = _own_values(cluster, txid, sorted(hot))
     item = F.struct(*(_wire_value(a, own).alias(a.name) for a in SNAPSHOT_WIRE))
     return rows.select(F.struct(item.alias("Item")).alias("PutRequest")).toJSON()
+
+
+def item_keys(rows: DataFrame, cluster: str, hot: Iterable[str]) -> DataFrame:
+    """The key (names.INDEX_PK, names.INDEX_SK) of each row's item, as put_request_texts puts
+    it."""
+    return rows.select(partition_of(cluster, sorted(hot)).alias(names.INDEX_PK),
+                       name_of(F.col("path")).alias(names.INDEX_SK))
+
+
+def delete_request_texts(keys: DataFrame) -> RDD[str]:
+    """A BatchWriteItem DeleteRequest of each key (columns names.INDEX_PK, names.INDEX_SK), as
+    JSON text."""
+    key = F.struct(*(F.struct(F.col(k).alias("S")).alias(k)
+                     for k in (names.INDEX_PK, names.INDEX_SK)))
+    return keys.select(F.struct(key.alias("Key")).alias("DeleteRequest")).toJSON()

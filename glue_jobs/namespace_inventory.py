@@ -5,7 +5,9 @@ the image's sub-sections.
         --image s3://lake/fsimage/cluster=c1/txid=42/fsimage_0000000000000000042
 
 The entry script: parses the arguments, reads the image's layout (ranged GETs), builds the
-session and runs glue_jobs.inventory_run.take_inventory (what one run does is told there).
+session and runs glue_jobs.inventory_run.take_inventory (what one run does is told there);
+with --index_table, glue_jobs.image_index.write_index writes the index from the rows (a first
+start, or with --repair_after a gap repair) and the marker `_indexed.json` goes beside the image.
 Prints a JSON report. An image it cannot read stops the run with the reader's words: the
 section and the byte (docs/fsimage.md).
 """
@@ -13,6 +15,7 @@ section and the byte (docs/fsimage.md).
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -25,13 +28,13 @@ from pyspark.sql import SparkSession
 from glue_jobs.catalog import GlueCatalog, JsonFileCatalog, PartitionCatalog
 from glue_jobs.fsimage_format import ImageFormatError
 from glue_jobs.image_index import (
-    IndexRefused,
     IndexReport,
     IndexSettings,
     dynamodb_client,
     marker_body,
     write_index,
 )
+from glue_jobs.index_position import IndexRefused
 from glue_jobs.inventory_image import ImageObject, image_object, read_layout, s3_client
 from glue_jobs.inventory_run import InventorySettings, take_inventory
 from glue_jobs.layout import INVENTORY_LOCAL_CATALOG_KEY
@@ -56,12 +59,18 @@ SPEC = (
         ""),
     Arg("catalog_table", "Glue table of the namespace inventory", INVENTORY_TABLE),
     # A first start from the image (docs/fsimage.md): the index written from the same rows.
-    Arg("index_table", "the namespace index table to write from the image (first start only: "
-        "refused when the cluster has a position); empty: no index", ""),
+    Arg("index_table", "the namespace index table to write from the image (a first start: "
+        "refused when the cluster has a position, unless --repair_after); empty: no index", ""),
     Arg("index_prefixes", "comma-separated HDFS prefixes the index covers (the consumer's "
         "INDEX_PREFIXES)", "/"),
     Arg("index_threads", "BatchWriteItem calls in flight per write task", "16"),
     Arg("index_partitions", "index write tasks; 0: Spark's default parallelism", "0"),
+    # A gap repair (docs/fsimage.md, "Gap repair from the image"): the agent lost the edits
+    # after its checkpoint N; the index takes over from the consumer at N.
+    Arg("repair_after", "the agent's checkpoint txid N: repair the index from the image "
+        "instead of a first start (needs --index_table); empty: a first start", ""),
+    Arg("repair_wait_s", "how long a repair waits for the consumer to apply through "
+        "--repair_after", "900"),
 )
 
 _CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -86,7 +95,11 @@ def settings_from(args: dict[str, str]) -> InventorySettings:
 
 
 def index_settings_from(args: dict[str, str]) -> IndexSettings | None:
+    repair_after = _repair_after(args)
     if not args["index_table"]:
+        if repair_after is not None:
+            raise SystemExit(f"{JOB_NAME}: --repair_after repairs the index: it needs "
+                             "--index_table")
         return None
     prefixes = tuple(dict.fromkeys(p.strip().rstrip("/") or "/"
                                    for p in args["index_prefixes"].split(",") if p.strip()))
@@ -101,7 +114,28 @@ def index_settings_from(args: dict[str, str]) -> IndexSettings | None:
     if not 1 <= threads <= 64 or partitions < 0:
         raise SystemExit(f"{JOB_NAME}: --index_threads must be 1..64 and --index_partitions "
                          f">= 0, got {threads} and {partitions}")
-    return IndexSettings(args["index_table"], prefixes, threads, partitions)
+    try:
+        wait_s = float(args["repair_wait_s"])
+    except ValueError:
+        wait_s = -1.0
+    if not (math.isfinite(wait_s) and wait_s >= 0):
+        raise SystemExit(f"{JOB_NAME}: --repair_wait_s must be seconds >= 0, got "
+                         f"{args['repair_wait_s']!r}")
+    return IndexSettings(args["index_table"], prefixes, threads, partitions,
+                         repair_after=repair_after, repair_wait_s=wait_s)
+
+
+def _repair_after(args: dict[str, str]) -> int | None:
+    if not args["repair_after"]:
+        return None
+    try:
+        after = int(args["repair_after"])
+    except ValueError:
+        after = -1
+    if after < 0:
+        raise SystemExit(f"{JOB_NAME}: --repair_after must be a txid (an integer >= 0), got "
+                         f"{args['repair_after']!r}")
+    return after
 
 
 def inventory_catalog(database: str, table: str, lake: LakeStore) -> PartitionCatalog:

@@ -29,9 +29,10 @@ class WireBody(bytes):
     """A BatchWriteItem request body, JSON: {"RequestItems": {table: [write requests]}}."""
 
     @classmethod
-    def of_puts(cls, table: str, put_requests: Sequence[str]) -> WireBody:
-        """From PutRequests already in JSON text ('{"PutRequest":{"Item":{...}}}')."""
-        return cls(('{"RequestItems":{' + json.dumps(table) + ":[" + ",".join(put_requests)
+    def of_requests(cls, table: str, write_requests: Sequence[str]) -> WireBody:
+        """From write requests already in JSON text ('{"PutRequest":{"Item":{...}}}' or
+        '{"DeleteRequest":{"Key":{...}}}'; one call may mix them, never two of one key)."""
+        return cls(('{"RequestItems":{' + json.dumps(table) + ":[" + ",".join(write_requests)
                     + "]}}").encode())
 
     @classmethod

@@ -74,10 +74,14 @@ class GlueJobRole:
                 resources=[f"arn:{Aws.PARTITION}:glue:{Aws.REGION}:{Aws.ACCOUNT_ID}:catalog",
                            tables.database.database_arn,
                            *(t.table_arn for t in tables.partitions_registered_by_jobs())]),
-            # glue_jobs/image_index.py: a first start's index from the image, written from the
-            # executors (BatchWriteItem), the sequencer's position checked and put by the driver.
+            # glue_jobs/image_index.py: the index from an image, written from the executors
+            # (BatchWriteItem: puts, and a repair's deletes), the sequencer's position checked
+            # and put by the driver (glue_jobs/index_position.py). A gap repair also reads the
+            # entries the index holds (Scan, one segment a task: glue_jobs/indexed_entries.py)
+            # and moves the position from the agent's checkpoint (a conditional UpdateItem).
             iam.PolicyStatement(sid="WriteIndexFromImage", actions=[
-                "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"],
+                "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem",
+                "dynamodb:Scan", "dynamodb:UpdateItem"],
                 resources=[index_table.table_arn]),
             # ... and the marker beside the image the agent waits for (lake_layout.fsimage_indexed_key).
             iam.PolicyStatement(sid="MarkImageIndexed", actions=["s3:PutObject"],

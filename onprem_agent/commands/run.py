@@ -1,10 +1,12 @@
 """`hdfs-events-agent run --config agent.toml`: ship live HDFS inotify events to SQS.
 
 Exit codes: 0 stopped by SIGTERM/SIGINT; 1 a setup or runtime error (message on stderr);
-3 purged edits with gap_policy = "stop" (an alert went out). systemd's Restart=always brings the
-agent back after 1; after 3 an operator must decide (see docs/edge-node.md). A NameNode that
-stops, restarts or fails over is not an error: the agent waits for it and reads on
-(onprem_agent/live/reconnect.py), re-logging in from its keytab before each new attempt.
+3 purged edits with gap_policy = "stop" (an alert went out; with "fsimage" the index is
+repaired from the NameNode's image and the agent ships on: live/agent.py, ship_repairing_gaps).
+systemd's Restart=always brings the agent back after 1; after 3 an operator must decide (see
+docs/edge-node.md). A NameNode that stops, restarts or fails over is not an error: the agent
+waits for it and reads on (onprem_agent/live/reconnect.py), re-logging in from its keytab
+before each new attempt.
 """
 
 from __future__ import annotations
@@ -69,9 +71,17 @@ def run(args: argparse.Namespace) -> int:
 def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # type: ignore[no-untyped-def]
     from onprem_agent.checkpoint import open_checkpoint_store
     from onprem_agent.lease import Lease, LeaseKeeper
-    from onprem_agent.live.agent import AgentState, gap_reporter, readings, run_term, serve
+    from onprem_agent.live.agent import (
+        AgentState,
+        gap_reporter,
+        readings,
+        run_term,
+        serve,
+        ship_repairing_gaps,
+    )
     from onprem_agent.live.convert import JavaBatchConverter
     from onprem_agent.live.hadoop import HadoopClient, KerberosLogin, hadoop_configuration
+    from onprem_agent.live.image_start import ImageStartStopped, image_start_for
     from onprem_agent.live.jvm import resolve_classpath, start_jvm
     from onprem_agent.live.stream import InotifyGapError, LiveStats
     from onprem_agent.opsmetrics import Alerts, Heartbeat, start_prometheus
@@ -103,22 +113,36 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
     if settings.lease.enabled:
         lease = Lease(settings.lease.table, config.cluster, duration_s=settings.lease.duration_s)
 
-    def term(keeper: LeaseKeeper | None) -> None:
-        sender = NoopSender() if dry_run else SqsSender.from_config(config)
-        checkpoint = open_checkpoint_store(config)
-        if settings.inotify.first_start == "fsimage" and checkpoint.load() is None:
-            from onprem_agent.live.image_start import image_start_for
+    inotify = settings.inotify
+    uses_image = "fsimage" in (inotify.first_start, inotify.gap_policy)
 
-            # The index is written from the image through T: the stream goes on at T+1 as
-            # after any restart (None: the edits after the image are purged, list instead).
-            txid = image_start_for(config, settings, client).run()
-            if txid is not None:
-                checkpoint.save(txid)
-        run_term(config, settings, state, stream_source=client.stream_source(),
-                 converter=converter, lister=client.lister(), sender=sender,
-                 checkpoint=checkpoint, stop=stop,
-                 on_gap=gap_reporter(config.cluster, alerts), keeper=keeper,
-                 before_reconnect=kerberos.relogin_now if kerberos is not None else None)
+    def term(keeper: LeaseKeeper | None) -> None:
+        checkpoint = open_checkpoint_store(config)
+        images = image_start_for(config, settings, client, stop) if uses_image else None
+
+        def ship(list_gap_at: int | None) -> None:
+            sender = NoopSender() if dry_run else SqsSender.from_config(config)
+            run_term(config, settings, state, stream_source=client.stream_source(),
+                     converter=converter, lister=client.lister(), sender=sender,
+                     checkpoint=checkpoint, stop=stop,
+                     on_gap=gap_reporter(config.cluster, alerts), keeper=keeper,
+                     before_reconnect=kerberos.relogin_now if kerberos is not None else None,
+                     list_gap_at=list_gap_at)
+
+        first_start = (images.run if images is not None and inotify.first_start == "fsimage"
+                       else None)
+        repair = (images.repair if images is not None and inotify.gap_policy == "fsimage"
+                  else None)
+        try:
+            if first_start is not None and checkpoint.load() is None:
+                # The index is written from the image through T: the stream goes on at T+1
+                # as after any restart (None: the edits after the image are purged, list).
+                txid = first_start()
+                if txid is not None:
+                    checkpoint.save(txid)
+            ship_repairing_gaps(ship, repair=repair, checkpoint=checkpoint, stop=stop)
+        except ImageStartStopped:
+            return  # SIGTERM while waiting for the index: `serve` ends on `stop`
 
     try:
         serve(lease, stop, renew_interval_s=settings.lease.renew_interval_s, term=term)

@@ -1,6 +1,8 @@
 """One term of the live agent: the inotify source feeding the shipping pipeline, with its
-metrics, gap alerts and (when HA) the lease that allows it to ship; and `serve`, the loop of
-terms an agent runs (standby, lead, back to standby on a lost lease).
+metrics, gap alerts and (when HA) the lease that allows it to ship; `ship_repairing_gaps`, the
+terms of one lead with gap_policy = "fsimage" (a gap ends a term, the index is repaired from
+the image, the next term ships after it); and `serve`, the loop of leads an agent runs
+(standby, lead, back to standby on a lost lease).
 
 Nothing here starts a JVM or reads a config file: `commands/run.py` builds the real parts
 (Hadoop client, SQS sender, DynamoDB checkpoint) and hands them in; tests hand in doubles.
@@ -21,7 +23,14 @@ from onprem_agent.lease import Lease, LeaseKeeper, wait_until_leader
 from onprem_agent.live.reconnect import Backoff
 from onprem_agent.live.settings import LiveSettings
 from onprem_agent.live.snapshot import NamespaceLister, namespace_snapshot
-from onprem_agent.live.stream import BatchConverter, Gap, LiveSource, LiveStats, StreamSource
+from onprem_agent.live.stream import (
+    BatchConverter,
+    Gap,
+    InotifyGapError,
+    LiveSource,
+    LiveStats,
+    StreamSource,
+)
 from onprem_agent.opsmetrics import AgentReadings, Alerts, cloudwatch_datum, put_metrics, seconds_since
 from onprem_agent.pipeline import Pipeline, PipelineResult
 from onprem_agent.sender import Sender
@@ -88,11 +97,13 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
              sender: Sender, checkpoint: CheckpointStore, stop: threading.Event,
              on_gap: Callable[[Gap], None], keeper: LeaseKeeper | None = None,
              on_idle: Callable[[], None] | None = None,
-             before_reconnect: Callable[[], None] | None = None) -> PipelineResult:
+             before_reconnect: Callable[[], None] | None = None,
+             list_gap_at: int | None = None) -> PipelineResult:
     """Ships from the checkpoint until `stop`, a lost lease, or an error (InotifyGapError
-    with gap_policy = "stop"; a failure reconnect.py does not wait out). An unavailable
-    NameNode is waited for inside the term: the pipeline, its sender and its checkpoint stay,
-    so nothing read before the outage is read or sent again."""
+    with gap_policy = "stop" or "fsimage"; a failure reconnect.py does not wait out). An
+    unavailable NameNode is waited for inside the term: the pipeline, its sender and its
+    checkpoint stay, so nothing read before the outage is read or sent again. list_gap_at:
+    the gap at this txid is listed whatever the policy (the image could not repair it)."""
     term_stop = threading.Event()
     inotify = settings.inotify
     pipeline = Pipeline(config, sender=sender, checkpoint=checkpoint)
@@ -108,7 +119,7 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
         on_idle=on_idle,
         backoff=Backoff(settings.hdfs.reconnect_initial_s, settings.hdfs.reconnect_max_s),
         before_reconnect=before_reconnect,
-        shipped=lambda: pipeline.snapshot().checkpoint_txid)
+        shipped=lambda: pipeline.snapshot().checkpoint_txid, list_gap_at=list_gap_at)
 
     def watch() -> None:  # turns the agent's stop, or a lost lease, into this term's stop
         while not term_stop.is_set():
@@ -125,6 +136,49 @@ def run_term(config: AgentConfig, settings: LiveSettings, state: AgentState, *,
         term_stop.set()
         watcher.join()
         state.leader = False
+
+
+def ship_repairing_gaps(ship: Callable[[int | None], object], *,
+                        repair: Callable[[int], int | None] | None,
+                        checkpoint: CheckpointStore, stop: threading.Event) -> None:
+    """Terms until one ends without a gap (`stop`, a lost lease). `ship(list_gap_at)` runs a
+    term (run_term, a new sender each time). Without `repair` (gap_policy "snapshot" or
+    "stop") that is one term, and InotifyGapError goes to the caller (exit 3). With it
+    (gap_policy "fsimage"), a term that meets purged edits from txid E ships the GAP and ends
+    (InotifyGapError), and then:
+
+    - checkpoint E - 1 (every range through E - 1 acknowledged): `repair(E)` has the inventory
+      job write the index from the NameNode's image of txid T (image_start.py); checkpoint T,
+      and the next term ships from T + 1. The GAP's txid lies in (E - 1, T], a range no
+      manifest names: the index never applies it, the lake and the alarms still get it;
+    - a checkpoint below (its last manifest was not acknowledged in time): the term again,
+      which sends again from the checkpoint and meets the same gap (the same GAP key);
+    - repair None (the NameNode purged the edits after its latest image too): the term again
+      with that gap listed, as gap_policy "snapshot" would; later gaps are repaired again.
+    A stop while the repair waits for the job: ImageStartStopped, from `repair`."""
+    list_gap_at: int | None = None
+    while not stop.is_set():
+        try:
+            ship(list_gap_at)
+            return
+        except InotifyGapError as exc:
+            if repair is None:
+                raise
+            gap = exc.gap
+        list_gap_at = None
+        if stop.is_set():
+            return
+        shipped = checkpoint.load()
+        if shipped != gap.expected_txid - 1:
+            log.warning("gap at txid %d: the checkpoint is %s, not %d (the last manifest was not "
+                        "acknowledged in time); shipping from it again", gap.expected_txid,
+                        shipped, gap.expected_txid - 1)
+            continue
+        txid = repair(gap.expected_txid)
+        if txid is None:
+            list_gap_at = gap.expected_txid
+        else:
+            checkpoint.save(txid)
 
 
 def serve(lease: Lease | None, stop: threading.Event, *, renew_interval_s: float,

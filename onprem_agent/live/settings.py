@@ -17,7 +17,8 @@ and the key; an unknown key is an error, so a typo never falls back to a default
     poll_timeout_ms = 1000               # bounded poll: worst-case idle latency
     max_batches_per_drain = 1000
     roll_edits_every_txids = 50000       # the agent rolls the edit log (0 = never; stream.py)
-    gap_policy = "snapshot"              # or "stop"
+    gap_policy = "snapshot"              # or "stop" (exit 3), or "fsimage": the index repaired
+                                         #   from the NameNode's image ([fsimage] inventory_job)
     first_start = "listing"              # or "fsimage": the index written from the image
     snapshot_paths = []                  # else [filter] cover_dirs, else ["/"]
     snapshot_workers = 8
@@ -48,7 +49,9 @@ from pathlib import Path
 from onprem_agent.agent_toml import Key, Section, Values
 from onprem_agent.config import CHECKPOINT, FILTER, AgentConfig, hdfs_path
 
-GAP_POLICIES = ("snapshot", "stop")
+# Purged edits (a GAP): list the covered namespace, exit 3, or repair the index from the
+# NameNode's fsimage by the inventory job ([fsimage]; docs/agent.md, "Checkpoint").
+GAP_POLICIES = ("snapshot", "stop", "fsimage")
 # First start (no checkpoint): list the covered namespace, or write the index from the
 # NameNode's fsimage by the inventory job ([fsimage]; docs/fsimage.md) and stream after it.
 FIRST_STARTS = ("listing", "fsimage")
@@ -244,6 +247,26 @@ VERIFY = Section("verify", {
 
 
 def load_live_settings(config: AgentConfig) -> LiveSettings:
+    inotify = config.read(INOTIFY)
+    _check_image_index_job(config, inotify)
     return LiveSettings(hdfs=config.read(HDFS), kerberos=config.read(KERBEROS),
-                        inotify=config.read(INOTIFY), lease=config.read(LEASE),
+                        inotify=inotify, lease=config.read(LEASE),
                         metrics=config.read(METRICS), verify=config.read(VERIFY))
+
+
+def _check_image_index_job(config: AgentConfig, inotify: InotifySettings) -> None:
+    """first_start or gap_policy "fsimage" runs the inventory job: [fsimage] must name it (and
+    the lake bucket), checked when the file is read, not hours later at the first gap."""
+    uses = [f'{key} = "fsimage"' for key, value in (("first_start", inotify.first_start),
+                                                    ("gap_policy", inotify.gap_policy))
+            if value == "fsimage"]
+    if not uses:
+        return
+    from onprem_agent.image_fetch import FSIMAGE  # the image's code only when it is used
+
+    why = f"required with [inotify] {' and '.join(uses)}"
+    if not config.toml.has(FSIMAGE):
+        raise config.toml.error("[fsimage]", f"{why} (bucket and inventory_job at least)")
+    if not config.read(FSIMAGE).inventory_job:
+        raise config.toml.error("[fsimage] inventory_job",
+                                f"{why} (CDK output InventoryJobName)")

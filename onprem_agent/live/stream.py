@@ -26,8 +26,10 @@ at a time (source.py's chunks).
   allows). Never skipped silently: the gap is reported (error log, InotifyGap metric, alert)
   and goes into the stream itself as one GAP record, key (cluster, expected, 0), path "/",
   gap_end_txid = the first available txid, timestamp = when the agent found it. Then the
-  policy applies. `stop` raises InotifyGapError once the pipeline has taken the GAP batch (the
-  pipeline's shutdown sends it before the agent exits non-zero). `snapshot` takes the
+  policy applies. `stop` and `fsimage` raise InotifyGapError once the pipeline has taken the
+  GAP batch (the pipeline's shutdown sends it and closes its ranges at the gap's txid - 1);
+  then `stop` exits non-zero, `fsimage` has the index repaired from the NameNode's image and
+  ships on after it (agent.ship_repairing_gaps). `snapshot` takes the
   NameNode's current txid T, lists the covered directories, emits the namespace state as
   SNAPSHOT records at txid T, and reopens the stream after T: a change made while the listing
   ran has txid > T and is read afterwards, so nothing in between is missed.
@@ -102,11 +104,12 @@ class Gap:
 
 
 class InotifyGapError(RuntimeError):
-    """Policy `stop`: the agent exits non-zero rather than skip purged edits."""
+    """Policies `stop` (the agent exits non-zero rather than skip purged edits) and `fsimage`
+    (the index is repaired from the image, then the agent ships on): the term ends at the gap."""
 
-    def __init__(self, gap: Gap) -> None:
-        super().__init__(gap.describe() + " (gap_policy = \"stop\")")
-        self.gap = gap
+    def __init__(self, gap: Gap, policy: str = "stop") -> None:
+        super().__init__(f"{gap.describe()} (gap_policy = \"{policy}\")")
+        self.gap, self.policy = gap, policy
 
 
 @dataclass(slots=True)
@@ -177,13 +180,16 @@ class LiveSource:
                  backoff: Backoff | None = None,
                  before_reconnect: Callable[[], None] | None = None,
                  shipped: Callable[[], int | None] | None = None,
+                 list_gap_at: int | None = None,
                  missing_events: type[BaseException] | None = None,
                  time_unit: Any = None,
                  clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         """before_reconnect: called before each attempt after a failure (the Kerberos re-login:
-        an outage may outlive the ticket); shipped: the checkpoint, for the outage's log line."""
-        if gap_policy == "snapshot" and snapshot is None:
+        an outage may outlive the ticket); shipped: the checkpoint, for the outage's log line;
+        list_gap_at: the gap at this txid is listed whatever gap_policy says (the NameNode's
+        image could not repair it)."""
+        if (gap_policy == "snapshot" or list_gap_at is not None) and snapshot is None:
             raise ValueError("gap_policy 'snapshot' needs a snapshot function")
         self._source, self._converter, self._cluster = source, converter, cluster
         self._clock_ms, self._monotonic = clock_ms, monotonic
@@ -194,6 +200,7 @@ class LiveSource:
         self._on_idle = on_idle
         self._backoff = backoff or Backoff()
         self._before_reconnect, self._shipped = before_reconnect, shipped
+        self._list_gap_at = list_gap_at
         self._outage: Outage | None = None
         self._last: int | None = start_txid  # the last txid yielded: where a reopen resumes
         self._roll_every = roll_edits_every_txids if source.roll_edits is not None else 0
@@ -358,7 +365,10 @@ class LiveSource:
 
     def _recover(self, gap: Gap) -> Iterator[list[TxBatch]]:
         self.stats.gaps.append(gap)
-        log.error("%s; gap_policy = %s", gap.describe(), self._policy)
+        listed = gap.expected_txid == self._list_gap_at
+        policy = "snapshot" if listed else self._policy
+        log.error("%s; gap_policy = %s%s", gap.describe(), self._policy,
+                  ", listing it: the NameNode's image cannot repair it" if listed else "")
         found_ms = self._clock_ms()
         if self._on_gap is not None:
             self._on_gap(gap)
@@ -366,8 +376,8 @@ class LiveSource:
                             events=(gap.record(self._cluster, found_ms),))
         self._count(gap_batch, namenode_times=False)
         yield [gap_batch]
-        if self._policy == "stop" or self._snapshot is None:
-            raise InotifyGapError(gap)
+        if policy != "snapshot" or self._snapshot is None:
+            raise InotifyGapError(gap, policy)
         return (yield from self._list_namespace())
 
     def _list_namespace(self) -> Iterator[list[TxBatch]]:

@@ -145,9 +145,11 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("glue_jobs/attribution_log.py", "logs"): Target("AttributionLogs"),
     # the namespace inventory reads the agent's fsimage objects by byte ranges (HEAD, GET)
     ("glue_jobs/inventory_image.py", "s3"): Target("lake", ("fsimage/",)),
-    # a first start's index from the image, and the marker beside the image
-    ("glue_jobs/image_index.py", "dynamodb"): INDEX,
-    # its BatchWriteItem calls, prepared once a write task on the table image_index names
+    # the index from an image (glue_jobs/image_index.py): the sequencer's position read, put or
+    # moved; a repair's Scan of the entries; the BatchWriteItem calls, prepared once a write
+    # task on the table image_index names
+    ("glue_jobs/index_position.py", "dynamodb"): INDEX,
+    ("glue_jobs/indexed_entries.py", "dynamodb"): INDEX,
     ("glue_jobs/wire_batch_write.py", "dynamodb"): INDEX,
     ("glue_jobs/namespace_inventory.py", "s3"): Target(
         "lake", ("fsimage/cluster=*/txid=*/_indexed.json",)),

@@ -1,7 +1,8 @@
 """The image job's items as the JVM builds them (glue_jobs/index_item_json.py, from the contract's
 attribute list hdfs_events/snapshot_wire.py) are the contract's own: for every kind of entry,
 `dynamodb_json.to_wire(snapshot_item(...).to_item(now_s=0))`, attribute for attribute and type for type (a
-number's digits, NULL where the consumer keeps no value, `shards` only on a hot directory)."""
+number's digits, NULL where the consumer keeps no value, `shards` only on a hot directory); the
+keys alone (a gap repair's) are those items' keys, and a DeleteRequest is DynamoDB's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from glue_jobs.index_item_json import put_request_texts
+from glue_jobs.index_item_json import delete_request_texts, item_keys, put_request_texts
 from hdfs_events import names
 from hdfs_events.dynamodb_json import to_wire
 from hdfs_events.snapshot_index import DIRECTORY, PathState, snapshot_item
@@ -90,3 +91,19 @@ def test_a_hot_directory_has_shards_and_its_children_live_in_them(built):
     assert child["parent"]["S"].startswith(f"{CLUSTER}#/data/hot//")
     assert built["/日本/😀"]["parent"]["S"].startswith(f"{CLUSTER}#/日本//")
     assert built["/top-file"]["parent"] == {"S": f"{CLUSTER}#/"}
+
+
+def test_the_keys_alone_are_the_items_keys(spark, built):
+    """item_keys, from the same partition column: a gap repair compares what the image writes
+    with what the index holds by them."""
+    keys = item_keys(spark.createDataFrame(rows(), SCHEMA), CLUSTER, HOT).collect()
+    assert sorted((k[names.INDEX_PK], k[names.INDEX_SK]) for k in keys) == sorted(
+        (i[names.INDEX_PK]["S"], i[names.INDEX_SK]["S"]) for i in built.values())
+
+
+def test_a_delete_request_names_the_key_alone(spark):
+    keys = spark.createDataFrame([(f"{CLUSTER}#/日本//3", 'q"uote')],
+                                 f"`{names.INDEX_PK}` string, `{names.INDEX_SK}` string")
+    assert [json.loads(t) for t in delete_request_texts(keys).collect()] == [
+        {"DeleteRequest": {"Key": {names.INDEX_PK: {"S": f"{CLUSTER}#/日本//3"},
+                                   names.INDEX_SK: {"S": 'q"uote'}}}}]

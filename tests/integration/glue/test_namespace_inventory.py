@@ -266,6 +266,35 @@ def test_a_bad_image_date_is_refused_naming_the_argument(lake: RawLake) -> None:
                   lake.uri, "--image_date", "2026-13-01"])
 
 
+REQUIRED = ["--image", "s3://lake/x", "--cluster", CLUSTER, "--target", "file:///nowhere"]
+
+
+@pytest.mark.parametrize(("given", "refusal"), [
+    (["--repair_after", "1200"], "--repair_after repairs the index: it needs --index_table"),
+    (["--index_table", "idx", "--repair_after", "12x"],
+     r"--repair_after must be a txid \(an integer >= 0\), got '12x'"),
+    (["--index_table", "idx", "--repair_after", "-3"], r"--repair_after must be a txid .*'-3'"),
+    (["--index_table", "idx", "--repair_after", "5", "--repair_wait_s", "soon"],
+     "--repair_wait_s must be seconds >= 0, got 'soon'"),
+    (["--index_table", "idx", "--repair_wait_s", "-1"], "--repair_wait_s must be .* got '-1'"),
+])
+def test_bad_repair_arguments_are_refused_naming_them(given: list[str], refusal: str) -> None:
+    with pytest.raises(SystemExit, match=refusal):
+        job.main([*REQUIRED, *given])  # before any S3 call or Spark
+
+
+def test_a_repair_names_the_agents_checkpoint_and_waits_900_s_by_default() -> None:
+    from glue_jobs.runtime import resolve_args
+
+    def indexing(*given: str) -> Any:
+        return job.index_settings_from(resolve_args([*REQUIRED, *given], job.SPEC,
+                                                    prog=job.JOB_NAME))
+    repair = indexing("--index_table", "idx", "--repair_after", "1200")
+    assert (repair.repair_after, repair.repair_wait_s) == (1200, 900.0)
+    assert indexing("--index_table", "idx").repair_after is None  # a first start
+    assert indexing() is None
+
+
 def test_paths_are_joined_in_one_pass_through_references_leaving_orphans_out(spark) -> None:
     """The transforms on a hand-made tree: / -> a (16386) -> b (16387) -> f (16388); a
     reference child of a, resolved by the INODE_DIR decode (inode 16389, "r"); 16390 "lost"

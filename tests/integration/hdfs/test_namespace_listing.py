@@ -4,7 +4,9 @@
   before the listing, then the stream;
 - purged edits: the NameNode checkpointed past the agent's checkpoint while it was down, so
   Hadoop's inotify stream raises MissingEventsException; the agent ships a GAP record, then a
-  real listing as SNAPSHOT records, then the stream.
+  real listing as SNAPSHOT records, then the stream (`gap_policy = "snapshot"`), or has the
+  inventory job repair the index from the NameNode's image and streams after it
+  (`gap_policy = "fsimage"`: the job run for real, tests/kit/glue_runs.py).
 
 Either way, after the consumer applies the queue, `hdfs-events-agent verify` finds the
 namespace index equal to the real namespace.
@@ -15,6 +17,7 @@ default), so every listing here, the agent's and verify's, goes page by page.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -23,18 +26,23 @@ import boto3
 import pytest
 
 from hdfs_events.event import EventType
+from hdfs_events_cli.index_status import read_status
 from onprem_agent.live.hadoop import HadoopClient
 from onprem_agent.live.snapshot import walk
 from tests.integration.hdfs.conftest import (
     CLUSTER,
     INDEX_TABLE,
+    LAKE_BUCKET,
     PURGING,
     consume,
     lake_events,
     raw_lake_events,
     verify,
 )
+from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
+from tests.kit.hadoop.jars import LIB
+from tests.kit.image_start import listing_calls
 from tests.kit.live_agent import AgentProcess, write_agent_config
 
 PAGE = 3
@@ -178,6 +186,79 @@ def test_gap_policy_stop_ships_the_gap_exits_3_and_meets_the_same_gap_again(
     consume(queue, [root])
     [gap] = lake_events()  # the same key both times: one GAP in the lake
     assert (gap.type, gap.txid) == (EventType.GAP, stopped_at + 1)
+
+
+IMAGE_JOB = "hdfs-events-namespace-inventory"
+
+
+def test_purged_edits_repaired_from_the_fsimage_list_nothing_and_the_index_matches(
+        hdfs, queue, index_table, tmp_path):
+    """gap_policy = "fsimage": the GAP record, then the inventory job repairs the index from
+    the NameNode's image (its entries at T, what the image lacks removed, the position moved
+    from the gap to T) and the stream goes on at T+1; no listing RPC, no SNAPSHOT record."""
+    root = "/repaired"
+    glue = boto3.client("glue")
+    glue.create_job(Name=IMAGE_JOB, Role="arn:aws:iam::123456789012:role/glue",
+                    Command={"Name": "glueetl", "ScriptLocation": "s3://assets/x.py"},
+                    DefaultArguments={"--target": f"s3://{LAKE_BUCKET}",
+                                      "--index_table": INDEX_TABLE, "--index_prefixes": root})
+    (tmp_path / "download").mkdir()
+    config = write_agent_config(
+        tmp_path / "agent", cluster=CLUSTER, queue_url=queue, uri=hdfs.uri,
+        conf_dir=hdfs.conf_dir, checkpoint_txid=hdfs.txid(),
+        hdfs_extra=f'classpath = ["{LIB}/*"]\n', inotify_extra='gap_policy = "fsimage"\n',
+        extra=f'[filter]\ncover_dirs = ["{root}"]\n[verify]\nindex_table = "{INDEX_TABLE}"\n'
+        f'[fsimage]\nbucket = "{LAKE_BUCKET}"\ndownload_dir = "{tmp_path / "download"}"\n'
+        f'inventory_job = "{IMAGE_JOB}"\nindex_wait_s = 300\n')
+    agent = AgentProcess.start(config)
+    try:
+        started_at = hdfs.txid()
+        hdfs.run([["mkdirs", f"{root}/keep/deep"], *files(f"{root}/keep", ["a", "b", "c"]),
+                  *files(f"{root}/keep/deep", ["x", "y"]), ["mkdirs", f"{root}/old-name/sub"],
+                  *files(f"{root}/old-name/sub", ["z"]), *files(f"{root}/many",
+                                                                [f"m{i:03}" for i in range(12)])])
+        agent.wait_for_checkpoint(last_event_txid(hdfs, started_at))
+    finally:
+        assert agent.stop() == 0, agent.log_tail()
+    stopped_at = agent.checkpoint()
+    assert stopped_at is not None
+    consume(queue, [root])  # the index is applied through the agent's checkpoint
+
+    # While the agent is down: changes it will never read, then checkpoints purge their edits.
+    hdfs.run([["delete", f"{root}/keep/a"], ["delete", f"{root}/keep/deep", True],
+              ["rename", f"{root}/old-name", f"{root}/new-name"],
+              ["chmod", f"{root}/keep/c", "0600"], *files(f"{root}/while-down", ["e", "f"]),
+              *(["delete", f"{root}/many/m{i:03}"] for i in range(0, 12, 2))])
+    hdfs.purge_edits_through(stopped_at + 1)
+    listed_before = listing_calls(hdfs)
+
+    with LocalGlueRuns(IMAGE_JOB, "glue_jobs.namespace_inventory", os.environ) as runs:
+        agent = AgentProcess.start(config)
+        try:
+            agent.wait_for(lambda: (agent.checkpoint() or 0) > stopped_at or bool(
+                runs.finished and runs.finished[0][1]),
+                lambda: f"{runs.finished} {agent.log_tail()}", timeout_s=600)
+            assert [code for _, code, _ in runs.finished] == [0], runs.finished
+            image_txid = agent.checkpoint()
+            assert image_txid is not None and image_txid > stopped_at + 1
+            hdfs.run([*files(f"{root}/after", ["g"]), ["delete", f"{root}/while-down/e"],
+                      ["rename", f"{root}/new-name/sub/z", f"{root}/keep/z"]])
+            agent.wait_for_checkpoint(last_event_txid(hdfs, image_txid))
+        finally:
+            assert agent.stop() == 0, agent.log_tail()
+    assert listing_calls(hdfs) == listed_before, "the repair listed the namespace"
+    [run] = glue.get_job_runs(JobName=IMAGE_JOB)["JobRuns"]
+    assert run["Arguments"]["--repair_after"] == str(stopped_at), run["Arguments"]
+    assert "gap repair from the fsimage" in agent.log.read_text()
+
+    consume(queue, [root])
+    events = lake_events()
+    [gap] = [e for e in events if e.type is EventType.GAP]
+    assert gap.txid == stopped_at + 1 and gap.gap_end_txid > gap.txid
+    assert not [e for e in events if e.type is EventType.SNAPSHOT]
+    status = read_status(boto3.client("dynamodb"), INDEX_TABLE, CLUSTER)
+    assert status.txid is not None and status.txid > image_txid
+    assert_no_drift(config, root)
 
 
 def wait_for_messages(queue: str, agent: AgentProcess, timeout_s: float = 120) -> None:

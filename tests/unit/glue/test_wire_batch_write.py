@@ -21,7 +21,7 @@ from glue_jobs.wire_batch_write import BatchWriteCalls, WireBody
 
 ITEM = '{"parent":{"S":"c#/d"},"name":{"S":"é\\"q"},"size":{"NULL":true},"n":{"N":"1"}}'
 UNPROCESSED = {"t": [{"PutRequest": {"Item": json.loads(ITEM)}}]}
-BODY = WireBody.of_puts("t", ['{"PutRequest":{"Item":' + ITEM + "}}"])
+BODY = WireBody.of_requests("t", ['{"PutRequest":{"Item":' + ITEM + "}}"])
 KEY, SECRET = "k", "s"
 # Headers that differ between any two requests (the time, its signature, the call's own id) or
 # with the body's spelling (botocore's own serializer spaces its JSON).
@@ -87,7 +87,7 @@ def headers_of(request: Any) -> dict[str, bytes]:
 def test_preparing_sends_nothing_and_each_body_goes_out_signed_over_itself(ddb, sent):
     calls = BatchWriteCalls(ddb, "t")
     assert sent == []
-    other = WireBody.of_puts("t", ['{"PutRequest":{"Item":{"k":{"S":"other"}}}}'])
+    other = WireBody.of_requests("t", ['{"PutRequest":{"Item":{"k":{"S":"other"}}}}'])
     assert calls.send(BODY)["ResponseMetadata"]["RetryAttempts"] == 0
     calls.send(other)
     assert [r.body for r in sent] == [bytes(BODY), bytes(other)]

@@ -30,7 +30,8 @@ def test_defaults_are_a_short_bounded_poll_and_snapshot_recovery():
 
 
 @pytest.mark.parametrize(("sections", "message"), [
-    ({"inotify": {"gap_policy": "skip"}}, "[inotify] gap_policy: must be one of snapshot, stop"),
+    ({"inotify": {"gap_policy": "skip"}},
+     "[inotify] gap_policy: must be one of snapshot, stop, fsimage"),
     ({"inotify": {"poll_timeout_ms": 60_000}}, "[inotify] poll_timeout_ms: must be <= 30000"),
     ({"inotify": {"pol_timeout_ms": 5}}, "[inotify] pol_timeout_ms: unknown key"),
     ({"hdfs": {"uri": "http://nn:50070"}}, "[hdfs] uri: must be hdfs://"),
@@ -46,3 +47,34 @@ def test_mistakes_name_the_file_and_the_key(sections, message):
     with pytest.raises(ConfigError) as info:
         settings(**sections)
     assert str(info.value).startswith("agent.toml: ") and message in str(info.value)
+
+
+FSIMAGE = {"bucket": "lake", "inventory_job": "hdfs-events-prod-inventory"}
+
+
+@pytest.mark.parametrize("key", ["gap_policy", "first_start"])
+def test_the_image_policies_take_the_inventory_job_from_fsimage(key):
+    s = settings(inotify={key: "fsimage"}, fsimage=FSIMAGE)
+    assert getattr(s.inotify, key) == "fsimage"
+
+
+@pytest.mark.parametrize(("fsimage", "message"), [
+    ({"bucket": "lake"}, "agent.toml: [fsimage] inventory_job: required with [inotify] "
+                         'gap_policy = "fsimage" (CDK output InventoryJobName)'),
+    (None, "agent.toml: [fsimage]: required with [inotify] gap_policy = \"fsimage\" (bucket "
+           "and inventory_job at least)"),
+    ({"inventory_job": "inventory"}, "agent.toml: [fsimage] bucket: required"),
+])
+def test_gap_policy_fsimage_without_the_job_names_the_missing_key(fsimage, message):
+    sections = {"inotify": {"gap_policy": "fsimage"}} | ({"fsimage": fsimage} if fsimage else {})
+    with pytest.raises(ConfigError) as info:
+        settings(**sections)
+    assert str(info.value).startswith(message)
+
+
+def test_first_start_fsimage_without_the_job_is_refused_when_the_file_is_read():
+    with pytest.raises(ConfigError, match=r'^agent\.toml: \[fsimage\] inventory_job: required '
+                                          r'with \[inotify\] first_start = "fsimage" and '
+                                          r'gap_policy = "fsimage"'):
+        settings(inotify={"first_start": "fsimage", "gap_policy": "fsimage"},
+                 fsimage={"bucket": "lake"})

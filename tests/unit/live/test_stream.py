@@ -214,6 +214,47 @@ def test_purged_edits_with_policy_stop_yield_the_gap_record_then_fail(converter)
     assert source.stats.last_event_ms is None  # the agent's clock is no measure of the lag
 
 
+def test_policy_fsimage_ships_the_gap_and_ends_the_term_as_stop_does_never_listing(converter):
+    # run_term always hands in the snapshot function: the policy alone keeps it from listing.
+    nn = NameNodeDouble()
+    for i in range(20):
+        nn.log(unlink(f"/{i}"))
+    nn.purge_before(15)
+    listing = ListingDouble([dir_entry("/data")])
+    chunks = live(nn, converter, start=3, gap_policy="fsimage",
+                  snapshot=namespace_snapshot(C, listing, ["/"])).chunks()
+    (gap_batch,) = next(chunks)
+    assert [(e.type, e.txid) for e in gap_batch.events] == [(EventType.GAP, 4)]
+    with pytest.raises(InotifyGapError, match=r'needed txid 4 .*\(gap_policy = "fsimage"\)$') \
+            as info:
+        next(chunks)
+    assert info.value.gap == Gap(4, 15) and info.value.policy == "fsimage"
+    assert listing.listed == [] and nn.opened == [3]
+
+
+def test_the_gap_the_image_cannot_repair_is_listed_and_a_later_one_ends_the_term(converter):
+    nn = NameNodeDouble()
+    for i in range(20):
+        nn.log(unlink(f"/{i}"))
+    nn.purge_before(15)
+    listing = ListingDouble([dir_entry("/data")])
+    source = live(nn, converter, start=3, gap_policy="fsimage", list_gap_at=4,
+                  snapshot=namespace_snapshot(C, listing, ["/"]))
+    it = iter(source)
+    assert next(it).events[0].key == (C, 4, 0)  # the same GAP key as the term before
+    snapshot = next(it)
+    assert (snapshot.txid, [e.path for e in snapshot.events]) == (20, ["/data"])
+    nn.log(unlink("/late"))
+    assert [e.path for e in next(it).events] == ["/late"]
+    nn.skip(4)
+    nn.log(unlink("/later"))
+    nn.purge_before(26)  # another gap, at 22: the image may repair that one
+    assert next(it).events[0].key == (C, 22, 0)
+    with pytest.raises(InotifyGapError, match=r'\(gap_policy = "fsimage"\)'):
+        next(it)
+    assert listing.listed == ["/", "/data"] and source.stats.snapshots == 1
+
+
 def test_a_restart_that_meets_the_same_gap_writes_the_same_gap_key(converter):
     nn = NameNodeDouble()
     for i in range(20):
