@@ -4,7 +4,7 @@ repaired from the image through T and the next term ships from T + 1, no manifes
 GAP's txid; an image that cannot repair the gap has it listed once. First over the real
 run_term (LiveSource, Pipeline) against the NameNode double, then each branch with scripted
 terms. The job's side: tests/unit/glue; the whole chain on a real NameNode:
-tests/integration/agent/test_gap_repair_fsimage.py."""
+tests/integration/hdfs/test_namespace_listing.py."""
 
 from __future__ import annotations
 

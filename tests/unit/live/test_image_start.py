@@ -3,7 +3,7 @@ against moto's S3 and Glue in process: a restart finds the index written or the 
 way and neither fetches nor starts a second run; purged edits fall back to the listing; a run
 that never writes the index, or fails, stops the wait, naming the setting; a stop ends it. The
 whole start on a real NameNode: tests/integration/agent/test_first_start_fsimage.py; the
-repair: tests/integration/agent/test_gap_repair_fsimage.py."""
+repair: tests/integration/hdfs/test_namespace_listing.py."""
 
 from __future__ import annotations
 
