@@ -4,13 +4,16 @@ event queue; `hdfs-events index status|ls` as a principal holding the shipped op
 policy; the Glue jobs (compaction, then rollups) as the Glue role with the arguments the
 template gives them, local Spark reading and writing the lake through S3A with the role's
 credentials and the compaction switching partitions through the Glue API (the template names a
-database, so glue_jobs.catalog.catalog_for picks GlueCatalog, not the local JSON catalog).
+database, so glue_jobs.catalog.catalog_for picks GlueCatalog, not the local JSON catalog); the
+namespace inventory job as the Glue role repairing the index from an image the on-prem user
+uploaded (a gap repair, `--repair_after`).
 Each shows what its user sees and that the server denied nothing; then each principal with one
 needed grant taken out of a copy of its shipped policy is denied.
 
 The synth indexes "/" (cdk.json's local env indexes /data/finance/orders and /user; the sample
 edit log the agent replays writes at the root). moto's CloudFormation skips Glue resources: the
-kit's admin creates the template's database and events table, as CloudFormation would.
+kit's admin creates the template's database and the tables the jobs run here switch partitions
+of, as CloudFormation would.
 
 The Glue role also holds AWS's managed AWSGlueServiceRole (moto loads AWS's managed policies
 here), which allows `glue:*` and `s3:ListBucket` on every resource: the role's own
@@ -27,12 +30,28 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from hdfs_events import names
 from hdfs_events.envelope import encode_message
+from hdfs_events.inventory_schema import INVENTORY_TABLE
+from hdfs_events.lake_layout import fsimage_indexed_key, fsimage_key
+from hdfs_events_cli.index_status import read_status
 from tests.kit import glue_template
+from tests.kit.fsimage_bytes import (
+    b,
+    delimit,
+    enc_varint,
+    image,
+    inode_dir,
+    inode_file,
+    permission,
+    string_table,
+    v,
+)
 from tests.kit.glue_template import create_catalog, pseudo_parameters, resolve
 from tests.kit.glue_workflow import reports, run_in_one_process
 from tests.kit.iam_cloud import REGION, IamCloud, Principal, without_action
@@ -76,9 +95,10 @@ def cloud(deployed: tuple[IamCloud, Assembly]) -> IamCloud:
 
 @pytest.fixture(scope="module")
 def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
-    """Creates the template's Glue database, events table and attribution table (the rollups
-    read who made each mass delete from it; empty here) as the admin (moto's CloudFormation
-    skips them); returns each job's script arguments from the template."""
+    """Creates the template's Glue database, events table, attribution table (the rollups
+    read who made each mass delete from it; empty here) and namespace inventory table as the
+    admin (moto's CloudFormation skips them); returns each job's script arguments from the
+    template."""
     cloud, assembly = deployed
     (analytics,) = [s.template for s in assembly.stacks if s.name.endswith("-Analytics")]
     # the other stacks' exports, as moto's CloudFormation deployed them (the index table's name)
@@ -86,15 +106,17 @@ def job_arguments(deployed: tuple[IamCloud, Assembly]) -> dict[str, list[str]]:
                for page in cloud.client("cloudformation").get_paginator("list_exports").paginate()
                for e in page["Exports"]}
     refs = create_catalog(cloud.client("glue"), analytics, pseudo_parameters(
-        cloud.admin.arn.split(":")[4], REGION) | exports, tables={"events", "attribution"})
+        cloud.admin.arn.split(":")[4], REGION) | exports,
+        tables={"events", "attribution", INVENTORY_TABLE})
     by_name = glue_template.job_arguments(analytics, refs)
     # compact-audit's and attribute-events' grants (raw-audit/, the audit and attribution
     # tables) are checked against their calls by tests/infra/test_grants_cover_calls.py; this
     # chain has no audit objects to run them on.
-    wanted = {"-compact-events": "compact", "-activity-rollups": "rollups"}
+    wanted = {"-compact-events": "compact", "-activity-rollups": "rollups",
+              "-namespace-inventory": "inventory"}
     jobs = {role: arguments for name, arguments in by_name.items()
             for suffix, role in wanted.items() if name.endswith(suffix)}
-    assert set(jobs) == {"compact", "rollups"}, by_name
+    assert set(jobs) == {"compact", "rollups", "inventory"}, by_name
     return jobs
 
 
@@ -144,6 +166,91 @@ def _run_jobs(cloud: IamCloud, principal: Principal,
     return run_in_one_process([("glue_jobs.compact_events", jobs["compact"]),
                                ("glue_jobs.activity_rollups", jobs["rollups"])],
                               env=cloud.environ(principal))
+
+
+def _s3a_probe(cloud: IamCloud) -> str:
+    """The one denial a Glue job's run here may show: S3A's mkdirs probes each ancestor of
+    Spark's output as a file (HEAD of the key "curated"), which the role may not read; refused as
+    AWS would, and S3A goes on. Glue's own s3:// client is not S3A; no grant is added for a probe
+    of the local runtime. As "<action> <resource>"."""
+    return f"s3:GetObject arn:aws:s3:::{cloud.outputs['LakeBucketName']}/curated"
+
+
+def _denied_calls(denials: list[str]) -> set[str]:
+    """"<action> <resource>" of each denial line."""
+    return {d.split(" (")[0].split(" ", 1)[1] for d in denials}
+
+
+# An fsimage of cluster demo (tests/kit/fsimage_bytes.py's inodes, and so its times) that
+# differs from the index the sample edit log left: /file_create kept with its mode changed to
+# 0600, /directory_mkdir kept with a new child, /repaired new; the log's other paths
+# (/file_moved, /file_concat_target, /file_symlink, ...) gone.
+OWNER, GROUP = "hdfs", "supergroup"
+FILE_MTIME, FILE_ATIME, DIR_MTIME = 1_700_000_000_123, 1_700_000_100_456, 1_700_000_000_000
+ROOT, MKDIR, INNER, CREATE, REPAIRED, NEW = range(16_385, 16_391)
+IMAGE_INODES = [inode_dir(ROOT, "", ns=(1 << 63) - 1), inode_dir(MKDIR, "directory_mkdir"),
+                inode_file(INNER, "inner.csv", blocks=(10,)),
+                inode_file(CREATE, "file_create", blocks=(512,), perm=permission(1, 2, 0o600)),
+                inode_dir(REPAIRED, "repaired"), inode_file(NEW, "new.csv", blocks=(7, 5))]
+IMAGE_CHILDREN = {ROOT: (MKDIR, CREATE, REPAIRED), MKDIR: (INNER,), REPAIRED: (NEW,)}
+# What `hdfs-events index ls --json` shows of each path once the index is the image's.
+ENTRY_FIELDS = ("type", "size", "mtime", "atime", "owner", "group", "perms", "replication")
+_DIRECTORY = ("DIRECTORY", None, DIR_MTIME, 0, OWNER, GROUP, "0755", None)
+IMAGE_ENTRIES = {
+    "/directory_mkdir": _DIRECTORY,
+    "/directory_mkdir/inner.csv": ("FILE", 10, FILE_MTIME, FILE_ATIME, OWNER, GROUP, "0644", 3),
+    "/file_create": ("FILE", 512, FILE_MTIME, FILE_ATIME, OWNER, GROUP, "0600", 3),
+    "/repaired": _DIRECTORY,
+    "/repaired/new.csv": ("FILE", 12, FILE_MTIME, FILE_ATIME, OWNER, GROUP, "0644", 3),
+}
+
+
+def _namespace_image(txid: int) -> bytes:
+    """The image of IMAGE_INODES under IMAGE_CHILDREN, of the last transaction `txid`."""
+    directories = [v(1, parent) + b(2, b"".join(enc_varint(c) for c in children))
+                   for parent, children in IMAGE_CHILDREN.items()]
+    return image([
+        ("NS_INFO", delimit(v(1, 7_000_001) + v(5, 1_073_741_900) + v(6, txid))),
+        ("STRING_TABLE", string_table({1: OWNER, 2: GROUP})),
+        ("INODE", delimit(v(1, NEW) + v(2, len(IMAGE_INODES)), *IMAGE_INODES)),
+        ("INODE_DIR", delimit(*directories))])
+
+
+def _applied_through(cloud: IamCloud) -> int:
+    """N, the txid the consumer has applied the cluster's index through (all of it, no walk
+    under way): where a gap repair takes over."""
+    status = read_status(cloud.client("dynamodb"), cloud.outputs["IndexTableName"], CLUSTER)
+    assert status.txid is not None and (status.index, status.walk) == (None, None), status
+    return status.txid
+
+
+def _index_items(cloud: IamCloud) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every item of the index table, by key, as the admin reads it."""
+    pages = cloud.client("dynamodb").get_paginator("scan").paginate(
+        TableName=cloud.outputs["IndexTableName"], ConsistentRead=True)
+    return {(i[names.INDEX_PK]["S"], i[names.INDEX_SK]["S"]): i
+            for page in pages for i in page["Items"]}
+
+
+def _live_paths(cloud: IamCloud) -> list[str]:
+    """The path of each live entry of the cluster, at every key (a copy at a second key counts
+    twice)."""
+    return sorted(i["path"]["S"] for (pk, _), i in _index_items(cloud).items()
+                  if pk.startswith(names.index_partition(CLUSTER, ""))
+                  and not i.get("deleted", {}).get("BOOL"))
+
+
+def _repair_from_image(cloud: IamCloud, principal: Principal, arguments: list[str], after: int,
+                       txid: int) -> subprocess.CompletedProcess[str]:
+    """The image of `txid` uploaded by the on-prem user, as `fetch-image` does, then the
+    inventory job's entry script as `principal` with the template's arguments and those the
+    agent's gap repair adds: the cluster, the image and its checkpoint `after`."""
+    lake, key = cloud.outputs["LakeBucketName"], fsimage_key(CLUSTER, txid)
+    cloud.client("s3", cloud.principal(f"OnPrem{CLUSTER}User")).put_object(
+        Bucket=lake, Key=key, Body=_namespace_image(txid))
+    return run_in_one_process([("glue_jobs.namespace_inventory", [
+        *arguments, "--cluster", CLUSTER, "--image", f"s3://{lake}/{key}",
+        "--repair_after", str(after)])], env=cloud.environ(principal))
 
 
 def _as_user_without(cloud: IamCloud, role: Principal, name: str, sid: str | None,
@@ -259,9 +366,56 @@ def test_the_glue_jobs_as_the_glue_role(cloud: IamCloud, consumed: str,
     # S3A's mkdirs probes each ancestor of Spark's output as a file (HEAD of the key "curated"),
     # which the role may not read: refused as AWS would, and S3A goes on. Glue's own s3://
     # client is not S3A; no grant is added for a probe of the local runtime.
-    lake = cloud.outputs["LakeBucketName"]
-    assert {d.split(" (")[0].split(" ", 1)[1] for d in cloud.denials()} <= {
-        f"s3:GetObject arn:aws:s3:::{lake}/curated"}, cloud.denials()
+    assert _denied_calls(cloud.denials()) <= {_s3a_probe(cloud)}, cloud.denials()
+
+
+def test_the_inventory_job_repairs_the_index_as_the_glue_role(
+        cloud: IamCloud, consumed: str, job_arguments: dict[str, list[str]]) -> None:
+    """A gap repair as the agent starts it: the index at the agent's checkpoint N, an image of
+    T > N uploaded by the on-prem user, the inventory job's run with `--repair_after N`."""
+    after = _applied_through(cloud)
+    txid = after + 10
+    table = cloud.outputs["IndexTableName"]
+    before = _live_paths(cloud)
+    gone = sorted(set(before) - set(IMAGE_ENTRIES))
+    assert gone and set(IMAGE_ENTRIES) - set(before), before  # paths gone, paths new
+    (changed,) = [e for e in _index_items(cloud).values()
+                  if e.get("path") == {"S": "/file_create"}
+                  and not e.get("deleted", {}).get("BOOL")]
+    assert changed["perms"] != {"S": "0600"}, changed
+    denied_before = len(cloud.denials())
+
+    ran = _repair_from_image(cloud, cloud.principal("JobRole"), job_arguments["inventory"],
+                             after, txid)
+
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    (report,) = reports(ran)
+    assert (report["job"], report["image_txid"], report["rows"]) == (
+        "namespace_inventory", txid, 1 + len(IMAGE_ENTRIES)), report
+    assert (report["index"]["repair_after"], report["index"]["txid"], report["index"]["entries"],
+            report["index"]["removed"]) == (after, txid, len(IMAGE_ENTRIES),
+                                            sum(p in gone for p in before)), report
+    # What an operator sees: every directory's listing, the image's paths and attributes,
+    # each entry at T; and no other live entry at any key, as the admin reads the table.
+    operator = cloud.user_holding("inventory-operator",
+                                  managed=[cloud.outputs["OperatorReadPolicyArn"]])
+    listed: dict[str, dict[str, Any]] = {}
+    for directory in ("/", "/directory_mkdir", "/repaired"):
+        done = subprocess.run([str(CLI), "index", "ls", directory, "--json", "--cluster",
+                               CLUSTER, "--table", table], capture_output=True, text=True,
+                              timeout=120, env=cloud.environ(operator))
+        assert done.returncode == 0, done.stderr
+        listed |= {e["path"]: e for e in map(json.loads, done.stdout.splitlines())}
+    assert {p: tuple(e[f] for f in ENTRY_FIELDS) for p, e in listed.items()} == IMAGE_ENTRIES
+    assert {e["last_txid"] for e in listed.values()} == {txid}
+    assert _live_paths(cloud) == sorted(IMAGE_ENTRIES)
+    status = read_status(cloud.client("dynamodb"), table, CLUSTER)
+    assert (status.txid, status.index, status.walk) == (txid, None, None), status
+    marker = cloud.client("s3").get_object(Bucket=cloud.outputs["LakeBucketName"],
+                                           Key=fsimage_indexed_key(CLUSTER, txid))
+    assert json.loads(marker["Body"].read())["repair_after"] == after
+    denied = cloud.denials()[denied_before:]
+    assert _denied_calls(denied) <= {_s3a_probe(cloud)}, denied
 
 
 def test_the_consumer_without_its_lake_write_grant_is_denied(cloud: IamCloud,
@@ -296,6 +450,31 @@ def test_the_glue_jobs_without_the_lake_read_grant_are_denied(
     assert "AccessDenied" in ran.stderr or "403" in ran.stderr, ran.stderr[-3000:]
     denied = [d for d in cloud.denials() if job.access_key_id in d]
     assert denied and {d.split()[1] for d in denied} == {"s3:GetObject"}, cloud.denials()
+
+
+def test_the_inventory_job_without_its_scan_grant_is_denied(
+        cloud: IamCloud, consumed: str, job_arguments: dict[str, list[str]]) -> None:
+    """A repair reads the index's entries (the Scan) before it writes any
+    (glue_jobs/image_index.py write_index: the position read, the Scan, then the writes and
+    the position's move): denied, the run stops with the index, its position and the marker
+    as they were, whether or not the repair above has run."""
+    job = _as_user_without(cloud, cloud.principal("JobRole"), "glue-without-index-scan",
+                           "WriteIndexFromImage", "dynamodb:Scan")
+    after = _applied_through(cloud)
+    txid = after + 20
+    before = _index_items(cloud)
+    denied_before = len(cloud.denials())
+
+    ran = _repair_from_image(cloud, job, job_arguments["inventory"], after, txid)
+
+    assert ran.returncode != 0
+    assert "AccessDenied" in ran.stderr, ran.stderr[-3000:]
+    table = cloud.client("dynamodb").describe_table(TableName=cloud.outputs["IndexTableName"])
+    denied = cloud.denials()[denied_before:]
+    assert _denied_calls(denied) - {_s3a_probe(cloud)} == {
+        f"dynamodb:Scan {table['Table']['TableArn']}"}, denied
+    assert _index_items(cloud) == before
+    assert _lake_keys(cloud, fsimage_indexed_key(CLUSTER, txid)) == []
 
 
 def test_the_glue_roles_own_catalog_grant_names_the_events_table_only(
