@@ -55,6 +55,17 @@ through moto's SQS and verify's second listing do not fit a bench's time):
    records/s; through the double (step 6), the image start's own writes are this rate and the
    step is not run again. `--apply-sizes N,...` measures only this, on N
    synthetic rows (no NameNode), for sizes the machine cannot run whole.
+8. Gap repair from the fsimage on the same NameNode and the image start's index: with the
+   image agent stopped at checkpoint T0, a few hundred changes it never reads (`GAP_*`:
+   deletes in a flat directory, an hour's subtree deleted, a day's renamed, new files), the
+   consumer run if the position is short of T0, checkpoints that purge the edits after T0
+   (the NameNode runs with `PURGING`), then `run` again with `gap_policy = "fsimage"`: the GAP,
+   the fetch, the inventory job with `--repair_after T0` (its own job name, REPAIR_JOB), timed
+   until the checkpoint passes T0 (the image's T saved), against step 3's listing start (a
+   listing repair lists the same tree). Its peak RSS, listStatus calls while it runs (must be
+   0), the job's wall and its report (the marker: entries, `removed`). Where step 6 wrote into
+   moto and the size was indexed (step 4), the consumer applies what followed and verify of
+   `/` must find 0 differ; through the double, a new directory is checked absent instead.
 
 The figures: first start and verify peak RSS at each size against the smallest size (goal:
 flat within 20 %, at most 1.2x). `--code-tree` runs agent, consumer and verify from another copy
@@ -94,9 +105,11 @@ from bench.inventory_scale import fit
 from hdfs_events import lake_layout, names
 from hdfs_events.dynamodb_json import from_wire
 from hdfs_events.index_item import plain, wire_keys
+from hdfs_events_cli.index_status import read_status
 from tests.kit.glue_runs import LocalGlueRuns
 from tests.kit.hadoop.cluster import HdfsCluster
-from tests.kit.hadoop.namespace_image import namespace_image
+from tests.kit.hadoop.namespace_image import NamespaceImage, namespace_image
+from tests.kit.hadoop.namespace_shape import FLAT_DIRS, PARTS_PER_HOUR
 from tests.kit.image_start import image_agent_config, listing_calls
 from tests.kit.ingest_aws import BUCKET, TABLE, ConsumerQueues, create_resources
 from tests.kit.lambda_events import MOTO_SENDER_ID, cluster_senders
@@ -107,6 +120,19 @@ OUT = Path("bench-out/first_start.json")
 CLUSTER = "bench"
 IMAGE_CLUSTER = "bench-image"  # the same NameNode, started from its fsimage
 INVENTORY_JOB = "bench-namespace-inventory"
+# The same job for step 8's run, under a name of its own: LocalGlueRuns runs every run of its
+# job it has not seen yet, so a second one on INVENTORY_JOB would run step 6's again first.
+REPAIR_JOB = "bench-gap-repair"
+# Only a checkpoint purges edits, keeping num.checkpoints.retained images and the edits from
+# num.extra.edits.retained txids before the oldest (defaults 2 and 1,000,000: nothing purged).
+# Hadoop 3.3.4 refuses fewer than the few txids saveNamespace writes itself, hence 4 (as
+# tests/integration/hdfs/conftest.py's PURGING). Nothing checkpoints before step 8, so steps
+# 1-7 run as on the defaults.
+PURGING = {"dfs.namenode.num.checkpoints.retained": "1",
+           "dfs.namenode.num.extra.edits.retained": "4"}
+GAP_DELETES = 100  # files deleted from the landing zone while the agent is down
+GAP_NEW_FILES = 200  # empty files made under GAP_NEW_DIR
+GAP_NEW_DIR = "/data/late-arrivals"
 APPLY_GOAL = 50_000  # SNAPSHOT records/s applied at 5 ms per DynamoDB call (issue #32)
 FIRST_START_GOAL_S = 300  # the image start of 10M inodes on 2 cores (issue #32)
 # namespace_shape's directories add ~5.2% inodes to its files (10,000,000 files: 10,520,858).
@@ -186,7 +212,8 @@ def consume(queues: ConsumerQueues, code_tree: Path, log: Path) -> dict[str, Any
     env = {**os.environ, names.ENV_LAKE_BUCKET: BUCKET, names.ENV_INDEX_TABLE: TABLE,
            names.ENV_INDEX_PREFIXES: "/", names.ENV_APPLY_QUEUE_URL: queues.apply,
            names.ENV_LOG_MODE: "summary",
-           names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID}),
+           names.ENV_CLUSTER_SENDERS: cluster_senders({CLUSTER: MOTO_SENDER_ID,
+                                                       IMAGE_CLUSTER: MOTO_SENDER_ID}),
            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
            "POWERTOOLS_SERVICE_NAME": "hdfs-events-ingest", "POWERTOOLS_TRACE_DISABLED": "1"}
     urls: tuple[str, ...] = queues.urls
@@ -245,30 +272,53 @@ def stored_items(drift_lines: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float, threads: int,
-                latency_ms: float | None, top: str, key_limit: bool = False) -> dict[str, Any]:
-    """`run` with first_start = "fsimage": fetch, the inventory job on local[2] (moto's Glue
-    run for real, tests/kit/glue_runs.py), the index written, until the checkpoint is T. With
-    `latency_ms`, the job's BatchWriteItem calls are answered by the latency double
-    (bench/dynamodb_latency.py: botocore's plugin hook, in the job's environment only), the
-    rest as before: S3 and the position on moto server, one timeline; `top`, a covered
-    directory, is then checked absent from the index (the double answered, nothing stored)."""
+def create_inventory_job(name: str, threads: int) -> None:
+    """The inventory job in moto's Glue, with the arguments the stack gives it."""
     boto3.client("glue").create_job(
-        Name=INVENTORY_JOB, Role="arn:aws:iam::123456789012:role/glue",
+        Name=name, Role="arn:aws:iam::123456789012:role/glue",
         Command={"Name": "glueetl", "ScriptLocation": "s3://assets/namespace_inventory.py"},
         DefaultArguments={"--target": f"s3://{BUCKET}", "--index_table": TABLE,
                           "--index_prefixes": "/", "--index_threads": str(threads)})
-    before = listing_calls(hdfs)
+
+
+def job_env(latency_ms: float | None, key_limit: bool) -> dict[str, str]:
+    """The environment the inventory job's runs get (LocalGlueRuns): with `latency_ms`, its
+    BatchWriteItem calls answered by the latency double (botocore's plugin hook)."""
     # The driver is every executor on local[2]: the heap bench.inventory_scale gives the same
     # job (a Glue G.1X executor's 10g is more than this machine spares); Spark's 1g default
     # does not hold the 10M image's sort.
-    env = {**os.environ, "SPARK_MASTER": "local[2]",
-           "PYSPARK_SUBMIT_ARGS": "--driver-memory 4g pyspark-shell",
-           **(plugin_env(latency_ms, key_limit) if latency_ms is not None else {})}
-    with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory", env) as runs:
-        agent = AgentProcess.start(image_agent_config(
-            work, hdfs, cluster=IMAGE_CLUSTER, queue_url=queue_url, first_start="fsimage",
-            bucket=BUCKET, inventory_job=INVENTORY_JOB))
+    return {**os.environ, "SPARK_MASTER": "local[2]",
+            "PYSPARK_SUBMIT_ARGS": "--driver-memory 4g pyspark-shell",
+            **(plugin_env(latency_ms, key_limit) if latency_ms is not None else {})}
+
+
+def absent_from_index(path: str) -> bool:
+    """No item of `path` under IMAGE_CLUSTER at either key it may have."""
+    ddb = boto3.client("dynamodb")
+    return not any("Item" in ddb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)
+                   for key in wire_keys(IMAGE_CLUSTER, path))
+
+
+def indexed_marker(txid: int) -> dict[str, Any]:
+    """The inventory job's report beside IMAGE_CLUSTER's image of `txid` (`_indexed.json`)."""
+    return json.loads(boto3.client("s3").get_object(
+        Bucket=BUCKET, Key=lake_layout.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
+
+
+def image_start(hdfs: HdfsCluster, config: Path, timeout_s: float, threads: int,
+                latency_ms: float | None, top: str, key_limit: bool = False) -> dict[str, Any]:
+    """`run` with first_start = "fsimage" (`config`, image_agent_config's): fetch, the
+    inventory job on local[2] (moto's Glue run for real, tests/kit/glue_runs.py), the index
+    written, until the checkpoint is T. With `latency_ms`, the job's BatchWriteItem calls are
+    answered by the latency double (bench/dynamodb_latency.py: botocore's plugin hook, in the
+    job's environment only), the rest as before: S3 and the position on moto server, one
+    timeline; `top`, a covered directory, is then checked absent from the index (the double
+    answered, nothing stored)."""
+    create_inventory_job(INVENTORY_JOB, threads)
+    before = listing_calls(hdfs)
+    with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory",
+                       job_env(latency_ms, key_limit)) as runs:
+        agent = AgentProcess.start(config)
         seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
             lambda: agent.checkpoint() is not None or any(code for _, code, _ in runs.finished),
             lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
@@ -278,14 +328,10 @@ def image_start(hdfs: HdfsCluster, work: Path, queue_url: str, timeout_s: float,
                            f"{agent.log_tail()}")
     txid = agent.checkpoint()
     assert txid is not None
-    marker = json.loads(boto3.client("s3").get_object(
-        Bucket=BUCKET, Key=lake_layout.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
-    if latency_ms is not None:
-        ddb = boto3.client("dynamodb")
-        if any("Item" in ddb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)
-               for key in wire_keys(IMAGE_CLUSTER, top)):
-            raise RuntimeError(f"{top} is in the index: the job's writes did not go through "
-                               "the latency double (botocore's plugin hook not taken)")
+    marker = indexed_marker(txid)
+    if latency_ms is not None and not absent_from_index(top):
+        raise RuntimeError(f"{top} is in the index: the job's writes did not go through "
+                           "the latency double (botocore's plugin hook not taken)")
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "txid": txid,
             "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
             "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker,
@@ -308,6 +354,101 @@ def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
                     if listed.get(p) != imaged.get(p))
     return {"entries": len(listed), "image_entries": len(imaged), "differ": len(differ),
             "first_differ": differ[:5]}
+
+
+def gap_changes(image: NamespaceImage) -> tuple[list[list[Any]], int]:
+    """Step 8's changes while the agent is down, and the index entries they take away (paths
+    deleted or renamed away): GAP_DELETES files of the landing zone deleted, the first hour of
+    /data/clicks deleted with its files, the first day of /data/orders renamed, a new
+    directory of GAP_NEW_FILES empty files. Paths and counts from namespace_shape: no listing."""
+    landing = "/user/etl/landing"
+    assert landing in dict(FLAT_DIRS)
+    subtrees = image.summary.subtrees
+    deletes = min(GAP_DELETES, subtrees[landing].files)
+    clicks, orders = subtrees["/data/clicks"].files, subtrees["/data/orders"].files
+    hour, day = "/data/clicks/dt=2024-01-01/hour=00", "/data/orders/dt=2024-01-01"
+    ops: list[list[Any]] = [
+        *(["delete", f"{landing}/f-{j:08d}"] for j in range(deletes)),
+        ["delete", hour, True], ["rename", day, f"{day}-restated"], ["mkdirs", GAP_NEW_DIR],
+        *(["write", f"{GAP_NEW_DIR}/part-{j:05d}", ""] for j in range(GAP_NEW_FILES))]
+    day_hours = min(24, -(-orders // PARTS_PER_HOUR))
+    away = (deletes + 1 + min(PARTS_PER_HOUR, clicks)
+            + 1 + day_hours + min(24 * PARTS_PER_HOUR, orders))
+    return ops, away
+
+
+def repair_config(image_config: Path) -> Path:
+    """The image agent's agent.toml with gap_policy = "fsimage", REPAIR_JOB and verify's
+    table, beside it: the same checkpoint file (image_agent_config again would remove it)."""
+    text = image_config.read_text(encoding="utf-8")
+    job = f'inventory_job = "{INVENTORY_JOB}"'
+    assert text.count("[inotify]\n") == 1 and text.count(job) == 1, text
+    config = image_config.with_name("agent-repair.toml")
+    config.write_text(text.replace("[inotify]\n", '[inotify]\ngap_policy = "fsimage"\n')
+                      .replace(job, f'inventory_job = "{REPAIR_JOB}"')
+                      + f'[verify]\nindex_table = "{TABLE}"\n', encoding="utf-8")
+    return config
+
+
+def gap_repair(hdfs: HdfsCluster, image: NamespaceImage, image_config: Path, stopped_at: int,
+               queues: ConsumerQueues, code_tree: Path, work: Path, timeout_s: float,
+               threads: int, latency_ms: float | None, key_limit: bool,
+               verified: bool) -> dict[str, Any]:
+    """Step 8 (the module's docstring): the image agent, stopped at checkpoint `stopped_at`,
+    meets purged edits and repairs the index from the image. `verified`: the index is on moto
+    and whole, so verify of `/` must find 0 differ after it."""
+    ops, away = gap_changes(image)
+    done = hdfs.run(ops)
+    if not all(ok for op, ok in zip(ops, done, strict=True) if op[0] == "delete"):
+        raise RuntimeError(f"a delete of step 8 found nothing: {ops[:3]}... {done[:3]}...")
+    consumed = None
+    status = read_status(boto3.client("dynamodb"), TABLE, IMAGE_CLUSTER)
+    if (status.txid, status.index) != (stopped_at, None):
+        # What the agent shipped after T: the job waits for the index applied through T0.
+        consumed = consume(queues, code_tree, work / "consumer-before-repair.log")
+    started = time.perf_counter()
+    hdfs.purge_edits_through(stopped_at + 1)
+    purge_s = time.perf_counter() - started
+    config = repair_config(image_config)
+    create_inventory_job(REPAIR_JOB, threads)
+    before = listing_calls(hdfs)
+    with LocalGlueRuns(REPAIR_JOB, "glue_jobs.namespace_inventory",
+                       job_env(latency_ms, key_limit)) as runs:
+        agent = AgentProcess.start(config)
+        seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
+            lambda: (agent.checkpoint() or 0) > stopped_at
+            or any(code for _, code, _ in runs.finished),
+            lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
+    listed = listing_calls(hdfs) - before
+    failed = [(run, rc, err) for run, rc, err in runs.finished if rc != 0]
+    txid = agent.checkpoint()
+    if failed or code != 0 or txid is None or txid <= stopped_at:
+        raise RuntimeError(f"gap repair: job runs {failed}, agent exit {code}, checkpoint "
+                           f"{txid}: {agent.log_tail()}")
+    marker = indexed_marker(txid)
+    if marker.get("repair_after") != stopped_at:
+        raise RuntimeError(f"the image of txid {txid} was indexed by {marker}, not a repair "
+                           f"after {stopped_at}")
+    if listed:
+        raise RuntimeError(f"the gap repair made {listed} listStatus calls")
+    if latency_ms is not None and not absent_from_index(GAP_NEW_DIR):
+        raise RuntimeError(f"{GAP_NEW_DIR} is in the index: the repair's writes did not go "
+                           "through the latency double")
+    checked = None
+    if verified:
+        consume(queues, code_tree, work / "consumer-after-repair.log")  # the GAP, then T+1..
+        checked = verify(config, timeout_s)
+        if checked["differ"] or checked["in_hdfs"] != checked["in_index"]:
+            raise RuntimeError(f"after the gap repair verify found {checked['differ']} "
+                               f"differing, {checked['in_hdfs']:,} entries in HDFS and "
+                               f"{checked['in_index']:,} in the index: "
+                               + "; ".join(checked["drift_lines"]))
+    return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "stopped_at": stopped_at,
+            "txid": txid, "changes": len(ops), "paths_away": away,
+            "consumed_before": consumed, "purge_seconds": round(purge_s, 2),
+            "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
+            "listing_rpcs": listed, "indexed": marker, "verify": checked,
+            "writes_latency_ms": latency_ms, "key_limit": key_limit}
 
 
 def snapshot_apply_rate(inventory: str | int, latency_ms: float, threads: int, *,
@@ -402,7 +543,8 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
     # The NameNode loads the image in parallel as bench.inventory_scale starts it (10M: ~1 min
     # instead of ~2); its heap sized for the namespace.
     with HdfsCluster.start(work / f"hdfs-{files}", image=image.name_dir, datanodes=0,
-                           heap=image.heap, conf={"dfs.image.parallel.load": "true"}) as hdfs:
+                           heap=image.heap,
+                           conf={"dfs.image.parallel.load": "true", **PURGING}) as hdfs:
         if listed:
             config = write_agent_config(
                 work / f"agent-{files}", cluster=CLUSTER, queue_url=queues.events, uri=hdfs.uri,
@@ -415,8 +557,11 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                 index["records_per_s"] = round(inodes / index["seconds"])
             checked = verify(config, timeout_s)
         top = "/" + next(iter(image.summary.subtrees)).split("/")[1]
-        imaged = image_start(hdfs, work / f"agent-image-{files}", queues.events, timeout_s,
-                             threads, latency_ms if doubled else None, top, key_limit)
+        image_config = image_agent_config(
+            work / f"agent-image-{files}", hdfs, cluster=IMAGE_CLUSTER, queue_url=queues.events,
+            first_start="fsimage", bucket=BUCKET, inventory_job=INVENTORY_JOB)
+        imaged = image_start(hdfs, image_config, timeout_s, threads,
+                             latency_ms if doubled else None, top, key_limit)
         if imaged["listing_rpcs"]:
             raise RuntimeError(f"the image start made {imaged['listing_rpcs']} listStatus calls")
         compared = None
@@ -426,6 +571,12 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
                 raise RuntimeError(f"at {files:,} files the image start's index differs from "
                                    f"the listing start's: {compared}")
         imaged["compared"] = compared
+        # Step 7 reads step 6's inventory: the repair publishes its own in its place.
+        inventory = "" if doubled else inventory_location(IMAGE_CLUSTER)
+        repaired = gap_repair(hdfs, image, image_config, imaged["txid"], queues, code_tree,
+                              work / f"agent-image-{files}", timeout_s, threads,
+                              latency_ms if doubled else None, key_limit,
+                              verified=index is not None and not doubled)
         namenode_s = round(hdfs.started_s, 1)
     written = imaged["indexed"]
     # Through the double, the image start's own writes are the apply rate: the real inventory,
@@ -438,13 +589,13 @@ def measure(files: int, work: Path, endpoint: str, code_tree: Path, timeout_s: f
          "batch_calls": written["batch_calls"], "write_tasks": written["write_tasks"],
          "unprocessed_resends": written["unprocessed_retries"], "key_limit": key_limit,
          "in_the_image_start": True} if doubled else
-        snapshot_apply_rate(inventory_location(IMAGE_CLUSTER), latency_ms, threads,
-                            key_limit=key_limit))
+        snapshot_apply_rate(inventory, latency_ms, threads, key_limit=key_limit))
     if checked is not None:
         check_verify(checked, files, inodes - 1, index is not None, work)
     return {"files": files, "dirs": image.summary.dirs, "inodes": inodes,
             "bytes": image.summary.bytes, "image": image.build, "namenode_start_s": namenode_s,
-            "first_start": start, "index": index, "verify": checked, "image_start": imaged}
+            "first_start": start, "index": index, "verify": checked, "image_start": imaged,
+            "gap_repair": repaired}
 
 
 def check_verify(checked: dict[str, Any], files: int, expected: int, indexed_all: bool,
@@ -574,6 +725,27 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
              "not compared (left empty)"), flush=True)
     print(f"{'':>9} " + apply_line(a, " (the image start's own writes)"
                                      if a.get("in_the_image_start") else "") + ")", flush=True)
+    if run.get("gap_repair"):
+        print(f"{'':>9} " + repair_line(run["gap_repair"], s), flush=True)
+
+
+def repair_line(g: dict[str, Any], listed: dict[str, Any] | None) -> str:
+    """Step 8's line: the repair beside the listing start of the same tree."""
+    job, checked = g["indexed"], g["verify"]
+    return (f"gap repair from the fsimage {g['seconds']:.1f} s ("
+            + (f"the listing start: {listed['seconds']:.1f} s, "
+               f"{g['seconds'] / listed['seconds']:.2f}x; " if listed else "")
+            + f"the inventory job on local[2] {g['job_seconds']:.1f} s, {job['entries']:,} "
+            f"entries written in {job['seconds']:.1f} s"
+            + (f" at {g['writes_latency_ms']:g} ms per BatchWriteItem (the latency double)"
+               if g["writes_latency_ms"] is not None else " into moto")
+            + f"), peak RSS {g['peak_rss_kb'] / 1024:.0f} MiB"
+            + (f" (the listing start's {listed['peak_rss_kb'] / 1024:.0f})" if listed else "")
+            + f", {job['removed']:,} removed ({g['paths_away']:,} paths deleted or renamed away "
+            f"by {g['changes']} changes), {g['listing_rpcs']} listing RPCs; "
+            + (f"verify {checked['differ']} differ ({checked['in_index']:,} entries)"
+               if checked else "not verified (the double stores nothing)"
+               if g["writes_latency_ms"] is not None else "not verified (not indexed)"))
 
 
 def apply_line(a: dict[str, Any], whose: str = "") -> str:

@@ -512,7 +512,32 @@ def _first_start(r: dict[str, Any], size: str) -> list[Figure]:
                  "flight, on local[2]" + (", the image start's own writes" if
                                           applied.get("in_the_image_start") else "")
                  + "; the consumer's one in-order applier: bench.index_apply"))
+        if run.get("gap_repair"):
+            rows.extend(_gap_repair(run["gap_repair"], run["files"], listed, size))
     return rows
+
+
+def _gap_repair(g: dict[str, Any], files: int, listed: dict[str, Any] | None,
+                size: str) -> list[Figure]:
+    job, checked = g["indexed"], g["verify"]
+    index = (f"verify {checked['differ']:,} differ" if checked else
+             "index writes through the latency double, not verified"
+             if g["writes_latency_ms"] is not None else "not verified (not indexed)")
+    return [
+        Figure(f"gap repair from the fsimage, {files:,} files", "s", g["seconds"],
+               listed["seconds"] if listed else None,
+               "the listing start, same namespace (a listing repair lists it)", size,
+               higher_is_better=False,
+               note=f"the agent's start to checkpoint T after {g['changes']} changes and "
+                    f"their edits purged; the inventory job on local[2] "
+                    f"{g['job_seconds']:.0f} s, {job['entries']:,} entries written and "
+                    f"{job['removed']:,} removed ({g['paths_away']:,} paths away) in "
+                    f"{job['seconds']:.0f} s; {g['listing_rpcs']} listing RPCs; {index}"),
+        Figure(f"gap repair peak RSS, {files:,} files", "MiB", g["peak_rss_kb"] / 1024,
+               listed["peak_rss_kb"] / 1024 if listed else None,
+               "the listing start, same namespace", size, higher_is_better=False,
+               note="the agent's process (JVM and Python)"),
+    ]
 
 
 KIT_IMAGES = "the kit's namespace images (tests/kit/hadoop/namespace_image.py)"
