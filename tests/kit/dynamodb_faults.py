@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
@@ -53,3 +54,23 @@ class FailWrites:
 
     def lift(self) -> None:
         self._ddb.meta.events.unregister("before-send.dynamodb.BatchWriteItem", self)
+
+
+@dataclass(frozen=True)
+class CrashingClient:
+    """A DynamoDB client factory (the image job's executors' `client`) whose clients raise
+    after `calls` BatchWriteItem requests of a task, before sending the next (botocore does not
+    retry a RuntimeError): a job killed part way."""
+
+    calls: int
+    make: Callable[[int], Any]  # (threads) -> the real client, glue_jobs.image_index's
+
+    def __call__(self, threads: int) -> Any:
+        client, left = self.make(threads), [self.calls]
+
+        def crash(**_: Any) -> None:
+            if left[0] == 0:
+                raise RuntimeError("index write crashed")
+            left[0] -= 1
+        client.meta.events.register("before-send.dynamodb.BatchWriteItem", crash)
+        return client

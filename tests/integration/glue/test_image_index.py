@@ -8,7 +8,6 @@ items. The listing's own walk against the same key: tests/unit/live/test_snapsho
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -28,6 +27,7 @@ from hdfs_events.snapshot_index import (
     walk_key,
 )
 from hdfs_events_cli.index_status import read_status
+from tests.kit.dynamodb_faults import CrashingClient
 from tests.kit.index_table import create_index_table
 
 CLUSTER, T = "c1", 4242
@@ -111,23 +111,6 @@ def stored(table: str) -> dict[str, dict[str, Any]]:
     return {i["path"]["S"]: i for i in entries}
 
 
-@dataclass(frozen=True)
-class CrashingClient:
-    """The executors' DynamoDB client, raising after `calls` BatchWriteItem requests of a task
-    (before it sends the next: botocore does not retry a RuntimeError): a job killed part way."""
-
-    calls: int
-
-    def __call__(self, threads: int) -> Any:
-        client, left = dynamodb_client(threads), [self.calls]
-
-        def crash(**_: Any) -> None:
-            if left[0] == 0:
-                raise RuntimeError("index write crashed")
-            left[0] -= 1
-        client.meta.events.register("before-send.dynamodb.BatchWriteItem", crash)
-        return client
-
 
 def test_the_jvm_walk_key_is_the_contracts(rows):
     roots = outermost(PREFIXES)
@@ -159,7 +142,7 @@ def test_a_crashed_run_leaves_no_position_and_its_rerun_writes_the_same_items(ro
     settings = IndexSettings(table, PREFIXES, threads=1, partitions=2)
     ddb = boto3.client("dynamodb")
     with pytest.raises(Exception, match="index write crashed"):
-        write_index(rows, CLUSTER, T, settings, ddb=ddb, client=CrashingClient(calls=2))
+        write_index(rows, CLUSTER, T, settings, ddb=ddb, client=CrashingClient(2, dynamodb_client))
     partly = stored(table)
     expected = expected_items(inventory())
     assert 0 < len(partly) < len(expected)

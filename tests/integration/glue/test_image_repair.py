@@ -12,7 +12,6 @@ same index.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -32,6 +31,7 @@ from hdfs_events.snapshot_index import (
     snapshot_item,
     walk_key,
 )
+from tests.kit.dynamodb_faults import CrashingClient
 from tests.kit.index_table import create_index_table
 
 pytestmark = pytest.mark.slow
@@ -224,28 +224,11 @@ def test_a_repair_gives_the_images_index_and_moves_the_position_to_t(rows_t, tab
     assert table_items(table) == repaired
 
 
-@dataclass(frozen=True)
-class CrashingClient:
-    """The executors' DynamoDB client, raising before its (calls+1)th BatchWriteItem request of
-    a task (botocore does not retry a RuntimeError): a job killed part way."""
-
-    calls: int
-
-    def __call__(self, threads: int) -> Any:
-        client, left = dynamodb_client(threads), [self.calls]
-
-        def crash(**_: Any) -> None:
-            if left[0] == 0:
-                raise RuntimeError("index write crashed")
-            left[0] -= 1
-        client.meta.events.register("before-send.dynamodb.BatchWriteItem", crash)
-        return client
-
 
 def test_a_crashed_repair_stays_at_n_and_its_rerun_repairs_the_same(rows_t, table):
     before = table_items(table)
     with pytest.raises(Exception, match="index write crashed"):
-        repair(rows_t, table, client=CrashingClient(calls=1))
+        repair(rows_t, table, client=CrashingClient(1, dynamodb_client))
     assert table_items(table)[key_of(position_key(CLUSTER))]["txid"] == {"N": str(N)}
     repair(rows_t, table)
     assert_repaired(before, table)
