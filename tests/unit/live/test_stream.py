@@ -192,11 +192,17 @@ def test_stop_ends_an_idle_stream(converter):
     assert nn.opened == [3]
 
 
-def test_purged_edits_with_policy_stop_yield_the_gap_record_then_fail(converter):
+def purged_before_15() -> NameNodeDouble:
+    """20 txids of which the NameNode purged the first 14: a stream from 3 meets a gap at 4."""
     nn = NameNodeDouble()
     for i in range(20):
         nn.log(unlink(f"/{i}"))
     nn.purge_before(15)
+    return nn
+
+
+def test_purged_edits_with_policy_stop_yield_the_gap_record_then_fail(converter):
+    nn = purged_before_15()
     gaps: list[Gap] = []
     source = live(nn, converter, start=3, on_gap=gaps.append, clock_ms=lambda: 1_700_000_000_123)
     it = iter(source)
@@ -216,10 +222,7 @@ def test_purged_edits_with_policy_stop_yield_the_gap_record_then_fail(converter)
 
 def test_policy_fsimage_ships_the_gap_and_ends_the_term_as_stop_does_never_listing(converter):
     # run_term always hands in the snapshot function: the policy alone keeps it from listing.
-    nn = NameNodeDouble()
-    for i in range(20):
-        nn.log(unlink(f"/{i}"))
-    nn.purge_before(15)
+    nn = purged_before_15()
     listing = ListingDouble([dir_entry("/data")])
     chunks = live(nn, converter, start=3, gap_policy="fsimage",
                   snapshot=namespace_snapshot(C, listing, ["/"])).chunks()
@@ -233,10 +236,7 @@ def test_policy_fsimage_ships_the_gap_and_ends_the_term_as_stop_does_never_listi
 
 
 def test_the_gap_the_image_cannot_repair_is_listed_and_a_later_one_ends_the_term(converter):
-    nn = NameNodeDouble()
-    for i in range(20):
-        nn.log(unlink(f"/{i}"))
-    nn.purge_before(15)
+    nn = purged_before_15()
     listing = ListingDouble([dir_entry("/data")])
     source = live(nn, converter, start=3, gap_policy="fsimage", list_gap_at=4,
                   snapshot=namespace_snapshot(C, listing, ["/"]))
@@ -256,10 +256,7 @@ def test_the_gap_the_image_cannot_repair_is_listed_and_a_later_one_ends_the_term
 
 
 def test_a_restart_that_meets_the_same_gap_writes_the_same_gap_key(converter):
-    nn = NameNodeDouble()
-    for i in range(20):
-        nn.log(unlink(f"/{i}"))
-    nn.purge_before(15)
+    nn = purged_before_15()
     keys = []
     for found_ms in (1000, 2000):  # the agent, then the agent restarted from the same checkpoint
         it = iter(live(nn, converter, start=3, clock_ms=lambda t=found_ms: t))
