@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
 import json
 import os
 import re
@@ -356,25 +357,30 @@ def compare_indexes(listed_through: int, image_txid: int) -> dict[str, Any]:
             "first_differ": differ[:5]}
 
 
-def gap_changes(image: NamespaceImage) -> tuple[list[list[Any]], int]:
-    """Step 8's changes while the agent is down, and the index entries they take away (paths
-    deleted or renamed away): GAP_DELETES files of the landing zone deleted, the first hour of
-    /data/clicks deleted with its files, the first day of /data/orders renamed, a new
-    directory of GAP_NEW_FILES empty files. Paths and counts from namespace_shape: no listing."""
+def gap_changes(image: NamespaceImage) -> tuple[list[list[Any]], int, int]:
+    """Step 8's changes while the agent is down: (hdfs.run's ops, how many changes, the index
+    entries they take away: paths deleted or renamed away). GAP_DELETES files of the landing
+    zone deleted, the first hour of /data/clicks deleted with its files, the first day of
+    /data/orders renamed, a new directory of GAP_NEW_FILES empty files. Paths and counts from
+    namespace_shape: no listing."""
     landing = "/user/etl/landing"
     assert landing in dict(FLAT_DIRS)
     subtrees = image.summary.subtrees
     deletes = min(GAP_DELETES, subtrees[landing].files)
     clicks, orders = subtrees["/data/clicks"].files, subtrees["/data/orders"].files
     hour, day = "/data/clicks/dt=2024-01-01/hour=00", "/data/orders/dt=2024-01-01"
+    new_files = [f"{GAP_NEW_DIR}/part-{j:05d}" for j in range(GAP_NEW_FILES)]
     ops: list[list[Any]] = [
         *(["delete", f"{landing}/f-{j:08d}"] for j in range(deletes)),
         ["delete", hour, True], ["rename", day, f"{day}-restated"], ["mkdirs", GAP_NEW_DIR],
-        *(["write", f"{GAP_NEW_DIR}/part-{j:05d}", ""] for j in range(GAP_NEW_FILES))]
+        # Hadoop's shell, one call for all: with no DataNode, MiniDFSCluster lowers the
+        # clients' dfs.replication to 0, which the NameNode refuses for a new file; -D sets
+        # it back (an empty file needs no block).
+        ["shell", getpass.getuser(), ["-D", "dfs.replication=1", "-touchz", *new_files]]]
     day_hours = min(24, -(-orders // PARTS_PER_HOUR))
     away = (deletes + 1 + min(PARTS_PER_HOUR, clicks)
             + 1 + day_hours + min(24 * PARTS_PER_HOUR, orders))
-    return ops, away
+    return ops, deletes + 3 + len(new_files), away
 
 
 def repair_config(image_config: Path) -> Path:
@@ -397,7 +403,7 @@ def gap_repair(hdfs: HdfsCluster, image: NamespaceImage, image_config: Path, sto
     """Step 8 (the module's docstring): the image agent, stopped at checkpoint `stopped_at`,
     meets purged edits and repairs the index from the image. `verified`: the index is on moto
     and whole, so verify of `/` must find 0 differ after it."""
-    ops, away = gap_changes(image)
+    ops, changes, away = gap_changes(image)
     done = hdfs.run(ops)
     if not all(ok for op, ok in zip(ops, done, strict=True) if op[0] == "delete"):
         raise RuntimeError(f"a delete of step 8 found nothing: {ops[:3]}... {done[:3]}...")
@@ -444,7 +450,7 @@ def gap_repair(hdfs: HdfsCluster, image: NamespaceImage, image_config: Path, sto
                                f"{checked['in_index']:,} in the index: "
                                + "; ".join(checked["drift_lines"]))
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "stopped_at": stopped_at,
-            "txid": txid, "changes": len(ops), "paths_away": away,
+            "txid": txid, "changes": changes, "paths_away": away,
             "consumed_before": consumed, "purge_seconds": round(purge_s, 2),
             "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
             "listing_rpcs": listed, "indexed": marker, "verify": checked,
@@ -726,15 +732,19 @@ def print_row(run: dict[str, Any], base: dict[str, Any]) -> None:
     print(f"{'':>9} " + apply_line(a, " (the image start's own writes)"
                                      if a.get("in_the_image_start") else "") + ")", flush=True)
     if run.get("gap_repair"):
-        print(f"{'':>9} " + repair_line(run["gap_repair"], s), flush=True)
+        print(f"{'':>9} " + repair_line(run["gap_repair"], s, run["index"]), flush=True)
 
 
-def repair_line(g: dict[str, Any], listed: dict[str, Any] | None) -> str:
-    """Step 8's line: the repair beside the listing start of the same tree."""
+def repair_line(g: dict[str, Any], listed: dict[str, Any] | None,
+                applied: dict[str, Any] | None) -> str:
+    """Step 8's line: the repair (its index written) beside the listing start of the same
+    tree (until SQS acknowledged it) and the consumer's apply of that listing."""
     job, checked = g["indexed"], g["verify"]
     return (f"gap repair from the fsimage {g['seconds']:.1f} s ("
             + (f"the listing start: {listed['seconds']:.1f} s, "
-               f"{g['seconds'] / listed['seconds']:.2f}x; " if listed else "")
+               f"{g['seconds'] / listed['seconds']:.2f}x"
+               + (f", then its apply {applied['seconds']:.0f} s" if applied else "")
+               + "; " if listed else "")
             + f"the inventory job on local[2] {g['job_seconds']:.1f} s, {job['entries']:,} "
             f"entries written in {job['seconds']:.1f} s"
             + (f" at {g['writes_latency_ms']:g} ms per BatchWriteItem (the latency double)"
@@ -745,7 +755,7 @@ def repair_line(g: dict[str, Any], listed: dict[str, Any] | None) -> str:
             f"by {g['changes']} changes), {g['listing_rpcs']} listing RPCs; "
             + (f"verify {checked['differ']} differ ({checked['in_index']:,} entries)"
                if checked else "not verified (the double stores nothing)"
-               if g["writes_latency_ms"] is not None else "not verified (not indexed)"))
+               if g["writes_latency_ms"] is not None else "not verified (above --index-max-files)"))
 
 
 def apply_line(a: dict[str, Any], whose: str = "") -> str:
