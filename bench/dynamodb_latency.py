@@ -73,7 +73,9 @@ class _KeyLimit:
                 self._second, self._taken = second, Counter()
             for table, writes in requests.items():
                 for write in writes:
-                    key = write["PutRequest"]["Item"][INDEX_PK]["S"]
+                    # a first start's puts, a repair's deletes too (glue_jobs/image_index.py)
+                    key = (write["PutRequest"]["Item"] if "PutRequest" in write
+                           else write["DeleteRequest"]["Key"])[INDEX_PK]["S"]
                     if self._taken[key] < self.per_s:
                         self._taken[key] += 1
                     else:

@@ -85,7 +85,7 @@ def gap_reporter(cluster: str, alerts: Alerts, metrics_client: Any = None,
                             metrics_client)
             except Exception as exc:  # the alert below still goes out
                 log.warning("InotifyGap metric not sent: %s", exc)
-        alerts.send(f"hdfs-events {cluster}: inotify gap", gap.describe(),
+        alerts.send(f"hdfs-events {cluster}: inotify gap", gap.details(),
                     {"cluster": cluster, "expected_txid": str(gap.expected_txid),
                      "available_txid": str(gap.available_txid)})
 

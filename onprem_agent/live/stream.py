@@ -98,9 +98,13 @@ class Gap:
                          timestamp=found_ms, gap_end_txid=self.available_txid)
 
     def describe(self) -> str:
-        return (f"inotify gap: needed txid {self.expected_txid} but the NameNode's first "
-                f"available txid is {self.available_txid}; txids {self.expected_txid}.."
-                f"{self.available_txid - 1} were purged before they were read")
+        return f"inotify gap: {self.details()}"
+
+    def details(self) -> str:
+        """What was lost, without the "inotify gap" an alert's subject already says."""
+        return (f"needed txid {self.expected_txid} but the NameNode's first available txid is "
+                f"{self.available_txid}; txids {self.expected_txid}..{self.available_txid - 1} "
+                "were purged before they were read")
 
 
 class InotifyGapError(RuntimeError):

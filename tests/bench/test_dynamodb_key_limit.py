@@ -29,3 +29,13 @@ def test_a_key_past_its_writes_a_second_gets_the_rest_back_unprocessed(monkeypat
     now[0] = 101.0  # the next second
     assert limit.reply(body("hot", "hot", "hot")) == b"{}"
 
+
+
+def test_a_repairs_deletes_count_against_their_key_too(monkeypatch):
+    monkeypatch.setattr(dynamodb_latency.time, "monotonic", lambda: 100.2)
+    limit = _KeyLimit(1)
+    deletes = json.dumps({"RequestItems": {"index": [
+        {"DeleteRequest": {"Key": {"parent": {"S": "hot"}, "name": {"S": f"n{i}"}}}}
+        for i in range(2)]}}).encode()
+    assert json.loads(limit.reply(deletes)) == {"UnprocessedItems": {"index": [
+        {"DeleteRequest": {"Key": {"parent": {"S": "hot"}, "name": {"S": "n1"}}}}]}}

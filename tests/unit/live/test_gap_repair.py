@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from onprem_agent.config import parse_config
-from onprem_agent.live.agent import AgentState, run_term, ship_repairing_gaps
+from onprem_agent.live.agent import AgentState, gap_reporter, run_term, ship_repairing_gaps
 from onprem_agent.live.convert import JavaBatchConverter
 from onprem_agent.live.image_start import ImageStartStopped
 from onprem_agent.live.settings import load_live_settings
 from onprem_agent.live.stream import Gap, InotifyGapError, LiveStats
+from onprem_agent.opsmetrics import Alerts
 from tests.unit.agent.doubles import MemoryStore, RecordingSender, manifests_sent, sent_keys
 from tests.unit.live.doubles import ListingDouble, NameNodeDouble, dir_entry, unlink
 
@@ -197,3 +198,13 @@ def test_a_stop_as_the_term_meets_the_gap_starts_no_repair():
 
     ship_repairing_gaps(stopping_ship, repair=repair, checkpoint=store, stop=stop)
     assert calls == [None]
+
+
+def test_a_gaps_alert_says_inotify_gap_once(caplog):
+    # The alert's subject says what it is; its message says what was lost.
+    report = gap_reporter(C, Alerts(None), cloudwatch=False)
+    with caplog.at_level("ERROR"):
+        report(Gap(expected_txid=4, available_txid=15))
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line == ("ALERT hdfs-events prod: inotify gap: needed txid 4 but the NameNode's first "
+                    "available txid is 15; txids 4..14 were purged before they were read")
