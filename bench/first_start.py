@@ -306,6 +306,24 @@ def indexed_marker(txid: int) -> dict[str, Any]:
         Bucket=BUCKET, Key=lake_layout.fsimage_indexed_key(IMAGE_CLUSTER, txid))["Body"].read())
 
 
+def run_with_job(hdfs: HdfsCluster, config: Path, job: str,
+                 done: Callable[[AgentProcess], bool], *, threads: int,
+                 latency_ms: float | None, key_limit: bool, timeout_s: float
+                 ) -> tuple[AgentProcess, LocalGlueRuns, tuple[float, int, int], int]:
+    """`run` on `config` while the inventory job `job` is run for real (moto's Glue, local[2]),
+    until `done(agent)` or a run fails: the agent, the runs, run_until's (seconds, exit code,
+    peak RSS) and the listStatus calls meanwhile."""
+    create_inventory_job(job, threads)
+    before = listing_calls(hdfs)
+    with LocalGlueRuns(job, "glue_jobs.namespace_inventory",
+                       job_env(latency_ms, key_limit)) as runs:
+        agent = AgentProcess.start(config)
+        ran = run_until(agent, lambda: agent.wait_for(
+            lambda: done(agent) or any(code for _, code, _ in runs.finished),
+            lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
+    return agent, runs, ran, listing_calls(hdfs) - before
+
+
 def image_start(hdfs: HdfsCluster, config: Path, timeout_s: float, threads: int,
                 latency_ms: float | None, top: str, key_limit: bool = False) -> dict[str, Any]:
     """`run` with first_start = "fsimage" (`config`, image_agent_config's): fetch, the
@@ -315,14 +333,9 @@ def image_start(hdfs: HdfsCluster, config: Path, timeout_s: float, threads: int,
     job's environment only), the rest as before: S3 and the position on moto server, one
     timeline; `top`, a covered directory, is then checked absent from the index (the double
     answered, nothing stored)."""
-    create_inventory_job(INVENTORY_JOB, threads)
-    before = listing_calls(hdfs)
-    with LocalGlueRuns(INVENTORY_JOB, "glue_jobs.namespace_inventory",
-                       job_env(latency_ms, key_limit)) as runs:
-        agent = AgentProcess.start(config)
-        seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
-            lambda: agent.checkpoint() is not None or any(code for _, code, _ in runs.finished),
-            lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
+    agent, runs, (seconds, code, hwm), listed = run_with_job(
+        hdfs, config, INVENTORY_JOB, lambda agent: agent.checkpoint() is not None,
+        threads=threads, latency_ms=latency_ms, key_limit=key_limit, timeout_s=timeout_s)
     failed = [(run, rc, err) for run, rc, err in runs.finished if rc != 0]
     if failed or code != 0:
         raise RuntimeError(f"image start: job runs {failed}, agent exit {code}: "
@@ -335,7 +348,7 @@ def image_start(hdfs: HdfsCluster, config: Path, timeout_s: float, threads: int,
                            "the latency double (botocore's plugin hook not taken)")
     return {"seconds": round(seconds, 2), "peak_rss_kb": hwm, "txid": txid,
             "job_seconds": round(sum(runs.seconds.values()), 2), "job_runs": len(runs.finished),
-            "listing_rpcs": listing_calls(hdfs) - before, "indexed": marker,
+            "listing_rpcs": listed, "indexed": marker,
             "writes_latency_ms": latency_ms, "key_limit": key_limit}
 
 
@@ -416,16 +429,9 @@ def gap_repair(hdfs: HdfsCluster, image: NamespaceImage, image_config: Path, sto
     hdfs.purge_edits_through(stopped_at + 1)
     purge_s = time.perf_counter() - started
     config = repair_config(image_config)
-    create_inventory_job(REPAIR_JOB, threads)
-    before = listing_calls(hdfs)
-    with LocalGlueRuns(REPAIR_JOB, "glue_jobs.namespace_inventory",
-                       job_env(latency_ms, key_limit)) as runs:
-        agent = AgentProcess.start(config)
-        seconds, code, hwm = run_until(agent, lambda: agent.wait_for(
-            lambda: (agent.checkpoint() or 0) > stopped_at
-            or any(code for _, code, _ in runs.finished),
-            lambda: str(runs.finished), timeout_s=timeout_s, poll_s=0.5))
-    listed = listing_calls(hdfs) - before
+    agent, runs, (seconds, code, hwm), listed = run_with_job(
+        hdfs, config, REPAIR_JOB, lambda agent: (agent.checkpoint() or 0) > stopped_at,
+        threads=threads, latency_ms=latency_ms, key_limit=key_limit, timeout_s=timeout_s)
     failed = [(run, rc, err) for run, rc, err in runs.finished if rc != 0]
     txid = agent.checkpoint()
     if failed or code != 0 or txid is None or txid <= stopped_at:
