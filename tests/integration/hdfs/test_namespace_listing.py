@@ -235,8 +235,9 @@ def test_purged_edits_repaired_from_the_fsimage_list_nothing_and_the_index_match
     with LocalGlueRuns(IMAGE_JOB, "glue_jobs.namespace_inventory", os.environ) as runs:
         agent = AgentProcess.start(config)
         try:
-            agent.wait_for(lambda: (agent.checkpoint() or 0) > stopped_at or bool(
-                runs.finished and runs.finished[0][1]),
+            # The run's process ends after its marker, which the agent may see first.
+            agent.wait_for(lambda: bool(runs.finished) and (
+                (agent.checkpoint() or 0) > stopped_at or runs.finished[0][1] != 0),
                 lambda: f"{runs.finished} {agent.log_tail()}", timeout_s=600)
             assert [code for _, code, _ in runs.finished] == [0], runs.finished
             image_txid = agent.checkpoint()
