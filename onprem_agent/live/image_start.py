@@ -91,24 +91,25 @@ def indexed_txids(s3: Any, bucket: str, cluster: str) -> list[int]:
     return sorted(found, reverse=True)
 
 
-def image_run(glue: Any, job_name: str, image_uri: str) -> dict[str, Any] | None:
-    """The newest run of the job for this image that is live or succeeded."""
+def newest_run(glue: Any, job_name: str, argument: str, value: str,
+               states: Callable[[str | None], bool]) -> dict[str, Any] | None:
+    """The newest run of the job whose `argument` is `value` and whose state `states` takes."""
     runs: list[dict[str, Any]] = []
     for page in glue.get_paginator("get_job_runs").paginate(JobName=job_name):
         runs += [r for r in page.get("JobRuns", ())
-                 if r.get("Arguments", {}).get("--image") == image_uri
-                 and r.get("JobRunState") not in _FAILED]
+                 if r.get("Arguments", {}).get(argument) == value
+                 and states(r.get("JobRunState"))]
     return max(runs, key=lambda r: r.get("StartedOn") or 0, default=None)
+
+
+def image_run(glue: Any, job_name: str, image_uri: str) -> dict[str, Any] | None:
+    """The newest run of the job for this image that is live or succeeded."""
+    return newest_run(glue, job_name, "--image", image_uri, lambda s: s not in _FAILED)
 
 
 def repair_run(glue: Any, job_name: str, repair_after: int) -> dict[str, Any] | None:
     """The newest live run of the job repairing the gap after `repair_after` (any image)."""
-    runs: list[dict[str, Any]] = []
-    for page in glue.get_paginator("get_job_runs").paginate(JobName=job_name):
-        runs += [r for r in page.get("JobRuns", ())
-                 if r.get("Arguments", {}).get("--repair_after") == str(repair_after)
-                 and r.get("JobRunState") in _LIVE]
-    return max(runs, key=lambda r: r.get("StartedOn") or 0, default=None)
+    return newest_run(glue, job_name, "--repair_after", str(repair_after), lambda s: s in _LIVE)
 
 
 def image_txid(uri: str) -> int:
