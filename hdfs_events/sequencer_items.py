@@ -30,6 +30,9 @@ Key = dict[str, dict[str, str]]
 # `walk` an unfinished subtree walk (lambdas/ingest/subtree.py SubtreeOp JSON); the lease.
 POSITION_TXID, POSITION_INDEX, POSITION_WALK = "txid", "idx", "walk"
 LEASE_OWNER, LEASE_UNTIL_MS = "lease_owner", "lease_until_ms"
+# Who took the lease last: kept after its release, so a holder taking it again knows whether
+# anyone held it in between (what it held of the table is then still the table's).
+LEASE_TAKEN_BY = "lease_taken_by"
 TXID_DONE = names.POSITION_TXID_DONE
 # A manifest part's item: the manifest's JSON and when it first arrived.
 MANIFEST, RECEIVED_MS = "manifest", "received_ms"

@@ -70,10 +70,11 @@ class HeldEntries:
     listed or wrote. The hold's next chunks take them from here instead of reading them again:
     the UNLINK or RENAME of a file an earlier chunk wrote, and the parents every chunk looks
     at (bench.chain_speed: ~250 files a chunk, a wave of BatchGetItem pages before the chunk
-    could run). Valid only while the hold lasts: the lease makes its holder the table's one
-    writer, so nothing changes what it read or wrote but itself. What a chunk knows of a
-    directory's children (a listing) is the chunk's own, and the sequencer forgets everything
-    when a walk goes on from the table (its writes bypass the chunk)."""
+    could run). Valid while the hold lasts, the lease making its holder the table's one writer,
+    so nothing changes what it read or wrote but itself; and into the same sequencer's next
+    hold when no one took the lease in between (sequencer.IndexSequencer._held_after). What a
+    chunk knows of a directory's children (a listing) is the chunk's own, and the sequencer
+    forgets everything when a walk goes on from the table (its writes bypass the chunk)."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
 

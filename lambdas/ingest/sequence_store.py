@@ -19,6 +19,7 @@ from hdfs_events.manifest import Manifest
 from hdfs_events.sequencer_items import (
     LAKE_KEYS,
     LEASE_OWNER,
+    LEASE_TAKEN_BY,
     LEASE_UNTIL_MS,
     MANIFEST,
     POSITION_INDEX,
@@ -41,6 +42,7 @@ from lambdas.ingest.clients import client
 from lambdas.ingest.index_table import batch_get
 from lambdas.ingest.sequencer import (
     Arrival,
+    Lease,
     LeaseLost,
     LostManifest,
     Position,
@@ -129,25 +131,30 @@ class DynamoSequenceStore:
     # --- the position and its lease ---------------------------------------------------------
 
     def acquire(self, cluster: str, owner: str, *, now_ms: int,
-                until_ms: int) -> Position | None:
+                until_ms: int) -> Lease | None:
         try:
+            # ALL_OLD: the position as it was (taking the lease does not move it) and who took
+            # the lease before.
             response = self.ddb.update_item(
                 TableName=self.table, Key=position_key(cluster),
-                UpdateExpression=f"SET {LEASE_OWNER} = :me, {LEASE_UNTIL_MS} = :until",
+                UpdateExpression=(f"SET {LEASE_OWNER} = :me, {LEASE_UNTIL_MS} = :until, "
+                                  f"{LEASE_TAKEN_BY} = :me"),
                 ConditionExpression=(f"attribute_not_exists({LEASE_OWNER}) OR {LEASE_OWNER} = :me "
                                      f"OR {LEASE_UNTIL_MS} < :now"),
                 ExpressionAttributeValues={":me": {"S": owner}, ":until": {"N": str(until_ms)},
                                            ":now": {"N": str(now_ms)}},
-                ReturnValues="ALL_NEW")
+                ReturnValues="ALL_OLD")
         except ClientError as exc:
             if _condition_failed(exc):
                 return None
             raise
-        item = response["Attributes"]
+        item = response.get("Attributes", {})  # none: the cluster's first hold
+        taken_after = item[LEASE_TAKEN_BY]["S"] if LEASE_TAKEN_BY in item else None
         if POSITION_TXID not in item:
-            return Position(None)
+            return Lease(Position(None), taken_after)
         walk = SubtreeOp.from_json(item[POSITION_WALK]["S"]) if POSITION_WALK in item else None
-        return Position(int(item[POSITION_TXID]["N"]), int(item[POSITION_INDEX]["N"]), walk)
+        return Lease(Position(int(item[POSITION_TXID]["N"]), int(item[POSITION_INDEX]["N"]), walk),
+                     taken_after)
 
     def advance(self, cluster: str, owner: str, position: Position) -> None:
         assert position.txid is not None

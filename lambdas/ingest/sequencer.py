@@ -32,7 +32,7 @@ import heapq
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -100,6 +100,25 @@ class Position:
         return self.txid is None or (event.txid, event.index) > (self.txid, self.event_index)
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A hold of a cluster's lease: the position, and who took the lease before this holder
+    (None: no one on record)."""
+
+    position: Position
+    taken_after: str | None
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What a hold that ended cleanly knew of the table: its owner, where it left the position,
+    the entries it held."""
+
+    owner: str
+    position: Position
+    held: HeldEntries
+
+
 class SequenceStore(Protocol):
     def put_manifest(self, manifest: Manifest, *, received_ms: int) -> None: ...
 
@@ -120,8 +139,8 @@ class SequenceStore(Protocol):
     def arrivals(self, cluster: str, dedup_ids: Iterable[str]) -> dict[str, Arrival]: ...
 
     def acquire(self, cluster: str, owner: str, *, now_ms: int,
-                until_ms: int) -> Position | None:
-        """The position, if the lease is free, expired or already `owner`'s; else None."""
+                until_ms: int) -> Lease | None:
+        """The lease, if it is free, expired or already `owner`'s; else None."""
         ...
 
     def advance(self, cluster: str, owner: str, position: Position) -> None:
@@ -156,6 +175,15 @@ class ApplyReport:
     busy: bool = False  # another invocation holds the lease
     position: Position | None = None
 
+    def add(self, found: ApplyReport) -> None:
+        """What preparing a span found (kept apart while it ran beside the span before, and
+        dropped with it when that span did not end where it began), as this report's."""
+        self.skipped_messages += found.skipped_messages
+        self.bridged += found.bridged
+        self.skipped_events += found.skipped_events
+        if found.waiting_for is not None:
+            self.waiting_for, self.waiting_since_ms = found.waiting_for, found.waiting_since_ms
+
     def followed_by(self, later: ApplyReport) -> ApplyReport:
         """One invocation's looks as one report: what both did, and where the later left."""
         return ApplyReport(
@@ -184,6 +212,17 @@ class _Range:
     @property
     def ids(self) -> list[str]:
         return sorted({i for p in self.parts for i in p.manifest.messages})
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A span ready to apply, its merge opened and its first chunk taken (lake objects read
+    and decoded), or None when none is; and what preparing it found, in a report of its own."""
+
+    span: _Span | None
+    events: Iterator[HdfsEvent]
+    fetched: list[HdfsEvent]
+    found: ApplyReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +279,11 @@ class IndexSequencer:
     lake: LakeReader
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     chunk_events: int = CHUNK_EVENTS
+    # Per cluster, what this sequencer's last hold knew of the table (a warm Lambda container
+    # keeps it across invocations): its next hold starts from it when no one took the lease
+    # in between. Holds end whenever the index catches up, every few chunks at a NameNode's
+    # full speed, and each began by reading again what the last had read or written.
+    _kept: dict[str, _Kept] = field(default_factory=dict, init=False, repr=False)
 
     # --- recording -------------------------------------------------------------------------
 
@@ -266,11 +310,11 @@ class IndexSequencer:
         reads its range's arrivals after taking the lease: an arrival stored now for events
         past the position is applied in txid order; for events at or before it, never."""
         owner = uuid.uuid4().hex
-        position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(), until_ms=until_ms)
+        lease = self.store.acquire(cluster, owner, now_ms=self.clock_ms(), until_ms=until_ms)
         try:
-            yield position
+            yield None if lease is None else lease.position
         finally:
-            if position is not None:
+            if lease is not None:
                 self.store.release(cluster, owner)
 
     # --- applying ranges -------------------------------------------------------------------
@@ -281,15 +325,20 @@ class IndexSequencer:
         report = ApplyReport()
         while True:
             owner = uuid.uuid4().hex
-            position = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
-                                          until_ms=deadline_ms + LEASE_MARGIN_MS)
-            if position is None:
+            lease = self.store.acquire(cluster, owner, now_ms=self.clock_ms(),
+                                       until_ms=deadline_ms + LEASE_MARGIN_MS)
+            if lease is None:
                 report.busy = True
                 break
+            held = self._held_after(cluster, lease)
             try:
-                position = self._apply_ranges_held(cluster, owner, position, deadline_ms, report)
+                position = self._apply_ranges_held(cluster, owner, lease.position, deadline_ms,
+                                                   report, held)
             finally:
                 self.store.release(cluster, owner)
+            # Only a hold that ended cleanly is kept: one that failed part way may have
+            # written part of a chunk that its entries do not show.
+            self._kept[cluster] = _Kept(owner, position, held)
             report.position = position
             # Released: an arrival stored while the lease was held found it taken and left
             # its range to this holder. Look once more before leaving.
@@ -312,25 +361,60 @@ class IndexSequencer:
             return True
         return self._next(cluster, position, report=None) is not None
 
+    def _held_after(self, cluster: str, lease: Lease) -> HeldEntries:
+        """What the hold taking `lease` knows of the table: what this sequencer's last hold
+        knew, when the lease was taken by no one since and the position is where it left it
+        (the inventory job moves the position without the lease, after rewriting entries);
+        else nothing yet."""
+        kept = self._kept.pop(cluster, None)
+        if (kept is not None and lease.taken_after == kept.owner
+                and lease.position == kept.position):
+            return kept.held
+        return HeldEntries()
+
     def _apply_ranges_held(self, cluster: str, owner: str, position: Position, deadline_ms: int,
-                    report: ApplyReport) -> Position:
+                           report: ApplyReport, held: HeldEntries) -> Position:
+        """`held`: what the hold knows the table holds (HeldEntries), told what it reads and
+        writes."""
         if position.walk is not None:
+            held.entries.clear()  # the walk writes from the table, past what is held
             position = self._walk(cluster, owner, position, deadline_ms, report)
             if position.walk is not None:
                 report.more = True
                 return position
-        held = HeldEntries()  # what this hold reads and writes: the table's, while it lasts
-        while True:
-            span = self._next(cluster, position, report=report)
-            if span is None:
-                return position
-            position = self._apply(cluster, owner, position, span, deadline_ms, report, held)
-            if (position.txid, position.event_index) != (span.manifest.end, TXID_DONE):
-                report.more = True  # out of time mid-span
-                return position
-            report.ranges += span.ranges
-            if self.clock_ms() >= deadline_ms:
-                return position
+        # One thread reads ahead: the span's next chunk while a chunk applies, and during a
+        # span's last chunk the next span (its manifests, arrivals and first chunk of lake
+        # objects), which reads nothing the index writes. Those two steps were a third of each
+        # span's time in bench.chain_speed (docs/bench.md, session 36). Waited for before the
+        # merge is touched again; at most two chunks are held.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-ahead") as ahead:
+            prepared = self._prepare(cluster, position)
+            while (span := prepared.span) is not None:
+                position, upcoming = self._apply(cluster, owner, position, prepared,
+                                                 deadline_ms, report, held, ahead)
+                if (position.txid, position.event_index) != (span.manifest.end, TXID_DONE):
+                    report.more = True  # out of time mid-span (or its walk left for later)
+                    _drop(upcoming)
+                    return position
+                report.ranges += span.ranges
+                if self.clock_ms() >= deadline_ms:
+                    _drop(upcoming)
+                    return position
+                prepared = upcoming.result() if upcoming is not None else None
+                if prepared is None or prepared.span is None:  # none then; look again now
+                    prepared = self._prepare(cluster, position)
+            report.add(prepared.found)  # what the range after the last one waits for
+            return position
+
+    def _prepare(self, cluster: str, position: Position) -> _Prepared:
+        """The span that continues from `position`, its first chunk taken; or none yet, and
+        what it waits for."""
+        found = ApplyReport()
+        span = self._next(cluster, position, report=found)
+        if span is None:
+            return _Prepared(None, iter(()), [], found)
+        events = self._range_events(span.manifest, position, span.arrivals, found)
+        return _Prepared(span, events, _take(events, self.chunk_events), found)
 
     def _next(self, cluster: str, position: Position,
               report: ApplyReport | None) -> _Span | None:
@@ -424,22 +508,29 @@ class IndexSequencer:
                                          received_to_ms=min(later))
         return lost[0] if lost else None
 
-    def _apply(self, cluster: str, owner: str, position: Position, span: _Span,
-               deadline_ms: int, report: ApplyReport, held: HeldEntries) -> Position:
-        manifest = span.manifest
-        events = self._range_events(manifest, position, span.arrivals, report)
-        fetched = _take(events, self.chunk_events)  # taken from the merge, not yet applied
-        # The next chunk's events (its lake objects read and decoded) are taken on a thread of
-        # their own while this chunk applies: those reads were a third to a half of a chunk's
-        # time in bench.chain_speed (docs/bench.md). One thread, waited for before the merge
-        # is touched again; at most two chunks are held.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-ahead") as ahead:
+    def _apply(self, cluster: str, owner: str, position: Position, prepared: _Prepared,
+               deadline_ms: int, report: ApplyReport, held: HeldEntries,
+               ahead: ThreadPoolExecutor) -> tuple[Position, Future[_Prepared] | None]:
+        """Applies the prepared span from `position`; also the next span being prepared on
+        `ahead` (from the span's end) once the merge ran dry, if it did."""
+        assert prepared.span is not None
+        manifest, events, fetched = prepared.span.manifest, prepared.events, prepared.fetched
+        prepared.fetched = []  # held by `fetched` alone: freed as it is applied
+        dry = len(fetched) < self.chunk_events  # the merge has nothing after `fetched`
+        upcoming: Future[_Prepared] | None = None
+        try:
             while pending := fetched[:self.chunk_events]:
-                following = (ahead.submit(_take, events, self.chunk_events)
-                             if len(fetched) < 2 * self.chunk_events else None)
+                following = None
+                if len(fetched) < 2 * self.chunk_events and not dry:
+                    following = ahead.submit(_take, events, self.chunk_events)
+                elif len(fetched) <= self.chunk_events and upcoming is None:
+                    upcoming = ahead.submit(self._prepare, cluster,
+                                            Position(manifest.end, TXID_DONE))
                 applied = self.index.apply_until_walk(pending, held)
                 walk, taken = applied.walk, pending[:applied.taken]
-                fetched = fetched[applied.taken:] + (following.result() if following else [])
+                more = following.result() if following is not None else []
+                dry = dry or len(more) < self.chunk_events
+                fetched = fetched[applied.taken:] + more
                 report.events += len(taken)
                 report.skipped_events += applied.skipped
                 stamped = [e.timestamp for e in taken if e.timestamp]
@@ -452,12 +543,14 @@ class IndexSequencer:
                     held.entries.clear()  # the walk writes from the table, past the chunk
                     position = self._walk(cluster, owner, position, deadline_ms, report)
                     if position.walk is not None:
-                        return position
+                        return position, upcoming
                 if fetched and self.clock_ms() >= deadline_ms:
-                    return position
+                    return position, upcoming
+        finally:
+            report.add(prepared.found)
         position = Position(manifest.end, TXID_DONE)
         self.store.advance(cluster, owner, position)
-        return position
+        return position, upcoming
 
     def _range_events(self, manifest: Manifest, position: Position,
                       arrivals: dict[str, Arrival], report: ApplyReport) -> Iterator[HdfsEvent]:
@@ -540,3 +633,10 @@ def _event_key(e: HdfsEvent) -> tuple[int, int]:
 
 def _take(events: Iterator[HdfsEvent], count: int) -> list[HdfsEvent]:
     return list(islice(events, count))
+
+
+def _drop(upcoming: Future[_Prepared] | None) -> None:
+    """A span prepared after one that did not end where it began: not applied, and what its
+    preparing found is not reported."""
+    if upcoming is not None:
+        upcoming.cancel()

@@ -11,7 +11,7 @@ in-process (moto_dynamodb_lock), so at hundreds of calls a second the figure bec
 
 It answers exactly the requests lambdas/ingest and `hdfs-events-agent verify` make, and refuses
 anything else loudly (NotImplementedError): GetItem, PutItem, UpdateItem (SET and REMOVE,
-ReturnValues ALL_NEW), Query (`#pk = :pk` with an optional sort key comparison, BETWEEN or
+ReturnValues ALL_NEW or ALL_OLD), Query (`#pk = :pk` with an optional sort key comparison, BETWEEN or
 begins_with; Limit, ExclusiveStartKey, ProjectionExpression), BatchGetItem, BatchWriteItem
 (puts and deletes); conditions are ORs of attribute_exists / attribute_not_exists /
 comparisons. Sort keys are strings (the index table's), ordered by code point as DynamoDB
@@ -118,7 +118,8 @@ class MemoryDynamoDB:
                 else:
                     raise NotImplementedError(f"update clause {clause!r}")
         self._put(p["TableName"], item)
-        return {"Attributes": item} if p.get("ReturnValues") == "ALL_NEW" else {}
+        returned = {"ALL_NEW": item, "ALL_OLD": old}.get(p.get("ReturnValues", "NONE"))
+        return {"Attributes": returned} if returned else {}
 
     def _op_Query(self, p: dict[str, Any]) -> dict[str, Any]:
         text = _named(p["KeyConditionExpression"], p)

@@ -21,6 +21,7 @@ from lambdas.ingest.index_table import (
 from lambdas.ingest.index_view import Refused
 from lambdas.ingest.sequencer import (
     Arrival,
+    Lease,
     LeaseLost,
     LostManifest,
     Position,
@@ -140,6 +141,7 @@ class MemorySequenceStore:
         self.lost: dict[str, list[LostManifest]] = {}
         self.positions: dict[str, Position] = {}
         self.leases: dict[str, tuple[str, int]] = {}
+        self.taken_by: dict[str, str] = {}  # who took each cluster's lease last
 
     def put_manifest(self, manifest: Manifest, *, received_ms: int) -> None:
         key = (manifest.cluster, manifest.end,
@@ -165,12 +167,13 @@ class MemorySequenceStore:
         return {i: a for i in dedup_ids if (a := self.arrived.get((cluster, i))) is not None}
 
     def acquire(self, cluster: str, owner: str, *, now_ms: int,
-                until_ms: int) -> Position | None:
+                until_ms: int) -> Lease | None:
         held = self.leases.get(cluster)
         if held is not None and held[0] != owner and held[1] >= now_ms:
             return None
         self.leases[cluster] = (owner, until_ms)
-        return self.positions.get(cluster, Position(None))
+        taken_after, self.taken_by[cluster] = self.taken_by.get(cluster), owner
+        return Lease(self.positions.get(cluster, Position(None)), taken_after)
 
     def advance(self, cluster: str, owner: str, position: Position) -> None:
         if self.leases.get(cluster, ("",))[0] != owner:
