@@ -401,6 +401,18 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
     quarters: list[list[int]] = [[] for _ in range(4)]
     for e in events:
         quarters[min(3, max(0, 4 * (e[nn] - start) // span))].append(e[at["sent"]] - e[nn])
+    # The events over the goal: bunched in a few seconds (a stall somewhere) or spread (a
+    # stage too slow throughout), and in which stage their time went.
+    late = [(e, r, t) for e, r, t in zip(events, ready, applied, strict=True)
+            if t is not None and r is not None and t - e[nn] > GOAL_P99_MS]
+    late_seconds = Counter((e[nn] - start) // 1000 for e, _, _ in late)
+    over_goal = {
+        "events": len(late), "seconds": len(late_seconds),
+        "worst_seconds": [[s, n] for s, n in late_seconds.most_common(5)],
+        "stages_p50_ms": {**{f"{a} -> {b}": pct([e[at[b]] - e[at[a]] for e, _, _ in late], 0.5)
+                             for a, b in itertools.pairwise(STAGES)},
+                          "written -> ready": pct([r - e[at["written"]] for e, r, _ in late], 0.5),
+                          "ready -> index": pct([t - r for _, r, t in late], 0.5)}}
     saves = sorted(a[0] for a in consumed["advances"])
     lake_rate = rate(len(events), max((e[returned] for e in events), default=start))
     index_rate = rate(len(to_index), max((a for a in applied if a is not None), default=start))
@@ -418,7 +430,7 @@ def summarize(load: dict[str, Any], consumed: dict[str, Any], checked: dict[str,
         "ratio": round(index_rate / journal_rate, 3),
         "lake_ratio": round(lake_rate / journal_rate, 3),
         "edit_to_lake_ms": spread(to_lake), "edit_to_index_ms": spread(to_index),
-        "stages_ms": stages, "ready_to_index_ms": index_stages,
+        "stages_ms": stages, "ready_to_index_ms": index_stages, "over_goal": over_goal,
         "namenode_to_sent_by_quarter_ms": [spread(q) for q in quarters],
         "position_saves": {"count": len(saves), "ms_apart_p50": pct(
             [b - a for a, b in itertools.pairwise(saves)], 0.5),
@@ -486,6 +498,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{name} {s['p50']:.0f}/{s['p99']:.0f}" for name, s in r["stages_ms"].items())
           + " (of it " + ", ".join(f"{name} {s['p50']:.0f}/{s['p99']:.0f}"
                                    for name, s in r["ready_to_index_ms"].items()) + ")")
+    late = r["over_goal"]
+    if late["events"]:
+        print(f"indexed over the goal: {late['events']:,} events in {late['seconds']:,} seconds "
+              "of the drive (the most: " + ", ".join(
+                  f"{n:,} at {s} s" for s, n in late["worst_seconds"])
+              + "); their stages p50 ms: " + "; ".join(
+                  f"{k} {v:.0f}" for k, v in late["stages_p50_ms"].items()))
     print("NameNode -> sent p50/p99 ms by quarter of the drive: " + ", ".join(
         f"{q['p50']:.0f}/{q['p99']:.0f}" for q in r["namenode_to_sent_by_quarter_ms"])
           + "; the NameNode's inotify calls by quarter: " + ", ".join(

@@ -28,7 +28,8 @@ through moto's SQS and verify's second listing do not fit a bench's time):
    index, timed until both queues are empty. moto
    answers the index's Query from its one partition (tests/kit/moto_fast_query.py, applied by
    local_chain.local_aws): without it moto sorts the whole table on every Query and indexed ~40
-   entries/s at 100k files. Above the limit the index stays empty.
+   entries/s at 100k files; and the gap repair's Scan a page at the page's cost
+   (tests/kit/moto_fast_scan.py). Above the limit the index stays empty.
 5. `hdfs-events-agent verify --prefix /`: its peak RSS and wall time. It must count every entry
    the generator made in HDFS (namespace_shape's counts, not a listing) and, when indexed, the
    same in the index with 0 differ; against an empty index every entry is MISSING (the drift

@@ -37,7 +37,7 @@ from lambdas.ingest import index_view
 from lambdas.ingest.index import NamespaceIndex
 from lambdas.ingest.index_table import DynamoIndexStore
 from lambdas.ingest.sequencer import CHUNK_EVENTS
-from tests.kit import moto_dynamodb_lock, moto_fast_query
+from tests.kit import moto_dynamodb_lock, moto_fast_query, moto_fast_scan
 from tests.kit.index_builders import live, mkdir, mkfile
 from tests.kit.ingest_aws import TABLE, create_resources
 from tests.kit.memory_stores import PartitionLimit
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[key] = value
     os.environ.pop("AWS_ENDPOINT_URL", None)
     moto_fast_query.apply()  # a Query reads its partition, not the whole table
+    moto_fast_scan.apply()  # a Scan page reads its page, not the whole table
     moto_dynamodb_lock.apply()  # the store's parallel writes to new partitions all land
     current = run(args.creates, args.rate, args.latency_ms / 1000, sharded=True)
     baseline = run(args.creates, args.rate, args.latency_ms / 1000, sharded=False)

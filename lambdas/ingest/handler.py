@@ -17,6 +17,7 @@ redrive`), it reads the named quarantine records again instead (lambdas/ingest/r
 from __future__ import annotations
 
 import functools
+import gc
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -62,8 +63,14 @@ def consumer() -> MessageConsumer:
                                settings.index_prefixes)
         sequencer = IndexSequencer(DynamoSequenceStore(settings.index_table), index, lake)
     senders = resolve_senders(settings.cluster_senders, IamUsers().unique_id)
-    return MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=continue_requests,
-                           log_mode=settings.log_mode, logger=logger, senders=senders)
+    built = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=continue_requests,
+                            log_mode=settings.log_mode, logger=logger, senders=senders)
+    # What the cold start made (modules, clients, models) lives as long as the container: kept
+    # out of every later full collection, each of which walks all it tracks. With it, the
+    # lease holder's pauses every few seconds were ~260 ms at the NameNode's speed
+    # (bench.chain_speed, docs/bench.md session 36).
+    gc.freeze()
+    return built
 
 
 def quarantine_redrive() -> QuarantineRedrive:

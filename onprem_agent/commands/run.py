@@ -12,6 +12,7 @@ before each new attempt.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -109,6 +110,11 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
         heartbeat = Heartbeat(config.cluster, agent_readings,
                               interval_s=settings.metrics.heartbeat_interval_s).start()
     alerts = Alerts(settings.inotify.alert_topic_arn)
+    # What the start made (modules, the JVM's classes as Python sees them, clients) lives as
+    # long as the agent: kept out of every later full collection of Python's garbage
+    # collector, each of which walks all it tracks (pauses of ~100 ms every ~2 s at the
+    # NameNode's full speed, in the agent's NameNode -> SQS time: docs/bench.md session 36).
+    gc.freeze()
     lease = None
     if settings.lease.enabled:
         lease = Lease(settings.lease.table, config.cluster, duration_s=settings.lease.duration_s)

@@ -19,6 +19,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.kit.long_lived_heap import freeze_survivors
 from tests.kit.memory_dynamodb import MemoryDynamoDB
 
 
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
+    freeze_survivors()  # a million items: no collector pause a DynamoDB would not have
     with DynamoDBServer((args.host, args.port), args.latency_ms / 1000) as server:
         server.serve_forever()
     return 0

@@ -58,11 +58,14 @@ def local_aws() -> Iterator[str]:
     throwaway credentials, so nothing here can reach a real account."""
     from moto.server import ThreadedMotoServer
 
-    from tests.kit import moto_fast_query, moto_fixes
+    from tests.kit import moto_fast_query, moto_fast_scan, moto_fixes
+    from tests.kit.long_lived_heap import freeze_survivors
 
     # moto's base-table Query sorts the whole table per call; our index has one partition per
     # directory, so an index of 100k entries took ~40 entries/s without this (same results).
     moto_fast_query.apply()
+    moto_fast_scan.apply()  # and so does each Scan page: the gap repair's took ~172 s at 100k
+    freeze_survivors()  # moto's state, kept for the run, out of every full collection
     # moto can lose DynamoDB writes and SQS messages under concurrency, and forgets FIFO
     # deduplication ids; the SQS fix also ends moto's pass over the whole queue per SQS call,
     # which made a backlog slow every call (tests/kit/moto_fixes.py, moto_fast_sqs.py).

@@ -42,6 +42,9 @@ def apply() -> None:
 
 if __name__ == "__main__":
     apply()
+    from tests.kit.long_lived_heap import freeze_survivors
+
+    freeze_survivors()  # moto's queues and objects, kept for the run: see long_lived_heap.py
     from moto.server import main
 
     main(sys.argv[1:])
