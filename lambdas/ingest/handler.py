@@ -66,8 +66,9 @@ def consumer() -> MessageConsumer:
     built = MessageConsumer(lake=lake, sequencer=sequencer, continue_requests=continue_requests,
                             log_mode=settings.log_mode, logger=logger, senders=senders)
     # What the cold start made (modules, clients, models) lives as long as the container: kept
-    # out of every later full collection, each of which walks all it tracks. With it, the
-    # lease holder's pauses every few seconds were ~260 ms at the NameNode's speed
+    # out of every later full collection of Python's garbage collector, each of which walks
+    # all it tracks. At the NameNode's speed the lease holder stopped ~260 ms every ~3 s
+    # before (100,000 held entries, index.HELD_ENTRIES_LIMIT, did the rest), ~40 ms after
     # (bench.chain_speed, docs/bench.md session 36).
     gc.freeze()
     return built

@@ -112,8 +112,9 @@ def _run(config, settings, stop: threading.Event, *, dry_run: bool) -> int:  # t
     alerts = Alerts(settings.inotify.alert_topic_arn)
     # What the start made (modules, the JVM's classes as Python sees them, clients) lives as
     # long as the agent: kept out of every later full collection of Python's garbage
-    # collector, each of which walks all it tracks (pauses of ~100 ms every ~2 s at the
-    # NameNode's full speed, in the agent's NameNode -> SQS time: docs/bench.md session 36).
+    # collector, each of which walks all it tracks. At the NameNode's full speed those paused
+    # the agent ~90 ms every ~2.3 s before, ~44 ms after, in its NameNode -> SQS time
+    # (bench.chain_speed, docs/bench.md session 36).
     gc.freeze()
     lease = None
     if settings.lease.enabled:

@@ -13,6 +13,7 @@ from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
 from tests.kit import moto_fast_query
+from tests.kit.dynamodb_pages import all_pages
 
 RANGED, HASH_ONLY = "ranged", "hash-only"
 
@@ -46,15 +47,7 @@ def _create(ddb: Any) -> None:
 
 
 def _pages(ddb: Any, **query: Any) -> list[dict[str, Any]]:
-    """Every page of the Query, following LastEvaluatedKey."""
-    pages = []
-    while True:
-        page = ddb.query(**query)
-        page.pop("ResponseMetadata")
-        pages.append(page)
-        if "LastEvaluatedKey" not in page:
-            return pages
-        query = {**query, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+    return all_pages(ddb.query, **query)
 
 
 def _key(pk: str, condition: str = "", **values: str) -> dict[str, Any]:

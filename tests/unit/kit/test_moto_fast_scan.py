@@ -18,6 +18,7 @@ from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
 from tests.kit import moto_fast_scan
+from tests.kit.dynamodb_pages import all_pages
 
 RANGED, NUMBERED, EMPTY = "ranged", "numbered", "empty"
 # Written out of order, so the table's order comes from moto's sort, not from insertion.
@@ -70,16 +71,7 @@ def _numbered(ddb: Any, name: str, numbers: list[str]) -> None:
 
 def _pages(ddb: Any, between: Callable[[int], None] = lambda _: None,
            **scan: Any) -> list[dict[str, Any]]:
-    """Every page of the Scan, following LastEvaluatedKey; `between(i)` runs after page i."""
-    pages = []
-    while True:
-        page = ddb.scan(**scan)
-        page.pop("ResponseMetadata")
-        pages.append(page)
-        if "LastEvaluatedKey" not in page:
-            return pages
-        between(len(pages) - 1)
-        scan = {**scan, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+    return all_pages(ddb.scan, between, **scan)
 
 
 def _keys(pages: list[dict[str, Any]]) -> list[str]:
