@@ -84,16 +84,11 @@ def _path_rule(a: str) -> str:
 # sides), and a lookup costs less than the rule and the encoding (bench.ship). Bounded: cleared
 # when full.
 _PATH_FIELDS = frozenset({"path", "dst_path"})
-_MAX_PATHS = 8192
 _paths: dict[str, str] = {}
-
-
-def _note_path(path: str) -> str:
-    """The JSON of `path`, which _path_rule cleared, noted for the next time it comes."""
-    if len(_paths) >= _MAX_PATHS:
-        _paths.clear()
-    encoded = _paths[path] = encode_basestring(path)
-    return encoded
+# Owners and groups their rule cleared, with their JSON: a cluster has a few hundred at most,
+# so nearly every one is a lookup instead of len(), isascii() and the encoder (~0.07 us a
+# name, bench.ship).
+_names: dict[str, str] = {}
 
 
 def _text_rule(max_chars: int) -> Callable[[str], str]:
@@ -101,10 +96,13 @@ def _text_rule(max_chars: int) -> Callable[[str], str]:
     return lambda a: f"(len({a}) <= {max_chars} and {a}.isascii())"
 
 
-_STRING_RULES: dict[str, Callable[[str], str]] = {
-    "perms": lambda a: f"{a} in PERMS",  # check_event's 4 octal digits, by a set lookup
-    "symlink_target": _text_rule(MAX_PATH_CHARS),
-    **{name: _text_rule(MAX_NAME_CHARS) for name in NAME_FIELDS},
+_STRING_RULES: dict[str, Callable[[str], str]] = {"symlink_target": _text_rule(MAX_PATH_CHARS)}
+# A field whose cleared values are looked up with their JSON: the name of its table in the
+# plans' scope, how many values the table holds before it is emptied, and the rule a new value
+# must pass to be noted.
+_LOOKED_UP: dict[str, tuple[str, int, Callable[[str], str]]] = {
+    **{name: ("P", 8192, _path_rule) for name in _PATH_FIELDS},
+    **{name: ("N", 4096, _text_rule(MAX_NAME_CHARS)) for name in NAME_FIELDS},
 }
 
 
@@ -182,9 +180,11 @@ _shape: Callable[[HdfsEvent], tuple[bool, ...]] = eval(
     f"lambda e: ({', '.join(f'e.{name} is None' for name in FIELDS)},)")
 _PLANS_BY_TYPE = 4  # shapes tried by type before the whole shape is looked up
 _NAMES: dict[str, Any] = {"E": encode_basestring, "B": {True: "true", False: "false"},
-                          "C": _clusters, "GAP": EventType.GAP, "P": _paths,
-                          "NOTE": _note_path,
-                          "PERMS": frozenset(f"{mode:04o}" for mode in range(0o10000))}
+                          "C": _clusters, "GAP": EventType.GAP,
+                          "P": _paths, "N": _names,
+                          # check_event's 4 octal digits with their JSON: one lookup is the
+                          # rule and the encoding.
+                          "PERMS": {(mode := f"{m:04o}"): f'"{mode}"' for m in range(0o10000)}}
 
 
 def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:
@@ -229,13 +229,22 @@ def _plan(shape: tuple[bool, ...], *, sparse: bool) -> _Plan | None:
             scope[f"J{i}"] = {m: encode_basestring(m.value) for m in kind}
             parts.append(f'{sep}"{name}":\0')
             args.append(f"J{i}[{a}]")
-        elif name in _PATH_FIELDS:
-            # A path cleared before is looked up with its JSON; a new one is tested, then
+        elif name in _LOOKED_UP:
+            # A value cleared before is looked up with its JSON; a new one is tested, then
             # noted (the type chain above has made it a str, so it can be looked up).
+            # Noted in the plan's own expression, not by a function of ours: a Python call
+            # for every new value (half the paths here) was ~3 % of bench.ship. The table is
+            # emptied when full; clear() returns None. A JSON string is never empty, so true.
+            table, limit, rule = _LOOKED_UP[name]
             parts.append(f'{sep}"{name}":\0')
-            args.append(f"p{i}")
-            rules.append(f"((p{i} := P.get({a})) is not None "
-                         f"or ({_path_rule(a)} and (p{i} := NOTE({a}))))")
+            args.append(f"j{i}")
+            rules.append(f"((j{i} := {table}.get({a})) is not None "
+                         f"or ({rule(a)} and (len({table}) < {limit} or not {table}.clear()) "
+                         f"and (j{i} := {table}.setdefault({a}, E({a})))))")
+        elif name == "perms":
+            parts.append(f'{sep}"{name}":\0')
+            args.append(f"j{i}")
+            rules.append(f"(j{i} := PERMS.get({a})) is not None")
         else:  # str
             parts.append(f'{sep}"{name}":\0')
             args.append(f"E({a})")

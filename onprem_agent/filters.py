@@ -39,17 +39,14 @@ class PathFilter:
         self._dirs = frozenset(dirs)
         # str.startswith takes a tuple: one C call checks every prefix.
         self._prefixes = tuple(d + "/" for d in dirs if d != "/")
-        patterns = list(ignore_patterns)
-        # One alternation, one regex scan per path, however many patterns are configured.
-        self._ignored = (re.compile("|".join(f"(?:{p})" for p in patterns)).search
-                         if patterns else None)
+        self._ignored = _ignored_test(list(ignore_patterns))
         self.kept_of: Callable[[list[HdfsEvent]], list[HdfsEvent]] = self._events_filter()
 
     def passes(self, path: str) -> bool:
         if not self._covers_all and path not in self._dirs and not path.startswith(
                 self._prefixes):
             return False
-        return self._ignored is None or self._ignored(path) is None
+        return self._ignored is None or not self._ignored(path)
 
     def keeps(self, event: HdfsEvent) -> bool:
         if self.passes(event.path):
@@ -69,15 +66,49 @@ class PathFilter:
             return _all
         if self._covers_all:
             assert ignored is not None
-            return lambda events: [e for e in events if ignored(e.path) is None or keeps(e)]
+            return lambda events: [e for e in events if not ignored(e.path) or keeps(e)]
         if ignored is None:
             return lambda events: [e for e in events
                                    if e.path.startswith(prefixes) or e.path in dirs or keeps(e)]
         return lambda events: [
             e for e in events
-            if ((e.path.startswith(prefixes) or e.path in dirs) and ignored(e.path) is None)
+            if ((e.path.startswith(prefixes) or e.path in dirs) and not ignored(e.path))
             or keeps(e)]
 
 
 def _all(events: list[HdfsEvent]) -> list[HdfsEvent]:
     return events
+
+
+def _ignored_test(patterns: list[str]) -> Callable[[str], object] | None:
+    """A test true of a path that one of `patterns` finds (re.search), None for no patterns.
+    A pattern that is only a literal end (UPLOAD_IN_PROGRESS, say) is tested by str.endswith,
+    ~40 % of a regex search's cost (bench.ship); the others by one alternation, one regex scan
+    per path however many are configured."""
+    ends: list[str] = []
+    searched: list[str] = []
+    for pattern in patterns:
+        literal = _literal_end(pattern)
+        if literal is None:
+            searched.append(pattern)
+        else:
+            # "$" also matches before a newline that ends the text.
+            ends += [literal, literal + "\n"]
+    search = re.compile("|".join(f"(?:{p})" for p in searched)).search if searched else None
+    if not ends:
+        return search
+    suffixes = tuple(ends)
+    if search is None:
+        return lambda path: path.endswith(suffixes)
+    return lambda path: path.endswith(suffixes) or search(path)
+
+
+def _literal_end(pattern: str) -> str | None:
+    """The text `pattern` is, when it is only that text escaped, then "$"
+    (UPLOAD_IN_PROGRESS: "._COPYING_"); else None. Checked by a round trip through re.escape: a
+    pattern with any operator, class or escaped "$" does not come back the same."""
+    body = pattern.removesuffix("$")
+    if body == pattern:
+        return None
+    literal = re.sub(r"\\(.)", r"\1", body, flags=re.DOTALL)
+    return literal if literal and re.escape(literal) == body else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.filters import PathFilter
 
@@ -64,3 +66,18 @@ def test_the_chunk_filter_keeps_what_keeps_keeps_whatever_is_configured() -> Non
               PathFilter([], [r"\.tmp$"]), PathFilter(["/data/a", "/other"], [r"\.tmp$"])):
         for chunk in chunks:
             assert f.kept_of(chunk) == [e for e in chunk if f.keeps(e)], (f, chunk)
+
+
+def test_a_literal_end_pattern_ignores_exactly_what_its_regex_finds() -> None:
+    # Such patterns are tested by str.endswith, not the regex (filters._ignored_test); the
+    # verdict must be re.search's, "$" before a final newline included.
+    patterns = [r"\._COPYING_$", r"_COPYING_$", r"\.tmp$", r"a\\$", r"x\$", r"a.b$", r"\d$",
+                r"\.TM[Pp]$", r"^/tmp/", r"$"]
+    paths = ["/d/f._COPYING_", "/d/f._COPYING_\n", "/d/f._COPYING_x", "/d/f_COPYING_",
+             "/d/x.tmp", "/d/x.TMP", "/d/xtmp", "/d/a\\", "/d/x$", "/d/x", "/d/axb", "/d/a.b",
+             "/d/f1", "/tmp/f", "/d/tmp/f", ""]
+    for chosen in [[p] for p in patterns] + [patterns[:3], patterns[2:6], patterns]:
+        f = PathFilter([], chosen)
+        for path in paths:
+            found = any(re.search(p, path) for p in chosen)
+            assert f.passes(path) is not found, (chosen, path)

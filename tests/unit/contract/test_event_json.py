@@ -10,6 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from hdfs_events import event_json
 from hdfs_events.envelope import decode_envelope, decode_message, encode_body
 from hdfs_events.event import EventFormatError, EventType, HdfsEvent, INodeType, MetadataType, XAttr
 from hdfs_events.event_json import checked_canonical_json, checked_sparse_json
@@ -164,6 +165,27 @@ def test_a_path_cleared_before_clears_only_itself() -> None:
     for event in events:
         checked_sparse_json(event)
     assert [checked(e) for e in events[::997]] == [verdict(e) for e in events[::997]]
+    assert 0 < len(event_json._paths) <= 8192
+
+
+def test_an_owner_or_mode_cleared_before_clears_only_itself() -> None:
+    # Owners and groups are looked up like paths (event_json._names), modes in one table.
+    def mkdir(**fields: object) -> HdfsEvent:
+        return HdfsEvent(**{"cluster": "c1", "txid": 3, "index": 0, "type": EventType.CREATE,
+                            "path": "/d", "inode_type": INodeType.DIRECTORY, "timestamp": 5,
+                            "ctime": 5, "owner": "alice", "group": "etl", "perms": "0755",
+                            **fields})
+
+    for event in [mkdir(), mkdir(group="alice"), mkdir(owner="etl"), mkdir(owner="a" * 257),
+                  mkdir(group="\u00e9tl"), mkdir(owner="alice\ud800"), mkdir(perms="755"),
+                  mkdir(perms="0955"), mkdir(perms="07555"), mkdir(perms="1777"),
+                  mkdir(owner=""), mkdir()]:
+        assert checked(event) == verdict(event), event
+    events = [mkdir(owner=f"u{i}") for i in range(10_000)]
+    for event in events:
+        checked_sparse_json(event)
+    assert [checked(e) for e in events[::997]] == [verdict(e) for e in events[::997]]
+    assert 0 < len(event_json._names) <= 4096
 
 
 @settings(max_examples=300, deadline=None)
