@@ -48,6 +48,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import chain, islice
+from operator import attrgetter, lt
 
 from hdfs_events.event import EventType, HdfsEvent
 from onprem_agent.checkpoint import CheckpointStore, CheckpointTracker
@@ -62,6 +64,8 @@ from onprem_agent.source import CHUNK_BATCHES, Chunk, ReadChunk
 log = logging.getLogger(__name__)
 
 GAP = EventType.GAP
+_batch_txid, _batch_more = attrgetter("txid"), attrgetter("more")
+_batch_events, _event_type = attrgetter("events"), attrgetter("type")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +222,18 @@ class Pipeline:
         finished after them (`finished`: the one before). Notes the batches taken, a GAP's txid
         and an open snapshot piece's."""
         floor, open_piece = self._floor, self._open_piece
-        events: list[HdfsEvent] = []
+        if open_piece is None and chunk:
+            # The usual chunk, looked at in C loops (~0.1 us an event less than the walk below,
+            # bench.ship): every txid above the last and done (no piece), no GAP record.
+            txids = list(map(_batch_txid, chunk))
+            if ((floor is None or txids[0] > floor) and not any(map(_batch_more, chunk))
+                    and all(map(lt, txids, islice(txids, 1, None)))):
+                events = list(chain.from_iterable(map(_batch_events, chunk)))
+                if GAP not in map(_event_type, events):
+                    self._floor = txids[-1]
+                    self._batches += len(txids)
+                    return events, txids[-1]
+        events = []
         taken = 0
         for batch in chunk:
             txid = batch.txid

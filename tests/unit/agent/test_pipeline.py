@@ -244,6 +244,26 @@ def test_restart_skips_txids_at_or_below_the_checkpoint() -> None:
     assert (manifest.after, manifest.end, manifest.messages) == (2, 3, (message.wire.dedup_id,))
 
 
+def test_a_source_repeating_itself_inside_a_chunk_ships_each_txid_once() -> None:
+    sender = RecordingSender()
+    chunk = [batch(1, "/a"), batch(2, "/a"), batch(2, "/a"), batch(1, "/a"), batch(3, "/a")]
+    result = Pipeline(config(), sender=sender, checkpoint=MemoryStore()).run([chunk])
+    assert result.events_read == 3 and result.checkpoint_txid == 3
+    assert sent_keys(sender.sent) == [("c1", 1, 0), ("c1", 2, 0), ("c1", 3, 0)]
+
+
+def test_a_range_never_ends_on_a_gap_records_txid() -> None:
+    # The GAP record stands for purged edits up to its gap_end_txid: a manifest ending on its
+    # txid would tell the consumer the range is whole (module doc of pipeline.py).
+    gap = TxBatch(3, (HdfsEvent(cluster="c1", txid=3, index=0, type=EventType.GAP, path="/",
+                                gap_end_txid=9),))
+    sender = RecordingSender()
+    result = Pipeline(config(), sender=sender, checkpoint=MemoryStore()).run(
+        [[batch(1, "/a"), batch(2, "/b"), gap]])
+    assert result.events_sent == 3
+    assert manifests_sent(sender.sent)[-1].end == 2
+
+
 def test_stop_seals_what_is_open_and_saves() -> None:
     sender, store = RecordingSender(), MemoryStore()
     stop = threading.Event()
